@@ -1,0 +1,46 @@
+# Fermion: one Makefile. Every target bootstraps .venv itself, idempotently.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+BENCH_STAMP := $(VENV)/.bench-installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv run test lint bench proto clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e ".[dev]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+venv: $(STAMP)
+
+## make run: a demonstration on generated data (see README)
+run: $(STAMP)
+	$(PY) -m fermion.demo
+
+## make test: the whole suite (unit, property, corruption/fuzz, golden files)
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+## make lint: ruff + mypy
+lint: $(STAMP)
+	$(VENV)/bin/ruff check fermion tests benchmarks
+	$(VENV)/bin/ruff format --check fermion tests benchmarks
+	$(VENV)/bin/mypy fermion
+
+$(BENCH_STAMP): $(STAMP)
+	$(PIP) install --quiet -e ".[dev,bench]"
+	touch $@
+
+## make bench: Fermion vs pyarrow.parquet vs pylance, results into docs/BENCHMARKS.md
+bench: $(BENCH_STAMP)
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data

@@ -1,0 +1,60 @@
+"""IO coalescing: merge nearby byte ranges into fewer, larger reads.
+
+Object stores and HDFS charge per request, so reading ``[0, 10)`` and ``[20, 30)`` as one
+request ``[0, 30)`` is cheaper than two requests whenever the gap is small. The planner is
+pure: it takes ranges and returns merged reads that remember which ranges they serve.
+
+Example:
+    >>> plan = coalesce_ranges([(0, 10), (20, 10), (5_000_000, 4)], max_gap=1024)
+    >>> [(r.start, r.end) for r in plan]
+    [(0, 30), (5000000, 5000004)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["MergedRead", "coalesce_ranges"]
+
+
+@dataclass
+class MergedRead:
+    """One physical read covering one or more requested ranges."""
+
+    start: int
+    end: int
+    members: list[int] = field(default_factory=list)  # indices into the request list
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+def coalesce_ranges(
+    ranges: Sequence[tuple[int, int]], *, max_gap: int, max_read: int = 64 << 20
+) -> list[MergedRead]:
+    """Merge ``(offset, length)`` ranges whose gaps are at most ``max_gap`` bytes.
+
+    Args:
+        ranges: requested ``(offset, length)`` pairs, in any order, possibly overlapping.
+        max_gap: the largest hole (in bytes) worth reading to save one request.
+        max_read: a merged read is not grown beyond this size (bounds memory per read).
+
+    Returns:
+        Merged reads in file order; ``members`` lists which requests each one serves.
+    """
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    merged: list[MergedRead] = []
+    for i in order:
+        off, length = ranges[i]
+        end = off + length
+        if merged:
+            last = merged[-1]
+            new_end = max(last.end, end)
+            if off - last.end <= max_gap and new_end - last.start <= max_read:
+                last.end = new_end
+                last.members.append(i)
+                continue
+        merged.append(MergedRead(off, end, [i]))
+    return merged
