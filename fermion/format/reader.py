@@ -282,24 +282,23 @@ class FileReader:
         if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
             raise InvalidArgumentError("columns must be a list of column names")
         found = self._index.lookup(list(columns))
-        top_names: list[str | None] = []
+        cols: list[int] = []
         paths: list[list[str]] = []
         for name, col in zip(columns, found, strict=True):
             if col is not None:
-                top_names.append(name)
+                cols.append(col)
                 paths.append([])
                 continue
             parts = name.split(".")
             for cut in range(len(parts) - 1, 0, -1):
                 (col,) = self._index.lookup([".".join(parts[:cut])])
                 if col is not None:
-                    top_names.append(".".join(parts[:cut]))
+                    cols.append(col)
                     paths.append(parts[cut:])
                     break
             else:
                 raise ColumnNotFoundError(f"column {name!r} is not in the file")
-        cols = self._index.lookup([n for n in top_names if n is not None])
-        infos = self._index.columns([c for c in cols if c is not None])
+        infos = self._index.columns(cols)
         out: dict[int, _Projection] = {}
         order: list[int] = []
         for info, path, name in zip(infos, paths, columns, strict=True):
@@ -349,8 +348,8 @@ class FileReader:
     def _maybe_load_cmb_area(self, requested: int) -> None:
         """Eager strategy (seed 001): one read of the whole CMB area when it is small and the
         request needs a good share of it; otherwise CMBs are read lazily one by one."""
-        if self._cmb_area is not None:
-            return
+        if self._cmb_area is not None or self._cmb_offset >= self._tail_start:
+            return  # loaded already, or the tail read holds the whole area
         area = self._schema_offset - self._cmb_offset
         if area <= self.options.eager_load_threshold and requested * 4 >= area:
             self._cmb_area = self.source.read(self._cmb_offset, area) if area else memoryview(b"")

@@ -205,6 +205,8 @@ class SchemaIndex:
             raise InvalidFileError("schema area sections are out of bounds")
         self._cap = cap
         self._columns: dict[int, ColumnInfo] = {}
+        self._entry_cache: dict[int, np.void] = {}
+        self._name_cache: dict[int, bytes] = {}
 
     def _abs(self, rel: int) -> int:
         return self._offset + rel
@@ -225,8 +227,12 @@ class SchemaIndex:
     def _entries(self, cols: Sequence[int]) -> list[np.void]:
         size = COLUMN_ENTRY_DTYPE.itemsize
         base = int(self._h["columns_offset"])
-        raws = self._fetch([(self._abs(base + c * size), size) for c in cols])
-        return [np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1)[0] for r in raws]
+        missing = [c for c in dict.fromkeys(cols) if c not in self._entry_cache]
+        if missing:
+            raws = self._fetch([(self._abs(base + c * size), size) for c in missing])
+            for c, r in zip(missing, raws, strict=True):
+                self._entry_cache[c] = np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1)[0]
+        return [self._entry_cache[c] for c in cols]
 
     def lookup(self, names: Sequence[str]) -> list[int | None]:
         """Column index of each name (None where absent); duplicates resolve to the first."""
@@ -270,6 +276,7 @@ class SchemaIndex:
                     [(self._abs(int(e["name_offset"])), int(e["name_size"])) for e in entries]
                 )
                 for (i, col), e, raw in zip(candidates, entries, name_raws, strict=True):
+                    self._name_cache[col] = bytes(raw)
                     if int(e["name_hash"]) == hashes[i] and bytes(raw) == names[i].encode():
                         if result[i] is None or col < result[i]:  # type: ignore[operator]
                             result[i] = col
@@ -296,21 +303,25 @@ class SchemaIndex:
                 nodes_end = int(e["first_node"]) + int(e["num_nodes"])
                 if no + ns > heap_end or bo + bs > heap_end or nodes_end > int(self._h["num_nodes"]):
                     raise InvalidFileError("column entry points outside the schema area")
+                if i not in self._name_cache:
+                    ranges.append((self._abs(no), ns))
                 ranges += [
-                    (self._abs(no), ns),
                     (self._abs(bo), bs),
                     (self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
                      4 * int(e["num_nodes"])),
                 ]
-            raws = self._fetch(ranges)
-            for k, (i, e) in enumerate(zip(missing, entries, strict=True)):
-                name_raw, blob_raw, ids_raw = raws[3 * k : 3 * k + 3]
+            raws = iter(self._fetch(ranges))
+            for i, e in zip(missing, entries, strict=True):
+                name_raw = self._name_cache.get(i)
+                if name_raw is None:
+                    name_raw = bytes(next(raws))
+                blob_raw, ids_raw = next(raws), next(raws)
                 crc = zlib.crc32(ids_raw, zlib.crc32(blob_raw, zlib.crc32(name_raw)))
                 if crc != int(e["crc"]):
                     raise ChecksumError(f"schema entry of column {i}: CRC32 mismatch")
                 self._columns[i] = ColumnInfo(
                     index=i,
-                    field=self._make_field(e, name_raw, blob_raw),
+                    field=self._make_field(e, memoryview(name_raw), blob_raw),
                     field_ids=np.frombuffer(ids_raw, dtype="<i4"),
                     num_streams=int(e["num_streams"]),
                 )
