@@ -291,8 +291,6 @@ def parquet_to_fermion(
     """
     if batch_rows <= 0:
         raise InvalidArgumentError(f"batch_rows must be positive, got {batch_rows}")
-    from fermion.format import FileWriter  # deferred: fermion.format re-exports this module
-
     started = time.perf_counter()
     destination = _Destination(dst)
     if _same_local_file(src, destination):
@@ -304,6 +302,8 @@ def parquet_to_fermion(
     )
     rows = batches = 0
     try:
+        from fermion.format import FileWriter  # deferred: fermion.format imports this module
+
         schema = pf.schema_arrow
         try:
             writer = FileWriter(destination.writer_target(), schema, **write_options)
