@@ -251,9 +251,9 @@ def render_inspect(info: dict[str, Any]) -> str:
         if not col.get("has_cmb"):
             lines.append("  no CMB: every value is null (zero data IO)")
             continue
-        lines.append(
-            f"  CMB at offset {_num(col.get('cmb_offset'))}, {_num(col.get('cmb_size'))} bytes"
-        )
+        offset = col.get("cmb_offset")
+        where = "" if offset is None else f" at offset {_num(offset)}"
+        lines.append(f"  CMB{where}: {_num(col.get('cmb_size'))} bytes")
         header = ["stream", "type", "desc", "chunks", "pages", "bytes", "nulls", "min", "max"]
         header += ["encodings", "compressions"]
         lines.extend(_table(header, [_stream_row(s) for s in col.get("streams") or []]))

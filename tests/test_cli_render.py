@@ -76,7 +76,7 @@ def test_render_inspect_summarises_streams_over_stripes() -> None:
     assert "columns   3 (showing 2)" in text
     assert "stripes   2 (rows: 10, 10)" in text
     assert "cit_offset  9000" in text
-    assert "CMB at offset 5,000, 312 bytes" in text
+    assert "CMB at offset 5,000: 312 bytes" in text
     stream_line = next(line for line in text.splitlines() if line.strip().startswith("x "))
     # path, type, desc, chunks, pages, bytes, nulls, min, max, encodings, compressions
     assert stream_line.split() == [
@@ -94,6 +94,12 @@ def test_render_inspect_summarises_streams_over_stripes() -> None:
     ]
     assert "column gone (#2, float)" in text
     assert "no CMB: every value is null" in text
+
+
+def test_render_inspect_without_cmb_offset() -> None:
+    info = describe_dict()
+    del info["columns"][0]["cmb_offset"]
+    assert "\n  CMB: 312 bytes\n" in render_inspect(info)
 
 
 def test_render_inspect_unknown_nulls_and_string_stats() -> None:
@@ -130,7 +136,7 @@ def test_jsonable_values() -> None:
 
 def test_write_rows_table_clips_and_keeps_widths() -> None:
     out = io.StringIO()
-    rows = [{"a": "x" * 100, "b": None}, {"a": "y", "b": [1, None]}]
+    rows: list[dict[str, Any]] = [{"a": "x" * 100, "b": None}, {"a": "y", "b": [1, None]}]
     widths = write_rows(rows, ["a", "b"], out, fmt="table", header=True)
     assert widths == [MAX_CELL_WIDTH, len("[1,null]")]
     lines = out.getvalue().splitlines()

@@ -434,14 +434,13 @@ def fermion_to_parquet(
         if callable(close):
             with contextlib.suppress(Exception):
                 close()
-    metadata = reader.metadata if isinstance(reader.metadata, dict) else {}
     return ConversionSummary(
         src=str(src),
         dst=str(dst),
         direction="fermion->parquet",
         num_rows=rows,
         num_columns=len(schema),
-        source_units=int(metadata.get("num_stripes", batches)),
+        source_units=int(reader.metadata.num_stripes),
         batches=batches,
         src_bytes=int(reader.source.size),
         dst_bytes=dst_bytes,
