@@ -572,3 +572,11 @@ def test_int96_dates_outside_the_nanosecond_range(tmp_path: Path) -> None:
     pq.write_table(old, src, use_deprecated_int96_timestamps=True, store_schema=False)
     parquet_to_fermion(src, tmp_path / "old.fermion", coerce_int96_timestamp_unit="us")
     assert fmt.read_table(str(tmp_path / "old.fermion")).equals(old)
+
+
+def test_contract_names_are_exported() -> None:
+    import fermion
+
+    assert fermion.parquet_to_fermion is parquet_to_fermion
+    assert fermion.fermion_to_parquet is fermion_to_parquet
+    assert fermion.ConversionSummary is ConversionSummary
