@@ -1,8 +1,10 @@
 """Streaming converters between Parquet and Fermion files.
 
-Both directions hold at most one unit of data in memory at a time: a Parquet batch of at
-most ``batch_rows`` rows (never more than one row group) on the way in, one Fermion stripe
-on the way out. Sources and destinations are local paths or fsspec URLs.
+Both directions stream: Parquet is read as batches of at most ``batch_rows`` rows (never
+spanning two row groups), Fermion stripe by stripe. Memory is one batch plus the Fermion
+writer's stripe buffer on the way in (bounded by the ``max_stripe_rows`` and
+``max_stripe_bytes`` write options), one decoded stripe on the way out. Sources and
+destinations are local paths or fsspec URLs.
 
 A conversion either completes or leaves no destination file behind: local destinations are
 written under a hidden temporary name in the destination folder and renamed into place on
