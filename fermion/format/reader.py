@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -51,6 +50,7 @@ from fermion.format.pages import decode_page
 from fermion.format.pruning import guarantee_for, referenced_fields, segments_that_may_match
 from fermion.format.schema import ColumnInfo, SchemaIndex
 from fermion.format.stats import bound_scalars, stats_kind
+from fermion.format.threads import pool
 from fermion.format.structs import (
     CHUNK_ALL_NULL,
     CIT_DTYPE,
@@ -69,6 +69,7 @@ __all__ = ["FileMetadata", "FileReader", "read_table"]
 
 _KNOWN_REQUIRED = 0  # no required feature is defined by format 1.0 readers yet
 _FLAT = (Kind.FIXED, Kind.BOOL, Kind.BINARY)
+_PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 Ranges = list[tuple[int, int]]
 
 
@@ -150,7 +151,6 @@ class FileReader:
         except BaseException:
             self.source.close()
             raise
-        self._pool: ThreadPoolExecutor | None = None
         self._cmbs: dict[int, ColumnMeta] = {}
         self._trees: dict[int, Node] = {}
         self._cmb_area: memoryview | None = None
@@ -256,9 +256,6 @@ class FileReader:
 
     def close(self) -> None:
         """Release the file handle and worker threads."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         self.source.close()
 
     def __enter__(self) -> FileReader:
@@ -590,11 +587,6 @@ class FileReader:
         return ranges
 
     # -- one stripe -------------------------------------------------------------------
-    def _pool_get(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.options.worker_threads)
-        return self._pool
-
     def _read_stripe(
         self,
         projs: Sequence[_Projection],
@@ -628,8 +620,9 @@ class FileReader:
                 where=f"{name}: page at offset {off}", verify_crc=verify,
             )
 
-        if len(requests) > 1:
-            decoded = list(self._pool_get().map(decode, range(len(requests))))
+        total = sum(r[4] for r in requests)
+        if len(requests) > 1 and total >= _PARALLEL_DECODE_BYTES and self.options.worker_threads > 1:
+            decoded = list(pool().map(decode, range(len(requests))))
         else:
             decoded = [decode(i) for i in range(len(requests))]
         per_proj: list[dict[tuple[int, int], bytes | memoryview]] = [{} for _ in projs]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +32,7 @@ from fermion.format.layout import Node, build_tree
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
+from fermion.format.threads import pool
 from fermion.format.structs import (
     CHUNK_ALL_NULL,
     CIT_DTYPE,
@@ -114,7 +114,6 @@ class FileWriter:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._pool: ThreadPoolExecutor | None = None
         self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
         self.num_rows = 0
         self.closed = False
@@ -153,16 +152,12 @@ class FileWriter:
             raise
         finally:
             self.closed = True
-            if self._pool is not None:
-                self._pool.shutdown()
 
     def abort(self) -> None:
         """Stop without writing metadata (the partial output is not a valid file)."""
         if not self.closed:
             self.closed = True
             self._sink.abort()
-            if self._pool is not None:
-                self._pool.shutdown()
 
     def __enter__(self) -> FileWriter:
         return self
@@ -212,14 +207,17 @@ class FileWriter:
         return shred_column(self._trees[i], array, self.options)
 
     def _write_stripe(self, stripe: pa.Table) -> None:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.options.worker_threads)
-        futures = [
-            self._pool.submit(self._encode_column, i, stripe.column(i))
-            for i in range(stripe.num_columns)
-        ]
-        for i, fut in enumerate(futures):
-            self._place(self._columns[i], fut.result())
+        if self.options.worker_threads > 1 and stripe.num_columns > 1:
+            ex = pool()
+            futures = [
+                ex.submit(self._encode_column, i, stripe.column(i))
+                for i in range(stripe.num_columns)
+            ]
+            results = [f.result() for f in futures]
+        else:
+            results = [self._encode_column(i, stripe.column(i)) for i in range(stripe.num_columns)]
+        for i, chunks in enumerate(results):
+            self._place(self._columns[i], chunks)
         self._stripe_rows.append(stripe.num_rows)
         self.num_rows += stripe.num_rows
 
