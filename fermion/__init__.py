@@ -36,6 +36,7 @@ from fermion.format import (
     read_table,
     write_table,
 )
+from fermion.format.convert import ConversionSummary, fermion_to_parquet, parquet_to_fermion
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "ColumnNotFoundError",
     "CommitConflictError",
     "CommitError",
+    "ConversionSummary",
     "DatasetError",
     "FermionError",
     "FileMetadata",
@@ -59,6 +61,8 @@ __all__ = [
     "UnsupportedTypeError",
     "UnsupportedVersionError",
     "WriteOptions",
+    "fermion_to_parquet",
+    "parquet_to_fermion",
     "read_table",
     "write_table",
 ]
