@@ -22,11 +22,11 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
     SchemaMismatchError,
+    SourceNotFoundError,
     TruncatedFileError,
     UnsupportedTypeError,
     UnsupportedVersionError,
 )
-
 from fermion.format import (
     FileMetadata,
     FileReader,
@@ -57,6 +57,7 @@ __all__ = [
     "InvalidFileError",
     "ReadOptions",
     "SchemaMismatchError",
+    "SourceNotFoundError",
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",

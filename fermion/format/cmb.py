@@ -100,11 +100,14 @@ def parse_cmb(
     if zlib.crc32(raw[hsize:]) != int(header["crc"]):
         raise ChecksumError(f"{where}: column metadata block CRC32 mismatch")
     if int(header["num_stripes"]) != num_stripes:
-        raise InvalidFileError(f"{where}: CMB has {int(header['num_stripes'])} stripes, "
-                               f"footer says {num_stripes}")
+        raise InvalidFileError(
+            f"{where}: CMB has {int(header['num_stripes'])} stripes, footer says {num_stripes}"
+        )
     if int(header["num_streams"]) != len(specs):
-        raise InvalidFileError(f"{where}: CMB has {int(header['num_streams'])} streams, "
-                               f"the column type needs {len(specs)}")
+        raise InvalidFileError(
+            f"{where}: CMB has {int(header['num_streams'])} streams, "
+            f"the column type needs {len(specs)}"
+        )
     stripe_rows = _view(raw, hsize, STRIPE_META_DTYPE, num_stripes, "stripes")["row_count"]
     if int(stripe_rows.sum(dtype=np.int64)) != num_rows:
         raise InvalidFileError(f"{where}: stripe row counts do not add up to {num_rows}")
@@ -130,7 +133,9 @@ def parse_cmb(
             continue
         full = _view(raw, pos, FULL_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
         lengths = full["length"].astype(np.int64)
-        _check_ranges(full["offset"][lengths > 0], lengths[lengths > 0], data_start, data_end, where)
+        _check_ranges(
+            full["offset"][lengths > 0], lengths[lengths > 0], data_start, data_end, where
+        )
         page_metas: list[np.ndarray] = []
         for s in range(num_stripes):
             d = full[s]

@@ -100,9 +100,7 @@ def build_schema_area(
     trees = list(trees) if trees is not None else [build_tree(f) for f in schema]
     node_counts = [sum(1 for _ in t.walk()) for t in trees]
     total_nodes = sum(node_counts)
-    ids = np.asarray(
-        field_ids if field_ids is not None else np.arange(total_nodes), dtype="<i4"
-    )
+    ids = np.asarray(field_ids if field_ids is not None else np.arange(total_nodes), dtype="<i4")
     if ids.shape != (total_nodes,):
         raise SchemaMismatchError(
             f"field_ids has {ids.size} entries but the schema has {total_nodes} storage nodes"
@@ -301,14 +299,20 @@ class SchemaIndex:
                 no, ns = int(e["name_offset"]), int(e["name_size"])
                 bo, bs = int(e["blob_offset"]), int(e["blob_size"])
                 nodes_end = int(e["first_node"]) + int(e["num_nodes"])
-                if no + ns > heap_end or bo + bs > heap_end or nodes_end > int(self._h["num_nodes"]):
+                if (
+                    no + ns > heap_end
+                    or bo + bs > heap_end
+                    or nodes_end > int(self._h["num_nodes"])
+                ):
                     raise InvalidFileError("column entry points outside the schema area")
                 if i not in self._name_cache:
                     ranges.append((self._abs(no), ns))
                 ranges += [
                     (self._abs(bo), bs),
-                    (self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
-                     4 * int(e["num_nodes"])),
+                    (
+                        self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
+                        4 * int(e["num_nodes"]),
+                    ),
                 ]
             raws = iter(self._fetch(ranges))
             for i, e in zip(missing, entries, strict=True):

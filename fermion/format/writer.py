@@ -32,7 +32,6 @@ from fermion.format.layout import Node, build_tree
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
-from fermion.format.threads import pool
 from fermion.format.structs import (
     CHUNK_ALL_NULL,
     CIT_DTYPE,
@@ -51,6 +50,7 @@ from fermion.format.structs import (
     OptionalFeature,
     StreamType,
 )
+from fermion.format.threads import pool
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
@@ -386,6 +386,8 @@ def write_table(
         True
     """
     if not isinstance(table, pa.Table | pa.RecordBatchReader):
-        raise InvalidArgumentError(f"expected a pyarrow Table or RecordBatchReader, got {type(table)}")
+        raise InvalidArgumentError(
+            f"expected a pyarrow Table or RecordBatchReader, got {type(table)}"
+        )
     with FileWriter(where, table.schema, field_ids=field_ids, **options) as writer:
         writer.write(table)

@@ -22,9 +22,7 @@ def sorted_file(tmp_path: Path) -> tuple[Path, pa.Table]:
             "id": pa.array(np.arange(n, dtype=np.int64)),
             "score": pa.array(rng.random(n)),
             "name": pa.array([f"user{i:06d}" for i in range(n)]),
-            "day": pa.array(
-                [dt.date(2024, 1, 1) + dt.timedelta(days=i // 1000) for i in range(n)]
-            ),
+            "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i // 1000) for i in range(n)]),
             "maybe": pa.array([None if i % 3 else i for i in range(n)], pa.int32()),
         }
     )
@@ -82,8 +80,10 @@ def test_stripe_pruning_skips_whole_stripes(sorted_file) -> None:
     path, _ = sorted_file
     with fermion.FileReader(path) as r:
         kept = r._prune_stripes(
-            r._resolve(["id"]), r._column_metas(r._resolve(["id"])),
-            np.array([25_000] * 4), pc.field("id") >= 80_000,
+            r._resolve(["id"]),
+            r._column_metas(r._resolve(["id"])),
+            np.array([25_000] * 4),
+            pc.field("id") >= 80_000,
         )
         assert kept == [3]
 
@@ -135,7 +135,11 @@ def test_nested_path_projection(tmp_path: Path) -> None:
     t = pa.table(
         {
             "s": pa.array(
-                [{"a": 1, "b": "x", "c": {"d": 1.5, "e": [1]}}, None, {"a": 3, "b": None, "c": None}]
+                [
+                    {"a": 1, "b": "x", "c": {"d": 1.5, "e": [1]}},
+                    None,
+                    {"a": 3, "b": None, "c": None},
+                ]
             ),
             "ls": pa.array([[{"p": 1, "q": "z"}], None, []]),
         }
@@ -144,7 +148,11 @@ def test_nested_path_projection(tmp_path: Path) -> None:
     fermion.write_table(t, path)
     got = fermion.read_table(path, columns=["s.b", "s.c.d", "ls.q"])
     assert got.column_names == ["s", "ls"]
-    assert got.column("s").to_pylist() == [{"b": "x", "c": {"d": 1.5}}, None, {"b": None, "c": None}]
+    assert got.column("s").to_pylist() == [
+        {"b": "x", "c": {"d": 1.5}},
+        None,
+        {"b": None, "c": None},
+    ]
     assert got.column("ls").to_pylist() == [[{"q": "z"}], None, []]
     with pytest.raises(fermion.ColumnNotFoundError):
         fermion.read_table(path, columns=["s.zz"])

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import fermion
 from tests.format.conftest import all_types_table
 
-
 _FLOAT_AS_INT = {pa.float16(): pa.int16(), pa.float32(): pa.int32(), pa.float64(): pa.int64()}
 
 
@@ -87,7 +86,9 @@ def test_writer_accepts_batches_and_readers(tmp_path: Path, all_types: pa.Table)
             w.write(batch)
     assert_same(fermion.read_table(path), all_types)
     path2 = tmp_path / "r.fermion"
-    fermion.write_table(pa.RecordBatchReader.from_batches(all_types.schema, all_types.to_batches()), path2)
+    fermion.write_table(
+        pa.RecordBatchReader.from_batches(all_types.schema, all_types.to_batches()), path2
+    )
     assert_same(fermion.read_table(path2), all_types)
 
 
@@ -112,7 +113,9 @@ def test_fsspec_memory_filesystem(all_types: pa.Table) -> None:
 
 
 def test_field_ids_are_stored(tmp_path: Path) -> None:
-    schema = pa.schema([("a", pa.int64()), ("s", pa.struct([("x", pa.int8()), ("y", pa.list_(pa.int8()))]))])
+    schema = pa.schema(
+        [("a", pa.int64()), ("s", pa.struct([("x", pa.int8()), ("y", pa.list_(pa.int8()))]))]
+    )
     table = pa.table({"a": [1], "s": [{"x": 1, "y": [2]}]}, schema=schema)
     path = tmp_path / "ids.fermion"
     ids = [10, 20, 21, 22, 23]
@@ -125,9 +128,21 @@ def test_field_ids_are_stored(tmp_path: Path) -> None:
 # -- property-based round trips ---------------------------------------------------------
 
 _leaf = st.sampled_from(
-    [pa.int8(), pa.int64(), pa.uint32(), pa.float32(), pa.float64(), pa.bool_(), pa.string(),
-     pa.binary(), pa.large_string(), pa.date32(), pa.timestamp("us", tz="UTC"),
-     pa.decimal128(10, 3), pa.binary(3)]
+    [
+        pa.int8(),
+        pa.int64(),
+        pa.uint32(),
+        pa.float32(),
+        pa.float64(),
+        pa.bool_(),
+        pa.string(),
+        pa.binary(),
+        pa.large_string(),
+        pa.date32(),
+        pa.timestamp("us", tz="UTC"),
+        pa.decimal128(10, 3),
+        pa.binary(3),
+    ]
 )
 
 
@@ -175,7 +190,9 @@ def _random_array(t: pa.DataType, n: int, seed: int, pat) -> pa.Array:
             return bool(rng.integers(2))
         if pat.is_integer(t):
             info = np.iinfo(t.to_pandas_dtype())
-            return int(rng.integers(info.min, info.max, dtype=np.int64 if info.min < 0 else np.uint64))
+            return int(
+                rng.integers(info.min, info.max, dtype=np.int64 if info.min < 0 else np.uint64)
+            )
         if pat.is_floating(t):
             return float(rng.normal() * 1e3)
         if pat.is_string(t) or pat.is_large_string(t):
@@ -187,9 +204,11 @@ def _random_array(t: pa.DataType, n: int, seed: int, pat) -> pa.Array:
         if pat.is_date(t):
             return dt.date(2000, 1, 1) + dt.timedelta(days=int(rng.integers(0, 20000)))
         if pat.is_timestamp(t):
-            return dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=int(rng.integers(0, 10**8)))
+            return dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(
+                seconds=int(rng.integers(0, 10**8))
+            )
         if pat.is_decimal(t):
-            return decimal.Decimal(int(rng.integers(-10**9, 10**9))).scaleb(-t.scale)
+            return decimal.Decimal(int(rng.integers(-(10**9), 10**9))).scaleb(-t.scale)
         if pat.is_fixed_size_list(t):
             return [value(t.value_type) for _ in range(t.list_size)]
         if pat.is_map(t):
@@ -203,9 +222,13 @@ def _random_array(t: pa.DataType, n: int, seed: int, pat) -> pa.Array:
     return pa.array([value(t) for _ in range(n)], type=t)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(table=tables(), page_size=st.sampled_from([64, 200, 4096]), stripe_rows=st.integers(1, 70))
-def test_property_round_trip(tmp_path: Path, table: pa.Table, page_size: int, stripe_rows: int) -> None:
+def test_property_round_trip(
+    tmp_path: Path, table: pa.Table, page_size: int, stripe_rows: int
+) -> None:
     path = tmp_path / "p.fermion"
     fermion.write_table(table, path, page_size=page_size, max_stripe_rows=stripe_rows)
     assert_same(fermion.read_table(path), table)
