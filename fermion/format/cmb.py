@@ -86,6 +86,7 @@ def parse_cmb(
     *,
     num_stripes: int,
     num_rows: int,
+    column_index: int,
     data_start: int,
     data_end: int,
     column: str,
@@ -99,6 +100,10 @@ def parse_cmb(
     header = np.frombuffer(raw, dtype=CMB_HEADER_DTYPE, count=1)[0]
     if zlib.crc32(raw[hsize:]) != int(header["crc"]):
         raise ChecksumError(f"{where}: column metadata block CRC32 mismatch")
+    if int(header["column"]) != column_index:
+        raise InvalidFileError(
+            f"{where}: the CIT points at the CMB of column {int(header['column'])}"
+        )
     if int(header["num_stripes"]) != num_stripes:
         raise InvalidFileError(
             f"{where}: CMB has {int(header['num_stripes'])} stripes, footer says {num_stripes}"

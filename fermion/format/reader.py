@@ -336,6 +336,7 @@ class FileReader:
                     tree,
                     num_stripes=self.num_stripes,
                     num_rows=self.num_rows,
+                    column_index=c,
                     data_start=self._data_start,
                     data_end=self._cmb_offset,
                     column=infos[c].info.field.name,

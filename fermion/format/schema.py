@@ -84,6 +84,18 @@ def default_field_ids(schema: pa.Schema) -> list[int]:
     return list(range(total))
 
 
+_CRC_FIELD = slice(
+    COLUMN_ENTRY_DTYPE.fields["crc"][1], COLUMN_ENTRY_DTYPE.fields["crc"][1] + 4
+)
+
+
+def _entry_crc(entry: bytes, name: bytes, blob: object, node_ids: object) -> int:
+    """CRC32 of a column entry (its crc field zeroed) followed by the bytes it points at."""
+    raw = bytearray(entry)
+    raw[_CRC_FIELD] = bytes(4)
+    return zlib.crc32(node_ids, zlib.crc32(blob, zlib.crc32(name, zlib.crc32(raw))))  # type: ignore[arg-type]
+
+
 def _hash_capacity(n: int) -> int:
     cap = 8
     while cap * 3 < (n + 1) * 4:  # load factor <= 0.75
@@ -127,8 +139,8 @@ def build_schema_area(
         e["num_nodes"] = count
         e["primitive_code"] = code
         e["flags"] = _FLAG_NULLABLE if fld.nullable else 0
-        e["crc"] = zlib.crc32(ids[first : first + count].tobytes(), zlib.crc32(name + blob))
         e["num_streams"] = len(trees[i].all_streams())
+        e["crc"] = _entry_crc(entries[i : i + 1].tobytes(), name, blob, ids[first : first + count])
         first += count
     cap = _hash_capacity(n)
     slots = np.zeros(cap, dtype=HASH_SLOT_DTYPE)
@@ -147,6 +159,7 @@ def build_schema_area(
     h0["hash_capacity"] = cap
     h0["num_nodes"] = total_nodes
     h0["full_schema_offset"] = 0
+    h0["full_schema_crc"] = zlib.crc32(full)
     h0["full_schema_size"] = len(full)
     h0["heap_offset"] = len(full)
     h0["heap_size"] = len(heap)
@@ -214,6 +227,8 @@ class SchemaIndex:
         (raw,) = self._fetch(
             [(self._abs(int(self._h["full_schema_offset"])), int(self._h["full_schema_size"]))]
         )
+        if zlib.crc32(raw) != int(self._h["full_schema_crc"]):
+            raise ChecksumError("full schema CRC32 mismatch")
         try:
             schema = pa.ipc.read_schema(pa.py_buffer(raw))
         except (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError) as exc:
@@ -320,7 +335,7 @@ class SchemaIndex:
                 if name_raw is None:
                     name_raw = bytes(next(raws))
                 blob_raw, ids_raw = next(raws), next(raws)
-                crc = zlib.crc32(ids_raw, zlib.crc32(blob_raw, zlib.crc32(name_raw)))
+                crc = _entry_crc(e.tobytes(), name_raw, blob_raw, ids_raw)
                 if crc != int(e["crc"]):
                     raise ChecksumError(f"schema entry of column {i}: CRC32 mismatch")
                 self._columns[i] = ColumnInfo(

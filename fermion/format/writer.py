@@ -252,7 +252,7 @@ class FileWriter:
             rec.pages.append(metas)
 
     # -- metadata ---------------------------------------------------------------------
-    def _build_cmb(self, col: _ColumnRecord) -> bytes:
+    def _build_cmb(self, index: int, col: _ColumnRecord) -> bytes:
         """One Column Metadata Block; b"" when the column is all-null in every stripe."""
         num_stripes = len(self._stripe_rows)
         if num_stripes == 0:
@@ -327,6 +327,7 @@ class FileWriter:
         header["num_streams"] = len(col.streams)
         header["num_stripes"] = num_stripes
         header["crc"] = zlib.crc32(body)
+        header["column"] = index
         if meta_size + payload_size + page_pool_size > 0xFFFFFFFF:
             raise FermionError("a column metadata block exceeds 4 GiB; use larger stripes")
         return header.tobytes() + body
@@ -337,7 +338,7 @@ class FileWriter:
         cit = np.zeros(len(self._columns) + 1, dtype=CIT_DTYPE)
         for i, col in enumerate(self._columns):
             cit[i] = sink.tell()
-            sink.append(self._build_cmb(col))
+            sink.append(self._build_cmb(i, col))
         schema_offset = sink.tell()
         cit[-1] = schema_offset
         sink.append(self._schema_area)
