@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import FermionError, InvalidArgumentError, SchemaMismatchError
-from fermion.format.layout import Node, build_tree
+from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
@@ -77,6 +77,8 @@ class _ColumnRecord:
     def __init__(self, tree: Node) -> None:
         self.tree = tree
         self.streams = [_StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
+        # a dictionary's length is recorded by its values node's VALIDITY descriptors
+        self.counted_nodes = {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
 
 
 class FileWriter:
@@ -259,7 +261,13 @@ class FileWriter:
             return b""
         top = col.streams[0] if col.streams else None  # node 0's VALIDITY, if any
         if top is None or all(s == ChunkState.ALL_NULL for s in top.states):
-            return b""  # all-null in every stripe: no CMB (seed 001)
+            dictionary_values = sum(
+                sum(rec.num_values)
+                for rec in col.streams
+                if rec.stream_type == StreamType.VALIDITY and rec.node in col.counted_nodes
+            )
+            if not dictionary_values:
+                return b""  # all-null in every stripe and nothing else to keep: no CMB
         metas = np.zeros(len(col.streams), dtype=STREAM_META_DTYPE)
         payload: list[bytes] = []
         payload_size = 0
@@ -270,10 +278,11 @@ class FileWriter:
             metas[k]["stream_type"] = rec.stream_type
             metas[k]["node"] = rec.node
             if rec.stream_type == StreamType.VALIDITY:
-                if all(s == ChunkState.ALL_VALID for s in rec.states):
+                counted = rec.node in col.counted_nodes
+                if not counted and all(s == ChunkState.ALL_VALID for s in rec.states):
                     metas[k]["desc_type"] = DescType.USE_DEFAULT
                     continue
-                if all(s == ChunkState.ALL_NULL for s in rec.states):
+                if not counted and all(s == ChunkState.ALL_NULL for s in rec.states):
                     metas[k]["desc_type"] = DescType.FORCE_NULL
                     continue
                 descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)

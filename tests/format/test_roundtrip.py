@@ -235,3 +235,19 @@ def test_property_round_trip(
     if table.num_rows:
         idx = np.random.default_rng(0).integers(0, table.num_rows, 10)
         assert fermion.FileReader(path).take(idx).equals(table.take(idx))
+
+
+def test_dictionary_edge_cases(write_read) -> None:
+    """Dictionaries whose values are all null, unused entries, and all-null indices."""
+    all_null_values = pa.DictionaryArray.from_arrays(
+        pa.array([0, 0, None], pa.int8()), pa.array([None], pa.string())
+    )
+    unused = pa.DictionaryArray.from_arrays(pa.array([1, 1], pa.int32()), pa.array(["a", "b", "c"]))
+    null_indices = pa.DictionaryArray.from_arrays(
+        pa.array([None, None], pa.int16()), pa.array(["x"])
+    )
+    for arr in (all_null_values, unused, null_indices):
+        table = pa.table({"d": arr})
+        assert_same(write_read(table), table)
+    with pytest.raises(fermion.UnsupportedTypeError):
+        write_read(pa.table({"d": pa.DictionaryArray.from_arrays(pa.array([0]), pa.nulls(1))}))
