@@ -84,7 +84,10 @@ def default_field_ids(schema: pa.Schema) -> list[int]:
     return list(range(total))
 
 
-_CRC_FIELD = slice(COLUMN_ENTRY_DTYPE.fields["crc"][1], COLUMN_ENTRY_DTYPE.fields["crc"][1] + 4)
+_CRC_OFFSET = 32  # byte offset of ColumnEntry.crc
+_CRC_FIELD = slice(_CRC_OFFSET, _CRC_OFFSET + 4)
+if COLUMN_ENTRY_DTYPE.fields is None or COLUMN_ENTRY_DTYPE.fields["crc"][1] != _CRC_OFFSET:
+    raise RuntimeError("ColumnEntry.crc moved: update _CRC_OFFSET")
 
 
 def _entry_crc(entry: bytes, name: bytes, blob: object, node_ids: object) -> int:
