@@ -6,7 +6,8 @@ and benchmarks can prove how many requests and bytes an operation cost.
 Example:
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
-    >>> _ = open(path, "wb").write(b"0123456789")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"0123456789")
     >>> src = open_source(path)
     >>> [bytes(b) for b in src.read_ranges([(0, 2), (8, 2)], max_gap=0)]
     [b'01', b'89']
