@@ -22,11 +22,22 @@ def test_all_is_sorted_and_complete() -> None:
 
 def test_contract_names_exist() -> None:
     """DESIGN.md §3 names owned by the format layer."""
-    for name in ("write_table", "read_table", "FileReader", "FileWriter",
-                 "parquet_to_fermion", "fermion_to_parquet", "FermionError",
-                 "InvalidFileError", "TruncatedFileError", "ChecksumError",
-                 "UnsupportedVersionError", "SchemaMismatchError", "CommitConflictError",
-                 "IncompatibleTransactionError"):
+    for name in (
+        "write_table",
+        "read_table",
+        "FileReader",
+        "FileWriter",
+        "parquet_to_fermion",
+        "fermion_to_parquet",
+        "FermionError",
+        "InvalidFileError",
+        "TruncatedFileError",
+        "ChecksumError",
+        "UnsupportedVersionError",
+        "SchemaMismatchError",
+        "CommitConflictError",
+        "IncompatibleTransactionError",
+    ):
         assert name in fermion.__all__, name
     reader_api = ("schema", "num_rows", "metadata", "read", "iter_batches", "take", "describe")
     for attr in reader_api:
@@ -46,7 +57,8 @@ def test_errors_subclass_builtins() -> None:
 
 
 _MODULES = sorted(
-    m.name for m in pkgutil.walk_packages(fermion.__path__, "fermion.")
+    m.name
+    for m in pkgutil.walk_packages(fermion.__path__, "fermion.")
     if not m.name.endswith("_pb2")
 )
 

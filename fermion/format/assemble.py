@@ -20,7 +20,7 @@ import pyarrow as pa
 from fermion.errors import InvalidFileError
 from fermion.format.bitmaps import slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
-from fermion.format.layout import Kind, Node
+from fermion.format.layout import Kind, Node, is_view, view_storage
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
 __all__ = [
@@ -163,8 +163,17 @@ def _buf(x: object | None) -> pa.Buffer | None:
 
 def _finish(node: Node, storage: pa.Array, t: pa.DataType) -> pa.Array:
     if isinstance(t, pa.ExtensionType):
+        if is_view(t.storage_type):
+            storage = storage.cast(t.storage_type)
         return pa.ExtensionArray.from_storage(t, storage)
+    if is_view(t):
+        return storage.cast(t)
     return storage
+
+
+def _physical(t: pa.DataType) -> pa.DataType:
+    """The type ``from_buffers`` builds: view types are assembled as their large variant."""
+    return view_storage(t) if is_view(t) else t
 
 
 def _from_buffers(
@@ -233,7 +242,7 @@ def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
     if kind == Kind.BINARY:
         offs = _offsets(ctx, node, n, None)
         data = _binary_data(ctx, node, offs, None)
-        arr = _from_buffers(ctx, storage_t, n, [validity, offs, data], nulls)
+        arr = _from_buffers(ctx, _physical(storage_t), n, [validity, offs, data], nulls)
         return _finish(node, arr, t)
     if kind == Kind.DICTIONARY:
         indices = _fixed_data(ctx, node, n, None)
@@ -286,6 +295,7 @@ def assemble_flat(
     if node.kind == Kind.BINARY:
         offs = _offsets(ctx, node, n, pages)
         data = _binary_data(ctx, node, offs, pages)
-        return _finish(node, _from_buffers(ctx, storage_t, n, [validity, offs, data], nulls), t)
+        arr = _from_buffers(ctx, _physical(storage_t), n, [validity, offs, data], nulls)
+        return _finish(node, arr, t)
     data = _fixed_data(ctx, node, n, pages)
     return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)

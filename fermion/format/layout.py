@@ -5,7 +5,7 @@ owns the Arrow buffers of its level as streams (seed 001, "DCS" model)::
 
     null                      (no streams)
     bool, fixed-width         VALIDITY, DATA
-    binary/string (+large)    VALIDITY, OFFSETS, DATA
+    binary/string (+large)    VALIDITY, OFFSETS, DATA   (string_view/binary_view as large)
     list, large_list, map     VALIDITY, OFFSETS, then the child node
     fixed_size_list           VALIDITY, then the child node
     struct                    VALIDITY, then each child node
@@ -34,7 +34,16 @@ import pyarrow.types as pat
 from fermion.errors import UnsupportedTypeError
 from fermion.format.structs import StreamType
 
-__all__ = ["Kind", "Node", "StreamSpec", "build_tree", "storage_type"]
+__all__ = [
+    "Kind",
+    "Node",
+    "StreamSpec",
+    "build_tree",
+    "is_view",
+    "storage_type",
+    "view_storage",
+    "without_views",
+]
 
 
 class Kind(enum.Enum):
@@ -96,6 +105,36 @@ class Node:
         return storage_type(self.type)
 
 
+def is_view(t: pa.DataType) -> bool:
+    """string_view / binary_view: stored as BINARY with i64 offsets, cast back on read."""
+    return bool(pat.is_string_view(t) or pat.is_binary_view(t))
+
+
+def view_storage(t: pa.DataType) -> pa.DataType:
+    """The offsets-based type a view type is stored as."""
+    return pa.large_string() if pat.is_string_view(t) else pa.large_binary()
+
+
+def without_views(t: pa.DataType) -> pa.DataType:
+    """``t`` with every view type (at any depth) replaced by its offsets-based variant."""
+    if is_view(t):
+        return view_storage(t)
+    if pat.is_struct(t):
+        return pa.struct([f.with_type(without_views(f.type)) for f in t])
+    if pat.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(without_views(t.key_type)),
+            t.item_field.with_type(without_views(t.item_type)),
+        )
+    if pat.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(without_views(t.value_type)))
+    if pat.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(without_views(t.value_type)), t.list_size)
+    if pat.is_list(t):
+        return pa.list_(t.value_field.with_type(without_views(t.value_type)))
+    return t
+
+
 def storage_type(t: pa.DataType) -> pa.DataType:
     """The physical type of ``t`` (extension types unwrapped)."""
     while isinstance(t, pa.ExtensionType):
@@ -112,7 +151,7 @@ def _kind_of(t: pa.DataType) -> tuple[Kind, int]:
         return Kind.DICTIONARY, t.index_type.bit_width // 8
     if pat.is_string(t) or pat.is_binary(t):
         return Kind.BINARY, 4
-    if pat.is_large_string(t) or pat.is_large_binary(t):
+    if pat.is_large_string(t) or pat.is_large_binary(t) or is_view(t):
         return Kind.BINARY, 8
     if pat.is_map(t):
         return Kind.MAP, 4

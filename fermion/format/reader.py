@@ -44,7 +44,7 @@ from fermion.format.assemble import (
     validity_of,
 )
 from fermion.format.cmb import ColumnMeta, parse_cmb
-from fermion.format.layout import Kind, Node, build_tree
+from fermion.format.layout import Kind, Node, build_tree, without_views
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.pages import decode_page
 from fermion.format.pruning import guarantee_for, referenced_fields, segments_that_may_match
@@ -421,7 +421,9 @@ class FileReader:
                 self._read_stripe(projs, metas, int(s), int(rows[s]), _Selection(points=local))
             )
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
-        return table.take(pa.array(inverse, type=pa.int64()))
+        order = pa.array(inverse, type=pa.int64())
+        columns_out = [_take(col, order) for col in table.columns]
+        return pa.Table.from_arrays(columns_out, schema=schema)
 
     def _output_schema(self, projs: Sequence[_Projection], full: bool) -> pa.Schema:
         fields = [p.field for p in projs]
@@ -686,6 +688,21 @@ def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
     return keep
 
 
+def _take(values: Any, indices: pa.Array) -> Any:
+    """``values.take(indices)``, also for types Arrow has no take kernel for (views)."""
+    t = values.type
+    if isinstance(t, pa.ExtensionType):
+        storage = values.storage if isinstance(values, pa.Array) else values.cast(t.storage_type)
+        taken = _take(storage, indices)
+        if isinstance(taken, pa.ChunkedArray):
+            taken = taken.combine_chunks()
+        return pa.ExtensionArray.from_storage(t, taken)
+    plain = without_views(t)
+    if plain != t:
+        return values.cast(plain).take(indices).cast(t)
+    return values.take(indices)
+
+
 def _select(arr: pa.Array, covered: Ranges, sel: _Selection) -> pa.Array:
     """Pick the selected rows out of ``arr``, which holds the rows of ``covered`` in order."""
     starts = np.array([a for a, _ in covered], dtype=np.int64)
@@ -696,7 +713,7 @@ def _select(arr: pa.Array, covered: Ranges, sel: _Selection) -> pa.Array:
         pos = base[run] + (sel.points - starts[run])
         if len(covered) == 1 and covered[0][0] == 0 and len(pos) == len(arr):
             return arr
-        return arr.take(pa.array(pos, type=pa.int64()))
+        return _take(arr, pa.array(pos, type=pa.int64()))
     assert sel.ranges is not None
     pieces = []
     for a, b in sel.ranges:

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.format.bitmaps import slice_bitmap
-from fermion.format.layout import Kind, Node, StreamSpec
+from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
 from fermion.format.pages import encode_page
 from fermion.format.stats import StatsKind, compute_stats, stats_kind
@@ -180,6 +180,8 @@ def _data_chunk(
 def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top: bool) -> None:
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
+    if is_view(arr.type):
+        arr = arr.cast(view_storage(arr.type))
     n = len(arr)
     kind = node.kind
     if kind == Kind.NULL:

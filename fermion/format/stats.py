@@ -69,6 +69,8 @@ def stats_kind(t: pa.DataType) -> StatsKind:
     if (
         pat.is_string(t)
         or pat.is_large_string(t)
+        or pat.is_string_view(t)
+        or pat.is_binary_view(t)
         or pat.is_binary(t)
         or pat.is_large_binary(t)
         or pat.is_fixed_size_binary(t)
@@ -212,7 +214,7 @@ def bound_scalars(
         # stored bounds never end in NUL (see compute_stats), so the padding strips exactly
         lo_b = _unpack_bytes(lo).rstrip(b"\0")
         hi_b = _unpack_bytes(hi).rstrip(b"\0")
-        if pat.is_string(t) or pat.is_large_string(t):
+        if pat.is_string(t) or pat.is_large_string(t) or pat.is_string_view(t):
             try:
                 return pa.scalar(lo_b.decode(), type=t), pa.scalar(hi_b.decode(), type=t)
             except UnicodeDecodeError:

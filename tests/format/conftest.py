@@ -62,6 +62,8 @@ def all_types_table(n: int = 50, seed: int = 0) -> pa.Table:
     cols["large_string"] = pa.array(nulls(words), pa.large_string())
     cols["binary"] = pa.array(nulls([w.encode() + b"\0\xff" for w in words]), pa.binary())
     cols["large_binary"] = pa.array(nulls([w.encode() for w in words]), pa.large_binary())
+    cols["string_view"] = pa.array(nulls(words), pa.string_view())
+    cols["binary_view"] = pa.array(nulls([w.encode() * 3 for w in words]), pa.binary_view())
     cols["fixed_binary"] = pa.array(
         nulls([int(x % 65536).to_bytes(4, "little", signed=False) for x in ints]),
         pa.binary(4),

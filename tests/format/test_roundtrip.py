@@ -251,3 +251,19 @@ def test_dictionary_edge_cases(write_read) -> None:
         assert_same(write_read(table), table)
     with pytest.raises(fermion.UnsupportedTypeError):
         write_read(pa.table({"d": pa.DictionaryArray.from_arrays(pa.array([0]), pa.nulls(1))}))
+
+
+def test_view_types_nested_and_take(tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "sv": pa.array(["a", None, "ccc" * 50], pa.string_view()),
+            "st": pa.array([{"v": "x"}, None, {"v": None}], pa.struct([("v", pa.string_view())])),
+            "lv": pa.array([[b"q"], [], None], pa.list_(pa.binary_view())),
+        }
+    )
+    path = tmp_path / "v.fermion"
+    fermion.write_table(table, path, page_size=64)
+    assert_same(fermion.read_table(path), table)
+    got = fermion.FileReader(path).take([2, 0, 2])
+    assert got.to_pylist() == [table.slice(i, 1).to_pylist()[0] for i in (2, 0, 2)]
+    assert got.schema == table.schema
