@@ -21,6 +21,7 @@ from fermion.errors import InvalidFileError
 from fermion.format.bitmaps import slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.layout import Kind, Node, is_view, view_storage
+from fermion.format.pages import DERIVED, Decoded, DictionaryPage
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
 __all__ = [
@@ -42,7 +43,7 @@ class StripeContext:
     column: str
     meta: ColumnMeta
     stripe: int
-    pages: dict[PageKey, bytes | memoryview]  # decoded page payloads
+    pages: dict[PageKey, Decoded]  # decoded page payloads
     selected: set[int] | None = None  # node indices to materialise (None: all)
 
     def desc(self, node: Node, stream_type: StreamType) -> tuple[int, StreamDesc] | None:
@@ -50,6 +51,13 @@ class StripeContext:
         if spec is None:
             return None
         return spec.index, self.meta.streams[spec.index]
+
+    def plain(self, key: PageKey) -> bytes | memoryview:
+        """A decoded page that must be plain bytes (not a dictionary or derived page)."""
+        page = self.pages[key]
+        if not isinstance(page, bytes | memoryview):
+            raise self.fail(f"a {type(page).__name__} page where plain values belong")
+        return page
 
     def fail(self, what: str) -> InvalidFileError:
         return InvalidFileError(f"column {self.column!r}, stripe {self.stripe}: {what}")
@@ -80,7 +88,7 @@ def validity_of(ctx: StripeContext, node: Node, n: int) -> tuple[object | None, 
         return None, 0
     if length == CHUNK_ALL_NULL:
         return zero_bitmap(n), n
-    bitmap = ctx.pages[(k, 0)]
+    bitmap = ctx.plain((k, 0))
     if len(bitmap) != (n + 7) // 8:
         raise ctx.fail("validity bitmap has the wrong size")
     return bitmap, -1
@@ -94,7 +102,7 @@ def _page_ids(desc: StreamDesc, stripe: int) -> range:
 
 
 def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int]) -> bytes | memoryview:
-    return _concat([ctx.pages[(k, p)] for p in pages])
+    return _concat([ctx.plain((k, p)) for p in pages])
 
 
 def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None) -> np.ndarray:
@@ -107,14 +115,30 @@ def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
         pages = _page_ids(desc, ctx.stripe)
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
         return np.zeros(n + 1, dtype=dtype)
-    parts = [np.frombuffer(ctx.pages[(k, p)], dtype=dtype) for p in pages]
-    offs: np.ndarray = parts[0]
-    if len(parts) > 1:  # neighbouring pages share their boundary offset
-        offs = np.concatenate([parts[0], *(q[1:] for q in parts[1:])])
-    if len(offs) != n + 1:
-        raise ctx.fail(f"offsets hold {len(offs)} entries, expected {n + 1}")
-    if offs[0] != 0:
-        offs = offs - offs[0]
+    data_k = node.stream(StreamType.DATA)
+    parts = []
+    for p in pages:
+        raw = ctx.pages[(k, p)]
+        if raw is DERIVED:
+            page = ctx.pages.get((data_k.index, p)) if data_k is not None else None
+            if not isinstance(page, DictionaryPage):
+                raise ctx.fail("a DERIVED offsets page has no dictionary page")
+            parts.append(page.offsets)
+        elif isinstance(raw, bytes | memoryview):
+            parts.append(np.frombuffer(raw, dtype=dtype))
+        else:
+            raise ctx.fail("unexpected page payload in an offsets stream")
+    if sum(len(q) - 1 for q in parts) != n or any(len(q) == 0 for q in parts):
+        raise ctx.fail(f"offsets pages hold the wrong number of entries for {n} values")
+    if len(parts) == 1:
+        offs: np.ndarray = parts[0]
+        if offs[0] != 0:
+            offs = offs - offs[0]
+    else:  # re-base each page onto the end of the previous one
+        offs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.concatenate([np.diff(q) for q in parts]), out=offs[1:])
+    if offs.dtype != dtype:
+        offs = offs.astype(dtype)
     if n and (int(offs[-1]) < 0 or bool(np.any(offs[1:] < offs[:-1]))):
         raise ctx.fail("offsets are not monotonic")
     return offs
@@ -145,17 +169,22 @@ def _binary_data(
     if pages is None:
         pages = _page_ids(desc, ctx.stripe)
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
-        data: bytes | memoryview = b""
+        data: object = b""
     else:
-        data = _data_bytes(ctx, k, pages)
-    if len(data) != expected:
-        raise ctx.fail(f"binary data has {len(data)} bytes, offsets say {expected}")
+        parts: list[bytes | memoryview | pa.Buffer] = []
+        for p in pages:
+            raw = ctx.pages[(k, p)]
+            parts.append(raw.data if isinstance(raw, DictionaryPage) else ctx.plain((k, p)))
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+    size = data.size if isinstance(data, pa.Buffer) else len(data)  # type: ignore[arg-type]
+    if size != expected:
+        raise ctx.fail(f"binary data has {size} bytes, offsets say {expected}")
     return data
 
 
 def _buf(x: object | None) -> pa.Buffer | None:
-    if x is None:
-        return None
+    if x is None or isinstance(x, pa.Buffer):
+        return x
     if isinstance(x, np.ndarray):
         return pa.py_buffer(x)
     return pa.py_buffer(x)

@@ -10,7 +10,8 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from fermion.errors import InvalidArgumentError
@@ -53,6 +54,9 @@ class WriteOptions:
         statistics: compute per-page and per-chunk min/max/null counts.
         flush_bytes: the sink writes in units of at least this many bytes.
         threads: worker threads for encoding and compression.
+        encodings: choose lightweight encodings per page (False: every page PLAIN, which
+            format 1.0 readers can read).
+        column_encodings: per-column override, ``{"name": "plain" | "auto"}``.
     """
 
     page_size: int = PAGE_SIZE_DEFAULT
@@ -64,8 +68,13 @@ class WriteOptions:
     statistics: bool = True
     flush_bytes: int = FLUSH_BYTES_DEFAULT
     threads: int = 0  # 0: one per core
+    encodings: bool = True
+    column_encodings: Mapping[str, Literal["auto", "plain"]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        bad = {k: v for k, v in self.column_encodings.items() if v not in ("auto", "plain")}
+        if bad:
+            raise InvalidArgumentError(f"column_encodings values must be 'auto' or 'plain': {bad}")
         if self.page_size < 64 or self.page_size > (1 << 30):
             raise InvalidArgumentError(f"page_size must be in [64, 1 GiB], got {self.page_size}")
         if not 0 < self.max_stripe_rows <= 0xFFFFFFFF:
@@ -82,6 +91,10 @@ class WriteOptions:
     @property
     def worker_threads(self) -> int:
         return self.threads or _threads_default()
+
+    def encodes(self, column: str) -> bool:
+        """Whether pages of ``column`` may use encodings other than PLAIN."""
+        return self.column_encodings.get(column, "auto" if self.encodings else "plain") == "auto"
 
 
 @dataclass(frozen=True)

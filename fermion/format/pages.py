@@ -20,14 +20,44 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format.structs import PAGE_HEADER_DTYPE, Compression, Encoding
+from fermion.format import encodings
+from fermion.format.structs import PAGE_HEADER_DTYPE, Compression, Encoding, EncodingFlag
 
-__all__ = ["PAGE_HEADER_SIZE", "Codec", "decode_page", "encode_page", "CODECS"]
+__all__ = [
+    "CODECS",
+    "DERIVED",
+    "PAGE_HEADER_SIZE",
+    "Codec",
+    "DictionaryPage",
+    "decode_page",
+    "encode_page",
+]
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
+_COMPRESS_RATIO = 0.9  # keep zstd only if it saves at least 10% (else decode is pure cost)
+
+
+@dataclass(frozen=True)
+class DictionaryPage:
+    """A decoded DICTIONARY page of a BINARY node: offsets (int64, from 0) and value bytes."""
+
+    offsets: np.ndarray
+    data: pa.Buffer
+
+
+class _Derived:
+    """Marker for a decoded DERIVED offsets page (its offsets live in the DATA page)."""
+
+    def __repr__(self) -> str:
+        return "DERIVED"
+
+
+DERIVED = _Derived()
+Decoded = bytes | memoryview | DictionaryPage | _Derived
 _HEADER_FLAG_CRC = 1
 
 _local = threading.local()
@@ -107,7 +137,7 @@ def encode_page(
     used = Compression.NONE
     if codec != Compression.NONE and len(payload) > 0:
         compressed = CODECS[codec].compress(payload, level)
-        if len(compressed) < len(payload):
+        if len(compressed) <= len(payload) * _COMPRESS_RATIO:
             body, used = compressed, codec
     header = np.zeros(1, dtype=PAGE_HEADER_DTYPE)
     header["encoding"] = encoding
@@ -129,16 +159,20 @@ def decode_page(
     expected_size: int | None,
     where: str,
     verify_crc: bool = True,
-) -> bytes | memoryview:
-    """Validate, checksum and decompress one page; returns the encoded payload.
+) -> Decoded:
+    """Validate, checksum, decompress and decode one page to its plain stream contents.
 
     Args:
         page: the page bytes (header + body).
         expected_values: values the metadata says the page holds.
-        expected_size: the exact decoded size implied by the metadata, if known; this bounds
-            what a corrupt header can make us allocate.
+        expected_size: the exact plain size implied by the metadata, if known; it also
+            bounds what a corrupt header can make us allocate.
         where: a description for error messages.
         verify_crc: check the CRC32 when the page carries one.
+
+    Returns:
+        The plain payload; a :class:`DictionaryPage` for DICTIONARY pages and
+        :data:`DERIVED` for DERIVED offsets pages.
     """
     if len(page) < PAGE_HEADER_SIZE:
         raise InvalidFileError(f"{where}: page of {len(page)} bytes is shorter than its header")
@@ -153,22 +187,69 @@ def decode_page(
             f"{where}: page holds {int(header['num_values'])} values, metadata says "
             f"{expected_values}"
         )
-    size = int(header["decoded_size"])
-    if expected_size is not None and size != expected_size:
-        raise InvalidFileError(f"{where}: page decodes to {size} bytes, expected {expected_size}")
     try:
         compression = Compression(int(header["compression"]))
-        Encoding(int(header["encoding"]))
+        encoding = Encoding(int(header["encoding"]))
     except ValueError:
         raise UnsupportedVersionError(
             f"{where}: unknown encoding {int(header['encoding'])} or compression "
             f"{int(header['compression'])}"
         ) from None
+    size = int(header["decoded_size"])
+    # an encoded payload is never larger than the plain values plus its EncodingHeader
+    if expected_size is not None and size > expected_size + encodings.HEADER_SIZE:
+        raise InvalidFileError(f"{where}: page decodes to {size} bytes, expected {expected_size}")
     if compression == Compression.NONE:
         if len(body) != size:
             raise InvalidFileError(f"{where}: stored page has {len(body)} bytes, header {size}")
-        return body
-    out = CODECS[compression].decompress(body, size)
-    if len(out) != size:
-        raise InvalidFileError(f"{where}: page decompressed to {len(out)} bytes, expected {size}")
+        payload: bytes | memoryview = body
+    else:
+        payload = CODECS[compression].decompress(body, size)
+        if len(payload) != size:
+            raise InvalidFileError(
+                f"{where}: page decompressed to {len(payload)} bytes, expected {size}"
+            )
+    out = _decode_payload(encoding, payload, expected_values, expected_size, where)
+    if (
+        expected_size is not None
+        and isinstance(out, bytes | memoryview)
+        and len(out) != expected_size
+    ):
+        raise InvalidFileError(
+            f"{where}: page decodes to {len(out)} bytes, expected {expected_size}"
+        )
     return out
+
+
+def _decode_payload(
+    encoding: Encoding,
+    payload: bytes | memoryview,
+    values: int,
+    expected_size: int | None,
+    where: str,
+) -> Decoded:
+    if encoding == Encoding.PLAIN:
+        return payload
+    if encoding == Encoding.DERIVED:
+        if len(payload):
+            raise InvalidFileError(f"{where}: a DERIVED page carries a payload")
+        return DERIVED
+    h = encodings.read_header(payload, where)
+    if int(h["count"]) != values:
+        raise InvalidFileError(f"{where}: encoded page holds {int(h['count'])} values")
+    if encoding == Encoding.DICTIONARY:
+        return DictionaryPage(*encodings.decode_dictionary(payload, where))
+    out_width = int(h["out_width"])
+    lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
+    plain_size = (values + 1 if lengths else values) * out_width
+    if expected_size is not None and plain_size != expected_size:
+        raise InvalidFileError(f"{where}: encoded values decode to {plain_size} bytes")
+    if encoding == Encoding.BYTE_SPLIT:
+        return encodings.decode_byte_split(payload, where)
+    ints = encodings.decode_ints(payload, encoding, where)
+    if lengths:
+        offsets = np.zeros(values + 1, dtype=f"<i{out_width}")
+        np.cumsum(ints, out=offsets[1:])
+        return offsets.data.cast("B")
+    signed = bool(int(h["flags"]) & EncodingFlag.SIGNED)
+    return encodings.ints_to_plain(ints, out_width, signed).data.cast("B")

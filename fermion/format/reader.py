@@ -46,7 +46,7 @@ from fermion.format.assemble import (
 from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.layout import Kind, Node, build_tree, without_views
 from fermion.format.options import ReadOptions, split_options
-from fermion.format.pages import decode_page
+from fermion.format.pages import Decoded, decode_page
 from fermion.format.pruning import guarantee_for, referenced_fields, segments_that_may_match
 from fermion.format.schema import ColumnInfo, SchemaIndex
 from fermion.format.stats import bound_scalars, stats_kind
@@ -58,6 +58,7 @@ from fermion.format.structs import (
     FORMAT_VERSION_MAJOR,
     MAGIC,
     DescType,
+    RequiredFeature,
     StreamType,
 )
 from fermion.format.threads import pool
@@ -65,7 +66,7 @@ from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
 
-_KNOWN_REQUIRED = 0  # no required feature is defined by format 1.0 readers yet
+_KNOWN_REQUIRED = int(RequiredFeature.ENCODINGS)
 _FLAT = (Kind.FIXED, Kind.BOOL, Kind.BINARY)
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 Ranges = list[tuple[int, int]]
@@ -619,7 +620,7 @@ class FileReader:
         verify = self.options.verify_checksums
         name = self.source.name
 
-        def decode(i: int) -> bytes | memoryview:
+        def decode(i: int) -> Decoded:
             _, (_, _, off, _, values, size) = requests[i]
             return decode_page(
                 views[i],
@@ -638,7 +639,7 @@ class FileReader:
             decoded = list(pool().map(decode, range(len(requests))))
         else:
             decoded = [decode(i) for i in range(len(requests))]
-        per_proj: list[dict[tuple[int, int], bytes | memoryview]] = [{} for _ in projs]
+        per_proj: list[dict[tuple[int, int], Decoded]] = [{} for _ in projs]
         for (j, (k, page, *_)), payload in zip(requests, decoded, strict=True):
             per_proj[j][(k, page)] = payload
         arrays = []

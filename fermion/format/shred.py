@@ -17,8 +17,8 @@ Example:
     >>> import pyarrow as pa
     >>> from fermion.format.layout import build_tree
     >>> from fermion.format.options import WriteOptions
-    >>> f = pa.field("s", pa.string())
-    >>> chunks = shred_column(build_tree(f), pa.array(["a", None, "ccc"]), WriteOptions())
+    >>> tree = build_tree(pa.field("s", pa.string()))
+    >>> chunks, used = shred_column(tree, pa.array(["a", None, "ccc"]), WriteOptions())
     >>> [(c.stream.stream_type.name, c.state.name, len(c.pages)) for c in chunks]
     [('VALIDITY', 'PAGES', 1), ('OFFSETS', 'PAGES', 1), ('DATA', 'PAGES', 1)]
 """
@@ -31,13 +31,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.types as pat
 
 from fermion.format.bitmaps import slice_bitmap
+from fermion.format.encodings import (
+    encode_byte_split,
+    encode_dictionary,
+    encode_ints,
+    int_domain,
+    ints_from_plain,
+)
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
 from fermion.format.pages import encode_page
 from fermion.format.stats import StatsKind, compute_stats, stats_kind
-from fermion.format.structs import Compression, StreamType
+from fermion.format.structs import Compression, Encoding, StreamType
 
 __all__ = ["ChunkState", "EncodedPage", "StreamChunk", "shred_column"]
 
@@ -74,18 +82,26 @@ class StreamChunk:
 
 
 class _Encoder:
-    def __init__(self, opts: WriteOptions) -> None:
+    def __init__(self, opts: WriteOptions, encode: bool) -> None:
         self.opts = opts
+        self.encode = encode  # False: every page PLAIN (format 1.0 compatible)
+        self.used_encodings = False
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
+        self.compressed = self.codec != Compression.NONE
 
-    def page(self, payload: bytes | memoryview, num_values: int) -> EncodedPage:
+    def page(
+        self, payload: bytes | memoryview, num_values: int, encoding: Encoding = Encoding.PLAIN
+    ) -> EncodedPage:
         data = encode_page(
             payload,
             num_values=num_values,
             codec=self.codec,
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
+            encoding=encoding,
         )
+        if encoding != Encoding.PLAIN:
+            self.used_encodings = True
         return EncodedPage(data, num_values)
 
 
@@ -120,12 +136,86 @@ def _with_stats(
     return page
 
 
-def shred_column(node: Node, array: pa.Array, opts: WriteOptions) -> list[StreamChunk]:
-    """Encode one column's values for one stripe into a chunk per stream (file order)."""
-    enc = _Encoder(opts)
+def shred_column(
+    node: Node, array: pa.Array, opts: WriteOptions, *, encode: bool = True
+) -> tuple[list[StreamChunk], bool]:
+    """Encode one column's values for one stripe into a chunk per stream (file order).
+
+    Returns the chunks and whether any page uses an encoding other than PLAIN.
+    """
+    enc = _Encoder(opts, encode)
     out: list[StreamChunk] = []
-    _shred(node, array, enc, out, top=True)
-    return out
+    _shred(node, array, enc, out)
+    return out, enc.used_encodings
+
+
+PagePayload = tuple[Encoding, bytes | memoryview]
+Encode = Callable[[int, int, pa.Array | None], PagePayload]
+
+
+def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
+    return lambda a, b, values: (Encoding.PLAIN, payload_of(a, b))
+
+
+def _int_encoder(
+    payload_of: Callable[[int, int], bytes | memoryview],
+    width: int,
+    signed: bool,
+    on: bool,
+    compressed: bool,
+) -> Encode:
+    """Fixed-width integer-like values through the integer codec (null slots filled)."""
+
+    def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
+        plain = payload_of(a, b)
+        if not on:
+            return Encoding.PLAIN, plain
+        ints = ints_from_plain(plain, width, signed)
+        if ints is None:
+            return Encoding.PLAIN, plain
+        if values is not None and values.null_count:
+            valid = values.is_valid().to_numpy(zero_copy_only=False)
+            if valid.any():
+                ints[~valid] = ints[valid].min()  # null slots are free: keep ranges tight
+        encoding, payload = encode_ints(ints, out_width=width, signed=signed, compressed=compressed)
+        if encoding == Encoding.PLAIN or len(payload) >= len(plain):
+            return Encoding.PLAIN, plain
+        return encoding, payload
+
+    return encode
+
+
+def _float_encoder(
+    payload_of: Callable[[int, int], bytes | memoryview], width: int, on: bool
+) -> Encode:
+    def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
+        plain = payload_of(a, b)
+        split = encode_byte_split(plain, width) if on else None
+        return (Encoding.BYTE_SPLIT, split) if split is not None else (Encoding.PLAIN, plain)
+
+    return encode
+
+
+def _lengths_encoder(
+    rel: np.ndarray, width: int, on: bool, compressed: bool, derived: set[int]
+) -> Encode:
+    """OFFSETS pages: value lengths through the integer codec (DERIVED for dictionary pages)."""
+    rel_bytes = np.ascontiguousarray(rel).data.cast("B")
+
+    def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
+        if a in derived:
+            return Encoding.DERIVED, b""
+        plain = rel_bytes[a * width : (b + 1) * width]
+        if not on or b == a:
+            return Encoding.PLAIN, plain
+        encoding, payload = encode_ints(
+            np.diff(rel[a : b + 1]), out_width=width, lengths=True, compressed=compressed
+        )
+        if encoding == Encoding.PLAIN or len(payload) >= len(plain):
+            return Encoding.PLAIN, plain
+        return encoding, payload
+
+    return encode
 
 
 def _offsets_of(arr: pa.Array, node: Node) -> np.ndarray:
@@ -155,11 +245,14 @@ def _data_chunk(
     spec: StreamSpec,
     n: int,
     cuts: list[tuple[int, int]],
-    payload_of: Callable[[int, int], bytes | memoryview],
+    encode: Encode,
     values: pa.Array | None,
     enc: _Encoder,
+    *,
+    stats: bool = True,
 ) -> StreamChunk:
-    kind = stats_kind(values.type) if (values is not None and enc.opts.statistics) else None
+    use_stats = stats and values is not None and enc.opts.statistics
+    kind = stats_kind(values.type) if use_stats else None  # type: ignore[union-attr]
     kind = kind or StatsKind.NONE
     chunk = StreamChunk(spec, ChunkState.PAGES, n)
     nulls_total = 0
@@ -167,7 +260,8 @@ def _data_chunk(
         sl = values.slice(a, b - a) if values is not None else None
         nulls = sl.null_count if sl is not None else 0
         nulls_total += nulls
-        chunk.pages.append(_with_stats(enc.page(payload_of(a, b), b - a), sl, kind, nulls))
+        encoding, payload = encode(a, b, sl)
+        chunk.pages.append(_with_stats(enc.page(payload, b - a, encoding), sl, kind, nulls))
     chunk.null_count = nulls_total
     if len(chunk.pages) == 1:
         p = chunk.pages[0]
@@ -177,7 +271,7 @@ def _data_chunk(
     return chunk
 
 
-def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top: bool) -> None:
+def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk]) -> None:
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
     if is_view(arr.type):
@@ -196,33 +290,34 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
             out.append(StreamChunk(spec, ChunkState.EMPTY, n, arr.null_count))
             return_children = kind == Kind.DICTIONARY
             if return_children:
-                _shred(node.children[0], arr.dictionary, enc, out, top=False)
+                _shred(node.children[0], arr.dictionary, enc, out)
             return
         if kind == Kind.BOOL:
             bits = slice_bitmap(arr.buffers()[1], arr.offset, n)
             cuts = _cuts_by_count(n, page_size * 8)
-            out.append(
-                _data_chunk(spec, n, cuts, lambda a, b: bits[a // 8 : (b + 7) // 8], arr, enc)
-            )
+            bool_pages = _plain(lambda a, b: bits[a // 8 : (b + 7) // 8])
+            out.append(_data_chunk(spec, n, cuts, bool_pages, arr, enc))
             return
         values = arr.indices if kind == Kind.DICTIONARY else arr
         width = node.byte_width
         raw = memoryview(values.buffers()[1]).cast("B")
         base = values.offset * width
+
+        def fixed_bytes(a: int, b: int) -> memoryview:
+            return raw[base + a * width : base + b * width]
+
+        domain = int_domain(values.type)
+        if domain is not None:
+            encoder = _int_encoder(fixed_bytes, width, domain[1], enc.encode, enc.compressed)
+        elif pat.is_float32(values.type) or pat.is_float64(values.type):
+            encoder = _float_encoder(fixed_bytes, width, enc.encode)
+        else:
+            encoder = _plain(fixed_bytes)
         cuts = _cuts_by_count(n, page_size // width)
-        stats_values = None if kind == Kind.DICTIONARY else arr
-        out.append(
-            _data_chunk(
-                spec,
-                n,
-                cuts,
-                lambda a, b: raw[base + a * width : base + b * width],
-                stats_values,
-                enc,
-            )
-        )
+        stats = kind != Kind.DICTIONARY
+        out.append(_data_chunk(spec, n, cuts, encoder, values, enc, stats=stats))
         if kind == Kind.DICTIONARY:
-            _shred(node.children[0], arr.dictionary, enc, out, top=False)
+            _shred(node.children[0], arr.dictionary, enc, out)
         return
     if kind in (Kind.BINARY, Kind.LIST, Kind.MAP):
         off_spec = node.stream(StreamType.OFFSETS)
@@ -236,20 +331,19 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
         else:
             cuts = _cuts_by_count(n, page_size // width - 1)
         empty = n == 0 or (all_null and end == start)
+        dictionary_pages: dict[int, bytes] = {}
+        if kind == Kind.BINARY and enc.encode and not empty and end > start:
+            for a, b in cuts:
+                payload = encode_dictionary(arr.slice(a, b - a))
+                if payload is not None:
+                    dictionary_pages[a] = payload
         if empty:
             out.append(StreamChunk(off_spec, ChunkState.EMPTY, n, arr.null_count))
         else:
-            rel_bytes = np.ascontiguousarray(rel).data.cast("B")
-            out.append(
-                _data_chunk(
-                    off_spec,
-                    n,
-                    cuts,
-                    lambda a, b: rel_bytes[a * width : (b + 1) * width],
-                    None,
-                    enc,
-                )
+            lengths = _lengths_encoder(
+                rel, width, enc.encode, enc.compressed, set(dictionary_pages)
             )
+            out.append(_data_chunk(off_spec, n, cuts, lengths, None, enc))
         if kind == Kind.BINARY:
             spec = node.stream(StreamType.DATA)
             assert spec is not None
@@ -257,27 +351,24 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
                 out.append(StreamChunk(spec, ChunkState.EMPTY, n, arr.null_count))
                 return
             data = memoryview(arr.buffers()[2]).cast("B")
-            out.append(
-                _data_chunk(
-                    spec,
-                    n,
-                    cuts,
-                    lambda a, b: data[start + int(rel[a]) : start + int(rel[b])],
-                    arr,
-                    enc,
-                )
-            )
+
+            def binary_pages(a: int, b: int, values: pa.Array | None) -> PagePayload:
+                if a in dictionary_pages:
+                    return Encoding.DICTIONARY, dictionary_pages[a]
+                return Encoding.PLAIN, data[start + int(rel[a]) : start + int(rel[b])]
+
+            out.append(_data_chunk(spec, n, cuts, binary_pages, arr, enc))
             return
         child = arr.values.slice(start, end - start)
-        _shred(node.children[0], child, enc, out, top=False)
+        _shred(node.children[0], child, enc, out)
         return
     if kind == Kind.FIXED_LIST:
         size = node.list_size
         child = arr.values.slice(arr.offset * size, n * size)
-        _shred(node.children[0], child, enc, out, top=False)
+        _shred(node.children[0], child, enc, out)
         return
     if kind == Kind.STRUCT:
         for i, child_node in enumerate(node.children):
-            _shred(child_node, arr.field(i), enc, out, top=False)
+            _shred(child_node, arr.field(i), enc, out)
         return
     raise AssertionError(f"unhandled kind {kind}")  # layout.build_tree rejects the rest

@@ -33,7 +33,9 @@ __all__ = [
     "FORMAT_VERSION_MINOR",
     "Compression",
     "DescType",
+    "ENCODING_HEADER_DTYPE",
     "Encoding",
+    "EncodingFlag",
     "HASH_SLOT_DTYPE",
     "MAGIC",
     "OptionalFeature",
@@ -52,7 +54,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 0
+FORMAT_VERSION_MINOR = 1
 
 # SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
 # "全部无效 (length = max)"); length 0 means "all valid" / "no data".
@@ -78,9 +80,27 @@ class StreamType(enum.IntEnum):
 
 
 class Encoding(enum.IntEnum):
-    """PageHeader.encoding: the lightweight encoding of a page's values (before zstd)."""
+    """PageHeader.encoding: the lightweight encoding of a page's values (before zstd).
+
+    Every encoding other than PLAIN starts its payload with an EncodingHeader (24 B).
+    """
 
     PLAIN = 0
+    CONSTANT = 1  # one value repeated
+    FOR = 2  # frame of reference: value - base, narrowed to 1/2/4/8 bytes
+    DELTA = 3  # first value + (delta - min delta), narrowed
+    RLE = 4  # run values (FOR-narrowed) + run lengths (narrowed)
+    DICTIONARY = 5  # BINARY DATA pages: narrowed indices + the page's distinct values
+    BYTE_SPLIT = 6  # floats: byte k of every value, then byte k+1, ...
+    DERIVED = 7  # BINARY OFFSETS page with no payload: offsets come from the DATA page
+    INT_DICTIONARY = 8  # integers: narrowed indices + the distinct values (FOR-narrowed)
+
+
+class EncodingFlag(enum.IntFlag):
+    """EncodingHeader.flags."""
+
+    SIGNED = 1 << 0  # integers are sign-extended to out_width (else zero-extended)
+    LENGTHS = 1 << 1  # OFFSETS pages: the integers are value lengths, not offsets
 
 
 class Compression(enum.IntEnum):
@@ -94,6 +114,7 @@ class RequiredFeature(enum.IntFlag):
     """Footer.required_features: a reader that does not know a set bit must refuse the file."""
 
     BATCH_MODE = 1 << 0  # a BATCH_META system column exists (seed 001 appendix)
+    ENCODINGS = 1 << 1  # pages use encodings other than PLAIN (format 1.1)
 
 
 class OptionalFeature(enum.IntFlag):
@@ -278,6 +299,20 @@ COLUMN_ENTRY_DTYPE = _dtype(
         ("num_streams", "<u4"),
     ],
     40,
+)
+
+ENCODING_HEADER_DTYPE = _dtype(
+    [
+        ("base", "<i8"),  # CONSTANT: the value; FOR/RLE: the minimum; DELTA: the first value
+        ("aux", "<i8"),  # DELTA: the minimum delta; RLE: the number of runs;
+        #                  DICTIONARY, INT_DICTIONARY: the number of distinct values
+        ("count", "<u4"),  # values in the page
+        ("width", "u1"),  # bytes per packed integer (FOR/DELTA/RLE values, dictionary indices)
+        ("aux_width", "u1"),  # RLE: bytes per run length; INT_DICTIONARY: bytes per value
+        ("out_width", "u1"),  # bytes per decoded value (1, 2, 4, 8, 16, 32)
+        ("flags", "u1"),  # EncodingFlag
+    ],
+    24,
 )
 
 HASH_SLOT_DTYPE = _dtype(

@@ -48,6 +48,7 @@ from fermion.format.structs import (
     STRIPE_META_DTYPE,
     DescType,
     OptionalFeature,
+    RequiredFeature,
     StreamType,
 )
 from fermion.format.threads import pool
@@ -119,6 +120,7 @@ class FileWriter:
         self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
         self.num_rows = 0
         self.closed = False
+        self._required = 0
         header = np.zeros(1, dtype=FILE_HEADER_DTYPE)
         header["magic"] = MAGIC
         header["version_major"] = FORMAT_VERSION_MAJOR
@@ -206,7 +208,11 @@ class FileWriter:
             array = column.chunk(0)
         else:
             array = pa.concat_arrays(column.chunks)
-        return shred_column(self._trees[i], array, self.options)
+        encode = self.options.encodes(self.schema.field(i).name)
+        chunks, used = shred_column(self._trees[i], array, self.options, encode=encode)
+        if used:
+            self._required |= RequiredFeature.ENCODINGS
+        return chunks
 
     def _write_stripe(self, stripe: pa.Table) -> None:
         if self.options.worker_threads > 1 and stripe.num_columns > 1:
@@ -362,7 +368,7 @@ class FileWriter:
         f["num_columns"] = len(self._columns)
         f["num_stripes"] = len(self._stripe_rows)
         f["schema_size"] = len(self._schema_area)
-        f["required_features"] = 0
+        f["required_features"] = self._required
         f["optional_features"] = OptionalFeature.PAGE_CRC if self.options.page_crc else 0
         f["version_major"] = FORMAT_VERSION_MAJOR
         f["version_minor"] = FORMAT_VERSION_MINOR

@@ -1,0 +1,441 @@
+"""Lightweight encodings: pure, vectorised kernels over buffers, and their selection.
+
+Every kernel is numpy over whole pages (no per-value Python). Integers of any fixed width
+(ints, dates, times, timestamps, durations, decimals whose values fit in int64, dictionary
+indices) go through one integer codec that picks, per page, the smallest of
+
+- CONSTANT   one value                                  0 bytes per value
+- FOR        value - min, narrowed to 1/2/4/8 bytes     cascade: FOR -> byte narrowing
+- DELTA      first + (delta - min delta), narrowed      sorted or slowly changing data
+- RLE        run values (FOR) + run lengths (narrowed)  cascade: RLE -> FOR / narrowing
+- DICTIONARY narrowed indices + distinct values (FOR)   few distinct values, wide range
+
+and PLAIN when nothing is smaller. String OFFSETS pages store value *lengths* through the
+same codec; string DATA pages with few distinct values become DICTIONARY pages (narrowed
+indices + the distinct values), their OFFSETS page then being DERIVED (no payload). Float
+pages use BYTE_SPLIT when a sample says zstd compresses it better. zstd is applied on top
+by the page layer only when it pays.
+
+Example:
+    >>> import numpy as np
+    >>> enc, payload = encode_ints(np.arange(1000, 2000, dtype=np.int64), out_width=8)
+    >>> enc.name, len(payload) < 8000
+    ('DELTA', True)
+    >>> bool((decode_ints(payload, enc) == np.arange(1000, 2000)).all())
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+import zstandard
+
+from fermion.errors import InvalidFileError
+from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
+
+__all__ = [
+    "HEADER_SIZE",
+    "decode_byte_split",
+    "decode_dictionary",
+    "decode_ints",
+    "encode_byte_split",
+    "encode_dictionary",
+    "encode_ints",
+    "ints_from_plain",
+    "ints_to_plain",
+    "int_domain",
+    "read_header",
+]
+
+HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
+_local = threading.local()
+_WIDTHS = (1, 2, 4, 8)
+
+
+def _width_for(span: int) -> int:
+    """Bytes needed for unsigned values in ``[0, span]``."""
+    for w in _WIDTHS:
+        if span < (1 << (8 * w)):
+            return w
+    return 16  # does not fit: callers treat it as "no gain"
+
+
+def _header(
+    enc: Encoding,
+    *,
+    count: int,
+    out_width: int,
+    base: int = 0,
+    aux: int = 0,
+    width: int = 0,
+    aux_width: int = 0,
+    flags: int = 0,
+) -> bytes:
+    h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
+    h["base"], h["aux"], h["count"] = base, aux, count
+    h["width"], h["aux_width"], h["out_width"], h["flags"] = width, aux_width, out_width, flags
+    return h.tobytes()
+
+
+def read_header(payload: memoryview | bytes, where: str = "page") -> np.void:
+    """The EncodingHeader at the start of an encoded payload (validated sizes)."""
+    if len(payload) < HEADER_SIZE:
+        raise InvalidFileError(f"{where}: encoded payload shorter than its header")
+    h = np.frombuffer(payload, dtype=ENCODING_HEADER_DTYPE, count=1)[0]
+    if int(h["out_width"]) not in (1, 2, 4, 8, 16, 32) or int(h["width"]) not in (0, 1, 2, 4, 8):
+        raise InvalidFileError(f"{where}: invalid encoding widths")
+    return h
+
+
+def _unpack(buf: memoryview | bytes, offset: int, width: int, count: int, where: str) -> np.ndarray:
+    end = offset + width * count
+    if width not in _WIDTHS or end > len(buf) or count < 0:
+        raise InvalidFileError(f"{where}: packed integers run past the payload")
+    return np.frombuffer(buf, dtype=f"<u{width}", count=count, offset=offset).astype(np.int64)
+
+
+# -- the integer domain ------------------------------------------------------------------
+
+
+def int_domain(t: pa.DataType) -> tuple[int, bool] | None:
+    """(bytes per value, signed) when values of ``t`` can use the integer codec."""
+    if pat.is_boolean(t) or isinstance(t, pa.ExtensionType):
+        return None
+    if pat.is_integer(t):
+        return t.bit_width // 8, pat.is_signed_integer(t)
+    if pat.is_date(t) or pat.is_time(t) or pat.is_timestamp(t) or pat.is_duration(t):
+        return t.bit_width // 8, True
+    if pat.is_decimal(t):
+        return t.bit_width // 8, True
+    return None
+
+
+def ints_from_plain(buf: memoryview | bytes, width: int, signed: bool) -> np.ndarray | None:
+    """Plain little-endian values as int64; None if a wide value (decimal) does not fit."""
+    if width <= 8:
+        kind = "i" if signed else "u"
+        return np.frombuffer(buf, dtype=f"<{kind}{width}").astype(np.int64)
+    words = np.frombuffer(buf, dtype="<i8").reshape(-1, width // 8)
+    lo = words[:, 0]
+    sign = lo >> 63
+    if not (words[:, 1:] == sign[:, None]).all():
+        return None
+    return lo.copy()
+
+
+def ints_to_plain(values: np.ndarray, width: int, signed: bool) -> np.ndarray:
+    """int64 values as the plain little-endian buffer of ``width``-byte values."""
+    if width <= 8:
+        kind = "i" if signed else "u"
+        return values.astype(f"<{kind}{width}")
+    out = np.empty((len(values), width // 8), dtype="<i8")
+    out[:, 0] = values
+    out[:, 1:] = (values >> 63)[:, None]
+    return out.reshape(-1)
+
+
+_SAMPLE_VALUES = 4096
+_BINCOUNT_SPAN = 1 << 20  # distinct counting by bincount up to this value span
+
+
+def _sample_size(data: bytes) -> int:
+    """zstd (level 1) size of a sample; compressor objects are per thread (not thread-safe)."""
+    comp = getattr(_local, "sampler", None)
+    if comp is None:
+        comp = _local.sampler = zstandard.ZstdCompressor(level=1)
+    return len(comp.compress(data))
+
+
+def encode_ints(
+    values: np.ndarray,
+    *,
+    out_width: int,
+    signed: bool = True,
+    lengths: bool = False,
+    compressed: bool = True,
+) -> tuple[Encoding, bytes]:
+    """Choose and apply the best integer encoding for ``values`` (int64).
+
+    Candidates are CONSTANT, FOR, DELTA, RLE and INT_DICTIONARY. With ``compressed`` the
+    winner is the smallest after zstd on a sample (zstd runs on top of every page), else
+    the smallest raw size; ties go to the cheaper decoder (FOR, DELTA, dictionary, RLE).
+    Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
+    """
+    n = len(values)
+    flags = (EncodingFlag.SIGNED if signed else 0) | (EncodingFlag.LENGTHS if lengths else 0)
+    plain_size = (n + 1 if lengths else n) * out_width
+    if n == 0:
+        return Encoding.PLAIN, b""
+    mn, mx = int(values.min()), int(values.max())
+    if mn == mx:
+        if HEADER_SIZE >= plain_size:
+            return Encoding.PLAIN, b""
+        return Encoding.CONSTANT, _header(
+            Encoding.CONSTANT, count=n, out_width=out_width, base=mn, flags=flags
+        )
+    for_width = _width_for(mx - mn)
+    deltas = np.diff(values)
+    dmn, dmx = int(deltas.min()), int(deltas.max())
+    delta_width = _width_for(dmx - dmn)
+    runs = 1 + int(np.count_nonzero(deltas))
+    candidates: list[Encoding] = []
+    if for_width < out_width:
+        candidates.append(Encoding.FOR)
+    if delta_width < out_width and delta_width <= for_width:
+        candidates.append(Encoding.DELTA)
+    dictionary = None
+    if mx - mn < _BINCOUNT_SPAN and for_width > 1:
+        present = np.bincount(values - mn, minlength=0) > 0
+        entries = int(np.count_nonzero(present))
+        if _width_for(entries - 1) < for_width:
+            dictionary = (present, entries)
+            candidates.append(Encoding.INT_DICTIONARY)
+    if runs * 4 <= n and for_width <= 8:
+        candidates.append(Encoding.RLE)
+    if not candidates:
+        return Encoding.PLAIN, b""
+
+    def build(enc: Encoding, v: np.ndarray) -> bytes:
+        return _encode_as(enc, v, out_width, flags, mn, for_width, dictionary)
+
+    if len(candidates) == 1:
+        best = candidates[0]
+    elif compressed:
+        sample = values[:_SAMPLE_VALUES]
+        sizes = [_sample_size(build(enc, sample)) for enc in candidates]
+        best = candidates[int(np.argmin(sizes))]
+    else:
+        raw = {
+            Encoding.FOR: n * for_width,
+            Encoding.DELTA: (n - 1) * delta_width,
+            Encoding.RLE: runs * (for_width + _width_for(n)),
+            Encoding.INT_DICTIONARY: n * _width_for((dictionary or (0, 1))[1] - 1),
+        }
+        best = min(candidates, key=lambda e: raw[e])
+    payload = build(best, values)
+    if len(payload) >= plain_size:
+        return Encoding.PLAIN, b""
+    return best, payload
+
+
+def _encode_as(
+    enc: Encoding,
+    values: np.ndarray,
+    out_width: int,
+    flags: int,
+    mn: int,
+    for_width: int,
+    dictionary: tuple[np.ndarray, int] | None,
+) -> bytes:
+    n = len(values)
+    if enc == Encoding.FOR:
+        vmin = int(values.min())  # a sample may have a higher minimum than the page
+        width = _width_for(int(values.max()) - vmin)
+        head = _header(enc, count=n, out_width=out_width, base=vmin, width=width, flags=flags)
+        return head + (values - vmin).astype(f"<u{width}").tobytes()
+    if enc == Encoding.DELTA:
+        deltas = np.diff(values)
+        dmn = int(deltas.min()) if n > 1 else 0
+        width = _width_for(int(deltas.max()) - dmn) if n > 1 else 1
+        head = _header(
+            enc,
+            count=n,
+            out_width=out_width,
+            base=int(values[0]),
+            aux=dmn,
+            width=width,
+            flags=flags,
+        )
+        return head + (deltas - dmn).astype(f"<u{width}").tobytes()
+    if enc == Encoding.INT_DICTIONARY:
+        assert dictionary is not None
+        present, entries = dictionary
+        codes = np.cumsum(present) - 1  # value - mn -> index into the sorted distinct values
+        distinct = np.flatnonzero(present)
+        index_width = _width_for(entries - 1)
+        value_width = _width_for(int(distinct[-1]))
+        head = _header(
+            enc,
+            count=n,
+            out_width=out_width,
+            base=mn,
+            aux=entries,
+            width=index_width,
+            aux_width=value_width,
+            flags=flags,
+        )
+        return b"".join(
+            [
+                head,
+                codes[values - mn].astype(f"<u{index_width}").tobytes(),
+                distinct.astype(f"<u{value_width}").tobytes(),
+            ]
+        )
+    # RLE
+    deltas = np.diff(values)
+    starts = np.flatnonzero(np.concatenate(([True], deltas != 0)))
+    run_values = values[starts]
+    run_lengths = np.diff(np.append(starts, n))
+    len_width = _width_for(int(run_lengths.max()))
+    vmin = int(run_values.min())
+    width = _width_for(int(run_values.max()) - vmin)
+    head = _header(
+        enc,
+        count=n,
+        out_width=out_width,
+        base=vmin,
+        aux=len(starts),
+        width=width,
+        aux_width=len_width,
+        flags=flags,
+    )
+    return b"".join(
+        [
+            head,
+            (run_values - vmin).astype(f"<u{width}").tobytes(),
+            run_lengths.astype(f"<u{len_width}").tobytes(),
+        ]
+    )
+
+
+def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page") -> np.ndarray:
+    """Decode an integer-codec payload (CONSTANT/FOR/DELTA/RLE) to int64 values."""
+    h = read_header(payload, where)
+    n = int(h["count"])
+    if enc == Encoding.CONSTANT:
+        return np.full(n, int(h["base"]), dtype=np.int64)
+    if enc == Encoding.FOR:
+        return _unpack(payload, HEADER_SIZE, int(h["width"]), n, where) + int(h["base"])
+    if enc == Encoding.DELTA:
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        deltas = _unpack(payload, HEADER_SIZE, int(h["width"]), n - 1, where) + int(h["aux"])
+        out = np.empty(n, dtype=np.int64)
+        out[0] = int(h["base"])
+        np.cumsum(deltas, out=out[1:])
+        out[1:] += out[0]
+        return out
+    if enc == Encoding.RLE:
+        runs = int(h["aux"])
+        if runs < 0 or runs > n:
+            raise InvalidFileError(f"{where}: RLE with {runs} runs for {n} values")
+        vals = _unpack(payload, HEADER_SIZE, int(h["width"]), runs, where) + int(h["base"])
+        lens = _unpack(
+            payload, HEADER_SIZE + runs * int(h["width"]), int(h["aux_width"]), runs, where
+        )
+        if int(lens.sum()) != n or (lens <= 0).any():
+            raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
+        return np.repeat(vals, lens)
+    if enc == Encoding.INT_DICTIONARY:
+        entries = int(h["aux"])
+        if entries <= 0 or entries > n:
+            raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
+        indices = _unpack(payload, HEADER_SIZE, int(h["width"]), n, where)
+        start = HEADER_SIZE + n * int(h["width"])
+        distinct = _unpack(payload, start, int(h["aux_width"]), entries, where) + int(h["base"])
+        if n and int(indices.max()) >= entries:
+            raise InvalidFileError(f"{where}: dictionary index out of range")
+        return distinct[indices]
+    raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
+
+
+# -- floats -----------------------------------------------------------------------------
+
+_SAMPLE_BYTES = 16 << 10
+
+
+def encode_byte_split(data: memoryview | bytes, width: int) -> bytes | None:
+    """BYTE_SPLIT payload for float values, or None when a sample says plain compresses
+    better (e.g. quantised prices) or the page is too small to matter."""
+    n = len(data) // width
+    if n < 64 or width not in (4, 8):
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8, count=n * width)
+    sample = raw[: (_SAMPLE_BYTES // width) * width]
+    split_sample = np.ascontiguousarray(sample.reshape(-1, width).T)
+    if _sample_size(split_sample.tobytes()) >= _sample_size(sample.tobytes()):
+        return None
+    planes = np.ascontiguousarray(raw.reshape(n, width).T)
+    return _header(Encoding.BYTE_SPLIT, count=n, out_width=width) + planes.tobytes()
+
+
+def decode_byte_split(payload: memoryview | bytes, where: str = "page") -> bytes:
+    h = read_header(payload, where)
+    n, width = int(h["count"]), int(h["out_width"])
+    if len(payload) != HEADER_SIZE + n * width:
+        raise InvalidFileError(f"{where}: BYTE_SPLIT payload has the wrong size")
+    planes = np.frombuffer(payload, dtype=np.uint8, offset=HEADER_SIZE).reshape(width, n)
+    return np.ascontiguousarray(planes.T).tobytes()
+
+
+# -- strings ----------------------------------------------------------------------------
+
+_DICT_SAMPLE = 1024
+
+
+def encode_dictionary(values: pa.Array) -> bytes | None:
+    """DICTIONARY payload for a BINARY page with few distinct values, else None.
+
+    Layout: EncodingHeader, indices (``width`` bytes each), then the distinct values as
+    ``aux + 1`` int64 offsets and their bytes.
+    """
+    n = len(values)
+    if n < 64:
+        return None
+    sample = values.slice(0, _DICT_SAMPLE)
+    if len(sample.unique()) > len(sample) // 8:
+        return None
+    encoded = values.dictionary_encode()
+    dictionary = encoded.dictionary.cast(pa.large_binary())
+    entries = len(dictionary)
+    if entries > n // 4:
+        return None
+    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    width = _width_for(max(entries - 1, 0))
+    offsets = np.frombuffer(dictionary.buffers()[1], dtype="<i8")[
+        dictionary.offset : dictionary.offset + entries + 1
+    ]
+    base = int(offsets[0])
+    data_buf = dictionary.buffers()[2]
+    data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
+    head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=width)
+    return b"".join(
+        [head, indices.astype(f"<u{width}").tobytes(), (offsets - base).tobytes(), data]
+    )
+
+
+def decode_dictionary(
+    payload: memoryview | bytes, where: str = "page"
+) -> tuple[np.ndarray, pa.Buffer]:
+    """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
+    h = read_header(payload, where)
+    n, entries, width = int(h["count"]), int(h["aux"]), int(h["width"])
+    if entries < 0 or entries > n:
+        raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
+    indices = _unpack(payload, HEADER_SIZE, width, n, where)
+    off_start = HEADER_SIZE + n * width
+    off_end = off_start + 8 * (entries + 1)
+    if off_end > len(payload):
+        raise InvalidFileError(f"{where}: dictionary offsets run past the payload")
+    dict_offsets = np.frombuffer(payload, dtype="<i8", count=entries + 1, offset=off_start)
+    body = memoryview(payload)[off_end:]
+    if (
+        entries == 0
+        or dict_offsets[0] != 0
+        or int(dict_offsets[-1]) != len(body)
+        or (np.diff(dict_offsets) < 0).any()
+        or (indices >= entries).any()
+    ):
+        raise InvalidFileError(f"{where}: corrupt dictionary page")
+    lengths = np.diff(dict_offsets)[indices]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    dictionary = pa.Array.from_buffers(
+        pa.large_binary(), entries, [None, pa.py_buffer(dict_offsets), pa.py_buffer(body)]
+    )
+    taken = dictionary.take(pa.array(indices))
+    return offsets, taken.buffers()[2] or pa.py_buffer(b"")
