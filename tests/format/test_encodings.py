@@ -117,6 +117,8 @@ def shapes_table(n: int = 40_000) -> pa.Table:
             "constant": pa.array(np.full(n, 42, dtype=np.int64)),
             "sorted": pa.array(np.arange(n, dtype=np.int64) * 3 + 10**10),
             "runs": pa.array(np.repeat(np.arange(n // 1000), 1000).astype(np.int64) * 10**7),
+            "rle": pa.array(np.repeat(rng.integers(-(2**40), 2**40, n // 500), 500)),
+            "few": pa.array(rng.choice(np.array([7, 300, 70_000, 999_999]), n)),
             "small_nulls": pa.array(with_nulls, pa.int32()),
             "price": pa.array(
                 [decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(100, 5000, n)],
@@ -150,6 +152,8 @@ def test_writer_chooses_encodings_and_round_trips(tmp_path: Path) -> None:
     assert enc[("constant", "DATA")] == {"CONSTANT"}
     assert enc[("sorted", "DATA")] == {"DELTA"}
     assert enc[("runs", "DATA")] <= {"RLE", "INT_DICTIONARY", "DELTA"}
+    assert enc[("rle", "DATA")] == {"RLE"}
+    assert enc[("few", "DATA")] == {"INT_DICTIONARY"}
     assert enc[("small_nulls", "DATA")] <= {"FOR", "INT_DICTIONARY"}
     assert enc[("price", "DATA")] <= {"FOR", "INT_DICTIONARY", "DELTA"}
     assert enc[("flag", "DATA")] == {"DICTIONARY"} and enc[("flag", "OFFSETS")] == {"DERIVED"}

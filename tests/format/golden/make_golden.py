@@ -17,6 +17,7 @@ import pyarrow as pa
 import fermion
 from fermion.format.structs import FORMAT_VERSION_MAJOR, FORMAT_VERSION_MINOR
 from tests.format.conftest import all_types_table
+from tests.format.test_encodings import shapes_table
 
 
 def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
@@ -43,6 +44,8 @@ def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
         ),
         "wide_with_all_null_columns": (wide, {}),
         "empty": (all_types_table(n=5, seed=14).slice(0, 0), {}),
+        # 1.1: a page of every encoding (see tests/format/test_encodings.py)
+        "encoded_shapes": (shapes_table(6_000), {"page_size": 8 << 10}),
     }
 
 
