@@ -69,18 +69,19 @@ def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> d
     for p, m, cit_raw in zip(projs, metas, cit_raws, strict=True):
         paths = _node_paths(p.tree)
         streams = []
-        for node in p.tree.walk():
-            for spec in node.streams:
-                desc = m.streams[spec.index]
-                streams.append(
-                    {
-                        "node": spec.node,
-                        "path": paths[spec.node],
-                        "stream_type": StreamType(spec.stream_type).name,
-                        "desc_type": DescType(desc.desc_type).name,
-                        "chunks": _chunks(reader, node.type, spec.stream_type, desc),
-                    }
-                )
+        nodes = {node.index: node for node in p.tree.walk()}
+        for spec in p.tree.all_streams():
+            desc = m.streams[spec.index]
+            node = nodes[spec.node]
+            streams.append(
+                {
+                    "node": spec.node,
+                    "path": paths[spec.node],
+                    "stream_type": StreamType(spec.stream_type).name,
+                    "desc_type": DescType(desc.desc_type).name,
+                    "chunks": _chunks(reader, node.type, spec.stream_type, desc),
+                }
+            )
         described.append(
             {
                 "index": p.info.index,

@@ -82,6 +82,7 @@ class Node:
     list_size: int = 0  # FIXED_LIST
     children: list[Node] = field(default_factory=list)
     streams: list[StreamSpec] = field(default_factory=list)
+    bloom: StreamSpec | None = None  # root only: the BLOOM stream, last in the column
 
     def walk(self) -> Iterator[Node]:
         """This node and its descendants, pre-order."""
@@ -90,8 +91,9 @@ class Node:
             yield from child.walk()
 
     def all_streams(self) -> list[StreamSpec]:
-        """Every stream of the subtree, in file order."""
-        return [s for node in self.walk() for s in node.streams]
+        """Every stream of the subtree, in file order (a root's BLOOM stream last)."""
+        out = [s for node in self.walk() for s in node.streams]
+        return out + [self.bloom] if self.bloom is not None else out
 
     def stream(self, stream_type: StreamType) -> StreamSpec | None:
         """This node's own stream of ``stream_type``, if it has one."""
@@ -204,8 +206,11 @@ def _child_fields(t: pa.DataType, kind: Kind) -> list[pa.Field]:
     return []
 
 
-def build_tree(f: pa.Field) -> Node:
-    """Build the storage node tree of one top-level field, with stream numbering."""
+def build_tree(f: pa.Field, *, bloom: bool = False) -> Node:
+    """Build the storage node tree of one top-level field, with stream numbering.
+
+    ``bloom`` adds the column's BLOOM stream after all others (flat columns only).
+    """
     counter = [0, 0]  # next node index, next stream index
 
     def build(fld: pa.Field) -> Node:
@@ -239,4 +244,9 @@ def build_tree(f: pa.Field) -> Node:
             raise UnsupportedTypeError(f"dictionary values of type {t.value_type} in {fld.name!r}")
         return node
 
-    return build(f)
+    root = build(f)
+    if bloom:
+        if root.kind not in (Kind.FIXED, Kind.BINARY) or root.children:
+            raise UnsupportedTypeError(f"bloom filters need a flat column; {f.name!r} is {f.type}")
+        root.bloom = StreamSpec(counter[1], 0, StreamType.BLOOM)
+    return root

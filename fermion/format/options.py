@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -57,6 +57,8 @@ class WriteOptions:
         encodings: choose lightweight encodings per page (False: every page PLAIN, which
             format 1.0 readers can read).
         column_encodings: per-column override, ``{"name": "plain" | "auto"}``.
+        bloom_filter_columns: flat columns (integers, temporal, strings, binary) that get
+            per-page bloom filters, for ``==``/``isin`` filters on high-cardinality keys.
     """
 
     page_size: int = PAGE_SIZE_DEFAULT
@@ -70,8 +72,11 @@ class WriteOptions:
     threads: int = 0  # 0: one per core
     encodings: bool = True
     column_encodings: Mapping[str, Literal["auto", "plain"]] = field(default_factory=dict)
+    bloom_filter_columns: Sequence[str] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.bloom_filter_columns, str):
+            raise InvalidArgumentError("bloom_filter_columns must be a list of column names")
         bad = {k: v for k, v in self.column_encodings.items() if v not in ("auto", "plain")}
         if bad:
             raise InvalidArgumentError(f"column_encodings values must be 'auto' or 'plain': {bad}")

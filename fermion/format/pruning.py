@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +29,12 @@ import pyarrow.fs as pafs
 
 from fermion.errors import InvalidArgumentError
 
-__all__ = ["guarantee_for", "referenced_fields", "segments_that_may_match"]
+__all__ = [
+    "equality_constraints",
+    "guarantee_for",
+    "referenced_fields",
+    "segments_that_may_match",
+]
 
 
 class _ArrowSchema(ctypes.Structure):
@@ -78,23 +84,114 @@ def _metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
             _RELEASE(c_schema.release)(ctypes.byref(c_schema))
 
 
+def _serialized(expr: pc.Expression) -> tuple[list[tuple[bytes, bytes]], pa.RecordBatch | None]:
+    if not isinstance(expr, pc.Expression):
+        raise InvalidArgumentError(f"filter must be a pyarrow.compute.Expression, not {expr!r}")
+    try:
+        _, (buf,) = expr.__reduce__()
+        reader = pa.ipc.open_file(buf)
+        batch = reader.get_batch(0) if reader.num_record_batches else None
+        return _metadata_pairs(reader.schema), batch
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        raise InvalidArgumentError(f"cannot analyse filter {expr}: {exc}") from None
+
+
+def _parse(pairs: list[tuple[bytes, bytes]], batch: pa.RecordBatch | None) -> Any:
+    """The serialised expression as nested tuples: ("call", name, args, options),
+    ("field", name) for top-level refs, ("nested",) or ("literal", scalar)."""
+    pos = 0
+
+    def column(index: bytes) -> Any:
+        if batch is None:
+            raise InvalidArgumentError("filter literal missing")
+        return batch.column(int(index))[0]
+
+    def node() -> Any:
+        nonlocal pos
+        key, value = pairs[pos]
+        pos += 1
+        if key == b"field_ref":
+            return ("field", value.decode())
+        if key == b"nested_field_ref":
+            pos += int(value)
+            return ("nested",)
+        if key == b"literal":
+            return ("literal", column(value))
+        if key == b"call":
+            args, options = [], None
+            while pairs[pos][0] != b"end":
+                if pairs[pos][0] == b"options":
+                    options = column(pairs[pos][1])
+                    pos += 1
+                    continue
+                args.append(node())
+            pos += 1
+            return ("call", value.decode(), args, options)
+        raise InvalidArgumentError(f"unexpected token {key!r} in filter")
+
+    return node()
+
+
+def equality_constraints(expr: pc.Expression) -> dict[str, pa.Array]:
+    """Values a field must take for ``expr`` to hold, from its top-level conjunction.
+
+    Recognises ``field == literal`` (either side), ``field.isin(values)`` (without nulls in
+    the set) and ORs of those on one field. Anything else constrains nothing.
+    """
+    try:
+        tree = _parse(*_serialized(expr))
+    except (IndexError, ValueError, KeyError):
+        return {}
+
+    def values_of(n: Any) -> tuple[str, list[pa.Scalar]] | None:
+        if n[0] != "call":
+            return None
+        name, args, options = n[1], n[2], n[3]
+        if name == "equal" and len(args) == 2:
+            kinds = {a[0] for a in args}
+            if kinds == {"field", "literal"}:
+                f = next(a for a in args if a[0] == "field")
+                lit = next(a for a in args if a[0] == "literal")
+                return (f[1], [lit[1]]) if lit[1].is_valid else None
+        if name == "is_in" and len(args) == 1 and args[0][0] == "field" and options is not None:
+            value_set = options.as_py().get("value_set") if options.is_valid else None
+            items = options["value_set"].values if value_set is not None else None
+            if items is not None and items.null_count == 0:
+                return args[0][1], [items[i] for i in range(len(items))]
+        if name in ("or", "or_kleene") and len(args) == 2:
+            left, right = values_of(args[0]), values_of(args[1])
+            if left and right and left[0] == right[0]:
+                return left[0], left[1] + right[1]
+        return None
+
+    out: dict[str, list[pa.Scalar]] = {}
+    stack = [tree]
+    while stack:
+        n = stack.pop()
+        if n[0] == "call" and n[1] in ("and", "and_kleene"):
+            stack.extend(n[2])
+            continue
+        found = values_of(n)
+        if found:
+            name, vals = found
+            out[name] = vals if name not in out else [v for v in out[name] if v in vals]
+    return {
+        k: pa.array([v.as_py() for v in vals], type=vals[0].type) if vals else pa.array([])
+        for k, vals in out.items()
+    }
+
+
 def referenced_fields(expr: pc.Expression) -> set[str]:
     """Top-level field names an expression refers to.
 
     Arrow serialises an expression as an IPC stream whose schema metadata lists the
     expression tree in prefix order (``call``/``field_ref``/``nested_field_ref``/...).
     """
-    if not isinstance(expr, pc.Expression):
-        raise InvalidArgumentError(f"filter must be a pyarrow.compute.Expression, not {expr!r}")
-    try:
-        _, (buf,) = expr.__reduce__()
-        schema = pa.ipc.open_file(buf).schema
-    except (pa.ArrowException, ValueError, TypeError) as exc:
-        raise InvalidArgumentError(f"cannot analyse filter {expr}: {exc}") from None
+    pairs, _ = _serialized(expr)
     names: set[str] = set()
     pending_nested = 0
     take_next = False
-    for key, value in _metadata_pairs(schema):
+    for key, value in pairs:
         if key == b"nested_field_ref":
             pending_nested = int(value)
             take_next = True

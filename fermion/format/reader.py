@@ -34,6 +34,7 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
     TruncatedFileError,
+    UnsupportedTypeError,
     UnsupportedVersionError,
 )
 from fermion.format.assemble import (
@@ -43,11 +44,17 @@ from fermion.format.assemble import (
     pruned_type,
     validity_of,
 )
+from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.layout import Kind, Node, build_tree, without_views
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.pages import Decoded, decode_page
-from fermion.format.pruning import guarantee_for, referenced_fields, segments_that_may_match
+from fermion.format.pruning import (
+    equality_constraints,
+    guarantee_for,
+    referenced_fields,
+    segments_that_may_match,
+)
 from fermion.format.schema import ColumnInfo, SchemaIndex
 from fermion.format.stats import bound_scalars, stats_kind
 from fermion.format.structs import (
@@ -267,7 +274,11 @@ class FileReader:
     def _tree(self, info: ColumnInfo) -> Node:
         tree = self._trees.get(info.index)
         if tree is None:
-            tree = self._trees[info.index] = build_tree(info.field)
+            try:
+                tree = build_tree(info.field, bloom=info.has_bloom)
+            except UnsupportedTypeError as exc:
+                raise InvalidFileError(f"column {info.field.name!r}: {exc}") from None
+            self._trees[info.index] = tree
             if len(tree.all_streams()) != info.num_streams:
                 raise InvalidFileError(f"column {info.field.name!r}: stream count mismatch")
             if sum(1 for _ in tree.walk()) != len(info.field_ids):
@@ -544,6 +555,7 @@ class FileReader:
             return [(0, n)]
         per_col = []
         cuts = {0, n}
+        metas_by_index = {p.info.index: m for p, m in cols}
         for p, m in cols:
             desc = m.streams[p.tree.stream(StreamType.DATA).index]  # type: ignore[union-attr]
             pages = desc.pages(s)
@@ -586,6 +598,8 @@ class FileReader:
         guarantees = [_and(ps) for ps in parts]
         schema = pa.schema([p.info.field for p, _, _ in per_col])
         kept = segments_that_may_match(schema, guarantees, filter)
+        excluded = self._bloom_excluded(per_col, metas_by_index, s, seg_starts, filter)
+        kept = [i for i in kept if i not in excluded]
         ranges: Ranges = []
         for i in sorted(kept):
             a, b = int(seg_starts[i]), int(seg_ends[i])
@@ -594,6 +608,49 @@ class FileReader:
             else:
                 ranges.append((a, b))
         return ranges
+
+    def _bloom_excluded(
+        self,
+        per_col: Sequence[tuple[_Projection, np.ndarray, np.ndarray]],
+        metas: dict[int, ColumnMeta],
+        s: int,
+        seg_starts: np.ndarray,
+        filter: pc.Expression,
+    ) -> set[int]:
+        """Segments whose page of some ``==``/``isin`` column cannot hold a wanted value."""
+        constraints = equality_constraints(filter)
+        excluded: set[int] = set()
+        for p, pages, ends in per_col:
+            values = constraints.get(p.info.field.name)
+            if values is None or p.tree.bloom is None:
+                continue
+            desc = metas[p.info.index].streams[p.tree.bloom.index]
+            if desc.simple is None:
+                continue
+            d = desc.simple[s]
+            length = int(d["length"])
+            if length == 0:
+                continue
+            if int(d["num_values"]) != len(pages):
+                raise InvalidFileError(f"column {p.info.field.name!r}: bloom page count mismatch")
+            try:
+                wanted = values.cast(p.info.field.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue  # the filter itself will report the type mismatch
+            raw = self.source.read(int(d["offset"]), length)
+            payload = decode_page(
+                raw,
+                expected_values=len(pages),
+                expected_size=None,
+                where=f"{self.source.name}: bloom page at {int(d['offset'])}",
+                verify_crc=self.options.verify_checksums,
+            )
+            if not isinstance(payload, bytes | memoryview):
+                raise InvalidFileError("a bloom page must be plain")
+            maybe = may_contain(payload, hash_values(wanted), len(pages))
+            page_of = np.searchsorted(ends, seg_starts, side="right")
+            excluded.update(i for i, pg in enumerate(page_of) if not maybe[int(pg)])
+        return excluded
 
     # -- one stripe -------------------------------------------------------------------
     def _read_stripe(

@@ -71,6 +71,7 @@ _PRIMITIVES: dict[pa.DataType, PrimitiveCode] = {
 _FROM_CODE = {code: t for t, code in _PRIMITIVES.items()}
 _PROBE_WINDOW = 8  # hash slots fetched per probe step
 _FLAG_NULLABLE = 1
+_FLAG_BLOOM = 2
 
 
 def name_hash(name: str) -> int:
@@ -139,7 +140,9 @@ def build_schema_area(
         e["first_node"] = first
         e["num_nodes"] = count
         e["primitive_code"] = code
-        e["flags"] = _FLAG_NULLABLE if fld.nullable else 0
+        e["flags"] = (_FLAG_NULLABLE if fld.nullable else 0) | (
+            _FLAG_BLOOM if trees[i].bloom is not None else 0
+        )
         e["num_streams"] = len(trees[i].all_streams())
         e["crc"] = _entry_crc(entries[i : i + 1].tobytes(), name, blob, ids[first : first + count])
         first += count
@@ -182,6 +185,7 @@ class ColumnInfo:
     field: pa.Field
     field_ids: np.ndarray  # int32 per storage node, pre-order
     num_streams: int
+    has_bloom: bool = False
 
 
 class SchemaIndex:
@@ -344,6 +348,7 @@ class SchemaIndex:
                     field=self._make_field(e, memoryview(name_raw), blob_raw),
                     field_ids=np.frombuffer(ids_raw, dtype="<i4"),
                     num_streams=int(e["num_streams"]),
+                    has_bloom=bool(int(e["flags"]) & _FLAG_BLOOM),
                 )
         return [self._columns[i] for i in indices]
 

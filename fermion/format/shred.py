@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from fermion.format.bitmaps import slice_bitmap
+from fermion.format.bloom import build_blooms
 from fermion.format.encodings import (
     encode_byte_split,
     encode_dictionary,
@@ -146,7 +147,27 @@ def shred_column(
     enc = _Encoder(opts, encode)
     out: list[StreamChunk] = []
     _shred(node, array, enc, out)
+    if node.bloom is not None:
+        out.append(_bloom_chunk(node, array, out, enc))
     return out, enc.used_encodings
+
+
+def _bloom_chunk(
+    node: Node, array: pa.Array, chunks: list[StreamChunk], enc: _Encoder
+) -> StreamChunk:
+    """One BLOOM page holding a filter per DATA page of this stripe."""
+    assert node.bloom is not None
+    data = next(c for c in chunks if c.stream.stream_type == StreamType.DATA)
+    if data.state != ChunkState.PAGES:
+        return StreamChunk(node.bloom, ChunkState.EMPTY, 0)
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    slices, start = [], 0
+    for page in data.pages:
+        slices.append(array.slice(start, page.num_values))
+        start += page.num_values
+    page = enc.page(build_blooms(slices), len(slices))
+    return StreamChunk(node.bloom, ChunkState.PAGES, len(slices), pages=[page])
 
 
 PagePayload = tuple[Encoding, bytes | memoryview]

@@ -77,6 +77,7 @@ class StreamType(enum.IntEnum):
     OFFSETS = 1
     DATA = 2
     BATCH_META = 3
+    BLOOM = 4  # per-page bloom filters of a column's DATA pages (format 1.1)
 
 
 class Encoding(enum.IntEnum):

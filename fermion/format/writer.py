@@ -27,7 +27,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from fermion.errors import FermionError, InvalidArgumentError, SchemaMismatchError
+from fermion.errors import (
+    FermionError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    UnsupportedTypeError,
+)
+from fermion.format.bloom import bloom_supported
 from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
@@ -55,6 +61,8 @@ from fermion.format.threads import pool
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
+
+_SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
 
 
 @dataclass
@@ -110,7 +118,15 @@ class FileWriter:
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema)}")
         self.options: WriteOptions = split_options(WriteOptions, options)
         self.schema = schema
-        self._trees = [build_tree(f) for f in schema]  # raises UnsupportedTypeError early
+        blooms = set(self.options.bloom_filter_columns)
+        unknown = blooms - set(schema.names)
+        if unknown:
+            raise InvalidArgumentError(f"bloom_filter_columns not in the schema: {sorted(unknown)}")
+        # raises UnsupportedTypeError early, also for bloom filters on unsupported columns
+        self._trees = [build_tree(f, bloom=f.name in blooms) for f in schema]
+        for f in schema:
+            if f.name in blooms and not bloom_supported(f.type):
+                raise UnsupportedTypeError(f"no bloom filters for {f.name!r} of type {f.type}")
         self._schema_area = build_schema_area(schema, field_ids, self._trees)
         self._columns = [_ColumnRecord(t) for t in self._trees]
         self._stripe_rows: list[int] = []
@@ -246,7 +262,7 @@ class FileWriter:
             rec.mins.append(chunk.min_val)
             rec.maxs.append(chunk.max_val)
             rec.flags.append(chunk.stats_flags)
-            if rec.stream_type == StreamType.VALIDITY:
+            if rec.stream_type in _SIMPLE_STREAMS:
                 rec.pages.append(None)
                 continue
             metas = np.zeros(len(chunk.pages), dtype=PAGE_META_DTYPE)
@@ -305,6 +321,16 @@ class FileWriter:
                 continue
             if all(s == ChunkState.EMPTY for s in rec.states):
                 metas[k]["desc_type"] = DescType.USE_DEFAULT
+                continue
+            if rec.stream_type == StreamType.BLOOM:  # one page per stripe: SIMPLE
+                descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
+                descs["offset"] = rec.offsets
+                descs["length"] = rec.lengths
+                descs["num_values"] = rec.num_values
+                metas[k]["desc_type"] = DescType.SIMPLE
+                metas[k]["chunks_offset"] = payload_size
+                payload.append(descs.tobytes())
+                payload_size += descs.nbytes
                 continue
             descs = np.zeros(num_stripes, dtype=FULL_CHUNK_DESC_DTYPE)
             descs["offset"] = rec.offsets
