@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
@@ -94,6 +95,36 @@ def _cuts_by_count(n: int, per_page: int) -> list[tuple[int, int]]:
     return [(a, min(n, a + per_page)) for a in range(0, n, per_page)] or [(0, 0)]
 
 
+def _count_cuts(n: int, per_page: int, bounds: np.ndarray | None) -> list[tuple[int, int]]:
+    """Fixed values per page; in batch mode closed early at batch boundaries."""
+    if bounds is None:
+        return _cuts_by_count(n, per_page)
+    per_page = max(1, per_page)
+
+    def natural(a: int, b: int) -> list[tuple[int, int]]:
+        return [(a + x, a + y) for x, y in _cuts_by_count(b - a, per_page)]
+
+    return aligned_cuts(bounds, lambda a: a + per_page, natural)
+
+
+def _binary_cuts(
+    offsets: np.ndarray, page_size: int, width: int, bounds: np.ndarray | None
+) -> list[tuple[int, int]]:
+    """BINARY value ranges; in batch mode closed early at batch boundaries."""
+    if bounds is None:
+        return _cuts_binary(offsets, page_size, width)
+    max_values = max(1, page_size // width - 1)
+
+    def reach(a: int) -> int:
+        by_bytes = int(np.searchsorted(offsets, offsets[a] + page_size, side="right")) - 1
+        return min(by_bytes, a + max_values)
+
+    def natural(a: int, b: int) -> list[tuple[int, int]]:
+        return [(a + x, a + y) for x, y in _cuts_binary(offsets[a : b + 1], page_size, width)]
+
+    return aligned_cuts(bounds, reach, natural)
+
+
 def _cuts_binary(offsets: np.ndarray, page_size: int, width: int) -> list[tuple[int, int]]:
     """Value ranges whose data bytes and offsets each fit a page (a value is never split)."""
     n = len(offsets) - 1
@@ -120,11 +151,18 @@ def _with_stats(
     return page
 
 
-def shred_column(node: Node, array: pa.Array, opts: WriteOptions) -> list[StreamChunk]:
-    """Encode one column's values for one stripe into a chunk per stream (file order)."""
+def shred_column(
+    node: Node, array: pa.Array, opts: WriteOptions, batch_bounds: np.ndarray | None = None
+) -> list[StreamChunk]:
+    """Encode one column's values for one stripe into a chunk per stream (file order).
+
+    ``batch_bounds`` (batch mode) are the row boundaries ``[0, ..., len(array)]`` of the
+    stripe's batches: every page of every stream is then cut at batch boundaries, mapped
+    to each nested level's values through the parent offsets.
+    """
     enc = _Encoder(opts)
     out: list[StreamChunk] = []
-    _shred(node, array, enc, out, top=True)
+    _shred(node, array, enc, out, top=True, bounds=batch_bounds)
     return out
 
 
@@ -177,7 +215,14 @@ def _data_chunk(
     return chunk
 
 
-def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top: bool) -> None:
+def _shred(
+    node: Node,
+    arr: pa.Array,
+    enc: _Encoder,
+    out: list[StreamChunk],
+    top: bool,
+    bounds: np.ndarray | None = None,
+) -> None:
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
     if is_view(arr.type):
@@ -200,16 +245,16 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
             return
         if kind == Kind.BOOL:
             bits = slice_bitmap(arr.buffers()[1], arr.offset, n)
-            cuts = _cuts_by_count(n, page_size * 8)
-            out.append(
-                _data_chunk(spec, n, cuts, lambda a, b: bits[a // 8 : (b + 7) // 8], arr, enc)
+            cuts = _count_cuts(n, page_size * 8, bounds)
+            out.append(  # batch-aligned pages may start mid-byte: each is re-based to bit 0
+                _data_chunk(spec, n, cuts, lambda a, b: slice_bitmap(bits, a, b - a), arr, enc)
             )
             return
         values = arr.indices if kind == Kind.DICTIONARY else arr
         width = node.byte_width
         raw = memoryview(values.buffers()[1]).cast("B")
         base = values.offset * width
-        cuts = _cuts_by_count(n, page_size // width)
+        cuts = _count_cuts(n, page_size // width, bounds)
         stats_values = None if kind == Kind.DICTIONARY else arr
         out.append(
             _data_chunk(
@@ -232,9 +277,9 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
         rel = offsets - offsets.dtype.type(start) if start else offsets
         width = node.byte_width
         if kind == Kind.BINARY:
-            cuts = _cuts_binary(rel, page_size, width)
+            cuts = _binary_cuts(rel, page_size, width, bounds)
         else:
-            cuts = _cuts_by_count(n, page_size // width - 1)
+            cuts = _count_cuts(n, page_size // width - 1, bounds)
         empty = n == 0 or (all_null and end == start)
         if empty:
             out.append(StreamChunk(off_spec, ChunkState.EMPTY, n, arr.null_count))
@@ -269,15 +314,17 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
             )
             return
         child = arr.values.slice(start, end - start)
-        _shred(node.children[0], child, enc, out, top=False)
+        child_bounds = None if bounds is None else rel[bounds].astype(np.int64)
+        _shred(node.children[0], child, enc, out, top=False, bounds=child_bounds)
         return
     if kind == Kind.FIXED_LIST:
         size = node.list_size
         child = arr.values.slice(arr.offset * size, n * size)
-        _shred(node.children[0], child, enc, out, top=False)
+        child_bounds = None if bounds is None else bounds * size
+        _shred(node.children[0], child, enc, out, top=False, bounds=child_bounds)
         return
     if kind == Kind.STRUCT:
         for i, child_node in enumerate(node.children):
-            _shred(child_node, arr.field(i), enc, out, top=False)
+            _shred(child_node, arr.field(i), enc, out, top=False, bounds=bounds)
         return
     raise AssertionError(f"unhandled kind {kind}")  # layout.build_tree rejects the rest

@@ -52,7 +52,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 0
+FORMAT_VERSION_MINOR = 1
 
 # SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
 # "全部无效 (length = max)"); length 0 means "all valid" / "no data".
