@@ -38,7 +38,7 @@ from fermion.format.batch import (
     system_tree,
     virtual_field,
 )
-from fermion.format.cmb import ColumnMeta, StreamDesc, parse_cmb
+from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.pages import decode_page
 from fermion.format.pruning import guarantee_for
 from fermion.format.structs import CIT_DTYPE, DescType, StatsFlag
@@ -220,29 +220,39 @@ def virtual_fields(names: Sequence[str]) -> list[pa.Field]:
     return [virtual_field(n) for n in names]
 
 
-def describe_batches(index: BatchIndex, page_counts: dict[str, list[int]]) -> dict[str, object]:
+def describe_batches(
+    index: BatchIndex, streams: dict[str, tuple[bool, list[np.ndarray]]]
+) -> dict[str, object]:
     """Batch-mode facts for ``fermion inspect``: batches per stripe, pages per batch.
 
-    ``page_counts`` maps a stream path to its page count per stripe (from the CMBs).
+    ``streams`` maps a stream path to (is a top-level stream, page row counts per stripe).
+    For top-level streams the pages each batch touches are counted exactly (from the page
+    row counts and the batch lengths); for nested streams pages / batches is reported.
     """
-    per_stripe = index.batches_per_stripe.tolist()
-    total = max(1, int(index.num_batches))
-    pages = {path: round(sum(counts) / total, 4) for path, counts in sorted(page_counts.items())}
+    total = int(index.num_batches)
+    per_stream: dict[str, dict[str, float]] = {}
+    for path, (top, counts) in sorted(streams.items()):
+        if not top:
+            pages = sum(len(c) for c in counts)
+            per_stream[path] = {"pages_over_batches": round(pages / max(1, total), 4)}
+            continue
+        touched: list[np.ndarray] = []
+        for s, rows in enumerate(counts):
+            if len(rows) == 0 or index.batches_per_stripe[s] == 0:
+                continue
+            b = index.stripe(s)
+            ends = np.cumsum(rows.astype(np.int64))
+            first = np.searchsorted(ends, b.starts, side="right")
+            last = np.searchsorted(ends, b.starts + b.lengths - 1, side="right")
+            touched.append(last - first + 1)
+        if touched:
+            t = np.concatenate(touched)
+            per_stream[path] = {"max": int(t.max()), "mean": round(float(t.mean()), 4)}
     return {
-        "num_batches": int(index.num_batches),
-        "batches_per_stripe": per_stripe,
+        "num_batches": total,
+        "batches_per_stripe": index.batches_per_stripe.tolist(),
         "min_batch_id": [int(x) for x in index.min_ids],
         "max_batch_id": [int(x) for x in index.max_ids],
         "max_batch_length": [int(x) for x in index.max_lengths],
-        "pages_per_batch": pages,
+        "pages_per_batch": per_stream,
     }
-
-
-def stream_page_counts(desc: StreamDesc, num_stripes: int) -> list[int]:
-    """Pages of a stream per stripe (SIMPLE chunks: 1 when stored, else 0)."""
-    if desc.full is not None:
-        return [int(x) for x in desc.full["num_pages"]]
-    if desc.simple is not None:
-        lengths = desc.simple["length"].astype(np.int64)
-        return [int(0 < x < 0xFFFFFFFF) for x in lengths]
-    return [0] * num_stripes

@@ -36,7 +36,12 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
-from fermion.format.batch import MAX_BATCH_ROWS, check_batch_id, system_tree
+from fermion.format.batch import (
+    MAX_BATCH_ROWS,
+    VIRTUAL_COLUMNS,
+    check_batch_id,
+    system_tree,
+)
 from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
@@ -191,6 +196,9 @@ class FileWriter:
             raise InvalidArgumentError(
                 f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
             )
+        clash = [f.name for f in self.schema if f.name in VIRTUAL_COLUMNS]
+        if clash:
+            raise BatchModeError(f"column(s) {clash} clash with batch mode's virtual columns")
         batch_id = check_batch_id(batch_id, self._last_batch_id)
         if not data.schema.equals(self.schema, check_metadata=False):
             raise SchemaMismatchError(
