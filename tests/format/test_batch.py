@@ -62,11 +62,15 @@ def make_batch(rng: np.random.Generator, n: int, base: int) -> pa.Table:
             "name": pa.array([None if i % 7 == 0 else "n" * int(i % 37) for i in ids]),
             "flag": pa.array([None if i % 5 == 0 else bool(i % 2) for i in ids]),
             "tags": pa.array(
-                [None if i % 9 == 0 else list(range(int(k))) for i, k in zip(ids, lens)],
+                [
+                    None if i % 9 == 0 else list(range(int(k)))
+                    for i, k in zip(ids, lens, strict=True)
+                ],
                 pa.list_(pa.int32()),
             ),
             "words": pa.array(
-                [[f"w{i}"] * int(k) for i, k in zip(ids, lens)], pa.large_list(pa.string())
+                [[f"w{i}"] * int(k) for i, k in zip(ids, lens, strict=True)],
+                pa.large_list(pa.string()),
             ),
             "point": pa.array(
                 [{"x": int(i % 100), "label": None if i % 4 else f"p{i}"} for i in ids],
