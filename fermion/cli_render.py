@@ -231,6 +231,23 @@ def render_inspect(info: dict[str, Any]) -> str:
     more = f", … {len(stripes) - 8} more" if len(stripes) > 8 else ""
     detail = f" (rows: {', '.join(row_counts)}{more})" if stripes else ""
     lines.append(f"stripes   {_num(info.get('num_stripes', len(stripes)))}{detail}")
+    batch = info.get("batch_mode")
+    if batch:
+        per = [_num(int(n)) for n in (batch.get("batches_per_stripe") or [])]
+        more_b = f", … {len(per) - 8} more" if len(per) > 8 else ""
+        lines.append(
+            f"batches   {_num(batch.get('num_batches', '?'))} (per stripe: "
+            f"{', '.join(per[:8])}{more_b})"
+        )
+        pages = batch.get("pages_per_batch") or {}
+        exact = {k: v for k, v in pages.items() if "max" in v}
+        if exact:
+            worst = max(int(v["max"]) for v in exact.values())
+            mean = max(float(v["mean"]) for v in exact.values())
+            lines.append(
+                f"          pages per batch and stream: at most {worst}, "
+                f"mean {mean:g} ({len(exact)} top-level streams)"
+            )
     footer = info.get("footer") or {}
     if footer:
         lines.append("")

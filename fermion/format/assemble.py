@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidFileError
-from fermion.format.bitmaps import slice_bitmap, zero_bitmap
+from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.layout import Kind, Node, is_view, view_storage
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
@@ -153,7 +153,11 @@ def _fixed_data(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | N
         pages = _page_ids(desc, ctx.stripe)
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
         return bytes(nbytes)
-    data = _data_bytes(ctx, k, pages)
+    if node.kind == Kind.BOOL:  # batch-aligned bool pages may hold any number of bits
+        counts = desc.pages(ctx.stripe)["row_count"][list(pages)].tolist()
+        data = concat_bitmaps([ctx.plain((k, p)) for p in pages], counts)
+    else:
+        data = _data_bytes(ctx, k, pages)
     if len(data) != nbytes:
         raise ctx.fail(f"data has {len(data)} bytes, expected {nbytes}")
     return data

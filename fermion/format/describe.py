@@ -110,7 +110,27 @@ def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> d
         },
         "stripes": [{"index": i, "rows": int(r)} for i, r in enumerate(rows)],
         "columns": described,
+        "batch_mode": _batch_mode(reader, projs, metas) if reader.batch_mode else None,
     }
+
+
+def _batch_mode(reader: FileReader, projs: Sequence[Any], metas: Sequence[Any]) -> dict[str, Any]:
+    """Batches per stripe and the pages each batch touches in every described stream."""
+    from fermion.format.batch_read import describe_batches
+
+    streams: dict[str, tuple[bool, list[np.ndarray]]] = {}
+    for p, m in zip(projs, metas, strict=True):
+        if not m.present:
+            continue
+        paths = _node_paths(p.tree)
+        for spec in p.tree.all_streams():
+            desc = m.streams[spec.index]
+            if desc.full is None:
+                continue
+            key = f"{paths[spec.node]}:{StreamType(spec.stream_type).name}"
+            counts = [desc.pages(s)["row_count"] for s in range(reader.num_stripes)]
+            streams[key] = (spec.node == 0, counts)
+    return describe_batches(reader.batches(), streams)
 
 
 def _node_paths(tree: Node) -> dict[int, str]:

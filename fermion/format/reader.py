@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import (
+    BatchModeError,
     ChecksumError,
     ColumnNotFoundError,
     InvalidArgumentError,
@@ -44,6 +45,8 @@ from fermion.format.assemble import (
     pruned_type,
     validity_of,
 )
+from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
+from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
 from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.layout import Kind, Node, build_tree, without_views
@@ -73,7 +76,7 @@ from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
 
-_KNOWN_REQUIRED = int(RequiredFeature.ENCODINGS)
+_KNOWN_REQUIRED = int(RequiredFeature.BATCH_MODE | RequiredFeature.ENCODINGS)  # format 1.1
 _FLAT = (Kind.FIXED, Kind.BOOL, Kind.BINARY)
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 Ranges = list[tuple[int, int]]
@@ -161,6 +164,7 @@ class FileReader:
         self._trees: dict[int, Node] = {}
         self._cmb_area: memoryview | None = None
         self._schema: pa.Schema | None = None
+        self._batch_index: BatchIndex | None = None
 
     # -- open -------------------------------------------------------------------------
     def _open(self) -> None:
@@ -196,7 +200,9 @@ class FileReader:
         self._schema_offset = int(footer["schema_offset"])
         self._cit_offset = int(footer["cit_offset"])
         schema_size = int(footer["schema_size"])
-        cit_end = self._cit_offset + 8 * (self.num_columns + 1)
+        self.batch_mode = bool(int(footer["required_features"]) & RequiredFeature.BATCH_MODE)
+        # batch mode: CIT entry num_columns is the BATCH_META system column's CMB
+        cit_end = self._cit_offset + 8 * (self.num_columns + 1 + self.batch_mode)
         if not (
             self._data_start <= self._cmb_offset <= self._schema_offset
             and self._schema_offset + schema_size == self._cit_offset
@@ -372,6 +378,8 @@ class FileReader:
         # every projected column is all-null: ask the first column that has a CMB
         if self.num_stripes == 0:
             return np.zeros(0, dtype=np.int64)
+        if self.batch_mode:
+            return self.batches().stripe_rows
         (cit_raw,) = self._fetch_meta([(self._cit_offset, 8 * (self.num_columns + 1))])
         cit = np.frombuffer(cit_raw, dtype=CIT_DTYPE)
         sizes = np.diff(cit)
@@ -388,9 +396,9 @@ class FileReader:
         self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None
     ) -> pa.Table:
         """Read the projected columns of the rows matching ``filter`` into a Table."""
-        projs = self._resolve(columns)
-        schema = self._output_schema(projs, columns is None)
-        batches = list(self._iter(projs, filter, None))
+        projs, virtual = self._resolve_all(columns)
+        schema = self._output_schema(projs, columns is None, virtual, columns)
+        batches = list(self._iter(projs, filter, None, columns is None, virtual, columns))
         return pa.Table.from_batches(batches, schema=schema)
 
     def iter_batches(
@@ -403,8 +411,8 @@ class FileReader:
         """Yield record batches stripe by stripe (split to ``batch_size`` rows if given)."""
         if batch_size is not None and batch_size <= 0:
             raise InvalidArgumentError("batch_size must be positive")
-        projs = self._resolve(columns)
-        return self._iter(projs, filter, batch_size, columns is None)
+        projs, virtual = self._resolve_all(columns)
+        return self._iter(projs, filter, batch_size, columns is None, virtual, columns)
 
     def take(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at ``indices`` (any order, repeats allowed), reading only the pages holding them."""
@@ -419,8 +427,8 @@ class FileReader:
         idx = idx.astype(np.int64, copy=False)
         if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= self.num_rows):
             raise InvalidArgumentError(f"indices out of range for {self.num_rows} rows")
-        projs = self._resolve(columns)
-        schema = self._output_schema(projs, columns is None)
+        projs, virtual = self._resolve_all(columns)
+        schema = self._output_schema(projs, columns is None, virtual, columns)
         unique, inverse = np.unique(idx, return_inverse=True)
         metas = self._column_metas(projs)
         rows = self._stripe_rows(metas)
@@ -429,17 +437,138 @@ class FileReader:
         parts = []
         for s in np.unique(stripe_of):
             local = unique[stripe_of == s] - starts[s]
-            parts.append(
-                self._read_stripe(projs, metas, int(s), int(rows[s]), _Selection(points=local))
-            )
+            sel = _Selection(points=local)
+            part = self._read_stripe(projs, metas, int(s), int(rows[s]), sel)
+            part = self._with_virtual(part, virtual, int(s), int(rows[s]), sel)
+            parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
         order = pa.array(inverse, type=pa.int64())
         columns_out = [_take(col, order) for col in table.columns]
         return pa.Table.from_arrays(columns_out, schema=schema)
 
-    def _output_schema(self, projs: Sequence[_Projection], full: bool) -> pa.Schema:
-        fields = [p.field for p in projs]
+    def read_batches(self, batch_ids: Any, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows of the given batches, in the order asked (batch mode, seed 001).
+
+        Each id is located to its stripe by the per-stripe min/max batch id of the
+        BATCH_META metadata and to its rows by the stripe's batch lengths; then only the
+        pages holding those rows are read: one page per projected flat stream for a batch
+        that fits a page. ``columns`` may name the virtual ``_batch_id``/``_batch_index``.
+
+        Raises:
+            BatchModeError: the file is not a batch-mode file, or an id is not in it.
+
+        Example:
+            >>> import pyarrow as pa, tempfile, os
+            >>> from fermion.format.writer import FileWriter
+            >>> path = os.path.join(tempfile.mkdtemp(), "rb.fermion")
+            >>> with FileWriter(path, pa.schema([("x", pa.string())])) as w:
+            ...     w.append_batch(7, pa.table({"x": ["a", "b"]}))
+            ...     w.append_batch(9, pa.table({"x": ["c"]}))
+            >>> FileReader(path).read_batches([9, 7]).to_pydict()
+            {'x': ['c', 'a', 'b']}
+        """
+        try:
+            ids = np.asarray(
+                batch_ids.to_numpy(zero_copy_only=False)
+                if hasattr(batch_ids, "to_numpy")
+                else batch_ids
+            )
+        except (TypeError, ValueError, pa.ArrowInvalid) as exc:
+            raise InvalidArgumentError(f"batch_ids must be integers: {exc}") from None
+        if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+            raise InvalidArgumentError("batch_ids must be a one-dimensional array of integers")
+        index = self.batches()
+        projs, virtual = self._resolve_all(columns)
+        schema = self._output_schema(projs, columns is None, virtual, columns)
+        unique, inverse = np.unique(ids.astype(np.int64), return_inverse=True)
+        stripe_of = index.locate(unique)
+        metas = self._column_metas(projs)
+        parts: list[pa.RecordBatch] = []
+        out_start = np.zeros(len(unique), dtype=np.int64)
+        out_len = np.zeros(len(unique), dtype=np.int64)
+        done = 0
+        for s in np.unique(stripe_of):
+            mask = stripe_of == s
+            b = index.stripe(int(s)) if s >= 0 else None
+            pos = b.find(unique[mask]) if b is not None else np.full(int(mask.sum()), -1)
+            if s < 0 or bool(np.any(pos < 0)):
+                missing = unique[mask][pos < 0][:5].tolist()
+                raise BatchModeError(f"batch id(s) {missing} are not in {self.source.name}")
+            assert b is not None
+            starts, lengths = b.starts[pos], b.lengths[pos]
+            out_len[mask] = lengths
+            out_start[mask] = done + np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            done += int(lengths.sum())
+            ranges: Ranges = []
+            for a, n_rows in zip(starts.tolist(), lengths.tolist(), strict=True):
+                if ranges and ranges[-1][1] == a:
+                    ranges[-1] = (ranges[-1][0], a + n_rows)
+                else:
+                    ranges.append((a, a + n_rows))
+            n = int(index.stripe_rows[s])
+            sel = _Selection(ranges=ranges)
+            part = self._read_stripe(projs, metas, int(s), n, sel)
+            part = self._with_virtual(part, virtual, int(s), n, sel)
+            parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
+        table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
+        if len(unique) == len(ids) and bool(np.all(inverse == np.arange(len(ids)))):
+            return table  # asked in increasing order without repeats: already in place
+        order = np.concatenate(
+            [np.arange(out_start[u], out_start[u] + out_len[u]) for u in inverse.tolist()]
+            or [np.zeros(0, dtype=np.int64)]
+        )
+        positions = pa.array(order, type=pa.int64())
+        return pa.Table.from_arrays([_take(c, positions) for c in table.columns], schema=schema)
+
+    def batches(self) -> BatchIndex:
+        """The BATCH_META index of a batch-mode file (loaded on first use)."""
+        if not self.batch_mode:
+            raise BatchModeError(f"{self.source.name} was not written in batch mode")
+        if self._batch_index is None:
+            self._batch_index = BatchIndex(self)
+        return self._batch_index
+
+    def _resolve_all(self, columns: Sequence[str] | None) -> tuple[list[_Projection], list[str]]:
+        """User projections, and the virtual columns asked for (batch-mode files only)."""
+        if columns is None or not self.batch_mode or isinstance(columns, str):
+            return self._resolve(columns), []
+        virtual = [c for c in dict.fromkeys(columns) if c in VIRTUAL_COLUMNS]
+        return self._resolve([c for c in columns if c not in VIRTUAL_COLUMNS]), virtual
+
+    def _output_schema(
+        self,
+        projs: Sequence[_Projection],
+        full: bool,
+        virtual: Sequence[str] = (),
+        columns: Sequence[str] | None = None,
+    ) -> pa.Schema:
+        fields = [p.field for p in projs] + virtual_fields(virtual)
+        fields = [fields[k] for k in _order(projs, virtual, columns)]
         return pa.schema(fields, metadata=self.schema.metadata if full else None)
+
+    def _with_virtual(
+        self, batch: pa.RecordBatch, names: Sequence[str], s: int, n: int, sel: _Selection
+    ) -> pa.RecordBatch:
+        """``batch`` with the virtual columns ``names`` of the selected rows appended."""
+        if not names:
+            return batch
+        b = self.batches().stripe(s)
+        arrays = [_select(virtual_array(v, b), [(0, n)], sel) for v in names]
+        return pa.RecordBatch.from_arrays(
+            batch.columns + arrays, names=batch.schema.names + list(names)
+        )
+
+    def _ordered(
+        self,
+        cols: Sequence[pa.Array],
+        schema: pa.Schema,
+        projs: Sequence[_Projection],
+        virtual: Sequence[str],
+        columns: Sequence[str] | None,
+    ) -> pa.RecordBatch:
+        """``cols`` (the projections, then the virtual columns) in the order asked for."""
+        ordered = [cols[k] for k in _order(projs, virtual, columns)]
+        return pa.RecordBatch.from_arrays(ordered, schema=schema)
 
     def _iter(
         self,
@@ -447,11 +576,17 @@ class FileReader:
         filter: pc.Expression | None,
         batch_size: int | None,
         full: bool = False,
+        virtual: Sequence[str] = (),
+        columns: Sequence[str] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        out_schema = self._output_schema(projs, full)
+        out_schema = self._output_schema(projs, full, virtual, columns)
         filter_projs: list[_Projection] = []
+        computed = list(virtual)  # virtual columns to compute: projected, then filter-only
         if filter is not None:
             names = sorted(referenced_fields(filter))
+            if self.batch_mode:
+                computed += [n for n in names if n in VIRTUAL_COLUMNS and n not in computed]
+                names = [n for n in names if n not in VIRTUAL_COLUMNS]
             have = {p.info.field.name for p in projs if p.selected is None}
             extra = [n for n in names if n not in have]
             if extra:
@@ -470,16 +605,20 @@ class FileReader:
                 if not selection.ranges:
                     continue
             batch = self._read_stripe(all_projs, metas, s, n, selection)
+            batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
                     table = pa.Table.from_batches([batch]).filter(filter)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                     raise InvalidArgumentError(f"cannot apply filter {filter}: {exc}") from None
-                table = table.select(list(range(len(projs))))
                 batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
                 if batch is None:
                     continue
-            batch = pa.RecordBatch.from_arrays(batch.columns[: len(projs)], schema=out_schema)
+            keep = list(range(len(projs)))
+            keep += [len(all_projs) + computed.index(v) for v in virtual]
+            batch = self._ordered(
+                [batch.column(k) for k in keep], out_schema, projs, virtual, columns
+            )
             if batch_size is None:
                 yield batch
             else:
@@ -507,14 +646,38 @@ class FileReader:
     ) -> list[int]:
         names = referenced_fields(filter)
         cols = self._stats_columns(projs, metas, names)
-        if not cols:
+        vnames = self._virtual_names(names)
+        if not cols and not vnames:
             return list(range(len(rows)))
-        schema = pa.schema([p.info.field for p, _ in cols])
+        fields = self._filter_fields(projs, [p for p, _ in cols], names, vnames)
         guarantees = []
         for s in range(len(rows)):
             parts = [self._chunk_guarantee(p, m, s, int(rows[s])) for p, m in cols]
+            if vnames:
+                parts.append(self.batches().stripe_guarantee(s, vnames))
             guarantees.append(_and(parts))
-        return segments_that_may_match(schema, guarantees, filter)
+        return segments_that_may_match(pa.schema(fields), guarantees, filter)
+
+    @staticmethod
+    def _filter_fields(
+        projs: Sequence[_Projection],
+        with_stats: Sequence[_Projection],
+        names: set[str],
+        vnames: set[str],
+    ) -> list[pa.Field]:
+        """Fields to bind the filter to: those with statistics, every other referenced
+        column (no guarantee), then the virtual columns."""
+        fields = [p.info.field for p in with_stats]
+        seen = {f.name for f in fields}
+        for p in projs:
+            name = p.info.field.name
+            if name in names and name not in seen:
+                seen.add(name)
+                fields.append(p.info.field)
+        return fields + virtual_fields(sorted(vnames))
+
+    def _virtual_names(self, names: set[str]) -> set[str]:
+        return names & set(VIRTUAL_COLUMNS) if self.batch_mode else set()
 
     def _chunk_guarantee(
         self, p: _Projection, m: ColumnMeta, s: int, n: int
@@ -551,11 +714,20 @@ class FileReader:
             for p, m in self._stats_columns(projs, metas, names)
             if m.present and m.streams[p.tree.stream(StreamType.DATA).index].full is not None  # type: ignore[union-attr]
         ]
-        if not cols:
+        vnames = self._virtual_names(names)
+        if not cols and not vnames:
             return [(0, n)]
         per_col = []
         cuts = {0, n}
         metas_by_index = {p.info.index: m for p, m in cols}
+        if vnames:  # batch mode: segments as fine as the pages the projection would read
+            for p, m in zip(projs, metas, strict=True):
+                dspec = p.tree.stream(StreamType.DATA)
+                if p.flat and m.present and dspec is not None:
+                    desc = m.streams[dspec.index]
+                    if desc.full is not None and int(desc.full[s]["num_pages"]):
+                        ends = np.cumsum(desc.pages(s)["row_count"].astype(np.int64))
+                        cuts.update(int(e) for e in ends if 0 < e < n)
         for p, m in cols:
             desc = m.streams[p.tree.stream(StreamType.DATA).index]  # type: ignore[union-attr]
             pages = desc.pages(s)
@@ -564,7 +736,7 @@ class FileReader:
             ends = np.cumsum(pages["row_count"].astype(np.int64))
             cuts.update(int(e) for e in ends)
             per_col.append((p, pages, ends))
-        if not per_col:
+        if not per_col and not vnames:
             return [(0, n)]
         bounds = np.array(sorted(cuts), dtype=np.int64)
         seg_starts, seg_ends = bounds[:-1], bounds[1:]
@@ -595,9 +767,13 @@ class FileReader:
                     )
                     cache[int(pg)] = g
                 parts[i].append(g)
+        if vnames:
+            vg = self.batches().segment_guarantees(s, seg_starts, seg_ends, vnames)
+            for i, g in enumerate(vg):
+                parts[i].append(g)
         guarantees = [_and(ps) for ps in parts]
-        schema = pa.schema([p.info.field for p, _, _ in per_col])
-        kept = segments_that_may_match(schema, guarantees, filter)
+        fields = self._filter_fields(projs, [p for p, _, _ in per_col], names, vnames)
+        kept = segments_that_may_match(pa.schema(fields), guarantees, filter)
         excluded = self._bloom_excluded(per_col, metas_by_index, s, seg_starts, filter)
         kept = [i for i in kept if i not in excluded]
         ranges: Ranges = []
@@ -717,6 +893,15 @@ class FileReader:
         from fermion.format.describe import describe_file
 
         return describe_file(self, columns)
+
+
+def _order(
+    projs: Sequence[_Projection], virtual: Sequence[str], columns: Sequence[str] | None
+) -> list[int]:
+    """Output positions in ``[projections..., virtual columns...]``."""
+    if not virtual or columns is None:
+        return list(range(len(projs) + len(virtual)))
+    return output_order(columns, [p.info.field.name for p in projs], virtual)
 
 
 def _and(parts: Sequence[pc.Expression | None]) -> pc.Expression | None:

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
+from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
 from fermion.format.encodings import (
@@ -111,6 +112,36 @@ def _cuts_by_count(n: int, per_page: int) -> list[tuple[int, int]]:
     return [(a, min(n, a + per_page)) for a in range(0, n, per_page)] or [(0, 0)]
 
 
+def _count_cuts(n: int, per_page: int, bounds: np.ndarray | None) -> list[tuple[int, int]]:
+    """Fixed values per page; in batch mode closed early at batch boundaries."""
+    if bounds is None:
+        return _cuts_by_count(n, per_page)
+    per_page = max(1, per_page)
+
+    def natural(a: int, b: int) -> list[tuple[int, int]]:
+        return [(a + x, a + y) for x, y in _cuts_by_count(b - a, per_page)]
+
+    return aligned_cuts(bounds, lambda a: a + per_page, natural)
+
+
+def _binary_cuts(
+    offsets: np.ndarray, page_size: int, width: int, bounds: np.ndarray | None
+) -> list[tuple[int, int]]:
+    """BINARY value ranges; in batch mode closed early at batch boundaries."""
+    if bounds is None:
+        return _cuts_binary(offsets, page_size, width)
+    max_values = max(1, page_size // width - 1)
+
+    def reach(a: int) -> int:
+        by_bytes = int(np.searchsorted(offsets, offsets[a] + page_size, side="right")) - 1
+        return min(by_bytes, a + max_values)
+
+    def natural(a: int, b: int) -> list[tuple[int, int]]:
+        return [(a + x, a + y) for x, y in _cuts_binary(offsets[a : b + 1], page_size, width)]
+
+    return aligned_cuts(bounds, reach, natural)
+
+
 def _cuts_binary(offsets: np.ndarray, page_size: int, width: int) -> list[tuple[int, int]]:
     """Value ranges whose data bytes and offsets each fit a page (a value is never split)."""
     n = len(offsets) - 1
@@ -138,15 +169,23 @@ def _with_stats(
 
 
 def shred_column(
-    node: Node, array: pa.Array, opts: WriteOptions, *, encode: bool = True
+    node: Node,
+    array: pa.Array,
+    opts: WriteOptions,
+    *,
+    encode: bool = True,
+    batch_bounds: np.ndarray | None = None,
 ) -> tuple[list[StreamChunk], bool]:
     """Encode one column's values for one stripe into a chunk per stream (file order).
 
     Returns the chunks and whether any page uses an encoding other than PLAIN.
+    ``batch_bounds`` (batch mode) are the row boundaries ``[0, ..., len(array)]`` of the
+    stripe's batches: every page of every stream is then cut at batch boundaries, mapped
+    to each nested level's values through the parent offsets.
     """
     enc = _Encoder(opts, encode)
     out: list[StreamChunk] = []
-    _shred(node, array, enc, out)
+    _shred(node, array, enc, out, batch_bounds)
     if node.bloom is not None:
         out.append(_bloom_chunk(node, array, out, enc))
     return out, enc.used_encodings
@@ -292,7 +331,13 @@ def _data_chunk(
     return chunk
 
 
-def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk]) -> None:
+def _shred(
+    node: Node,
+    arr: pa.Array,
+    enc: _Encoder,
+    out: list[StreamChunk],
+    bounds: np.ndarray | None = None,
+) -> None:
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
     if is_view(arr.type):
@@ -315,8 +360,9 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk]) -> 
             return
         if kind == Kind.BOOL:
             bits = slice_bitmap(arr.buffers()[1], arr.offset, n)
-            cuts = _cuts_by_count(n, page_size * 8)
-            bool_pages = _plain(lambda a, b: bits[a // 8 : (b + 7) // 8])
+            cuts = _count_cuts(n, page_size * 8, bounds)
+            # batch-aligned pages may start mid-byte: each page is re-based to bit 0
+            bool_pages = _plain(lambda a, b: slice_bitmap(bits, a, b - a))
             out.append(_data_chunk(spec, n, cuts, bool_pages, arr, enc))
             return
         values = arr.indices if kind == Kind.DICTIONARY else arr
@@ -334,7 +380,7 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk]) -> 
             encoder = _float_encoder(fixed_bytes, width, enc.encode)
         else:
             encoder = _plain(fixed_bytes)
-        cuts = _cuts_by_count(n, page_size // width)
+        cuts = _count_cuts(n, page_size // width, bounds)
         stats = kind != Kind.DICTIONARY
         out.append(_data_chunk(spec, n, cuts, encoder, values, enc, stats=stats))
         if kind == Kind.DICTIONARY:
@@ -348,9 +394,9 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk]) -> 
         rel = offsets - offsets.dtype.type(start) if start else offsets
         width = node.byte_width
         if kind == Kind.BINARY:
-            cuts = _cuts_binary(rel, page_size, width)
+            cuts = _binary_cuts(rel, page_size, width, bounds)
         else:
-            cuts = _cuts_by_count(n, page_size // width - 1)
+            cuts = _count_cuts(n, page_size // width - 1, bounds)
         empty = n == 0 or (all_null and end == start)
         dictionary_pages: dict[int, bytes] = {}
         if kind == Kind.BINARY and enc.encode and not empty and end > start:
@@ -381,15 +427,16 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk]) -> 
             out.append(_data_chunk(spec, n, cuts, binary_pages, arr, enc))
             return
         child = arr.values.slice(start, end - start)
-        _shred(node.children[0], child, enc, out)
+        child_bounds = None if bounds is None else rel[bounds].astype(np.int64)
+        _shred(node.children[0], child, enc, out, child_bounds)
         return
     if kind == Kind.FIXED_LIST:
         size = node.list_size
         child = arr.values.slice(arr.offset * size, n * size)
-        _shred(node.children[0], child, enc, out)
+        _shred(node.children[0], child, enc, out, None if bounds is None else bounds * size)
         return
     if kind == Kind.STRUCT:
         for i, child_node in enumerate(node.children):
-            _shred(child_node, arr.field(i), enc, out)
+            _shred(child_node, arr.field(i), enc, out, bounds)
         return
     raise AssertionError(f"unhandled kind {kind}")  # layout.build_tree rejects the rest

@@ -2,6 +2,7 @@
 
 Creating threads per reader costs more than decoding a handful of small pages, so readers
 and writers share this pool; zstandard, zlib and numpy release the GIL while they work.
+After ``fork`` the child gets a new pool (the parent's threads do not exist there).
 
 Example:
     >>> list(pool().map(abs, [-1, 2]))
@@ -18,6 +19,16 @@ __all__ = ["pool"]
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+
+
+def _forget_in_child() -> None:
+    """A forked child inherits the pool object but not its threads: start afresh."""
+    global _pool, _lock
+    _pool = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def pool() -> ThreadPoolExecutor:

@@ -6,6 +6,9 @@ descriptors and page statistics stay in memory until :meth:`FileWriter.close`, w
 writes every Column Metadata Block (relocated to CMB-relative offsets), the schema area,
 the Column Index Table and the fixed-size footer.
 
+In batch mode (:meth:`FileWriter.append_batch`) rows come as identified batches that are
+never split across pages or stripes, and a BATCH_META system column records them.
+
 Example:
     >>> import pyarrow as pa, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "w.fermion")
@@ -21,17 +24,24 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
 from fermion.errors import (
+    BatchModeError,
     FermionError,
     InvalidArgumentError,
     SchemaMismatchError,
     UnsupportedTypeError,
+)
+from fermion.format.batch import (
+    MAX_BATCH_ROWS,
+    VIRTUAL_COLUMNS,
+    check_batch_id,
+    system_tree,
 )
 from fermion.format.bloom import bloom_supported
 from fermion.format.layout import Kind, Node, build_tree
@@ -134,6 +144,15 @@ class FileWriter:
         self._pending_rows = 0
         self._pending_bytes = 0
         self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
+        self._mode: Literal["rows", "batches"] | None = None
+        self._system = _ColumnRecord(system_tree())  # BATCH_META, used in batch mode only
+        self._pending_ids: list[int] = []
+        self._pending_lengths: list[int] = []
+        self._last_batch_id: int | None = None
+        # a stripe's validity bitmap is one page: in batch mode it never exceeds page_size
+        # unless a single batch needs more (that batch then gets a stripe of its own)
+        self._batch_stripe_rows = min(self.options.max_stripe_rows, 8 * self.options.page_size)
+        self.num_batches = 0
         self.num_rows = 0
         self.closed = False
         self._required = 0
@@ -147,9 +166,12 @@ class FileWriter:
     def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
         """Append rows; stripes are cut by row count or buffered bytes."""
         self._check_open()
+        if self._mode == "batches":
+            raise BatchModeError("this file is written with append_batch(); write() cannot mix")
         for batch in self._batches(data):
             if batch.num_rows == 0:
                 continue
+            self._mode = "rows"
             self._pending.append(batch)
             self._pending_rows += batch.num_rows
             self._pending_bytes += batch.nbytes
@@ -158,12 +180,75 @@ class FileWriter:
             if self._pending_bytes >= self.options.max_stripe_bytes:
                 self._flush_stripe(self._pending_rows)
 
+    def append_batch(self, batch_id: int, data: pa.Table | pa.RecordBatch) -> None:
+        """Append one batch (seed 001 AppendBatch): its rows never share a page with part of
+        another batch, and never span two stripes.
+
+        Args:
+            batch_id: an int64, greater than every id appended before to this file.
+            data: the batch's rows (at least one), with exactly the file schema.
+
+        Raises:
+            BatchModeError: id not an integer, not increasing, empty batch, or the file is
+                written with :meth:`write`. The writer stays usable; nothing was appended.
+            SchemaMismatchError: ``data`` does not have the file schema.
+
+        Example:
+            >>> import pyarrow as pa, tempfile, os
+            >>> path = os.path.join(tempfile.mkdtemp(), "b.fermion")
+            >>> with FileWriter(path, pa.schema([("x", pa.int64())])) as w:
+            ...     w.append_batch(1001, pa.table({"x": [1, 2, 3]}))
+            ...     w.append_batch(1002, pa.table({"x": [4, 5]}))
+            >>> w.num_batches, w.num_rows
+            (2, 5)
+        """
+        self._check_open()
+        if self._mode == "rows":
+            raise BatchModeError("this file is written with write(); append_batch() cannot mix")
+        if not isinstance(data, pa.Table | pa.RecordBatch):
+            raise InvalidArgumentError(
+                f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
+            )
+        clash = [f.name for f in self.schema if f.name in VIRTUAL_COLUMNS]
+        if clash:
+            raise BatchModeError(f"column(s) {clash} clash with batch mode's virtual columns")
+        batch_id = check_batch_id(batch_id, self._last_batch_id)
+        if not data.schema.equals(self.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"batch {batch_id} does not match the file schema:\n{data.schema}\n!=\n"
+                f"{self.schema}"
+            )
+        rows, nbytes = data.num_rows, data.nbytes
+        if rows == 0:
+            raise BatchModeError(f"batch {batch_id} is empty (a batch needs at least one row)")
+        if rows > MAX_BATCH_ROWS:
+            raise BatchModeError(f"batch {batch_id} has {rows} rows (at most {MAX_BATCH_ROWS})")
+        self._mode = "batches"
+        full_rows = self._pending_rows + rows > self._batch_stripe_rows
+        full_bytes = self._pending_bytes + nbytes > self.options.max_stripe_bytes
+        if self._pending_rows and (full_rows or full_bytes):
+            self._flush_batches()
+        self._pending.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
+        self._pending_rows += rows
+        self._pending_bytes += nbytes
+        self._pending_ids.append(batch_id)
+        self._pending_lengths.append(rows)
+        self._last_batch_id = batch_id
+        self.num_batches += 1
+        if (
+            self._pending_rows >= self._batch_stripe_rows
+            or self._pending_bytes >= self.options.max_stripe_bytes
+        ):
+            self._flush_batches()
+
     def close(self) -> None:
         """Write the last stripe and all metadata; the file is complete after this."""
         if self.closed:
             return
         try:
-            if self._pending_rows:
+            if self._pending_rows and self._mode == "batches":
+                self._flush_batches()
+            elif self._pending_rows:
                 self._flush_stripe(self._pending_rows)
             self._write_metadata()
             self._sink.close()
@@ -219,29 +304,51 @@ class FileWriter:
         self._pending_bytes = rest.nbytes if rest.num_rows else 0
         self._write_stripe(stripe)
 
-    def _encode_column(self, i: int, column: pa.ChunkedArray) -> list[StreamChunk]:
+    def _flush_batches(self) -> None:
+        """Write every pending batch as one stripe (batch mode never splits a batch)."""
+        stripe = pa.Table.from_batches(self._pending, schema=self.schema)
+        ids = np.asarray(self._pending_ids, dtype=np.int64)
+        lengths = np.asarray(self._pending_lengths, dtype=np.int64)
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        self._pending_ids, self._pending_lengths = [], []
+        self._write_stripe(stripe, (ids, lengths))
+
+    def _encode_column(
+        self, i: int, column: pa.ChunkedArray, bounds: np.ndarray | None = None
+    ) -> list[StreamChunk]:
         if column.num_chunks == 1:
             array = column.chunk(0)
         else:
             array = pa.concat_arrays(column.chunks)
         encode = self.options.encodes(self.schema.field(i).name)
-        chunks, used = shred_column(self._trees[i], array, self.options, encode=encode)
+        chunks, used = shred_column(
+            self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
+        )
         if used:
             self._required |= RequiredFeature.ENCODINGS
         return chunks
 
-    def _write_stripe(self, stripe: pa.Table) -> None:
+    def _write_stripe(
+        self, stripe: pa.Table, batches: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
+        bounds = None
+        if batches is not None:
+            bounds = np.concatenate([[0], np.cumsum(batches[1])]).astype(np.int64)
         if self.options.worker_threads > 1 and stripe.num_columns > 1:
             ex = pool()
             futures = [
-                ex.submit(self._encode_column, i, stripe.column(i))
+                ex.submit(self._encode_column, i, stripe.column(i), bounds)
                 for i in range(stripe.num_columns)
             ]
             results = [f.result() for f in futures]
         else:
-            results = [self._encode_column(i, stripe.column(i)) for i in range(stripe.num_columns)]
+            results = [
+                self._encode_column(i, stripe.column(i), bounds) for i in range(stripe.num_columns)
+            ]
         for i, chunks in enumerate(results):
             self._place(self._columns[i], chunks)
+        if batches is not None:  # the system column follows the user columns in the stripe
+            self._place(self._system, _batch_meta_chunks(*batches, self.options))
         self._stripe_rows.append(stripe.num_rows)
         self.num_rows += stripe.num_rows
 
@@ -376,10 +483,14 @@ class FileWriter:
     def _write_metadata(self) -> None:
         sink = self._sink
         cmb_offset = sink.tell()
-        cit = np.zeros(len(self._columns) + 1, dtype=CIT_DTYPE)
+        batch_mode = self._mode == "batches"
+        cit = np.zeros(len(self._columns) + 1 + batch_mode, dtype=CIT_DTYPE)
         for i, col in enumerate(self._columns):
             cit[i] = sink.tell()
             sink.append(self._build_cmb(i, col))
+        if batch_mode:  # the BATCH_META system column: CIT entry num_columns
+            cit[len(self._columns)] = sink.tell()
+            sink.append(self._build_cmb(len(self._columns), self._system))
         schema_offset = sink.tell()
         cit[-1] = schema_offset
         sink.append(self._schema_area)
@@ -394,7 +505,7 @@ class FileWriter:
         f["num_columns"] = len(self._columns)
         f["num_stripes"] = len(self._stripe_rows)
         f["schema_size"] = len(self._schema_area)
-        f["required_features"] = self._required
+        f["required_features"] = self._required | (RequiredFeature.BATCH_MODE if batch_mode else 0)
         f["optional_features"] = OptionalFeature.PAGE_CRC if self.options.page_crc else 0
         f["version_major"] = FORMAT_VERSION_MAJOR
         f["version_minor"] = FORMAT_VERSION_MINOR
@@ -402,6 +513,22 @@ class FileWriter:
         raw = footer.tobytes()
         f["footer_crc"] = zlib.crc32(raw[:40])
         sink.append(footer.tobytes())
+
+
+def _batch_meta_chunks(
+    ids: np.ndarray, lengths: np.ndarray, opts: WriteOptions
+) -> list[StreamChunk]:
+    """The two BATCH_META chunks of a stripe, encoded like non-null i64/u32 DATA streams
+    (pages by size, per-page and per-chunk min/max: the stripe's min/max batch id)."""
+    out = []
+    tree = system_tree()
+    for node, values in ((tree, ids), (tree.children[0], lengths)):
+        flat = build_tree(pa.field(node.name, node.type, nullable=False))
+        array = pa.array(values, type=node.type)
+        chunks, _ = shred_column(flat, array, replace(opts, statistics=True), encode=False)
+        data = chunks[1]  # [VALIDITY, DATA]; system pages stay PLAIN
+        out.append(replace(data, stream=node.streams[0]))
+    return out
 
 
 def write_table(

@@ -49,13 +49,40 @@ def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
     }
 
 
+def batch_golden() -> tuple[list[int], list[pa.Table], dict]:
+    """Format 1.1: a batch-mode file (nested columns, big and small batches, gaps in ids)."""
+    table = all_types_table(n=160, seed=15).drop_columns(["dictionary", "dict_int"])
+    sizes = [1, 3, 40, 2, 1, 17, 5, 60, 1, 30]
+    ids = [-5, 0, 7, 8, 100, 101, 2**40, 2**40 + 3, 2**62, 2**63 - 1]
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    parts = [table.slice(int(a), n) for a, n in zip(starts[:-1], sizes, strict=True)]
+    return ids, parts, {"page_size": 256, "max_stripe_rows": 70}
+
+
+def write(out: Path, name: str, table: pa.Table) -> None:
+    with pa.OSFile(str(out / f"{name}.arrow"), "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+
+
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, (table, options) in golden_tables().items():
         fermion.write_table(table, out / f"{name}.fermion", **options)
-        with pa.OSFile(str(out / f"{name}.arrow"), "wb") as sink:
-            with pa.ipc.new_file(sink, table.schema) as writer:
-                writer.write_table(table)
+        write(out, name, table)
+    # batch mode (format >= 1.1): the expected table carries the virtual columns
+    ids, parts, options = batch_golden()
+    schema = parts[0].schema
+    with fermion.FileWriter(out / "batch_mode.fermion", schema, **options) as w:
+        for bid, part in zip(ids, parts, strict=True):
+            w.append_batch(bid, part)
+    expected = pa.concat_tables(parts)
+    sizes = [p.num_rows for p in parts]
+    vid = pa.array(np.repeat(ids, sizes), pa.int64())
+    vindex = pa.array(np.concatenate([np.arange(n) for n in sizes]), pa.int32())
+    expected = expected.append_column(pa.field("_batch_id", pa.int64(), False), vid)
+    expected = expected.append_column(pa.field("_batch_index", pa.int32(), False), vindex)
+    write(out, "batch_mode", expected)
 
 
 if __name__ == "__main__":
