@@ -81,9 +81,7 @@ class ByteSource:
         self.stats.add(length)
         return memoryview(data)
 
-    def read_ranges(
-        self, ranges: Sequence[tuple[int, int]], *, max_gap: int
-    ) -> list[memoryview]:
+    def read_ranges(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         """Read many ranges with coalescing; returns one view per requested range."""
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         for merged in coalesce_ranges(ranges, max_gap=max_gap):
