@@ -18,7 +18,7 @@ Temp files are named ``.{name}.{uuid}.tmp`` (see :func:`is_temp_name`), so maint
 recognise the leftovers of a writer killed between its write and its unlink.
 
 Example:
-    >>> import os, tempfile
+    >>> import os, tempfile, pathlib
     >>> path = os.path.join(tempfile.mkdtemp(), "1.manifest")
     >>> put_if_absent(None, path, b"first")
     >>> try:
@@ -26,7 +26,7 @@ Example:
     ... except FileExistsError:
     ...     print("taken")
     taken
-    >>> open(path, "rb").read()
+    >>> pathlib.Path(path).read_bytes()
     b'first'
 """
 

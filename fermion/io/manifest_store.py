@@ -167,11 +167,11 @@ def commit_external(
         FileExistsError: Another writer owns ``version``.
 
     Example:
-        >>> import os, shutil, tempfile
+        >>> import os, shutil, tempfile, pathlib
         >>> d = tempfile.mkdtemp()
         >>> store = SQLiteManifestStore(os.path.join(d, "m.db"))
         >>> def write(p: str, b: bytes) -> None:
-        ...     _ = open(p, "wb").write(b)
+        ...     _ = pathlib.Path(p).write_bytes(b)
         >>> final = os.path.join(d, "1.manifest")
         >>> commit_external(store, d, 1, final, b"m", write, shutil.copyfile)
         >>> store.get(d, 1) == final
@@ -198,11 +198,11 @@ def resolve_external(
         DatasetError: The store names a staging manifest that cannot be finalised.
 
     Example:
-        >>> import os, tempfile, shutil
+        >>> import os, tempfile, shutil, pathlib
         >>> d = tempfile.mkdtemp()
         >>> store = SQLiteManifestStore(os.path.join(d, "m.db"))
         >>> staging = os.path.join(d, "1.manifest-" + "a" * 32)
-        >>> _ = open(staging, "wb").write(b"m")
+        >>> _ = pathlib.Path(staging).write_bytes(b"m")
         >>> store.put_if_absent(d, 1, staging)  # the writer died right after its commit point
         >>> resolve_external(store, d, 1, shutil.copyfile) == os.path.join(d, "1.manifest")
         True
