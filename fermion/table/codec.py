@@ -92,6 +92,8 @@ def _unframe(data: bytes, kind: int, name: str) -> bytes:
         raise UnsupportedVersionError(
             f"{name}: framing version {int(header['version'])} is newer than this reader"
         )
+    if int(header["version"]) != FRAMING_VERSION:
+        raise InvalidFileError(f"{name}: invalid framing version {int(header['version'])}")
     if int(header["kind"]) != kind:
         raise InvalidFileError(f"{name}: holds kind {int(header['kind'])}, expected {kind}")
     need = HEADER.itemsize + int(header["length"]) + TRAILER.itemsize

@@ -165,8 +165,9 @@ def _commit_overlapping_delete(uri: str, worker: int) -> str:
     ids = [0, 1, 2, 100 + worker]  # rows 0-2 are deleted by everybody
     plan = ft.dataset(uri, version=1).scanner([], pc.field("id").isin(ids), with_row_offsets=True)
     offsets = [int(o) for _, t in plan.to_tables() for o in t.column("_rowoffset").to_pylist()]
-    from fermion.table.deletions import write_deletion_file
     from pyroaring import BitMap
+
+    from fermion.table.deletions import write_deletion_file
 
     fragment = ft.FragmentMetadata()
     fragment.CopyFrom(ds.fragments[0])
