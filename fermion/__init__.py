@@ -22,10 +22,21 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
     SchemaMismatchError,
+    SourceNotFoundError,
     TruncatedFileError,
     UnsupportedTypeError,
     UnsupportedVersionError,
 )
+from fermion.format import (
+    FileMetadata,
+    FileReader,
+    FileWriter,
+    ReadOptions,
+    WriteOptions,
+    read_table,
+    write_table,
+)
+from fermion.format.convert import ConversionSummary, fermion_to_parquet, parquet_to_fermion
 
 __version__ = "0.1.0"
 
@@ -35,13 +46,24 @@ __all__ = [
     "ColumnNotFoundError",
     "CommitConflictError",
     "CommitError",
+    "ConversionSummary",
     "DatasetError",
     "FermionError",
+    "FileMetadata",
+    "FileReader",
+    "FileWriter",
     "IncompatibleTransactionError",
     "InvalidArgumentError",
     "InvalidFileError",
+    "ReadOptions",
     "SchemaMismatchError",
+    "SourceNotFoundError",
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
+    "WriteOptions",
+    "fermion_to_parquet",
+    "parquet_to_fermion",
+    "read_table",
+    "write_table",
 ]

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any
 
 import fsspec
 
-from fermion.errors import InvalidArgumentError, TruncatedFileError
+from fermion.errors import InvalidArgumentError, SourceNotFoundError, TruncatedFileError
 from fermion.io.coalesce import coalesce_ranges
 
 __all__ = ["ByteSource", "IOStats", "LocalSource", "FsspecSource", "open_source", "resolve"]
@@ -101,8 +102,16 @@ class LocalSource(ByteSource):
 
     def __init__(self, path: str) -> None:
         self.name = path
-        self._fd = os.open(path, os.O_RDONLY)
-        self.size = os.fstat(self._fd).st_size
+        self._fd = -1
+        try:
+            self._fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise SourceNotFoundError(f"{path}: no such file") from None
+        info = os.fstat(self._fd)
+        if stat.S_ISDIR(info.st_mode):
+            self.close()
+            raise InvalidArgumentError(f"{path}: is a directory, not a file")
+        self.size = info.st_size
         self.stats = IOStats()
 
     def _read_at(self, offset: int, length: int) -> bytes:
@@ -138,7 +147,10 @@ class FsspecSource(ByteSource):
         self.name = path
         self._fs = fs
         self._path = path
-        self.size = int(fs.size(path))
+        try:
+            self.size = int(fs.size(path))
+        except FileNotFoundError:
+            raise SourceNotFoundError(f"{path}: no such file") from None
         self.stats = IOStats()
 
     def _read_at(self, offset: int, length: int) -> bytes:
