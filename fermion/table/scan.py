@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidFileError
-from fermion.table._datafile import DataFileReader, open_data_file
+from fermion.format import FileReader
+from fermion.table._datafile import open_data_file
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
@@ -65,23 +66,27 @@ def _referenced(filter: pc.Expression | None, names: Sequence[str]) -> list[str]
     return [name for name in names if name in text]
 
 
-@dataclass
-class _OpenFragment:
-    readers: list[tuple[DataFileReader, list[int]]]  # reader and its top-level field ids
-
-
-def _open(storage: TableStorage, fragment: pb.Fragment, stats: ScanStats) -> _OpenFragment:
-    readers = []
-    for data_file in fragment.files:
-        reader = open_data_file(storage.target(data_file.path))
-        stats.files_opened += 1
-        if reader.num_rows != fragment.physical_rows:
-            raise InvalidFileError(
-                f"{data_file.path}: {reader.num_rows} rows, the manifest says "
-                f"{fragment.physical_rows}"
-            )
-        readers.append((reader, top_level_field_ids(reader.schema, reader.field_ids)))
-    return _OpenFragment(readers)
+def _open(
+    storage: TableStorage, fragment: pb.Fragment, stats: ScanStats
+) -> list[tuple[FileReader, list[int]]]:
+    """Open every data file of a fragment with its top-level field ids (caller closes)."""
+    readers: list[tuple[FileReader, list[int]]] = []
+    try:
+        for data_file in fragment.files:
+            reader = open_data_file(storage.target(data_file.path))
+            readers.append((reader, []))
+            stats.files_opened += 1
+            if reader.num_rows != fragment.physical_rows:
+                raise InvalidFileError(
+                    f"{data_file.path}: {reader.num_rows} rows, the manifest says "
+                    f"{fragment.physical_rows}"
+                )
+            readers[-1] = (reader, top_level_field_ids(reader.schema, reader.field_ids))
+    except BaseException:
+        for reader, _ in readers:
+            reader.close()
+        raise
+    return readers
 
 
 def read_fragment(
@@ -104,11 +109,31 @@ def read_fragment(
     if not needed:
         needed = [schema.arrow.names[0]]
     opened = _open(storage, fragment, stats)
+    try:
+        return _read_opened(
+            storage, schema, fragment, opened, columns, needed, filter, stats, with_row_offsets
+        )
+    finally:
+        for reader, _ in opened:
+            reader.close()
+
+
+def _read_opened(
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    opened: list[tuple[FileReader, list[int]]],
+    columns: Sequence[str],
+    needed: list[str],
+    filter: pc.Expression | None,
+    stats: ScanStats,
+    with_row_offsets: bool,
+) -> pa.Table:
     top_ids = schema.top_level_ids()
     wanted_ids = {top_ids[schema.arrow.get_field_index(n)]: n for n in needed}
     has_deletions = fragment.HasField("deletion_file")
     parts: list[pa.Table] = []
-    for reader, file_ids in opened.readers:
+    for reader, file_ids in opened:
         file_columns = [
             reader.schema.field(i).name for i, fid in enumerate(file_ids) if fid in wanted_ids
         ]
@@ -120,7 +145,7 @@ def read_fragment(
         )
         push = (
             filter is not None
-            and len(opened.readers) == 1
+            and len(opened) == 1
             and not has_deletions
             and not with_row_offsets
             and same

@@ -30,7 +30,7 @@ def _race_local(directory: str, worker: int, start: mp.synchronize.Event, out: m
 
 
 def test_local_put_if_absent_has_one_winner_per_name_across_processes(tmp_path: Path) -> None:
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("forkserver")
     start = ctx.Event()
     out: mp.Queue = ctx.Queue()
     workers = [

@@ -48,7 +48,7 @@ def test_sqlite_store_has_one_winner_per_version_across_processes(tmp_path: Path
     table = tmp_path / "t"
     table.mkdir()
     SQLiteManifestStore(db)  # create the schema once before the race
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("forkserver")
     start = ctx.Event()
     out: mp.Queue = ctx.Queue()
     procs = [ctx.Process(target=_claim, args=(db, str(table), w, start, out)) for w in range(8)]

@@ -1,4 +1,10 @@
-"""Shared helpers for the table tests: process pools with a start barrier."""
+"""Shared helpers for the table tests: real processes released together by one event.
+
+Processes come from a fork server, not from forking the test process: the file format's
+reader keeps a process-wide thread pool, and a child forked from a process that already
+used it would wait forever on a pool whose threads did not survive the fork. The fork
+server never reads a file, and preloading the libraries keeps process start cheap.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ from typing import Any
 
 import pytest
 
-CTX = mp.get_context("fork")
+CTX = mp.get_context("forkserver")
+CTX.set_forkserver_preload(["pyarrow", "pyarrow.compute", "pyarrow.dataset", "fermion.table"])
 
 
 def _trampoline(target: Callable[..., Any], args: tuple[Any, ...], start: Any, out: Any) -> None:

@@ -216,6 +216,11 @@ def _append_loop(uri: str, base: int) -> int:
     return 10
 
 
+def _maintain(uri: str, kind: str, arg: Any) -> int:
+    jobs = {"c": _compact_loop, "d": _delete_loop, "a": _append_loop, "s": _rebuild_loop}
+    return int(jobs[kind](uri, arg))
+
+
 def test_compaction_racing_deletes_and_appends_never_resurrects_rows(
     tmp_path: Path, processes: Runner
 ) -> None:
@@ -223,10 +228,8 @@ def test_compaction_racing_deletes_and_appends_never_resurrects_rows(
     ft.write_dataset(_rows(list(range(1000))), uri, max_rows_per_file=50)
     deleters = [list(range(k, 20, 4)) for k in range(4)]
     results = processes(
-        lambda kind, arg: {"c": _compact_loop, "d": _delete_loop, "a": _append_loop}[kind](
-            uri, arg
-        ),
-        [("c", 6), ("c", 6), ("a", 5000), *[("d", d) for d in deleters]],
+        _maintain,
+        [(uri, "c", 6), (uri, "c", 6), (uri, "a", 5000), *[(uri, "d", d) for d in deleters]],
     )
     assert all(s == "ok" for s, _ in results), results
     ds = ft.dataset(uri)
@@ -306,8 +309,8 @@ def test_stats_rebuild_racing_compaction_never_points_at_removed_fragments(
     uri = str(tmp_path / "t")
     ft.write_dataset(_rows(list(range(600))), uri, max_rows_per_file=20)
     results = processes(
-        lambda kind, n: (_rebuild_loop if kind == "s" else _compact_loop)(uri, n),
-        [("s", 5), ("s", 5), ("c", 3)],
+        _maintain,
+        [(uri, "s", 5), (uri, "s", 5), (uri, "c", 3)],
     )
     assert all(s == "ok" for s, _ in results), results
     ds = ft.dataset(uri)
