@@ -84,9 +84,7 @@ def default_field_ids(schema: pa.Schema) -> list[int]:
     return list(range(total))
 
 
-_CRC_FIELD = slice(
-    COLUMN_ENTRY_DTYPE.fields["crc"][1], COLUMN_ENTRY_DTYPE.fields["crc"][1] + 4
-)
+_CRC_FIELD = slice(COLUMN_ENTRY_DTYPE.fields["crc"][1], COLUMN_ENTRY_DTYPE.fields["crc"][1] + 4)
 
 
 def _entry_crc(entry: bytes, name: bytes, blob: object, node_ids: object) -> int:

@@ -84,8 +84,10 @@ def test_parquet_file_is_not_fermion(tmp_path: Path) -> None:
 
 def test_truncation_anywhere(tmp_path: Path, good_file) -> None:
     _, data = good_file
-    cuts = sorted({1, 8, 63, 64, 65, len(data) // 2, len(data) - 1, len(data) - 65}
-                  | set(range(9, len(data), max(1, len(data) // 40))))
+    cuts = sorted(
+        {1, 8, 63, 64, 65, len(data) // 2, len(data) - 1, len(data) - 65}
+        | set(range(9, len(data), max(1, len(data) // 40)))
+    )
     for cut in cuts:
         with pytest.raises(TYPED):
             read_everything(write_variant(tmp_path, data[:cut]))
@@ -112,8 +114,13 @@ def test_footer_checks(tmp_path: Path, good_file) -> None:
     f["num_rows"] += 1
     with pytest.raises(fermion.ChecksumError):
         read_everything(write_variant(tmp_path, with_footer(data, f, fix_crc=False)))
-    for field, value in [("cit_offset", 10**12), ("schema_offset", 3), ("cmb_offset", 2),
-                         ("num_columns", 10**6), ("schema_size", 5)]:
+    for field, value in [
+        ("cit_offset", 10**12),
+        ("schema_offset", 3),
+        ("cmb_offset", 2),
+        ("num_columns", 10**6),
+        ("schema_size", 5),
+    ]:
         f = footer_of(data)
         f[field] = value
         with pytest.raises(fermion.InvalidFileError):
