@@ -219,8 +219,9 @@ class Scanner:
         fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
         self.stats.fragments_total = len(self._manifest.fragments)
         if self.filter is not None and fragments:
+            only = set(_referenced(self.filter, self._schema.arrow.names))
             guarantees = [
-                fragment_guarantee(f.stats, self._schema, f.physical_rows) for f in fragments
+                fragment_guarantee(f.stats, self._schema, f.physical_rows, only) for f in fragments
             ]
             keep = prune(guarantees, self._schema.arrow, self.filter)
             fragments = [f for f, k in zip(fragments, keep, strict=True) if k]

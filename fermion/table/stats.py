@@ -21,7 +21,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -102,13 +102,19 @@ def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.Fiel
 
 
 def fragment_guarantee(
-    stats: Sequence[pb.FieldStats], schema: TableSchema, physical_rows: int
+    stats: Sequence[pb.FieldStats],
+    schema: TableSchema,
+    physical_rows: int,
+    only: Collection[str] | None = None,
 ) -> pc.Expression:
     """What every row of a fragment is known to satisfy, in the current schema's names.
 
-    Statistics of dropped fields are ignored; widened fields' bounds are cast.
+    Statistics of dropped fields are ignored; widened fields' bounds are cast. ``only``
+    limits the guarantee to the columns a filter can reference (cheaper to build).
     """
     names = dict(zip(schema.top_level_ids(), schema.arrow.names, strict=True))
+    if only is not None:
+        names = {i: n for i, n in names.items() if n in only}
     guarantee: pc.Expression = pc.scalar(True)
     for item in stats:
         name = names.get(item.field_id)
