@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -248,9 +247,23 @@ class TableStorage:
             self.fs.pipe_file(path, bytes(data))
 
     def _copy(self, source: str, destination: str) -> None:
-        if self.fs is None:
-            shutil.copyfile(source, destination)
-        else:
+        """Finalise a staged manifest; atomic where put-if-absent exists.
+
+        Writer and repairing readers may finalise the same version at once; both copy the
+        same staged bytes, so "already exists" is success. A plain copy would let one of them
+        truncate the file while another reads it.
+        """
+        if supports_put_if_absent(self.fs):
+            if self.fs is None:
+                with open(source, "rb") as f:
+                    data = f.read()
+            else:
+                data = bytes(self.fs.cat_file(source))
+            try:
+                put_if_absent(self.fs, destination, data)
+            except FileExistsError:
+                pass
+        elif self.fs is not None:
             self.fs.copy(source, destination)
 
 
