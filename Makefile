@@ -42,5 +42,12 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
+## make proto: regenerate fermion/table/proto/*_pb2.py(i) from the .proto sources
+## (bump the protobuf pin in pyproject.toml to the "Protobuf Python Version" they name)
+PROTOS := $(wildcard fermion/table/proto/*.proto)
+proto: $(STAMP)
+	$(PIP) install --quiet -e ".[dev,proto]"
+	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $(PROTOS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data

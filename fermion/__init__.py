@@ -38,16 +38,41 @@ from fermion.format import (
 )
 from fermion.format.convert import ConversionSummary, fermion_to_parquet, parquet_to_fermion
 
+# --- tables (fermion.table; branch `table`) ---------------------------------------------
+from fermion.table import (
+    Append,
+    CommitConfig,
+    CreateIndex,
+    Dataset,
+    Delete,
+    Overwrite,
+    Restore,
+    Rewrite,
+    RewriteGroup,
+    SchemaChange,
+    TableSchema,
+    dataset,
+    write_dataset,
+    write_fragments,
+)
+
+# --- end tables ---------------------------------------------------------------------------
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "Append",
     "BatchModeError",
     "ChecksumError",
     "ColumnNotFoundError",
+    "CommitConfig",
     "CommitConflictError",
     "CommitError",
     "ConversionSummary",
+    "CreateIndex",
+    "Dataset",
     "DatasetError",
+    "Delete",
     "FermionError",
     "FileMetadata",
     "FileReader",
@@ -55,15 +80,24 @@ __all__ = [
     "IncompatibleTransactionError",
     "InvalidArgumentError",
     "InvalidFileError",
+    "Overwrite",
     "ReadOptions",
+    "Restore",
+    "Rewrite",
+    "RewriteGroup",
+    "SchemaChange",
     "SchemaMismatchError",
     "SourceNotFoundError",
+    "TableSchema",
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
     "WriteOptions",
+    "dataset",
     "fermion_to_parquet",
     "parquet_to_fermion",
     "read_table",
+    "write_dataset",
+    "write_fragments",
     "write_table",
 ]

@@ -1,0 +1,31 @@
+"""The one place the table layer touches data files: Fermion files via ``fermion.format``.
+
+Example:
+    >>> import os, tempfile, pyarrow as pa
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.fermion")
+    >>> write_data_file(pa.table({"a": [1, 2]}), path, [7])
+    >>> with open_data_file(path) as reader:
+    ...     reader.field_ids, reader.read().to_pydict()
+    ([7], {'a': [1, 2]})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from fermion.format import FileReader, write_table
+
+__all__ = ["open_data_file", "write_data_file"]
+
+
+def write_data_file(table: pa.Table, target: Any, field_ids: Sequence[int]) -> None:
+    """Write ``table`` as one Fermion file at ``target`` (path or ``(fs, path)``)."""
+    write_table(table, target, field_ids=list(field_ids))
+
+
+def open_data_file(target: Any) -> FileReader:
+    """Open a data file (close it, or use it as a context manager)."""
+    return FileReader(target)

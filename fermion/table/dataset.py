@@ -1,0 +1,469 @@
+"""Fermion tables: ``write_dataset``, ``dataset`` and the :class:`Dataset` class.
+
+Example:
+    >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
+    >>> uri = tempfile.mkdtemp()
+    >>> ds = write_dataset(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}), uri)
+    >>> ds = write_dataset(pa.table({"id": [4], "v": ["d"]}), uri, mode="append")
+    >>> ds.delete(pc.field("id") == 2)
+    >>> ds.version, ds.count_rows(), ds.to_table(filter=pc.field("id") > 2)["v"].to_pylist()
+    (3, 3, ['c', 'd'])
+    >>> dataset(uri, version=1).count_rows()
+    3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.io.manifest_store import ManifestStore
+from fermion.table.codec import check_writer_flags
+from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
+from fermion.table.deletions import keep_mask, read_deletion_file, write_deletion_file
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
+from fermion.table.operations import Append, Delete, Operation, Overwrite, Restore, SchemaChange
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
+from fermion.table.schema import TableSchema
+from fermion.table.storage import TableStorage
+from fermion.table.transition import live_rows
+from fermion.table.versions import (
+    VersionInfo,
+    create_tag,
+    delete_tag,
+    latest_manifest,
+    list_tags,
+    load_manifest,
+    resolve_tag,
+    schema_of,
+    version_info,
+)
+
+__all__ = ["Dataset", "WriteMode", "dataset", "write_dataset"]
+
+WriteMode = Literal["create", "append", "overwrite"]
+
+
+def write_dataset(
+    data: Any,
+    uri: Any,
+    *,
+    mode: WriteMode = "create",
+    max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
+    commit_config: CommitConfig | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> Dataset:
+    """Write ``data`` as a new version of the table at ``uri``.
+
+    Args:
+        data: ``pa.Table``, ``RecordBatch``, ``RecordBatchReader`` or list of batches.
+        uri: Table location: local path, fsspec URL or ``(filesystem, path)``.
+        mode: ``"create"`` (the table must not exist), ``"append"`` (creates it if absent;
+            the data must have the table's columns and types), ``"overwrite"`` (replace all
+            rows; a different schema gets fresh field ids).
+        max_rows_per_file: Rows per data file / fragment.
+        commit_config: Retry attempts, backoff and timeout of the commit.
+        manifest_store: External manifest store for stores without an atomic put.
+
+    Raises:
+        DatasetError: ``create`` on an existing table, unknown ``mode``.
+        SchemaMismatchError: ``append`` with other columns or types (nothing is written).
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp()).version
+        1
+    """
+    if mode not in ("create", "append", "overwrite"):
+        raise DatasetError(f"unknown mode {mode!r}")
+    storage = TableStorage(uri, manifest_store=manifest_store)
+    latest = latest_manifest(storage)
+    if mode == "create" and latest is not None:
+        raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
+    data_schema, batches = as_batches(data)
+    stream = pa.RecordBatchReader.from_batches(data_schema, batches)
+    if latest is None:
+        schema = TableSchema.from_arrow(data_schema)
+    else:
+        check_writer_flags(latest)
+        schema = schema_of(latest)
+        if mode == "overwrite" and not _same_columns(schema.arrow, data_schema):
+            schema = TableSchema.from_arrow(data_schema, first_id=latest.max_field_id + 1)
+    fragments = write_fragments(
+        stream, uri, schema=schema, max_rows_per_file=max_rows_per_file,
+        manifest_store=manifest_store,
+    )  # fmt: skip
+    op: Operation
+    if latest is None or mode == "overwrite":
+        op = Overwrite(tuple(fragments), schema)
+    elif not fragments:
+        return Dataset(storage, latest)
+    else:
+        op = Append(tuple(fragments))
+    result = commit_operation(
+        storage,
+        op,
+        read_version=None if latest is None else latest.version,
+        config=commit_config,
+        create_only=latest is None and mode == "create",
+    )
+    ds = Dataset(storage, result.manifest)
+    ds.last_commit = result
+    return ds
+
+
+def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
+    return set(table.names) == set(data.names) and all(
+        table.field(n).type.equals(data.field(n).type) for n in data.names
+    )
+
+
+def dataset(
+    uri: Any,
+    version: int | None = None,
+    *,
+    tag: str | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> Dataset:
+    """Open a table at its latest version, a given ``version``, or a ``tag``.
+
+    Raises:
+        DatasetError: No table at ``uri``, or the version / tag does not exist.
+        InvalidFileError: The manifest is damaged (never silently an older version).
+        UnsupportedVersionError: The table needs features this library lacks.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> uri = tempfile.mkdtemp()
+        >>> _ = write_dataset(pa.table({"x": [1, 2]}), uri)
+        >>> dataset(uri).count_rows()
+        2
+    """
+    storage = TableStorage(uri, manifest_store=manifest_store)
+    if version is not None and tag is not None:
+        raise InvalidArgumentError("give a version or a tag, not both")
+    if tag is not None:
+        version = resolve_tag(storage, tag)
+    if version is None:
+        version = storage.latest_version()
+        if version is None:
+            raise DatasetError(f"{storage.uri}: not a Fermion table (no versions)")
+    return Dataset(storage, load_manifest(storage, version))
+
+
+class Dataset:
+    """One version of a Fermion table.
+
+    Mutating methods (``delete``, ``restore``, schema changes, compaction) commit a new
+    version and move this object to it.
+    """
+
+    def __init__(self, storage: TableStorage, manifest: pb.Manifest) -> None:
+        self._storage = storage
+        self._manifest = manifest
+        self._schema = schema_of(manifest)
+        self.last_commit: CommitResult | None = None
+
+    # -- identity --------------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        """The table location."""
+        return self._storage.uri
+
+    @property
+    def storage(self) -> TableStorage:
+        """The table directory."""
+        return self._storage
+
+    @property
+    def version(self) -> int:
+        """The version this object reads."""
+        return self._manifest.version
+
+    @property
+    def latest_version(self) -> int:
+        """The newest version of the table right now."""
+        return self._storage.latest_version() or 0
+
+    @property
+    def manifest(self) -> pb.Manifest:
+        """A copy of this version's manifest message."""
+        copy = pb.Manifest()
+        copy.CopyFrom(self._manifest)
+        return copy
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of this version."""
+        return self._schema.arrow
+
+    @property
+    def table_schema(self) -> TableSchema:
+        """The schema with field ids."""
+        return self._schema
+
+    @property
+    def fragments(self) -> list[pb.Fragment]:
+        """This version's fragment messages."""
+        return list(self._manifest.fragments)
+
+    def __repr__(self) -> str:
+        return f"Dataset({self.uri!r}, version={self.version}, fragments={len(self.fragments)})"
+
+    def _moved(self, result: CommitResult) -> None:
+        self._manifest = result.manifest
+        self._schema = schema_of(result.manifest)
+        self.last_commit = result
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def scanner(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        *,
+        with_row_offsets: bool = False,
+    ) -> Scanner:
+        """A scan of this version (see :mod:`fermion.table.scan`)."""
+        return Scanner(
+            self._storage, self._manifest, self._schema, columns, filter,
+            with_row_offsets=with_row_offsets,
+        )  # fmt: skip
+
+    def to_table(
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None
+    ) -> pa.Table:
+        """The rows of this version (projected, filtered, deletions applied).
+
+        Example:
+            >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3], "y": [4, 5, 6]}), tempfile.mkdtemp())
+            >>> ds.to_table(["y"], filter=pc.field("x") > 1).to_pydict()
+            {'y': [5, 6]}
+        """
+        return self.scanner(columns, filter).to_table()
+
+    def count_rows(self, filter: pc.Expression | None = None) -> int:
+        """Row count; without a filter it comes from the manifest alone."""
+        return self.scanner([], filter).count_rows()
+
+    def take(
+        self, indices: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Rows at logical positions ``indices`` of this version (in scan order).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [10, 11, 12]}), tempfile.mkdtemp())
+            >>> ds.take([2, 0]).to_pydict()
+            {'x': [12, 10]}
+        """
+        wanted = np.asarray(indices, dtype=np.int64)
+        fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
+        starts = np.cumsum([0] + [live_rows(f) for f in fragments])
+        if wanted.size and (wanted.min() < 0 or wanted.max() >= starts[-1]):
+            raise InvalidArgumentError(f"indices out of range [0, {int(starts[-1])})")
+        names = list(self.schema.names) if columns is None else list(columns)
+        owner = np.searchsorted(starts, wanted, side="right") - 1
+        pieces, order = [], []
+        for position in np.unique(owner):
+            fragment = fragments[position]
+            picked = np.flatnonzero(owner == position)
+            table = read_fragment(self._storage, self._schema, fragment, names)
+            pieces.append(table.take(pa.array(wanted[picked] - starts[position])))
+            order.append(picked)
+        if not pieces:
+            return self.scanner(names).to_table().slice(0, 0)
+        combined = pa.concat_tables([p.cast(pieces[0].schema) for p in pieces])
+        inverse = np.empty(wanted.size, dtype=np.int64)
+        inverse[np.concatenate(order)] = np.arange(wanted.size)
+        return combined.take(pa.array(inverse))
+
+    # -- history -----------------------------------------------------------------------------------
+
+    def versions(self) -> list[VersionInfo]:
+        """Every version still on disk, oldest first, with operation summaries."""
+        tags_by_version: dict[int, list[str]] = {}
+        for name, version in list_tags(self._storage).items():
+            tags_by_version.setdefault(version, []).append(name)
+        return [
+            version_info(load_manifest(self._storage, v), tuple(tags_by_version.get(v, ())))
+            for v in self._storage.versions()
+        ]
+
+    def checkout(self, version: int | None = None, *, tag: str | None = None) -> Dataset:
+        """Another version (default: the latest) of the same table."""
+        if tag is not None:
+            version = resolve_tag(self._storage, tag)
+        if version is None:
+            version = self.latest_version
+        return Dataset(self._storage, load_manifest(self._storage, version))
+
+    def create_tag(self, name: str, version: int | None = None) -> None:
+        """Pin ``version`` (default: this one) as ``name``; tagged versions survive cleanup."""
+        create_tag(self._storage, name, self.version if version is None else version)
+
+    def delete_tag(self, name: str) -> None:
+        """Remove a tag (the version becomes eligible for cleanup)."""
+        delete_tag(self._storage, name)
+
+    def tags(self) -> dict[str, int]:
+        """Every tag and its version."""
+        return list_tags(self._storage)
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _commit(self, op: Operation, planner: Any = None, max_retries: int | None = None) -> None:
+        config = CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT)
+        result = commit_operation(
+            self._storage, op, read_version=self.version, config=config, planner=planner
+        )
+        self._moved(result)
+
+    def restore(self) -> None:
+        """Commit this (old) version's content as the newest version."""
+        self._commit(Restore(self.version))
+
+    def delete(self, filter: pc.Expression | str, *, max_retries: int | None = None) -> None:
+        """Mark the rows matching ``filter`` deleted (writes deletion files, no data copy).
+
+        Concurrent deletes of other rows of the same fragments are merged; if they delete
+        the same rows the delete is re-planned on the newer version.
+        """
+        if isinstance(filter, str):
+            raise InvalidArgumentError("filter must be a pyarrow.compute.Expression")
+
+        def plan(manifest: pb.Manifest) -> Delete | None:
+            return _plan_delete(self._storage, manifest, filter)
+
+        op = plan(self._manifest)
+        if op is not None:
+            self._commit(op, plan, max_retries)
+
+    def _change_schema(self, change: Any) -> None:
+        def plan(manifest: pb.Manifest) -> SchemaChange:
+            return SchemaChange(change(schema_of(manifest)))
+
+        self._commit(plan(self._manifest), plan)
+
+    def add_columns(self, fields: Iterable[pa.Field]) -> None:
+        """Add nullable columns (existing rows read them as nulls)."""
+        fields = list(fields)
+        self._change_schema(lambda s: s.add_columns(fields))
+
+    def drop_columns(self, names: Iterable[str]) -> None:
+        """Drop columns (metadata only; their field ids are retired)."""
+        names = list(names)
+        self._change_schema(lambda s: s.drop_columns(names))
+
+    def rename_columns(self, mapping: Mapping[str, str]) -> None:
+        """Rename columns (field ids are kept, old files stay readable)."""
+        mapping = dict(mapping)
+        self._change_schema(lambda s: s.rename_columns(mapping))
+
+    def alter_columns(self, types: Mapping[str, pa.DataType]) -> None:
+        """Widen column types (int -> long, float -> double); old files are cast on read."""
+        types = dict(types)
+        self._change_schema(lambda s: s.widen_columns(types))
+
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int = MAX_ROWS_PER_FILE_DEFAULT,
+        materialize_deletions_threshold: float = 0.1,
+        max_retries: int | None = None,
+    ) -> dict[str, int]:
+        """Merge small fragments and rewrite ones with many deletions (see maintenance)."""
+        from fermion.table.maintenance import compact_files
+
+        return compact_files(
+            self, target_rows_per_fragment=target_rows_per_fragment,
+            materialize_deletions_threshold=materialize_deletions_threshold,
+            max_retries=max_retries,
+        )  # fmt: skip
+
+    def rebuild_stats(self, columns: Sequence[str] | None = None) -> None:
+        """Recompute per-fragment statistics and register a zone-map index."""
+        from fermion.table.maintenance import rebuild_stats
+
+        rebuild_stats(self, columns)
+
+    def cleanup_old_versions(
+        self,
+        older_than: timedelta,
+        *,
+        keep_tags: bool = True,
+        orphan_older_than: timedelta | None = None,
+    ) -> dict[str, int]:
+        """Remove old versions and unreferenced files (see maintenance)."""
+        from fermion.table.maintenance import cleanup_old_versions
+
+        return cleanup_old_versions(
+            self, older_than, keep_tags=keep_tags, orphan_older_than=orphan_older_than
+        )
+
+    @staticmethod
+    def commit(
+        uri: Any,
+        operation: Operation,
+        read_version: int | None = None,
+        *,
+        max_retries: int = MAX_RETRIES_DEFAULT,
+        timeout: float | None = None,
+        manifest_store: ManifestStore | None = None,
+    ) -> Dataset:
+        """Commit an operation built from :func:`write_fragments` output (the driver side).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from fermion.table import write_fragments, Append
+            >>> uri = tempfile.mkdtemp()
+            >>> ds = write_dataset(pa.table({"x": [1]}), uri)
+            >>> frags = write_fragments(pa.table({"x": [2, 3]}), uri)
+            >>> Dataset.commit(uri, Append(frags), read_version=ds.version).count_rows()
+            3
+        """
+        storage = TableStorage(uri, manifest_store=manifest_store)
+        config = CommitConfig(max_retries=max_retries, timeout=timeout)
+        result = commit_operation(storage, operation, read_version=read_version, config=config)
+        ds = Dataset(storage, result.manifest)
+        ds.last_commit = result
+        return ds
+
+
+def _plan_delete(
+    storage: TableStorage, manifest: pb.Manifest, filter: pc.Expression
+) -> Delete | None:
+    schema = schema_of(manifest)
+    scanner = Scanner(storage, manifest, schema, [], filter, with_row_offsets=True)
+    updated, removed = [], []
+    for fragment, table in scanner.to_tables():
+        if table.num_rows == 0:
+            continue
+        offsets = table.column(ROW_OFFSET).to_numpy()
+        from fermion.table.deletions import bitmap_from_offsets
+
+        rows = bitmap_from_offsets(offsets)
+        if fragment.HasField("deletion_file"):
+            rows |= read_deletion_file(storage, fragment.id, fragment.deletion_file)
+        if len(rows) == fragment.physical_rows:
+            removed.append(fragment.id)
+            continue
+        keep_mask(rows, fragment.physical_rows)  # validates offsets
+        update = pb.Fragment()
+        update.CopyFrom(fragment)
+        update.deletion_file.CopyFrom(
+            write_deletion_file(storage, fragment.id, manifest.version, rows)
+        )
+        updated.append(update)
+    if not updated and not removed:
+        return None
+    return Delete(tuple(updated), tuple(removed), predicate=str(filter))

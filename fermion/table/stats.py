@@ -1,0 +1,150 @@
+"""Per-fragment column statistics: computed at write time, used to prune fragments.
+
+Statistics are computed with ``pyarrow.compute`` on the data being written (never by
+peeking into file internals) and stored in the manifest per field id. At scan time each
+fragment's statistics become an Arrow *guarantee* expression — ``(x >= min) & (x <= max)``
+for columns without nulls or NaN, ``is_null(x)`` for all-null columns — and Arrow's own
+expression simplification decides whether the filter can match any row of the fragment
+(see :func:`prune`). Columns with some nulls or NaNs get no range guarantee: a range
+guarantee would claim the values are valid, which could wrongly prune ``is_null(x)``.
+
+Example:
+    >>> import pyarrow as pa, pyarrow.compute as pc
+    >>> from fermion.table.schema import TableSchema
+    >>> t = pa.table({"x": [5, 7, 9]})
+    >>> schema = TableSchema.from_arrow(t.schema)
+    >>> stats = compute_stats(t, schema.top_level_ids())
+    >>> guarantee = fragment_guarantee(stats, schema, 3)
+    >>> prune([guarantee], schema.arrow, pc.field("x") > 100)
+    [False]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+from pyarrow import fs as pafs
+
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.schema import TableSchema
+
+__all__ = ["compute_stats", "fragment_guarantee", "prune"]
+
+
+def _ordered(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_temporal(kind)
+        or pa.types.is_boolean(kind)
+    ) and not pa.types.is_float16(kind)
+
+
+def _to_value(scalar: pa.Scalar) -> pb.Value:
+    kind = scalar.type
+    if pa.types.is_boolean(kind):
+        return pb.Value(bool_value=bool(scalar.as_py()))
+    if pa.types.is_integer(kind):
+        return pb.Value(int_value=int(scalar.as_py()))
+    if pa.types.is_floating(kind):
+        return pb.Value(float_value=float(scalar.as_py()))
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return pb.Value(string_value=scalar.as_py())
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return pb.Value(binary_value=scalar.as_py())
+    # temporal: the integer representation, interpreted through the schema type
+    storage = pa.int32() if kind.bit_width == 32 else pa.int64()
+    return pb.Value(int_value=int(pa.array([scalar], kind).view(storage)[0].as_py()))
+
+
+def _from_value(value: pb.Value, kind: pa.DataType) -> pa.Scalar | None:
+    which = value.WhichOneof("kind")
+    if which is None:
+        return None
+    raw = getattr(value, which)
+    if pa.types.is_temporal(kind):
+        storage = pa.int32() if kind.bit_width == 32 else pa.int64()
+        return pa.array([raw], storage).view(kind)[0]
+    try:
+        return pa.scalar(raw, type=kind)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+
+
+def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.FieldStats]:
+    """Null count for every top-level column; min/max where defined and NaN-free.
+
+    Args:
+        table: The rows of one fragment, columns in table-schema order.
+        top_level_ids: The field id of each column.
+    """
+    out = []
+    for column, field_id in zip(table.columns, top_level_ids, strict=True):
+        stats = pb.FieldStats(field_id=field_id, null_count=column.null_count)
+        kind = column.type
+        if _ordered(kind) and column.null_count < len(column):
+            has_nan = pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py()
+            if not has_nan:
+                bounds = pc.min_max(column)
+                low, high = bounds["min"], bounds["max"]
+                if low.is_valid and high.is_valid:
+                    stats.min.CopyFrom(_to_value(low))
+                    stats.max.CopyFrom(_to_value(high))
+        out.append(stats)
+    return out
+
+
+def fragment_guarantee(
+    stats: Sequence[pb.FieldStats],
+    schema: TableSchema,
+    physical_rows: int,
+    only: Collection[str] | None = None,
+) -> pc.Expression:
+    """What every row of a fragment is known to satisfy, in the current schema's names.
+
+    Statistics of dropped fields are ignored; widened fields' bounds are cast. ``only``
+    limits the guarantee to the columns a filter can reference (cheaper to build).
+    """
+    names = dict(zip(schema.top_level_ids(), schema.arrow.names, strict=True))
+    if only is not None:
+        names = {i: n for i, n in names.items() if n in only}
+    guarantee: pc.Expression = pc.scalar(True)
+    for item in stats:
+        name = names.get(item.field_id)
+        if name is None:
+            continue
+        kind = schema.arrow.field(name).type
+        ref = pc.field(name)
+        if physical_rows and item.null_count == physical_rows:
+            guarantee = guarantee & ref.is_null()
+        elif item.null_count == 0 and item.HasField("min") and item.HasField("max"):
+            low, high = _from_value(item.min, kind), _from_value(item.max, kind)
+            if low is not None and high is not None:
+                guarantee = guarantee & (ref >= low) & (ref <= high)
+    return guarantee
+
+
+def prune(
+    guarantees: Sequence[pc.Expression], schema: pa.Schema, filter: pc.Expression
+) -> list[bool]:
+    """For each guarantee, whether a row satisfying it may satisfy ``filter``.
+
+    Uses Arrow's dataset layer purely for its expression simplification: one fragment per
+    guarantee (as its partition expression) over paths that are never opened.
+    """
+    fmt = pds.IpcFileFormat()
+    filesystem = pafs.LocalFileSystem()
+    fragments = [
+        fmt.make_fragment(f"/{i}", filesystem=filesystem, partition_expression=g)
+        for i, g in enumerate(guarantees)
+    ]
+    dataset = pds.FileSystemDataset(fragments, schema, fmt, filesystem)
+    kept = {int(f.path[1:]) for f in dataset.get_fragments(filter=filter)}
+    return [i in kept for i in range(len(guarantees))]

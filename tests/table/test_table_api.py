@@ -1,0 +1,260 @@
+"""The table API: time travel, tags, restore, schema evolution, pruning, deletions, backends."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import fermion.table as ft
+from fermion.cli import main as cli_main
+from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.io.manifest_store import SQLiteManifestStore
+from fermion.table.deletions import ARROW_MAX_ROWS
+from fermion.table.proto import manifest_pb2 as pb
+
+
+def _ids(n: int, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({"id": ids, "f": pa.array(ids.astype(np.float32)), "s": [f"s{i}" for i in ids]})
+
+
+def test_time_travel_tags_checkout_and_restore(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(10), uri)
+    ds.create_tag("first")
+    ft.write_dataset(_ids(5, 10), uri, mode="append")
+    ds = ft.write_dataset(_ids(3, 100), uri, mode="overwrite")
+    assert ds.version == 3 and ds.count_rows() == 3
+    assert ft.dataset(uri, version=2).count_rows() == 15
+    assert ft.dataset(uri, tag="first").version == 1
+    assert ds.tags() == {"first": 1}
+    with pytest.raises(DatasetError, match="already exists"):
+        ds.create_tag("first")
+    with pytest.raises(InvalidArgumentError):
+        ds.create_tag("../escape")
+    old = ds.checkout(2)
+    old.restore()
+    assert old.version == 4 and old.count_rows() == 15
+    assert [v.operation for v in old.versions()] == ["overwrite", "append", "overwrite", "restore"]
+    assert old.versions()[0].tags == ("first",)
+    ds.delete_tag("first")
+    assert ds.tags() == {}
+
+
+def test_schema_evolution_by_field_id_reads_old_files(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    data = pa.table({"a": pa.array([1, 2], pa.int32()), "b": pa.array([0.5, 1.5], pa.float32())})
+    ds = ft.write_dataset(data, uri)
+    ds.rename_columns({"a": "alpha"})
+    ds.alter_columns({"alpha": pa.int64(), "b": pa.float64()})
+    ds.add_columns([pa.field("c", pa.string())])
+    ds.drop_columns(["b"])
+    assert ds.schema.names == ["alpha", "c"]
+    assert ds.table_schema.field_ids == (0, 2)
+    assert ds.to_table().to_pydict() == {"alpha": [1, 2], "c": [None, None]}
+    assert ds.to_table(filter=pc.field("alpha") > 1).to_pydict() == {"alpha": [2], "c": [None]}
+    ft.write_dataset(pa.table({"alpha": pa.array([3], pa.int64()), "c": ["x"]}), uri, mode="append")
+    ds = ft.dataset(uri)
+    assert ds.to_table().to_pydict() == {"alpha": [1, 2, 3], "c": [None, None, "x"]}
+    ds.add_columns([pa.field("b", pa.float32())])  # a new "b" gets a new id: old data not revived
+    assert ds.table_schema.id_of("b") == 3
+    assert ds.to_table(["b"]).column("b").null_count == 3
+    with pytest.raises(InvalidArgumentError, match="cannot widen"):
+        ds.alter_columns({"alpha": pa.int32()})
+    with pytest.raises(InvalidArgumentError, match="must be nullable"):
+        ds.add_columns([pa.field("d", pa.int8(), nullable=False)])
+    assert ft.dataset(uri, version=1).schema.names == ["a", "b"]  # history intact
+
+
+def test_fragment_pruning_opens_only_matching_files(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(1000), uri, max_rows_per_file=100)
+    scanner = ds.scanner(filter=(pc.field("id") >= 250) & (pc.field("id") < 260))
+    assert scanner.to_table().column("id").to_pylist() == list(range(250, 260))
+    assert (scanner.stats.fragments_total, scanner.stats.files_opened) == (10, 1)
+    scanner = ds.scanner(filter=pc.field("s") == "s999")
+    assert scanner.to_table().num_rows == 1 and scanner.stats.files_opened == 1
+    scanner = ds.scanner(filter=pc.field("id") > 5000)
+    assert scanner.to_table().num_rows == 0 and scanner.stats.files_opened == 0
+    unprunable = pc.field("id") == pc.field("f").cast(pa.int64())
+    assert ds.count_rows(unprunable) == 1000
+
+
+def test_pruning_is_correct_with_nulls_and_nans(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    data = pa.table(
+        {"x": pa.array([1.0, None, float("nan"), 5.0]), "k": pa.array([1, 1, 2, 2], pa.int64())}
+    )
+    ds = ft.write_dataset(data, uri, max_rows_per_file=2)
+    assert ds.count_rows(pc.field("x").is_null()) == 1
+    assert ds.count_rows(pc.field("x").is_nan()) == 1
+    assert ds.count_rows(pc.field("x") != 5.0) == 2  # 1.0 and NaN
+    assert ds.count_rows(pc.field("k") == 2) == 2
+
+
+@pytest.mark.parametrize("count", [3, ARROW_MAX_ROWS + 500])
+def test_deletions_use_arrow_for_few_rows_and_roaring_for_many(tmp_path: Path, count: int) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(5000), uri)
+    ds.delete(pc.field("id") < count)
+    (fragment,) = ds.fragments
+    kind = fragment.deletion_file.file_type
+    assert kind == (
+        pb.DeletionFile.ARROW_ARRAY if count <= ARROW_MAX_ROWS else pb.DeletionFile.BITMAP
+    )
+    assert ds.count_rows() == 5000 - count
+    assert ds.to_table(["id"]).column("id")[0].as_py() == count
+    assert ds.take([0, 1]).column("id").to_pylist() == [count, count + 1]
+    ds.delete(pc.field("id") >= 0)  # everything: the fragment disappears
+    assert ds.fragments == [] and ds.count_rows() == 0 and ds.to_table().num_rows == 0
+
+
+def test_compaction_materialises_deletions_and_merges_small_fragments(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(400), uri, max_rows_per_file=50)
+    ds.delete(pc.equal(pc.bit_wise_and(pc.field("id"), 3), 0))  # every 4th row
+    before = ds.to_table().sort_by("id")
+    stats = ds.compact_files(target_rows_per_fragment=200, materialize_deletions_threshold=0.2)
+    assert stats["fragments_removed"] == 8
+    assert [f.physical_rows for f in ds.fragments] == [187, 113]  # groups of <= 200 live rows
+    assert not any(f.HasField("deletion_file") for f in ds.fragments)
+    assert ds.to_table().sort_by("id").equals(before)
+    again = ds.compact_files(target_rows_per_fragment=200)
+    assert again["fragments_removed"] == 0
+
+
+def test_cleanup_keeps_tags_latest_and_recent_versions(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(10), uri, max_rows_per_file=5)
+    ds.create_tag("v1")
+    ft.write_dataset(_ids(10, 10), uri, mode="append")
+    ft.dataset(uri).compact_files(target_rows_per_fragment=100)
+    ds = ft.dataset(uri)
+    stats = ds.cleanup_old_versions(timedelta(0))
+    assert stats["versions_removed"] == 1  # version 2; 1 is tagged, 3 is latest
+    assert ds.storage.versions() == [1, 3]
+    assert ft.dataset(uri, tag="v1").to_table().num_rows == 10  # files of v1 kept
+    assert ds.to_table().num_rows == 20
+    ds.delete_tag("v1")
+    ds.cleanup_old_versions(timedelta(0))
+    assert ds.storage.versions() == [3]
+    referenced = {f.files[0].path.split("/")[1] for f in ds.fragments}
+    assert set(p.name for p in (Path(uri) / "data").iterdir()) == referenced
+
+
+def _cleanup_race_worker(uri: str, role: str, cutoff: str, rounds: int) -> int:
+    if role == "writer":
+        for i in range(rounds):
+            ft.write_dataset(_ids(2, 10_000 + i * 2), uri, mode="append")
+        return rounds
+    if role == "reader":
+        for _ in range(rounds):
+            pinned = ft.dataset(uri, tag="pinned").to_table()
+            assert pinned.num_rows == 50
+            latest = ft.dataset(uri)
+            assert latest.to_table().num_rows == latest.count_rows()
+        return rounds
+    for _ in range(rounds):
+        ft.dataset(uri).cleanup_old_versions(datetime.fromisoformat(cutoff))
+    return rounds
+
+
+def test_cleanup_racing_writers_and_readers(tmp_path: Path, processes: Any) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(10), uri, max_rows_per_file=5)
+    for i in range(4):
+        ft.write_dataset(_ids(10, 10 + 10 * i), uri, mode="append")
+    ds = ft.dataset(uri)
+    ds.create_tag("pinned")
+    for _ in range(3):
+        ft.dataset(uri).compact_files(target_rows_per_fragment=7)
+    cutoff = datetime.now(UTC).isoformat()
+    jobs = [("writer", 15), ("writer", 15), ("reader", 15), ("reader", 15), ("cleaner", 15)]
+    results = processes(_cleanup_race_worker, [(uri, r, cutoff, n) for r, n in jobs])
+    assert all(s == "ok" for s, _ in results), results
+    ds = ft.dataset(uri)
+    assert ds.count_rows() == 50 + 60
+    assert ft.dataset(uri, tag="pinned").to_table().num_rows == 50
+
+
+def test_memory_filesystem_table() -> None:
+    mem = fsspec.filesystem("memory")
+    uri = "memory://fermion-table-test"
+    ds = ft.write_dataset(_ids(20), uri, max_rows_per_file=10)
+    ft.write_dataset(_ids(5, 20), uri, mode="append")
+    ds = ft.dataset(uri)
+    ds.delete(pc.field("id") < 3)
+    assert ds.version == 3 and ds.count_rows() == 22
+    assert ds.to_table(filter=pc.field("id") >= 20).num_rows == 5
+    mem.rm("/fermion-table-test", recursive=True)
+
+
+def _store_appender(uri: str, db: str, worker: int) -> int:
+    store = SQLiteManifestStore(db)
+    for i in range(8):
+        ft.write_dataset(_ids(1, 1000 * worker + i), uri, mode="append", manifest_store=store)
+    return 8
+
+
+def test_external_sqlite_store_serialises_concurrent_writers(
+    tmp_path: Path, processes: Any
+) -> None:
+    uri, db = str(tmp_path / "t"), str(tmp_path / "store.db")
+    store = SQLiteManifestStore(db)
+    ft.write_dataset(_ids(1), uri, manifest_store=store)
+    results = processes(_store_appender, [(uri, db, w) for w in range(1, 5)])
+    assert all(s == "ok" for s, _ in results), results
+    ds = ft.dataset(uri, manifest_store=store)
+    assert ds.version == 33 and ds.count_rows() == 33
+    assert ds.storage.versions() == list(range(1, 34))  # plain readers see every version
+    assert ft.dataset(uri).count_rows() == 33
+
+
+def test_external_store_reader_repairs_an_unfinished_commit(tmp_path: Path) -> None:
+    uri, db = str(tmp_path / "t"), str(tmp_path / "store.db")
+    store = SQLiteManifestStore(db)
+    ft.write_dataset(_ids(1), uri, manifest_store=store)
+    # a writer that died right after its commit point: staged manifest + store entry only
+    final = Path(uri) / "_versions" / "1.manifest"
+    staged = final.with_name("2.manifest-" + "d" * 32)
+    manifest = ft.dataset(uri).manifest
+    manifest.version, manifest.parent_version = 2, 1
+    from fermion.table.codec import encode_manifest
+
+    staged.write_bytes(encode_manifest(manifest))
+    store.put_if_absent(str(Path(uri).resolve()), 2, str(staged))
+    assert ft.dataset(uri).version == 1  # a reader without the store lags one version
+    assert ft.dataset(uri, manifest_store=store).version == 2  # the store-aware reader repairs
+    assert (final.with_name("2.manifest")).exists()
+
+
+def test_cli_log_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(_ids(10), uri, max_rows_per_file=5)
+    ds.delete(pc.field("id") == 3)
+    ds.create_tag("release")
+    assert cli_main(["log", uri]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("version 2 [release]") and "delete" in out[0]
+    assert "deleted_rows=1" in out[0] and out[1].startswith("version 1")
+    assert cli_main(["log", uri, "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["version"] for r in rows] == [2, 1] and rows[0]["rows"] == 9
+    assert cli_main(["show", uri, "--version", "1", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["version"] == 1 and len(shown["fragments"]) == 2 and shown["rows"] == 10
+    assert [c["name"] for c in shown["schema"]] == ["id", "f", "s"]
+    assert cli_main(["show", uri]) == 0
+    text = capsys.readouterr().out
+    assert "deleted=1" in text and "_deletions/" in text
+    assert cli_main(["show", uri, "--version", "9"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert cli_main(["log", str(tmp_path / "missing")]) == 1
