@@ -27,6 +27,16 @@ from fermion.errors import (
     UnsupportedVersionError,
 )
 
+from fermion.format import (
+    FileMetadata,
+    FileReader,
+    FileWriter,
+    ReadOptions,
+    WriteOptions,
+    read_table,
+    write_table,
+)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -37,11 +47,18 @@ __all__ = [
     "CommitError",
     "DatasetError",
     "FermionError",
+    "FileMetadata",
+    "FileReader",
+    "FileWriter",
     "IncompatibleTransactionError",
     "InvalidArgumentError",
     "InvalidFileError",
+    "ReadOptions",
     "SchemaMismatchError",
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
+    "WriteOptions",
+    "read_table",
+    "write_table",
 ]

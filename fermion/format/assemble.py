@@ -1,0 +1,290 @@
+"""Reader side of the DCS model: decoded stream pages -> Arrow arrays.
+
+Decoding is buffer assembly, not a level state machine: each node's VALIDITY, OFFSETS and
+DATA pages are concatenated (zero-copy for single pages) and handed to
+``pa.Array.from_buffers``. Offsets are validated (start, monotonicity, end) before Arrow
+sees them, so corrupt data raises :class:`InvalidFileError` instead of crashing.
+
+Example:
+    >>> # exercised through FileReader; see tests/format/test_roundtrip.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from fermion.errors import InvalidFileError
+from fermion.format.bitmaps import slice_bitmap, zero_bitmap
+from fermion.format.cmb import ColumnMeta, StreamDesc
+from fermion.format.layout import Kind, Node
+from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
+
+__all__ = [
+    "PageKey",
+    "StripeContext",
+    "assemble_flat",
+    "assemble_node",
+    "pruned_type",
+    "validity_of",
+]
+
+PageKey = tuple[int, int]  # (stream index, page index) within one column and stripe
+
+
+@dataclass
+class StripeContext:
+    """Everything assembly needs for one column in one stripe."""
+
+    column: str
+    meta: ColumnMeta
+    stripe: int
+    pages: dict[PageKey, bytes | memoryview]  # decoded page payloads
+    selected: set[int] | None = None  # node indices to materialise (None: all)
+
+    def desc(self, node: Node, stream_type: StreamType) -> tuple[int, StreamDesc] | None:
+        spec = node.stream(stream_type)
+        if spec is None:
+            return None
+        return spec.index, self.meta.streams[spec.index]
+
+    def fail(self, what: str) -> InvalidFileError:
+        return InvalidFileError(f"column {self.column!r}, stripe {self.stripe}: {what}")
+
+
+def _concat(parts: Sequence[bytes | memoryview]) -> bytes | memoryview:
+    if len(parts) == 1:
+        return parts[0]
+    return b"".join(parts)
+
+
+def validity_of(ctx: StripeContext, node: Node, n: int) -> tuple[object | None, int]:
+    """(bitmap buffer or None, null count or -1 when unknown) for the node's ``n`` values."""
+    found = ctx.desc(node, StreamType.VALIDITY)
+    if found is None:  # NULL kind
+        return None, n
+    k, desc = found
+    if desc.desc_type == DescType.USE_DEFAULT:
+        return None, 0
+    if desc.desc_type == DescType.FORCE_NULL:
+        return zero_bitmap(n), n
+    assert desc.simple is not None
+    d = desc.simple[ctx.stripe]
+    if int(d["num_values"]) != n:
+        raise ctx.fail(f"validity describes {int(d['num_values'])} values, expected {n}")
+    length = int(d["length"])
+    if length == 0:
+        return None, 0
+    if length == CHUNK_ALL_NULL:
+        return zero_bitmap(n), n
+    bitmap = ctx.pages[(k, 0)]
+    if len(bitmap) != (n + 7) // 8:
+        raise ctx.fail("validity bitmap has the wrong size")
+    return bitmap, -1
+
+
+def _page_ids(desc: StreamDesc, stripe: int) -> range:
+    if desc.desc_type != DescType.FULL:
+        return range(0)
+    assert desc.full is not None
+    return range(int(desc.full[stripe]["num_pages"]))
+
+
+def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int]) -> bytes | memoryview:
+    return _concat([ctx.pages[(k, p)] for p in pages])
+
+
+def _offsets(
+    ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
+) -> np.ndarray:
+    """Offsets for ``n`` values rebased to 0; from the given OFFSETS pages (or all)."""
+    dtype = np.dtype("<i4") if node.byte_width == 4 else np.dtype("<i8")
+    found = ctx.desc(node, StreamType.OFFSETS)
+    assert found is not None
+    k, desc = found
+    if pages is None:
+        pages = _page_ids(desc, ctx.stripe)
+    if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
+        return np.zeros(n + 1, dtype=dtype)
+    parts = [np.frombuffer(ctx.pages[(k, p)], dtype=dtype) for p in pages]
+    offs = parts[0] if len(parts) == 1 else np.concatenate([parts[0], *(q[1:] for q in parts[1:])])
+    if len(offs) != n + 1:
+        raise ctx.fail(f"offsets hold {len(offs)} entries, expected {n + 1}")
+    if offs[0] != 0:
+        offs = offs - offs[0]
+    if n and (int(offs[-1]) < 0 or bool(np.any(offs[1:] < offs[:-1]))):
+        raise ctx.fail("offsets are not monotonic")
+    return offs
+
+
+def _fixed_data(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None) -> object:
+    found = ctx.desc(node, StreamType.DATA)
+    assert found is not None
+    k, desc = found
+    nbytes = (n + 7) // 8 if node.kind == Kind.BOOL else n * node.byte_width
+    if pages is None:
+        pages = _page_ids(desc, ctx.stripe)
+    if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
+        return bytes(nbytes)
+    data = _data_bytes(ctx, k, pages)
+    if len(data) != nbytes:
+        raise ctx.fail(f"data has {len(data)} bytes, expected {nbytes}")
+    return data
+
+
+def _binary_data(
+    ctx: StripeContext, node: Node, offs: np.ndarray, pages: Sequence[int] | None
+) -> object:
+    found = ctx.desc(node, StreamType.DATA)
+    assert found is not None
+    k, desc = found
+    expected = int(offs[-1]) if len(offs) else 0
+    if pages is None:
+        pages = _page_ids(desc, ctx.stripe)
+    if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
+        data: bytes | memoryview = b""
+    else:
+        data = _data_bytes(ctx, k, pages)
+    if len(data) != expected:
+        raise ctx.fail(f"binary data has {len(data)} bytes, offsets say {expected}")
+    return data
+
+
+def _buf(x: object | None) -> pa.Buffer | None:
+    if x is None:
+        return None
+    if isinstance(x, np.ndarray):
+        return pa.py_buffer(x)
+    return pa.py_buffer(x)  # type: ignore[arg-type]
+
+
+def _finish(node: Node, storage: pa.Array, t: pa.DataType) -> pa.Array:
+    if isinstance(t, pa.ExtensionType):
+        return pa.ExtensionArray.from_storage(t, storage)
+    return storage
+
+
+def _from_buffers(
+    ctx: StripeContext,
+    t: pa.DataType,
+    n: int,
+    buffers: list[object | None],
+    nulls: int,
+    children: list[pa.Array] | None = None,
+) -> pa.Array:
+    try:
+        arr = pa.Array.from_buffers(
+            t, n, [_buf(b) for b in buffers], null_count=nulls, children=children
+        )
+        arr.validate()
+    except (pa.ArrowInvalid, ValueError, TypeError) as exc:
+        raise ctx.fail(f"cannot assemble values: {exc}") from None
+    return arr
+
+
+def pruned_type(node: Node, selected: set[int] | None) -> pa.DataType:
+    """The node's type keeping only selected struct children (all when None)."""
+    if selected is None:
+        return node.type
+    t = node.storage
+    if node.kind == Kind.STRUCT:
+        kept = [
+            pa.field(c.name, pruned_type(c, selected), c.nullable, t.field(i).metadata)
+            for i, c in enumerate(node.children)
+            if c.index in selected
+        ]
+        return pa.struct(kept)
+    if node.kind in (Kind.LIST, Kind.FIXED_LIST) and node.children[0].index in selected:
+        child = node.children[0]
+        vf = pa.field(child.name, pruned_type(child, selected), child.nullable,
+                      t.value_field.metadata)
+        if node.kind == Kind.FIXED_LIST:
+            return pa.list_(vf, node.list_size)
+        return pa.large_list(vf) if node.byte_width == 8 else pa.list_(vf)
+    return node.type
+
+
+def _dictionary_length(ctx: StripeContext, node: Node) -> int:
+    """Values in a dictionary node this stripe: the first stream with descriptors says."""
+    for spec in node.streams:
+        desc = ctx.meta.streams[spec.index]
+        if desc.simple is not None:
+            return int(desc.simple[ctx.stripe]["num_values"])
+        if desc.full is not None:
+            return int(desc.full[ctx.stripe]["num_values"])
+    return 0
+
+
+def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
+    """Materialise ``n`` values of ``node`` (whole stripe) from decoded pages."""
+    t = pruned_type(node, ctx.selected)
+    storage_t = t.storage_type if isinstance(t, pa.ExtensionType) else t
+    kind = node.kind
+    if kind == Kind.NULL:
+        return _finish(node, pa.nulls(n), t)
+    validity, nulls = validity_of(ctx, node, n)
+    if kind in (Kind.FIXED, Kind.BOOL):
+        data = _fixed_data(ctx, node, n, None)
+        return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)
+    if kind == Kind.BINARY:
+        offs = _offsets(ctx, node, n, None)
+        data = _binary_data(ctx, node, offs, None)
+        arr = _from_buffers(ctx, storage_t, n, [validity, offs, data], nulls)
+        return _finish(node, arr, t)
+    if kind == Kind.DICTIONARY:
+        indices = _fixed_data(ctx, node, n, None)
+        values_node = node.children[0]
+        dictionary = assemble_node(ctx, values_node, _dictionary_length(ctx, values_node))
+        try:
+            arr = pa.DictionaryArray.from_buffers(
+                storage_t, n, [_buf(validity), _buf(indices)], dictionary, null_count=nulls
+            )
+            arr.validate(full=True)
+        except (pa.ArrowInvalid, ValueError, TypeError) as exc:
+            raise ctx.fail(f"cannot assemble dictionary values: {exc}") from None
+        return _finish(node, arr, t)
+    if kind in (Kind.LIST, Kind.MAP):
+        offs = _offsets(ctx, node, n, None)
+        child = assemble_node(ctx, node.children[0], int(offs[-1]) if n else 0)
+        arr = _from_buffers(ctx, storage_t, n, [validity, offs], nulls, [child])
+        return _finish(node, arr, t)
+    if kind == Kind.FIXED_LIST:
+        child = assemble_node(ctx, node.children[0], n * node.list_size)
+        return _finish(node, _from_buffers(ctx, storage_t, n, [validity], nulls, [child]), t)
+    if kind == Kind.STRUCT:
+        children = [
+            assemble_node(ctx, c, n)
+            for c in node.children
+            if ctx.selected is None or c.index in ctx.selected
+        ]
+        return _finish(node, _from_buffers(ctx, storage_t, n, [validity], nulls, children), t)
+    raise ctx.fail(f"unknown node kind {kind}")
+
+
+def assemble_flat(
+    ctx: StripeContext,
+    node: Node,
+    stripe_rows: int,
+    run: tuple[int, int],
+    rows: tuple[int, int],
+    full_validity: Callable[[], tuple[object | None, int]] | None = None,
+) -> pa.Array:
+    """Rows ``rows`` of a flat column from its DATA (and OFFSETS) pages ``run = [p, q)``."""
+    a, b = rows
+    n = b - a
+    validity, nulls = (full_validity or (lambda: validity_of(ctx, node, stripe_rows)))()
+    if validity is not None and (a or n != stripe_rows):
+        validity = slice_bitmap(validity, a, n)
+        nulls = -1 if nulls != stripe_rows else n
+    pages = range(*run)
+    t = node.type
+    storage_t = node.storage
+    if node.kind == Kind.BINARY:
+        offs = _offsets(ctx, node, n, pages)
+        data = _binary_data(ctx, node, offs, pages)
+        return _finish(node, _from_buffers(ctx, storage_t, n, [validity, offs, data], nulls), t)
+    data = _fixed_data(ctx, node, n, pages)
+    return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)

@@ -1,0 +1,158 @@
+"""A JSON-able description of a Fermion file's physical layout (``fermion inspect``).
+
+Example:
+    >>> import pyarrow as pa, tempfile, os
+    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.reader import FileReader
+    >>> path = os.path.join(tempfile.mkdtemp(), "d.fermion")
+    >>> write_table(pa.table({"a": [1, None]}), path)
+    >>> d = FileReader(path).describe()
+    >>> d["num_rows"], d["columns"][0]["streams"][0]["desc_type"]
+    (2, 'SIMPLE')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fermion.format.stats import bound_scalars, stats_kind
+from fermion.format.structs import (
+    CHUNK_ALL_NULL,
+    PAGE_HEADER_DTYPE,
+    Compression,
+    DescType,
+    Encoding,
+    OptionalFeature,
+    RequiredFeature,
+    StreamType,
+)
+
+if TYPE_CHECKING:
+    from fermion.format.reader import FileReader
+
+__all__ = ["describe_file"]
+
+
+def _flags(value: int, enum: Any) -> list[str]:
+    return [str(f.name) for f in enum if value & f.value]
+
+
+def _bound(t: Any, lo: int, hi: int, flags: int) -> tuple[Any, Any]:
+    bounds = bound_scalars(t, stats_kind(t), lo, hi, flags)
+    if bounds is None:
+        return None, None
+    return tuple(_jsonable(b.as_py()) for b in bounds)  # type: ignore[return-value]
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, int | float | str | bool) or v is None:
+        return v
+    if isinstance(v, bytes):
+        return v.hex()
+    return str(v)
+
+
+def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> dict[str, Any]:
+    """Describe footer, stripes and per-column CMBs (reads page headers of described chunks)."""
+    meta = reader.metadata
+    projs = reader._resolve(columns)
+    metas = reader._column_metas(projs)
+    rows = reader._stripe_rows(metas)
+    out: dict[str, Any] = {
+        "path": reader.source.name,
+        "file_size": meta.file_size,
+        "format_version": meta.format_version,
+        "num_rows": meta.num_rows,
+        "num_columns": meta.num_columns,
+        "num_stripes": meta.num_stripes,
+        "features": _flags(meta.required_features, RequiredFeature)
+        + _flags(meta.optional_features, OptionalFeature),
+        "footer": {
+            "cmb_offset": reader._cmb_offset,
+            "schema_offset": reader._schema_offset,
+            "cit_offset": reader._cit_offset,
+        },
+        "stripes": [{"index": i, "rows": int(r)} for i, r in enumerate(rows)],
+        "columns": [],
+    }
+    cit_positions = []
+    for p, m in zip(projs, metas, strict=True):
+        streams = []
+        leaf_type = {n.index: n for n in p.tree.walk()}
+        for node in p.tree.walk():
+            for spec in node.streams:
+                desc = m.streams[spec.index]
+                chunks = []
+                if desc.desc_type == DescType.SIMPLE and desc.simple is not None:
+                    for s, d in enumerate(desc.simple):
+                        length = int(d["length"])
+                        chunks.append({
+                            "stripe": s,
+                            "offset": int(d["offset"]),
+                            "length": 0 if length == CHUNK_ALL_NULL else length,
+                            "state": "all_null" if length == CHUNK_ALL_NULL
+                            else ("all_valid" if length == 0 else "bitmap"),
+                            "num_values": int(d["num_values"]),
+                            "num_pages": 0 if length in (0, CHUNK_ALL_NULL) else 1,
+                        })
+                elif desc.desc_type == DescType.FULL and desc.full is not None:
+                    t = leaf_type[spec.node].type
+                    for s, d in enumerate(desc.full):
+                        lo, hi = (None, None)
+                        if spec.stream_type == StreamType.DATA:
+                            lo, hi = _bound(t, int(d["chunk_min"]), int(d["chunk_max"]),
+                                            int(d["stats_flags"]))
+                        chunks.append({
+                            "stripe": s,
+                            "offset": int(d["offset"]),
+                            "length": int(d["length"]),
+                            "num_values": int(d["num_values"]),
+                            "null_count": int(d["null_count"]),
+                            "min": lo,
+                            "max": hi,
+                            "num_pages": int(d["num_pages"]),
+                            **_page_codecs(reader, desc, s),
+                        })
+                streams.append({
+                    "node": spec.node,
+                    "path": leaf_type[spec.node].name,
+                    "stream_type": StreamType(spec.stream_type).name,
+                    "desc_type": DescType(desc.desc_type).name,
+                    "chunks": chunks,
+                })
+        cit_positions.append(p.info.index)
+        out["columns"].append({
+            "index": p.info.index,
+            "name": p.info.field.name,
+            "type": str(p.field.type),
+            "field_id": int(p.info.field_ids[0]) if len(p.info.field_ids) else None,
+            "has_cmb": m.present,
+            "cmb_size": m.size,
+            "streams": streams,
+        })
+    return out
+
+
+def _page_codecs(reader: FileReader, desc: Any, stripe: int) -> dict[str, list[str]]:
+    """Encodings and compressions actually used by the pages of one chunk."""
+    pages = desc.pages(stripe)
+    if len(pages) == 0:
+        return {"encodings": [], "compressions": []}
+    offs = desc.page_offsets(stripe)
+    hsize = PAGE_HEADER_DTYPE.itemsize
+    raws = reader.source.read_ranges([(int(o), hsize) for o in offs], max_gap=1 << 20)
+    heads = [np.frombuffer(r, dtype=PAGE_HEADER_DTYPE, count=1)[0] for r in raws]
+
+    def name(enum: Any, v: int) -> str:
+        try:
+            return str(enum(v).name)
+        except ValueError:
+            return f"unknown({v})"
+
+    return {
+        "encodings": sorted({name(Encoding, int(h["encoding"])) for h in heads}),
+        "compressions": sorted({name(Compression, int(h["compression"])) for h in heads}),
+    }

@@ -1,0 +1,203 @@
+"""From an Arrow type to Fermion's node tree and its Decomposed Columnar Streams.
+
+A column is one top-level field. Its *storage node tree* is walked in pre-order; each node
+owns the Arrow buffers of its level as streams (seed 001, "DCS" model)::
+
+    null                      (no streams)
+    bool, fixed-width         VALIDITY, DATA
+    binary/string (+large)    VALIDITY, OFFSETS, DATA
+    list, large_list, map     VALIDITY, OFFSETS, then the child node
+    fixed_size_list           VALIDITY, then the child node
+    struct                    VALIDITY, then each child node
+    dictionary                VALIDITY, DATA (indices), then the dictionary-values node
+
+A map's child is its (non-null) entries struct; an extension type is stored as its storage
+type. The stream list of a column is a pure function of its type, so a reader checks the
+CMB's stream directory against it.
+
+Example:
+    >>> import pyarrow as pa
+    >>> root = build_tree(pa.field("x", pa.list_(pa.int64())))
+    >>> [(s.node, s.stream_type.name) for s in root.all_streams()]
+    [(0, 'VALIDITY'), (0, 'OFFSETS'), (1, 'VALIDITY'), (1, 'DATA')]
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.types as pat
+
+from fermion.errors import UnsupportedTypeError
+from fermion.format.structs import StreamType
+
+__all__ = ["Kind", "Node", "StreamSpec", "build_tree", "storage_type"]
+
+
+class Kind(enum.Enum):
+    """How a node's values are laid out."""
+
+    NULL = "null"
+    BOOL = "bool"
+    FIXED = "fixed"
+    BINARY = "binary"
+    LIST = "list"
+    FIXED_LIST = "fixed_size_list"
+    STRUCT = "struct"
+    MAP = "map"
+    DICTIONARY = "dictionary"
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One stream of a column: its position in the column, owner node and type."""
+
+    index: int
+    node: int
+    stream_type: StreamType
+
+
+@dataclass
+class Node:
+    """A storage node: one level of a (possibly nested) Arrow type."""
+
+    index: int  # pre-order within the column
+    name: str
+    type: pa.DataType  # the logical type at this level (extension types kept)
+    kind: Kind
+    nullable: bool
+    byte_width: int = 0  # FIXED: bytes per value; BINARY/LIST: bytes per offset
+    list_size: int = 0  # FIXED_LIST
+    children: list[Node] = field(default_factory=list)
+    streams: list[StreamSpec] = field(default_factory=list)
+
+    def walk(self) -> Iterator[Node]:
+        """This node and its descendants, pre-order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def all_streams(self) -> list[StreamSpec]:
+        """Every stream of the subtree, in file order."""
+        return [s for node in self.walk() for s in node.streams]
+
+    def stream(self, stream_type: StreamType) -> StreamSpec | None:
+        """This node's own stream of ``stream_type``, if it has one."""
+        for s in self.streams:
+            if s.stream_type == stream_type:
+                return s
+        return None
+
+    @property
+    def storage(self) -> pa.DataType:
+        return storage_type(self.type)
+
+
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """The physical type of ``t`` (extension types unwrapped)."""
+    while isinstance(t, pa.ExtensionType):
+        t = t.storage_type
+    return t
+
+
+def _kind_of(t: pa.DataType) -> tuple[Kind, int]:
+    if pat.is_null(t):
+        return Kind.NULL, 0
+    if pat.is_boolean(t):
+        return Kind.BOOL, 0
+    if pat.is_dictionary(t):
+        return Kind.DICTIONARY, t.index_type.bit_width // 8
+    if pat.is_string(t) or pat.is_binary(t):
+        return Kind.BINARY, 4
+    if pat.is_large_string(t) or pat.is_large_binary(t):
+        return Kind.BINARY, 8
+    if pat.is_map(t):
+        return Kind.MAP, 4
+    if pat.is_list(t):
+        return Kind.LIST, 4
+    if pat.is_large_list(t):
+        return Kind.LIST, 8
+    if pat.is_fixed_size_list(t):
+        return Kind.FIXED_LIST, 0
+    if pat.is_struct(t):
+        return Kind.STRUCT, 0
+    if (
+        pat.is_integer(t)
+        or pat.is_floating(t)
+        or pat.is_decimal(t)
+        or pat.is_temporal(t)
+        or pat.is_fixed_size_binary(t)
+        or pat.is_interval(t)
+    ):
+        width = t.bit_width
+        if width % 8:
+            raise UnsupportedTypeError(f"type {t} has a bit width of {width}")
+        return Kind.FIXED, width // 8
+    raise UnsupportedTypeError(f"Fermion format v1 cannot store Arrow type {t}")
+
+
+_OWN_STREAMS = {
+    Kind.NULL: (),
+    Kind.BOOL: (StreamType.VALIDITY, StreamType.DATA),
+    Kind.FIXED: (StreamType.VALIDITY, StreamType.DATA),
+    Kind.BINARY: (StreamType.VALIDITY, StreamType.OFFSETS, StreamType.DATA),
+    Kind.LIST: (StreamType.VALIDITY, StreamType.OFFSETS),
+    Kind.MAP: (StreamType.VALIDITY, StreamType.OFFSETS),
+    Kind.FIXED_LIST: (StreamType.VALIDITY,),
+    Kind.STRUCT: (StreamType.VALIDITY,),
+    Kind.DICTIONARY: (StreamType.VALIDITY, StreamType.DATA),
+}
+
+
+def _child_fields(t: pa.DataType, kind: Kind) -> list[pa.Field]:
+    if kind in (Kind.LIST, Kind.FIXED_LIST):
+        return [t.value_field]
+    if kind == Kind.STRUCT:
+        return [t.field(i) for i in range(t.num_fields)]
+    if kind == Kind.MAP:
+        entries = pa.struct([t.key_field, t.item_field])
+        return [pa.field("entries", entries, nullable=False)]
+    if kind == Kind.DICTIONARY:
+        return [pa.field("dictionary", t.value_type)]
+    return []
+
+
+def build_tree(f: pa.Field) -> Node:
+    """Build the storage node tree of one top-level field, with stream numbering."""
+    counter = [0, 0]  # next node index, next stream index
+
+    def build(fld: pa.Field) -> Node:
+        t = storage_type(fld.type)
+        kind, width = _kind_of(t)
+        node = Node(
+            index=counter[0],
+            name=fld.name,
+            type=fld.type,
+            kind=kind,
+            nullable=fld.nullable,
+            byte_width=width,
+            list_size=t.list_size if kind == Kind.FIXED_LIST else 0,
+        )
+        counter[0] += 1
+        if counter[0] > 0xFFFF:
+            raise UnsupportedTypeError(f"field {f.name!r} has more than 65535 nested nodes")
+        for st in _OWN_STREAMS[kind]:
+            node.streams.append(StreamSpec(counter[1], node.index, st))
+            counter[1] += 1
+        for child in _child_fields(t, kind):
+            node.children.append(build(child))
+        if kind == Kind.DICTIONARY and node.children[0].kind in (
+            Kind.NULL,
+            Kind.LIST,
+            Kind.FIXED_LIST,
+            Kind.STRUCT,
+            Kind.MAP,
+            Kind.DICTIONARY,
+        ):
+            raise UnsupportedTypeError(f"dictionary values of type {t.value_type} in {fld.name!r}")
+        return node
+
+    return build(f)

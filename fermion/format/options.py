@@ -1,0 +1,125 @@
+"""Writer and reader options: small frozen dataclasses, defaults in one place.
+
+Example:
+    >>> WriteOptions(page_size=64 << 10).page_size
+    65536
+    >>> ReadOptions().eager_load_threshold == EAGER_LOAD_THRESHOLD_DEFAULT
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from fermion.errors import InvalidArgumentError
+
+__all__ = [
+    "COALESCE_GAP_DEFAULT",
+    "EAGER_LOAD_THRESHOLD_DEFAULT",
+    "PAGE_SIZE_DEFAULT",
+    "PREFETCH_BYTES_DEFAULT",
+    "ReadOptions",
+    "WriteOptions",
+    "split_options",
+]
+
+PAGE_SIZE_DEFAULT = 512 << 10  # seed 001: 512 KB pages
+STRIPE_ROWS_DEFAULT = 1 << 20
+STRIPE_BYTES_DEFAULT = 128 << 20
+FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page
+PREFETCH_BYTES_DEFAULT = 1 << 20  # seed 001: aggressive footer prefetch (512 KB - 4 MB)
+EAGER_LOAD_THRESHOLD_DEFAULT = 8 << 20  # seed 001: EAGER_LOAD_THRESHOLD
+COALESCE_GAP_DEFAULT = 1 << 20  # seed 001: merge ranges closer than 1 MB
+METADATA_COALESCE_GAP_DEFAULT = 64 << 10
+
+
+def _threads_default() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How a file is written.
+
+    Attributes:
+        page_size: target bytes of one page before compression.
+        max_stripe_rows: a stripe is cut after this many rows.
+        max_stripe_bytes: ... or once this many bytes of Arrow data are buffered.
+        compression: ``"zstd"`` or ``"none"``.
+        compression_level: zstd level.
+        page_crc: write a CRC32 into every page header.
+        statistics: compute per-page and per-chunk min/max/null counts.
+        flush_bytes: the sink writes in units of at least this many bytes.
+        threads: worker threads for encoding and compression.
+    """
+
+    page_size: int = PAGE_SIZE_DEFAULT
+    max_stripe_rows: int = STRIPE_ROWS_DEFAULT
+    max_stripe_bytes: int = STRIPE_BYTES_DEFAULT
+    compression: Literal["zstd", "none"] = "zstd"
+    compression_level: int = 3
+    page_crc: bool = True
+    statistics: bool = True
+    flush_bytes: int = FLUSH_BYTES_DEFAULT
+    threads: int = 0  # 0: one per core
+
+    def __post_init__(self) -> None:
+        if self.page_size < 64 or self.page_size > (1 << 30):
+            raise InvalidArgumentError(f"page_size must be in [64, 1 GiB], got {self.page_size}")
+        if not 0 < self.max_stripe_rows <= 0xFFFFFFFF:
+            raise InvalidArgumentError(f"max_stripe_rows out of range: {self.max_stripe_rows}")
+        if self.max_stripe_bytes <= 0:
+            raise InvalidArgumentError("max_stripe_bytes must be positive")
+        if self.compression not in ("zstd", "none"):
+            raise InvalidArgumentError(f"unknown compression {self.compression!r}")
+        if not -7 <= self.compression_level <= 22:
+            raise InvalidArgumentError("compression_level must be in [-7, 22]")
+        if self.threads < 0:
+            raise InvalidArgumentError("threads must be >= 0")
+
+    @property
+    def worker_threads(self) -> int:
+        return self.threads or _threads_default()
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a file is read.
+
+    Attributes:
+        prefetch_bytes: size of the one speculative tail read at open.
+        eager_load_threshold: CMB areas up to this size may be loaded in one read.
+        coalesce_gap: data ranges closer than this are merged into one request.
+        metadata_coalesce_gap: the same for metadata (CMB, schema entries).
+        verify_checksums: verify page CRC32s.
+        threads: worker threads for page decompression and decoding.
+    """
+
+    prefetch_bytes: int = PREFETCH_BYTES_DEFAULT
+    eager_load_threshold: int = EAGER_LOAD_THRESHOLD_DEFAULT
+    coalesce_gap: int = COALESCE_GAP_DEFAULT
+    metadata_coalesce_gap: int = METADATA_COALESCE_GAP_DEFAULT
+    verify_checksums: bool = True
+    threads: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("prefetch_bytes", "eager_load_threshold", "coalesce_gap"):
+            if getattr(self, name) < 0:
+                raise InvalidArgumentError(f"{name} must be >= 0")
+        if self.metadata_coalesce_gap < 0 or self.threads < 0:
+            raise InvalidArgumentError("metadata_coalesce_gap and threads must be >= 0")
+
+    @property
+    def worker_threads(self) -> int:
+        return self.threads or _threads_default()
+
+
+def split_options(cls: type[Any], options: dict[str, Any]) -> Any:
+    """Build ``cls`` from keyword options, rejecting unknown names with a typed error."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InvalidArgumentError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
+    return cls(**options)

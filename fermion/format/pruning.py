@@ -1,0 +1,159 @@
+"""Predicate pruning with Arrow's own expression simplifier.
+
+Statistics become *guarantees* — ``(x >= lo) & (x <= hi) & is_valid(x)`` and friends — and
+Arrow decides which guarantees contradict the user's filter (the same machinery that prunes
+Hive partitions in ``pyarrow.dataset``). Pruning is therefore exactly as precise as Arrow's
+simplifier and never wrong: a segment is dropped only when Arrow proves no row can match.
+The residual filter is always applied to the rows that survive.
+
+Example:
+    >>> import pyarrow as pa, pyarrow.compute as pc
+    >>> sorted(referenced_fields((pc.field("a") > 1) | pc.field("b").is_null()))
+    ['a', 'b']
+    >>> g = [guarantee_for("a", pa.int64(), (0, 9), 0, 5), guarantee_for("a", pa.int64(), (10, 19), 0, 5)]
+    >>> segments_that_may_match(pa.schema([("a", pa.int64())]), g, pc.field("a") == 12)
+    [1]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+import pyarrow.fs as pafs
+
+from fermion.errors import InvalidArgumentError
+
+__all__ = ["guarantee_for", "referenced_fields", "segments_that_may_match"]
+
+
+class _ArrowSchema(ctypes.Structure):
+    """The Arrow C data interface struct (only read here, released right after)."""
+
+
+_ArrowSchema._fields_ = [
+    ("format", ctypes.c_char_p),
+    ("name", ctypes.c_char_p),
+    ("metadata", ctypes.c_void_p),
+    ("flags", ctypes.c_int64),
+    ("n_children", ctypes.c_int64),
+    ("children", ctypes.c_void_p),
+    ("dictionary", ctypes.c_void_p),
+    ("release", ctypes.c_void_p),
+    ("private_data", ctypes.c_void_p),
+]
+_RELEASE = ctypes.CFUNCTYPE(None, ctypes.POINTER(_ArrowSchema))
+
+
+def _metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
+    """All key/value pairs of a schema's metadata, duplicates and order kept."""
+    c_schema = _ArrowSchema()
+    schema._export_to_c(ctypes.addressof(c_schema))
+    try:
+        pairs: list[tuple[bytes, bytes]] = []
+        if not c_schema.metadata:
+            return pairs
+        base = c_schema.metadata
+
+        def int32_at(off: int) -> int:
+            return int.from_bytes(ctypes.string_at(base + off, 4), sys.byteorder, signed=True)
+
+        count = int32_at(0)
+        pos = 4
+        for _ in range(count):
+            klen = int32_at(pos)
+            key = ctypes.string_at(base + pos + 4, klen)
+            pos += 4 + klen
+            vlen = int32_at(pos)
+            value = ctypes.string_at(base + pos + 4, vlen)
+            pos += 4 + vlen
+            pairs.append((key, value))
+        return pairs
+    finally:
+        if c_schema.release:
+            _RELEASE(c_schema.release)(ctypes.byref(c_schema))
+
+
+def referenced_fields(expr: pc.Expression) -> set[str]:
+    """Top-level field names an expression refers to.
+
+    Arrow serialises an expression as an IPC stream whose schema metadata lists the
+    expression tree in prefix order (``call``/``field_ref``/``nested_field_ref``/...).
+    """
+    if not isinstance(expr, pc.Expression):
+        raise InvalidArgumentError(f"filter must be a pyarrow.compute.Expression, not {expr!r}")
+    try:
+        _, (buf,) = expr.__reduce__()
+        schema = pa.ipc.open_file(buf).schema
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        raise InvalidArgumentError(f"cannot analyse filter {expr}: {exc}") from None
+    names: set[str] = set()
+    pending_nested = 0
+    take_next = False
+    for key, value in _metadata_pairs(schema):
+        if key == b"nested_field_ref":
+            pending_nested = int(value)
+            take_next = True
+        elif key == b"field_ref":
+            if pending_nested:
+                if take_next:
+                    names.add(value.decode())
+                    take_next = False
+                pending_nested -= 1
+            else:
+                names.add(value.decode())
+    return names
+
+
+def guarantee_for(
+    name: str,
+    t: pa.DataType,
+    bounds: tuple[pa.Scalar | int | float, pa.Scalar | int | float] | None,
+    null_count: int,
+    rows: int,
+) -> pc.Expression | None:
+    """What statistics guarantee about column ``name`` over ``rows`` rows (None: nothing)."""
+    f = pc.field(name)
+    if rows and null_count >= rows:
+        return f.is_null()
+    if bounds is None:
+        return f.is_valid() if null_count == 0 else None
+    lo, hi = bounds
+    lo_s = lo if isinstance(lo, pa.Scalar) else pa.scalar(lo, type=t)
+    hi_s = hi if isinstance(hi, pa.Scalar) else pa.scalar(hi, type=t)
+    in_range = (f >= lo_s) & (f <= hi_s)
+    if null_count == 0:
+        return in_range & f.is_valid()
+    return in_range | f.is_null()
+
+
+_FS = pafs.LocalFileSystem()
+_FORMAT = pds.IpcFileFormat()
+
+
+def segments_that_may_match(
+    schema: pa.Schema,
+    guarantees: Sequence[pc.Expression | None],
+    filter: pc.Expression,
+) -> list[int]:
+    """Indices of the segments whose guarantee does not contradict ``filter``.
+
+    ``schema`` holds the fields the filter references. No file is opened: the dataset is
+    built over placeholder paths only to reach Arrow's partition-expression pruning.
+    """
+    if not guarantees:
+        return []
+    exprs = [g if g is not None else pc.scalar(True) for g in guarantees]
+    paths = [f"/fermion-segment/{i}" for i in range(len(exprs))]
+    try:
+        ds = pds.FileSystemDataset.from_paths(
+            paths, schema=schema, format=_FORMAT, filesystem=_FS, partitions=exprs
+        )
+        kept = ds.get_fragments(filter=filter)
+        return [int(frag.path.rsplit("/", 1)[1]) for frag in kept]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidArgumentError(f"filter {filter} does not apply to {schema}: {exc}") from None

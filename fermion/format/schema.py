@@ -1,0 +1,338 @@
+"""The schema area: the full Arrow schema plus a POD index that finds one column in O(1).
+
+Layout (offsets relative to the area start; the header sits at the *end* of the area)::
+
+    [full schema: Arrow IPC Schema message]            only read for FileReader.schema
+    [heap: UTF-8 names, per-column Arrow IPC field blobs]
+    [node field ids: int32 per storage node, all columns, pre-order]
+    [ColumnEntry x num_columns]
+    [HashSlot x hash_capacity]                          open addressing, linear probing
+    [SchemaHeader 48B]
+
+A name lookup touches one hash window, one ColumnEntry and that column's heap bytes, so
+opening a 100,000-column file and projecting 10 columns reads O(10) metadata entries.
+Flat columns without field metadata are described by a one-byte ``PrimitiveCode``; any
+other field is an Arrow IPC schema blob holding just that field (exact round trip of
+nested, dictionary, extension types and field metadata).
+
+Example:
+    >>> import pyarrow as pa
+    >>> area = build_schema_area(pa.schema([("a", pa.int64()), ("b", pa.list_(pa.int8()))]))
+    >>> idx = SchemaIndex(lambda ranges: [memoryview(area)[o:o + n] for o, n in ranges],
+    ...                   0, len(area), num_columns=2)
+    >>> idx.lookup(["b", "zz"])
+    [1, None]
+    >>> idx.column(1).field.type
+    ListType(list<item: int8>)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from fermion.errors import ChecksumError, InvalidFileError, SchemaMismatchError
+from fermion.format.layout import Node, build_tree
+from fermion.format.structs import (
+    COLUMN_ENTRY_DTYPE,
+    HASH_SLOT_DTYPE,
+    SCHEMA_HEADER_DTYPE,
+    PrimitiveCode,
+)
+
+__all__ = ["ColumnInfo", "SchemaIndex", "build_schema_area", "default_field_ids", "name_hash"]
+
+Fetch = Callable[[Sequence[tuple[int, int]]], list[memoryview]]
+
+_PRIMITIVES: dict[pa.DataType, PrimitiveCode] = {
+    pa.bool_(): PrimitiveCode.BOOL,
+    pa.int8(): PrimitiveCode.INT8,
+    pa.int16(): PrimitiveCode.INT16,
+    pa.int32(): PrimitiveCode.INT32,
+    pa.int64(): PrimitiveCode.INT64,
+    pa.uint8(): PrimitiveCode.UINT8,
+    pa.uint16(): PrimitiveCode.UINT16,
+    pa.uint32(): PrimitiveCode.UINT32,
+    pa.uint64(): PrimitiveCode.UINT64,
+    pa.float16(): PrimitiveCode.FLOAT16,
+    pa.float32(): PrimitiveCode.FLOAT32,
+    pa.float64(): PrimitiveCode.FLOAT64,
+    pa.string(): PrimitiveCode.STRING,
+    pa.binary(): PrimitiveCode.BINARY,
+    pa.large_string(): PrimitiveCode.LARGE_STRING,
+    pa.large_binary(): PrimitiveCode.LARGE_BINARY,
+    pa.date32(): PrimitiveCode.DATE32,
+}
+_FROM_CODE = {code: t for t, code in _PRIMITIVES.items()}
+_PROBE_WINDOW = 8  # hash slots fetched per probe step
+_FLAG_NULLABLE = 1
+
+
+def name_hash(name: str) -> int:
+    """The 64-bit hash of a column name used by the on-disk index (BLAKE2b, 8 bytes)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
+def default_field_ids(schema: pa.Schema) -> list[int]:
+    """Field ids 0..n-1 over every storage node of ``schema`` in pre-order."""
+    total = sum(sum(1 for _ in build_tree(f).walk()) for f in schema)
+    return list(range(total))
+
+
+def _hash_capacity(n: int) -> int:
+    cap = 8
+    while cap * 3 < (n + 1) * 4:  # load factor <= 0.75
+        cap *= 2
+    return cap
+
+
+def build_schema_area(
+    schema: pa.Schema,
+    field_ids: Sequence[int] | None = None,
+    trees: Sequence[Node] | None = None,
+) -> bytes:
+    """Serialise ``schema`` (with one field id per storage node) into a schema area."""
+    trees = list(trees) if trees is not None else [build_tree(f) for f in schema]
+    node_counts = [sum(1 for _ in t.walk()) for t in trees]
+    total_nodes = sum(node_counts)
+    ids = np.asarray(
+        field_ids if field_ids is not None else np.arange(total_nodes), dtype="<i4"
+    )
+    if ids.shape != (total_nodes,):
+        raise SchemaMismatchError(
+            f"field_ids has {ids.size} entries but the schema has {total_nodes} storage nodes"
+        )
+    n = len(schema)
+    full = schema.serialize().to_pybytes()
+    heap = bytearray()
+    entries = np.zeros(n, dtype=COLUMN_ENTRY_DTYPE)
+    first = 0
+    for i, fld in enumerate(schema):
+        name = fld.name.encode()
+        code = _PRIMITIVES.get(fld.type, PrimitiveCode.IPC) if not fld.metadata else 0
+        blob = b"" if code else pa.schema([fld]).serialize().to_pybytes()
+        count = node_counts[i]
+        e = entries[i]
+        e["name_hash"] = name_hash(fld.name)
+        e["name_offset"] = len(full) + len(heap)
+        e["name_size"] = len(name)
+        heap += name
+        e["blob_offset"] = len(full) + len(heap)
+        e["blob_size"] = len(blob)
+        heap += blob
+        e["first_node"] = first
+        e["num_nodes"] = count
+        e["primitive_code"] = code
+        e["flags"] = _FLAG_NULLABLE if fld.nullable else 0
+        e["crc"] = zlib.crc32(ids[first : first + count].tobytes(), zlib.crc32(name + blob))
+        e["num_streams"] = len(trees[i].all_streams())
+        first += count
+    cap = _hash_capacity(n)
+    slots = np.zeros(cap, dtype=HASH_SLOT_DTYPE)
+    mask = cap - 1
+    hashes = entries["name_hash"]
+    for i in range(n):  # insertion in column order: the first of duplicate names wins
+        h = int(hashes[i])
+        s = h & mask
+        while slots["column_plus_one"][s]:
+            s = (s + 1) & mask
+        slots["tag"][s] = h >> 32
+        slots["column_plus_one"][s] = i + 1
+    header = np.zeros(1, dtype=SCHEMA_HEADER_DTYPE)
+    h0 = header[0]
+    h0["num_columns"] = n
+    h0["hash_capacity"] = cap
+    h0["num_nodes"] = total_nodes
+    h0["full_schema_offset"] = 0
+    h0["full_schema_size"] = len(full)
+    h0["heap_offset"] = len(full)
+    h0["heap_size"] = len(heap)
+    h0["node_ids_offset"] = len(full) + len(heap)
+    h0["columns_offset"] = h0["node_ids_offset"] + ids.nbytes
+    h0["hash_offset"] = h0["columns_offset"] + entries.nbytes
+    h0["crc"] = zlib.crc32(header.tobytes()[:44])
+    area = b"".join([full, bytes(heap), ids.tobytes(), entries.tobytes(), slots.tobytes()])
+    if len(area) + header.nbytes > 0xFFFFFFFF:
+        raise SchemaMismatchError("schema area exceeds 4 GiB")
+    return area + header.tobytes()
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """What the schema area says about one column."""
+
+    index: int
+    field: pa.Field
+    field_ids: np.ndarray  # int32 per storage node, pre-order
+    num_streams: int
+
+
+class SchemaIndex:
+    """Lazy, O(k) access to the schema area through a range-fetch function."""
+
+    def __init__(self, fetch: Fetch, offset: int, size: int, *, num_columns: int) -> None:
+        self._fetch = fetch
+        self._offset = offset
+        self._size = size
+        hsize = SCHEMA_HEADER_DTYPE.itemsize
+        if size < hsize:
+            raise InvalidFileError(f"schema area of {size} bytes is smaller than its header")
+        (raw,) = fetch([(offset + size - hsize, hsize)])
+        header = np.frombuffer(raw, dtype=SCHEMA_HEADER_DTYPE, count=1)[0]
+        if zlib.crc32(bytes(raw[:44])) != int(header["crc"]):
+            raise ChecksumError("schema header CRC32 mismatch")
+        self._h = header
+        self.num_columns = int(header["num_columns"])
+        if self.num_columns != num_columns:
+            raise InvalidFileError(
+                f"schema has {self.num_columns} columns, footer says {num_columns}"
+            )
+        cap = int(header["hash_capacity"])
+        end = size - hsize
+        checks = [
+            (int(header["full_schema_offset"]), int(header["full_schema_size"])),
+            (int(header["heap_offset"]), int(header["heap_size"])),
+            (int(header["node_ids_offset"]), int(header["num_nodes"]) * 4),
+            (int(header["columns_offset"]), self.num_columns * COLUMN_ENTRY_DTYPE.itemsize),
+            (int(header["hash_offset"]), cap * HASH_SLOT_DTYPE.itemsize),
+        ]
+        if cap & (cap - 1) or cap <= self.num_columns or any(o + n > end for o, n in checks):
+            raise InvalidFileError("schema area sections are out of bounds")
+        self._cap = cap
+        self._columns: dict[int, ColumnInfo] = {}
+
+    def _abs(self, rel: int) -> int:
+        return self._offset + rel
+
+    def full_schema(self) -> pa.Schema:
+        """The whole Arrow schema (reads and parses the full IPC message: O(columns))."""
+        (raw,) = self._fetch(
+            [(self._abs(int(self._h["full_schema_offset"])), int(self._h["full_schema_size"]))]
+        )
+        try:
+            schema = pa.ipc.read_schema(pa.py_buffer(raw))
+        except (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError) as exc:
+            raise InvalidFileError(f"corrupt schema message: {exc}") from None
+        if len(schema) != self.num_columns:
+            raise InvalidFileError("full schema and column index disagree on the column count")
+        return schema
+
+    def _entries(self, cols: Sequence[int]) -> list[np.void]:
+        size = COLUMN_ENTRY_DTYPE.itemsize
+        base = int(self._h["columns_offset"])
+        raws = self._fetch([(self._abs(base + c * size), size) for c in cols])
+        return [np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1)[0] for r in raws]
+
+    def lookup(self, names: Sequence[str]) -> list[int | None]:
+        """Column index of each name (None where absent); duplicates resolve to the first."""
+        mask = self._cap - 1
+        base = int(self._h["hash_offset"])
+        ssize = HASH_SLOT_DTYPE.itemsize
+        hashes = [name_hash(n) for n in names]
+        result: list[int | None] = [None] * len(names)
+        pending = list(range(len(names)))
+        start = [h & mask for h in hashes]
+        probed = [0] * len(names)
+        while pending:
+            ranges = []
+            for i in pending:
+                first = (start[i] + probed[i]) & mask
+                count = min(_PROBE_WINDOW, self._cap - first)
+                ranges.append((self._abs(base + first * ssize), count * ssize))
+            windows = self._fetch(ranges)
+            candidates: list[tuple[int, int]] = []  # (name index, column)
+            still: list[int] = []
+            for i, raw in zip(pending, windows, strict=True):
+                slots = np.frombuffer(raw, dtype=HASH_SLOT_DTYPE)
+                tag = hashes[i] >> 32
+                done = False
+                for slot in slots:
+                    probed[i] += 1
+                    col = int(slot["column_plus_one"])
+                    if col == 0:
+                        done = True
+                        break
+                    if int(slot["tag"]) == tag:
+                        candidates.append((i, col - 1))
+                if not done and probed[i] < self._cap:
+                    still.append(i)
+            if candidates:
+                bad = [c for _, c in candidates if c >= self.num_columns]
+                if bad:
+                    raise InvalidFileError(f"name index points at column {bad[0]}")
+                entries = self._entries([c for _, c in candidates])
+                name_raws = self._fetch(
+                    [(self._abs(int(e["name_offset"])), int(e["name_size"])) for e in entries]
+                )
+                for (i, col), e, raw in zip(candidates, entries, name_raws, strict=True):
+                    if int(e["name_hash"]) == hashes[i] and bytes(raw) == names[i].encode():
+                        if result[i] is None or col < result[i]:  # type: ignore[operator]
+                            result[i] = col
+            pending = [i for i in still if result[i] is None]
+        return result
+
+    def column(self, index: int) -> ColumnInfo:
+        """Field, field ids and stream count of column ``index`` (cached)."""
+        return self.columns([index])[0]
+
+    def columns(self, indices: Sequence[int]) -> list[ColumnInfo]:
+        """Like :meth:`column` for many columns, with one batched fetch per step."""
+        missing = [i for i in dict.fromkeys(indices) if i not in self._columns]
+        if missing:
+            for i in missing:
+                if not 0 <= i < self.num_columns:
+                    raise InvalidFileError(f"column {i} is out of range")
+            entries = self._entries(missing)
+            heap_end = int(self._h["heap_offset"]) + int(self._h["heap_size"])
+            ranges: list[tuple[int, int]] = []
+            for e in entries:
+                no, ns = int(e["name_offset"]), int(e["name_size"])
+                bo, bs = int(e["blob_offset"]), int(e["blob_size"])
+                nodes_end = int(e["first_node"]) + int(e["num_nodes"])
+                if no + ns > heap_end or bo + bs > heap_end or nodes_end > int(self._h["num_nodes"]):
+                    raise InvalidFileError("column entry points outside the schema area")
+                ranges += [
+                    (self._abs(no), ns),
+                    (self._abs(bo), bs),
+                    (self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
+                     4 * int(e["num_nodes"])),
+                ]
+            raws = self._fetch(ranges)
+            for k, (i, e) in enumerate(zip(missing, entries, strict=True)):
+                name_raw, blob_raw, ids_raw = raws[3 * k : 3 * k + 3]
+                crc = zlib.crc32(ids_raw, zlib.crc32(blob_raw, zlib.crc32(name_raw)))
+                if crc != int(e["crc"]):
+                    raise ChecksumError(f"schema entry of column {i}: CRC32 mismatch")
+                self._columns[i] = ColumnInfo(
+                    index=i,
+                    field=self._make_field(e, name_raw, blob_raw),
+                    field_ids=np.frombuffer(ids_raw, dtype="<i4"),
+                    num_streams=int(e["num_streams"]),
+                )
+        return [self._columns[i] for i in indices]
+
+    @staticmethod
+    def _make_field(e: np.void, name_raw: memoryview, blob_raw: memoryview) -> pa.Field:
+        try:
+            name = bytes(name_raw).decode()
+        except UnicodeDecodeError:
+            raise InvalidFileError("column name is not valid UTF-8") from None
+        code = int(e["primitive_code"])
+        if code:
+            try:
+                t = _FROM_CODE[PrimitiveCode(code)]
+            except (ValueError, KeyError):
+                raise InvalidFileError(f"unknown primitive type code {code}") from None
+            return pa.field(name, t, nullable=bool(int(e["flags"]) & _FLAG_NULLABLE))
+        try:
+            schema = pa.ipc.read_schema(pa.py_buffer(blob_raw))
+        except (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError) as exc:
+            raise InvalidFileError(f"corrupt field blob for {name!r}: {exc}") from None
+        if len(schema) != 1 or schema[0].name != name:
+            raise InvalidFileError(f"field blob for {name!r} does not describe it")
+        return schema[0]

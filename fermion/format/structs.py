@@ -1,0 +1,289 @@
+"""Every on-disk struct of the Fermion file format, declared once.
+
+All metadata is POD (seed 001): the bytes on disk are little-endian C structs, read with
+``np.frombuffer`` and never parsed field by field. Nobody else in the code base uses
+``struct.unpack`` or magic offsets; docs/FORMAT.md is the normative description of the
+same layouts.
+
+File layout::
+
+    [FileHeader 8B] [Data area: stripes -> stream chunks -> pages]
+    [CMB area: one Column Metadata Block per column that is not all-null]
+    [Schema area] [CIT: (num_columns + 1) x int64] [Footer 64B]
+
+Example:
+    >>> FOOTER_DTYPE.itemsize, CMB_HEADER_DTYPE.itemsize, STREAM_META_DTYPE.itemsize
+    (64, 16, 8)
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+__all__ = [
+    "CHUNK_ALL_NULL",
+    "CMB_HEADER_DTYPE",
+    "COLUMN_ENTRY_DTYPE",
+    "FILE_HEADER_DTYPE",
+    "FOOTER_DTYPE",
+    "FULL_CHUNK_DESC_DTYPE",
+    "FORMAT_VERSION_MAJOR",
+    "FORMAT_VERSION_MINOR",
+    "Compression",
+    "DescType",
+    "Encoding",
+    "HASH_SLOT_DTYPE",
+    "MAGIC",
+    "OptionalFeature",
+    "PAGE_HEADER_DTYPE",
+    "PAGE_META_DTYPE",
+    "PrimitiveCode",
+    "RequiredFeature",
+    "SCHEMA_HEADER_DTYPE",
+    "SIMPLE_CHUNK_DESC_DTYPE",
+    "STRIPE_META_DTYPE",
+    "STREAM_META_DTYPE",
+    "StatsFlag",
+    "StreamType",
+    "CIT_DTYPE",
+]
+
+MAGIC = b"FRMN"
+FORMAT_VERSION_MAJOR = 1
+FORMAT_VERSION_MINOR = 0
+
+# SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
+# "全部无效 (length = max)"); length 0 means "all valid" / "no data".
+CHUNK_ALL_NULL = 0xFFFFFFFF
+
+
+class DescType(enum.IntEnum):
+    """StreamMeta.descType_: what the payload of a stream holds (seed 001)."""
+
+    SIMPLE = 0  # payload: SimpleChunkDesc[numStripes]
+    FULL = 1  # payload: FullChunkDesc[numStripes] (+ PageMeta pool)
+    USE_DEFAULT = 2  # no payload: validity all valid / data and offsets empty
+    FORCE_NULL = 3  # no payload: validity all null
+
+
+class StreamType(enum.IntEnum):
+    """StreamMeta.streamType_ (seed 001, plus BATCH_META from its batch-mode appendix)."""
+
+    VALIDITY = 0
+    OFFSETS = 1
+    DATA = 2
+    BATCH_META = 3
+
+
+class Encoding(enum.IntEnum):
+    """PageHeader.encoding: the lightweight encoding of a page's values (before zstd)."""
+
+    PLAIN = 0
+
+
+class Compression(enum.IntEnum):
+    """PageHeader.compression: the general-purpose codec applied after the encoding."""
+
+    NONE = 0
+    ZSTD = 1
+
+
+class RequiredFeature(enum.IntFlag):
+    """Footer.required_features: a reader that does not know a set bit must refuse the file."""
+
+    BATCH_MODE = 1 << 0  # a BATCH_META system column exists (seed 001 appendix)
+
+
+class OptionalFeature(enum.IntFlag):
+    """Footer.optional_features: informative; unknown bits are ignored by readers."""
+
+    PAGE_CRC = 1 << 0  # every page header carries a CRC32 that readers verify
+
+
+class StatsFlag(enum.IntFlag):
+    """Flags in FullChunkDesc.statsFlags / PageMeta.statsFlags."""
+
+    HAS_MINMAX = 1 << 0  # minVal/maxVal are valid bounds of the non-null values
+    MIN_INEXACT = 1 << 1  # minVal is a lower bound (e.g. a truncated string prefix)
+    MAX_INEXACT = 1 << 2  # maxVal is an upper bound (e.g. an incremented prefix)
+    HAS_NAN = 1 << 3  # floating point NaN present: bounds exclude NaN, no range pruning
+
+
+class PrimitiveCode(enum.IntEnum):
+    """ColumnEntry.primitive_code: fast path for flat columns without metadata.
+
+    ``IPC`` (0) means: the column's Arrow field is stored as an Arrow IPC schema blob.
+    """
+
+    IPC = 0
+    BOOL = 1
+    INT8 = 2
+    INT16 = 3
+    INT32 = 4
+    INT64 = 5
+    UINT8 = 6
+    UINT16 = 7
+    UINT32 = 8
+    UINT64 = 9
+    FLOAT16 = 10
+    FLOAT32 = 11
+    FLOAT64 = 12
+    STRING = 13
+    BINARY = 14
+    LARGE_STRING = 15
+    LARGE_BINARY = 16
+    DATE32 = 17
+
+
+def _dtype(fields: list[tuple[str, str]], size: int) -> np.dtype:
+    dt = np.dtype(fields)
+    if dt.itemsize != size:  # an explicit, typed check: a wrong layout is a programming error
+        raise RuntimeError(f"on-disk struct has size {dt.itemsize}, expected {size}")
+    return dt
+
+
+FILE_HEADER_DTYPE = _dtype(
+    [("magic", "S4"), ("version_major", "<u2"), ("version_minor", "<u2")],
+    8,
+)
+
+FOOTER_DTYPE = _dtype(
+    [
+        ("cmb_offset", "<u8"),  # start of the CMB area
+        ("schema_offset", "<u8"),  # start of the schema area (== end of the CMB area)
+        ("cit_offset", "<u8"),  # start of the CIT
+        ("num_rows", "<u8"),
+        ("num_columns", "<u4"),
+        ("num_stripes", "<u4"),
+        ("schema_size", "<u4"),  # bytes of the schema area
+        ("required_features", "<u4"),
+        ("optional_features", "<u4"),
+        ("footer_crc", "<u4"),  # CRC32 of the 40 bytes before this field
+        ("version_major", "<u2"),
+        ("version_minor", "<u2"),
+        ("magic", "S4"),
+    ],
+    64,
+)
+
+# Column Index Table: num_columns + 1 entries; entry i is the absolute offset of column i's
+# CMB, entry num_columns is the end of the CMB area. CMB size = cit[i + 1] - cit[i]; a size
+# of 0 means the column is all-null in every stripe and has no CMB (seed 001).
+CIT_DTYPE = np.dtype("<i8")
+
+CMB_HEADER_DTYPE = _dtype(
+    [
+        ("num_streams", "<u4"),
+        ("num_stripes", "<u4"),
+        ("crc", "<u4"),  # CRC32 of the CMB bytes after this header
+        ("reserved", "<u4"),
+    ],
+    16,
+)
+
+STRIPE_META_DTYPE = _dtype([("row_count", "<u4")], 4)
+
+STREAM_META_DTYPE = _dtype(
+    [
+        ("desc_type", "u1"),  # DescType
+        ("stream_type", "u1"),  # StreamType
+        ("node", "<u2"),  # stream identity: pre-order index of the field node in the column
+        ("chunks_offset", "<u4"),  # relative to the CMB start; 0: no payload
+    ],
+    8,
+)
+
+SIMPLE_CHUNK_DESC_DTYPE = _dtype(
+    [
+        ("offset", "<u8"),  # absolute file offset of the chunk's single page
+        ("length", "<u4"),  # 0: empty chunk / all valid; CHUNK_ALL_NULL: validity all null
+        ("num_values", "<u4"),  # values this chunk describes in this stripe
+    ],
+    16,
+)
+
+FULL_CHUNK_DESC_DTYPE = _dtype(
+    [
+        ("offset", "<u8"),  # absolute file offset of the first page
+        ("length", "<u4"),  # bytes of all pages; 0 means empty chunk
+        ("num_values", "<u4"),
+        ("chunk_min", "<i8"),
+        ("chunk_max", "<i8"),
+        ("null_count", "<u4"),
+        ("num_pages", "<u4"),
+        ("page_meta_offset", "<u4"),  # relative to the CMB start; ignored if num_pages <= 1
+        ("stats_flags", "<u4"),  # StatsFlag
+    ],
+    48,
+)
+
+PAGE_META_DTYPE = _dtype(
+    [
+        ("page_size", "<u4"),  # bytes on disk, header included
+        ("row_count", "<u4"),  # values in the page
+        ("min_val", "<i8"),
+        ("max_val", "<i8"),
+        ("null_count", "<u4"),
+        ("stats_flags", "<u4"),
+    ],
+    32,
+)
+
+PAGE_HEADER_DTYPE = _dtype(
+    [
+        ("crc", "<u4"),  # CRC32 of the page bytes after this field (0 if CRC is off)
+        ("encoding", "u1"),  # Encoding
+        ("compression", "u1"),  # Compression
+        ("flags", "u1"),
+        ("reserved", "u1"),
+        ("decoded_size", "<u4"),  # bytes after decompression (the encoded page)
+        ("num_values", "<u4"),
+    ],
+    16,
+)
+
+SCHEMA_HEADER_DTYPE = _dtype(
+    [
+        ("num_columns", "<u4"),
+        ("hash_capacity", "<u4"),  # slots of the open-addressing name index (power of 2)
+        ("num_nodes", "<u4"),  # field nodes of all columns, pre-order
+        ("flags", "<u4"),
+        # offsets relative to the schema area start, sizes in bytes
+        ("full_schema_offset", "<u4"),
+        ("full_schema_size", "<u4"),
+        ("heap_offset", "<u4"),
+        ("heap_size", "<u4"),
+        ("node_ids_offset", "<u4"),
+        ("columns_offset", "<u4"),
+        ("hash_offset", "<u4"),
+        ("crc", "<u4"),  # CRC32 of this header's first 44 bytes
+    ],
+    48,
+)
+
+COLUMN_ENTRY_DTYPE = _dtype(
+    [
+        ("name_hash", "<u8"),  # name_hash() of the UTF-8 name
+        ("name_offset", "<u4"),  # into the heap
+        ("name_size", "<u4"),
+        ("blob_offset", "<u4"),  # Arrow IPC schema of the one field (PrimitiveCode.IPC only)
+        ("blob_size", "<u4"),
+        ("first_node", "<u4"),  # into the node field-id array
+        ("num_nodes", "<u2"),
+        ("primitive_code", "u1"),  # PrimitiveCode
+        ("flags", "u1"),  # bit 0: nullable
+        ("crc", "<u4"),  # CRC32 of name bytes + blob bytes + the node ids of this column
+        ("num_streams", "<u4"),
+    ],
+    40,
+)
+
+HASH_SLOT_DTYPE = _dtype(
+    [
+        ("tag", "<u4"),  # high 32 bits of the name hash
+        ("column_plus_one", "<u4"),  # 0: empty slot
+    ],
+    8,
+)

@@ -1,0 +1,393 @@
+"""The Fermion writer: "data first, meta last" (seed 001).
+
+Rows are buffered into a stripe; a full stripe is shredded column by column into pages
+(encoded and zstd-compressed on a thread pool) and appended to a buffered sink. Chunk
+descriptors and page statistics stay in memory until :meth:`FileWriter.close`, which
+writes every Column Metadata Block (relocated to CMB-relative offsets), the schema area,
+the Column Index Table and the fixed-size footer.
+
+Example:
+    >>> import pyarrow as pa, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.fermion")
+    >>> schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    >>> with FileWriter(path, schema, page_size=4096) as w:
+    ...     w.write(pa.table({"id": [1, 2], "name": ["a", None]}))
+    ...     w.write(pa.record_batch({"id": [3], "name": ["c"]}))
+    >>> w.num_rows
+    3
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from fermion.errors import FermionError, InvalidArgumentError, SchemaMismatchError
+from fermion.format.layout import Node, build_tree
+from fermion.format.options import WriteOptions, split_options
+from fermion.format.schema import build_schema_area
+from fermion.format.shred import ChunkState, StreamChunk, shred_column
+from fermion.format.structs import (
+    CHUNK_ALL_NULL,
+    CIT_DTYPE,
+    CMB_HEADER_DTYPE,
+    FILE_HEADER_DTYPE,
+    FOOTER_DTYPE,
+    FORMAT_VERSION_MAJOR,
+    FORMAT_VERSION_MINOR,
+    FULL_CHUNK_DESC_DTYPE,
+    MAGIC,
+    PAGE_META_DTYPE,
+    SIMPLE_CHUNK_DESC_DTYPE,
+    STREAM_META_DTYPE,
+    STRIPE_META_DTYPE,
+    DescType,
+    OptionalFeature,
+    StreamType,
+)
+from fermion.io.sink import Sink, open_sink
+
+__all__ = ["FileWriter", "write_table"]
+
+
+@dataclass
+class _StreamRecord:
+    """Per-stripe chunk descriptors of one stream, kept until close."""
+
+    stream_type: StreamType
+    node: int
+    states: list[ChunkState] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    num_values: list[int] = field(default_factory=list)
+    null_counts: list[int] = field(default_factory=list)
+    mins: list[int] = field(default_factory=list)
+    maxs: list[int] = field(default_factory=list)
+    flags: list[int] = field(default_factory=list)
+    pages: list[np.ndarray | None] = field(default_factory=list)  # PageMeta rows per stripe
+
+
+class _ColumnRecord:
+    def __init__(self, tree: Node) -> None:
+        self.tree = tree
+        self.streams = [_StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
+
+
+class FileWriter:
+    """Write one Fermion file from Arrow tables or record batches.
+
+    Args:
+        where: local path, fsspec URL, ``(filesystem, path)`` pair or binary file object.
+        schema: the Arrow schema every written batch must match exactly.
+        field_ids: one id per storage node in pre-order (default ``0..n-1``).
+        **options: :class:`~fermion.format.options.WriteOptions` fields.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "e.fermion")
+        >>> with FileWriter(path, pa.schema([("x", pa.float32())])) as w:
+        ...     w.write(pa.table({"x": pa.array([1.5], pa.float32())}))
+    """
+
+    def __init__(
+        self,
+        where: Any,
+        schema: pa.Schema,
+        *,
+        field_ids: Sequence[int] | None = None,
+        **options: Any,
+    ) -> None:
+        if not isinstance(schema, pa.Schema):
+            raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema)}")
+        self.options: WriteOptions = split_options(WriteOptions, options)
+        self.schema = schema
+        self._trees = [build_tree(f) for f in schema]  # raises UnsupportedTypeError early
+        self._schema_area = build_schema_area(schema, field_ids, self._trees)
+        self._columns = [_ColumnRecord(t) for t in self._trees]
+        self._stripe_rows: list[int] = []
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
+        self.num_rows = 0
+        self.closed = False
+        header = np.zeros(1, dtype=FILE_HEADER_DTYPE)
+        header["magic"] = MAGIC
+        header["version_major"] = FORMAT_VERSION_MAJOR
+        header["version_minor"] = FORMAT_VERSION_MINOR
+        self._sink.append(header.tobytes())
+
+    # -- public API -------------------------------------------------------------------
+    def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
+        """Append rows; stripes are cut by row count or buffered bytes."""
+        self._check_open()
+        for batch in self._batches(data):
+            if batch.num_rows == 0:
+                continue
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            self._pending_bytes += batch.nbytes
+            while self._pending_rows >= self.options.max_stripe_rows:
+                self._flush_stripe(self.options.max_stripe_rows)
+            if self._pending_bytes >= self.options.max_stripe_bytes:
+                self._flush_stripe(self._pending_rows)
+
+    def close(self) -> None:
+        """Write the last stripe and all metadata; the file is complete after this."""
+        if self.closed:
+            return
+        try:
+            if self._pending_rows:
+                self._flush_stripe(self._pending_rows)
+            self._write_metadata()
+            self._sink.close()
+        except BaseException:
+            self._sink.abort()
+            raise
+        finally:
+            self.closed = True
+            if self._pool is not None:
+                self._pool.shutdown()
+
+    def abort(self) -> None:
+        """Stop without writing metadata (the partial output is not a valid file)."""
+        if not self.closed:
+            self.closed = True
+            self._sink.abort()
+            if self._pool is not None:
+                self._pool.shutdown()
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    # -- stripes ----------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise InvalidArgumentError("the writer is closed")
+
+    def _batches(self, data: Any) -> Iterable[pa.RecordBatch]:
+        if isinstance(data, pa.RecordBatch):
+            batches: Iterable[pa.RecordBatch] = [data]
+            schema = data.schema
+        elif isinstance(data, pa.Table):
+            batches, schema = data.to_batches(), data.schema
+        elif isinstance(data, pa.RecordBatchReader):
+            batches, schema = data, data.schema
+        else:
+            raise InvalidArgumentError(
+                f"expected a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data)}"
+            )
+        if not schema.equals(self.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"data schema does not match the file schema:\n{schema}\n!=\n{self.schema}"
+            )
+        return batches
+
+    def _flush_stripe(self, rows: int) -> None:
+        table = pa.Table.from_batches(self._pending, schema=self.schema)
+        stripe, rest = table.slice(0, rows), table.slice(rows)
+        self._pending = rest.to_batches() if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        self._pending_bytes = rest.nbytes if rest.num_rows else 0
+        self._write_stripe(stripe)
+
+    def _encode_column(self, i: int, column: pa.ChunkedArray) -> list[StreamChunk]:
+        if column.num_chunks == 1:
+            array = column.chunk(0)
+        else:
+            array = pa.concat_arrays(column.chunks)
+        return shred_column(self._trees[i], array, self.options)
+
+    def _write_stripe(self, stripe: pa.Table) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.options.worker_threads)
+        futures = [
+            self._pool.submit(self._encode_column, i, stripe.column(i))
+            for i in range(stripe.num_columns)
+        ]
+        for i, fut in enumerate(futures):
+            self._place(self._columns[i], fut.result())
+        self._stripe_rows.append(stripe.num_rows)
+        self.num_rows += stripe.num_rows
+
+    def _place(self, col: _ColumnRecord, chunks: list[StreamChunk]) -> None:
+        sink = self._sink
+        for rec, chunk in zip(col.streams, chunks, strict=True):
+            start = sink.tell()
+            for page in chunk.pages:
+                sink.append(page.data)
+            rec.states.append(chunk.state)
+            rec.offsets.append(start if chunk.pages else 0)
+            length = sink.tell() - start
+            if length >= CHUNK_ALL_NULL:
+                raise FermionError("a stream chunk exceeds 4 GiB; lower max_stripe_rows")
+            rec.lengths.append(length)
+            rec.num_values.append(chunk.num_values)
+            rec.null_counts.append(chunk.null_count)
+            rec.mins.append(chunk.min_val)
+            rec.maxs.append(chunk.max_val)
+            rec.flags.append(chunk.stats_flags)
+            if rec.stream_type == StreamType.VALIDITY:
+                rec.pages.append(None)
+                continue
+            metas = np.zeros(len(chunk.pages), dtype=PAGE_META_DTYPE)
+            if chunk.pages:
+                metas["page_size"] = [len(p.data) for p in chunk.pages]
+                metas["row_count"] = [p.num_values for p in chunk.pages]
+                metas["min_val"] = [p.min_val for p in chunk.pages]
+                metas["max_val"] = [p.max_val for p in chunk.pages]
+                metas["null_count"] = [p.null_count for p in chunk.pages]
+                metas["stats_flags"] = [p.stats_flags for p in chunk.pages]
+            rec.pages.append(metas)
+
+    # -- metadata ---------------------------------------------------------------------
+    def _build_cmb(self, col: _ColumnRecord) -> bytes:
+        """One Column Metadata Block; b"" when the column is all-null in every stripe."""
+        num_stripes = len(self._stripe_rows)
+        if num_stripes == 0:
+            return b""
+        top = col.streams[0] if col.streams else None  # node 0's VALIDITY, if any
+        if top is None or all(s == ChunkState.ALL_NULL for s in top.states):
+            return b""  # all-null in every stripe: no CMB (seed 001)
+        metas = np.zeros(len(col.streams), dtype=STREAM_META_DTYPE)
+        payload: list[bytes] = []
+        payload_size = 0
+        page_pool: list[np.ndarray] = []
+        page_pool_size = 0
+        full_descs: list[tuple[int, np.ndarray]] = []  # (payload position, descs)
+        for k, rec in enumerate(col.streams):
+            metas[k]["stream_type"] = rec.stream_type
+            metas[k]["node"] = rec.node
+            if rec.stream_type == StreamType.VALIDITY:
+                if all(s == ChunkState.ALL_VALID for s in rec.states):
+                    metas[k]["desc_type"] = DescType.USE_DEFAULT
+                    continue
+                if all(s == ChunkState.ALL_NULL for s in rec.states):
+                    metas[k]["desc_type"] = DescType.FORCE_NULL
+                    continue
+                descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
+                descs["offset"] = rec.offsets
+                descs["length"] = [
+                    CHUNK_ALL_NULL if s == ChunkState.ALL_NULL else length
+                    for s, length in zip(rec.states, rec.lengths, strict=True)
+                ]
+                descs["num_values"] = rec.num_values
+                metas[k]["desc_type"] = DescType.SIMPLE
+                metas[k]["chunks_offset"] = payload_size  # relocated below
+                payload.append(descs.tobytes())
+                payload_size += descs.nbytes
+                continue
+            if all(s == ChunkState.EMPTY for s in rec.states):
+                metas[k]["desc_type"] = DescType.USE_DEFAULT
+                continue
+            descs = np.zeros(num_stripes, dtype=FULL_CHUNK_DESC_DTYPE)
+            descs["offset"] = rec.offsets
+            descs["length"] = rec.lengths
+            descs["num_values"] = rec.num_values
+            descs["chunk_min"] = rec.mins
+            descs["chunk_max"] = rec.maxs
+            descs["null_count"] = rec.null_counts
+            descs["stats_flags"] = rec.flags
+            num_pages = np.array([len(p) if p is not None else 0 for p in rec.pages])
+            descs["num_pages"] = num_pages
+            for s, pages in enumerate(rec.pages):
+                if pages is not None and len(pages) > 1:
+                    descs[s]["page_meta_offset"] = page_pool_size  # relocated below
+                    page_pool.append(pages)
+                    page_pool_size += pages.nbytes
+            metas[k]["desc_type"] = DescType.FULL
+            metas[k]["chunks_offset"] = payload_size
+            full_descs.append((len(payload), descs))
+            payload.append(b"")  # placeholder, filled after relocation
+            payload_size += descs.nbytes
+        meta_size = CMB_HEADER_DTYPE.itemsize + num_stripes * 4 + metas.nbytes
+        # relocation (seed 001): payload-relative offsets become CMB-relative
+        has_payload = metas["desc_type"] < DescType.USE_DEFAULT
+        metas["chunks_offset"][has_payload] += meta_size
+        for pos, descs in full_descs:
+            multi = descs["num_pages"] > 1
+            descs["page_meta_offset"][multi] += meta_size + payload_size
+            payload[pos] = descs.tobytes()
+        stripes = np.asarray(self._stripe_rows, dtype=STRIPE_META_DTYPE["row_count"])
+        body = b"".join(
+            [stripes.tobytes(), metas.tobytes(), *payload, *(p.tobytes() for p in page_pool)]
+        )
+        header = np.zeros(1, dtype=CMB_HEADER_DTYPE)
+        header["num_streams"] = len(col.streams)
+        header["num_stripes"] = num_stripes
+        header["crc"] = zlib.crc32(body)
+        if meta_size + payload_size + page_pool_size > 0xFFFFFFFF:
+            raise FermionError("a column metadata block exceeds 4 GiB; use larger stripes")
+        return header.tobytes() + body
+
+    def _write_metadata(self) -> None:
+        sink = self._sink
+        cmb_offset = sink.tell()
+        cit = np.zeros(len(self._columns) + 1, dtype=CIT_DTYPE)
+        for i, col in enumerate(self._columns):
+            cit[i] = sink.tell()
+            sink.append(self._build_cmb(col))
+        schema_offset = sink.tell()
+        cit[-1] = schema_offset
+        sink.append(self._schema_area)
+        cit_offset = sink.tell()
+        sink.append(cit.tobytes())
+        footer = np.zeros(1, dtype=FOOTER_DTYPE)
+        f = footer[0]
+        f["cmb_offset"] = cmb_offset
+        f["schema_offset"] = schema_offset
+        f["cit_offset"] = cit_offset
+        f["num_rows"] = self.num_rows
+        f["num_columns"] = len(self._columns)
+        f["num_stripes"] = len(self._stripe_rows)
+        f["schema_size"] = len(self._schema_area)
+        f["required_features"] = 0
+        f["optional_features"] = OptionalFeature.PAGE_CRC if self.options.page_crc else 0
+        f["version_major"] = FORMAT_VERSION_MAJOR
+        f["version_minor"] = FORMAT_VERSION_MINOR
+        f["magic"] = MAGIC
+        raw = footer.tobytes()
+        f["footer_crc"] = zlib.crc32(raw[:40])
+        sink.append(footer.tobytes())
+
+
+def write_table(
+    table: pa.Table | pa.RecordBatchReader,
+    where: Any,
+    *,
+    field_ids: Sequence[int] | None = None,
+    **options: Any,
+) -> None:
+    """Write a table (or a stream of batches) as one Fermion file.
+
+    Args:
+        table: a ``pyarrow.Table`` or ``RecordBatchReader``.
+        where: local path, fsspec URL or ``(filesystem, path)``.
+        field_ids: one id per storage node in pre-order (default ``0..n-1``).
+        **options: :class:`~fermion.format.options.WriteOptions` fields, e.g.
+            ``page_size``, ``max_stripe_rows``, ``compression``, ``compression_level``.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.fermion")
+        >>> write_table(pa.table({"a": [1, None, 3]}), path, compression="none")
+        >>> os.path.getsize(path) > 0
+        True
+    """
+    if not isinstance(table, pa.Table | pa.RecordBatchReader):
+        raise InvalidArgumentError(f"expected a pyarrow Table or RecordBatchReader, got {type(table)}")
+    with FileWriter(where, table.schema, field_ids=field_ids, **options) as writer:
+        writer.write(table)
