@@ -103,34 +103,33 @@ class FermionSystem(System):
     def schema(self, path: Path) -> pa.Schema:
         import fermion
 
-        return fermion.FileReader(str(path)).schema
+        with fermion.FileReader(str(path)) as reader:
+            return reader.schema
 
     def read(self, path: Path, columns: list[str] | None = None) -> pa.Table:
         import fermion
 
-        return fermion.FileReader(str(path)).read(columns=columns)
+        with fermion.FileReader(str(path)) as reader:
+            return reader.read(columns=columns)
 
     def take(self, path: Path, indices: np.ndarray) -> pa.Table:
         import fermion
 
-        return fermion.FileReader(str(path)).take(indices)
+        with fermion.FileReader(str(path)) as reader:
+            return reader.take(indices)
 
     def io_probe(self, path: Path, columns: list[str] | None, read: bool) -> dict[str, Any]:
         import fermion
 
-        reader = fermion.FileReader(str(path))
-        source = getattr(reader, "source", None)
-        if source is None or not hasattr(source, "stats"):
-            return {}
-        stats = source.stats
-        if not (hasattr(stats, "requests") and hasattr(stats, "bytes_read")):
-            return {}
-        _ = reader.schema
-        facts = {"open_requests": stats.requests, "open_bytes": stats.bytes_read}
-        if not read:
-            return facts
-        reader.read(columns=columns)
-        facts.update(read_requests=stats.requests, read_bytes=stats.bytes_read)
+        with fermion.FileReader(str(path)) as reader:
+            stats: Any = getattr(getattr(reader, "source", None), "stats", None)
+            if not (hasattr(stats, "requests") and hasattr(stats, "bytes_read")):
+                return {}
+            _ = reader.schema
+            facts = {"open_requests": stats.requests, "open_bytes": stats.bytes_read}
+            if read:
+                reader.read(columns=columns)
+                facts.update(read_requests=stats.requests, read_bytes=stats.bytes_read)
         return facts
 
 
@@ -254,7 +253,8 @@ class LanceFileSystem(System):
         meta = LanceFileReader(str(path)).metadata()
         return {
             "metadata_bytes_in_file": meta.num_column_metadata_bytes + meta.num_global_buffer_bytes,
-            "file_version": f"{meta.major_version}.{meta.minor_version}",
+            "file_version": f"{getattr(meta, 'major_version', '?')}."
+            f"{getattr(meta, 'minor_version', '?')}",
         }
 
 
