@@ -16,6 +16,7 @@ __all__ = [
     "READ_COLUMNS",
     "REPO_ROOT",
     "SEED",
+    "TAKE_CHECK_ROWS",
     "WARMUP_RUNS",
     "WORKER_TIMEOUT_S",
     "Sizes",
@@ -35,6 +36,8 @@ WARMUP_RUNS = 1
 WORKER_TIMEOUT_S = 1800
 NULL_COLUMN_FRACTION = 0.3
 READ_COLUMNS = 10
+#: Rows taken when a written copy is verified (take path).
+TAKE_CHECK_ROWS = 1_000
 
 
 @dataclass(frozen=True)

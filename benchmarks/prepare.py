@@ -3,7 +3,8 @@
 A cached file is named after a fingerprint of the code that wrote it (library version, or a
 hash of the Fermion sources), so a changed writer rewrites its files and nothing else.
 Files are written under a temporary name and renamed, so an interrupted run never leaves a
-half-written file in the cache.
+half-written file in the cache. Every copy is read back once and compared with the source
+table; the outcome is stored beside the file and reported with every result on it.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 from pathlib import Path
 
+import pyarrow as pa
+
 from benchmarks import systems
-from benchmarks.config import DATA_VERSION
+from benchmarks.config import DATA_VERSION, TAKE_CHECK_ROWS
+from benchmarks.datagen import take_indices
 from benchmarks.scenarios import Dataset
 
-__all__ = ["dataset_path", "fingerprint", "write_dataset_copy"]
+__all__ = ["cached_check", "dataset_path", "fingerprint", "verify_copy", "write_dataset_copy"]
 
 
 def _fermion_source_hash() -> str:
@@ -56,12 +61,64 @@ def dataset_path(data_dir: Path, dataset: Dataset, system: str, fp: str) -> Path
     return data_dir / "files" / dataset.id / f"{system}-{fp}{suffix}"
 
 
-def write_dataset_copy(data_dir: Path, dataset: Dataset, system: str, target: Path) -> None:
-    """Generate ``dataset`` and write it with ``system`` to ``target`` (atomically)."""
+def _column_problems(got: pa.Table, expected: pa.Table) -> list[str]:
+    if got.num_rows != expected.num_rows:
+        return [f"{got.num_rows} rows, expected {expected.num_rows}"]
+    if got.column_names != expected.column_names:
+        return [f"columns {got.column_names[:5]}..., expected {expected.column_names[:5]}..."]
+    problems = []
+    for name in expected.column_names:
+        a, b = got.column(name), expected.column(name)
+        if a.type != b.type:
+            problems.append(f"{name}: type {a.type}, expected {b.type}")
+        elif not a.equals(b):
+            problems.append(f"{name}: values differ")
+    return problems
+
+
+def verify_copy(adapter: systems.System, table: pa.Table, dataset: Dataset, path: Path) -> str:
+    """Read back what the benchmark reads and compare with the source: "ok" or the problems.
+
+    Wide tables: the evenly spaced projection; others: every column, plus (lineitem) the
+    rows the take benchmark takes. Column nullability is not compared, types and values are.
+    """
+    columns = dataset.check_columns()
+    expected = table if columns is None else table.select(columns)
+    problems = [f"read: {p}" for p in _column_problems(adapter.read(path, columns), expected)]
+    if dataset.family == "lineitem":
+        indices = take_indices(table.num_rows, TAKE_CHECK_ROWS)
+        got = adapter.take(path, indices)
+        problems += [f"take: {p}" for p in _column_problems(got, table.take(pa.array(indices)))]
+    return "ok" if not problems else "; ".join(problems[:3])
+
+
+def check_path(target: Path) -> Path:
+    """The sidecar holding the read-back check of a cached file."""
+    return target.with_name(target.name + ".check.json")
+
+
+def cached_check(target: Path) -> str | None:
+    """The stored read-back check of a cached file (``None`` if it was never checked)."""
+    sidecar = check_path(target)
+    if not sidecar.exists():
+        return None
+    return str(json.loads(sidecar.read_text())["check"])
+
+
+def write_dataset_copy(data_dir: Path, dataset: Dataset, system: str, target: Path) -> str:
+    """Make sure ``system``'s copy of ``dataset`` exists at ``target`` and is verified.
+
+    Writes it (atomically) if missing, then reads it back and compares with the source.
+    Returns the check ("ok" or the problems found), also stored beside the file.
+    """
     adapter = systems.get(system)
     table = dataset.build(data_dir)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    adapter.remove(tmp)
-    adapter.write(table, tmp)
-    tmp.rename(target)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        adapter.remove(tmp)
+        adapter.write(table, tmp)
+        tmp.rename(target)
+    check = verify_copy(adapter, table, dataset, target)
+    check_path(target).write_text(json.dumps({"check": check}))
+    return check

@@ -140,6 +140,7 @@ def machine_facts() -> dict[str, Any]:
         "fermion": _version("fermion"),
         "git_commit": _git("rev-parse", "--short", "HEAD"),
         "git_branch": _git("rev-parse", "--abbrev-ref", "HEAD"),
+        "load_average_1_5_15min_at_end": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -233,6 +234,7 @@ def render_markdown(
         f"(after {run['warmup']} untimed warm-up run); wall time of the whole run: "
         f"{run['wall_seconds']:.0f} s",
         f"- command: `{run['command']}`",
+        f"- load average (1, 5, 15 min) at start: {run.get('load_average_1_5_15min_at_start')}",
         "",
         "## Method",
         "",
@@ -250,8 +252,12 @@ def render_markdown(
         "- IO: Fermion's requests and bytes come from `FileReader(...).source.stats`; Parquet's",
         "  from a counting Python file object handed to `pq.ParquetFile` (one untimed pass);",
         "  for Lance the file API only exposes the metadata sizes stored in the file.",
-        "- Results are checked for shape (rows, and columns for projections); a mismatch is",
-        "  reported as `wrong-result` instead of a time.",
+        "- Correctness: every written copy is read back once and compared with the source",
+        "  table (types and values; wide tables: the 10 projected columns; lineitem: also",
+        "  the 1,000 taken rows), and every timed result is checked for shape. A failure is",
+        "  reported as `wrong-result` instead of a value (the time stays in the JSON).",
+        "- The machine is shared: the load average is recorded with the machine facts, and",
+        "  other processes running at the same time make the absolute times noisy.",
     ]
     for key, text in run.get("method_notes", []):
         lines.append(f"- {key}: {text}")

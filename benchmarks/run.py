@@ -40,7 +40,7 @@ from benchmarks.config import (
     WARMUP_RUNS,
     WORKER_TIMEOUT_S,
 )
-from benchmarks.prepare import dataset_path, fingerprint
+from benchmarks.prepare import cached_check, dataset_path, fingerprint
 from benchmarks.scenarios import SCENARIOS, Case, cases
 from benchmarks.worker import RESULT_MARKER
 
@@ -95,6 +95,15 @@ def _run_worker(spec: dict[str, Any]) -> dict[str, Any]:
     return {"status": "error", "note": f"exit {done.returncode}: {tail[0][:300]}"}
 
 
+def _flag_check(row: dict[str, Any]) -> dict[str, Any]:
+    """A row whose file failed its read-back check is ``wrong-result`` (value kept in JSON)."""
+    check = row.pop("check", None)
+    if check is None:
+        return row
+    note = "; ".join(n for n in (row.get("note"), check) if n)
+    return {**row, "status": "wrong-result", "note": note}
+
+
 class Runner:
     """Prepares files and measures every case of one run."""
 
@@ -115,10 +124,12 @@ class Runner:
         if key in self.prepared:
             return self.prepared[key]
         path = self.path(case, system)
-        if path.exists():
-            outcome: dict[str, Any] = {"status": "ok", "cached": True}
+        check = cached_check(path) if path.exists() else None
+        if check is not None:
+            outcome: dict[str, Any] = {"status": "ok", "check": check}
         else:
-            _log(f"writing {case.dataset.id} with {system} -> {path.name}")
+            verb = "verifying" if path.exists() else "writing + verifying"
+            _log(f"{verb} {case.dataset.id} with {system} -> {path.name}")
             spec = {
                 "mode": "prepare",
                 "dataset": case.dataset.to_json(),
@@ -128,7 +139,7 @@ class Runner:
             }
             outcome = _run_worker(spec)
             if outcome.get("status") == "ok":
-                _log(f"  wrote in {outcome['seconds']:.1f} s")
+                _log(f"  done in {outcome['seconds']:.1f} s, check: {outcome['check']}")
             else:
                 _log(f"  FAILED: {outcome.get('note')}")
         self.prepared[key] = outcome
@@ -150,9 +161,11 @@ class Runner:
                 note = f"write failed: {prep.get('note')}"
                 return {**row, "status": "error", "value": None, "note": note}
             row["size_bytes"] = systems.path_size(self.path(case, system))
+            if prep.get("check") != "ok":
+                row["check"] = f"read-back check: {prep.get('check')}"
         if case.kind == "size":
             size = row.pop("size_bytes")
-            return {**row, "status": "ok", "value": size, "note": ""}
+            return _flag_check({**row, "status": "ok", "value": size, "note": ""})
         spec = {
             "mode": "measure",
             "case": case.to_json(),
@@ -167,7 +180,7 @@ class Runner:
             _log(f"  median {outcome['value'] * 1e3:.1f} ms, peak RSS {outcome['peak_rss_mb']} MB")
         else:
             _log(f"  {outcome.get('status')}: {outcome.get('note')}")
-        return {**row, **outcome}
+        return _flag_check({**row, **outcome})
 
     def run_cases(self) -> list[dict[str, Any]]:
         results = []
@@ -240,6 +253,7 @@ def _method_notes(runner: Runner) -> list[tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
     runner = Runner(args)
     for name, reason in runner.available.items():
         _log(f"system {name}: {'available' if reason is None else reason}")
@@ -249,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         "mode": runner.sizes.name,
         "repeat": args.repeat,
         "warmup": WARMUP_RUNS,
+        "load_average_1_5_15min_at_start": load_at_start,
         "wall_seconds": time.perf_counter() - started,
         "command": "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv),
         "sizes": runner.sizes.__dict__,

@@ -60,6 +60,12 @@ class Dataset:
             return datagen.load_lineitem(datagen.lineitem_source(data_dir, self.scale))
         return datagen.nested_table(self.rows)
 
+    def check_columns(self) -> list[str] | None:
+        """The columns a read-back check compares (``None``: all of them)."""
+        if self.family == "wide":
+            return datagen.evenly_spaced_columns(self.cols)
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "rows": self.rows, "cols": self.cols, "scale": self.scale}
 

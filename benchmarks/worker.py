@@ -132,13 +132,13 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 def prepare(spec: dict[str, Any]) -> dict[str, Any]:
     """Write ``spec['system']``'s copy of ``spec['dataset']`` to ``spec['path']``."""
     t0 = time.perf_counter()
-    write_dataset_copy(
+    check = write_dataset_copy(
         Path(spec["data_dir"]),
         Dataset.from_json(spec["dataset"]),
         spec["system"],
         Path(spec["path"]),
     )
-    return {"status": "ok", "seconds": time.perf_counter() - t0}
+    return {"status": "ok", "seconds": time.perf_counter() - t0, "check": check}
 
 
 def main(argv: list[str] | None = None) -> int:
