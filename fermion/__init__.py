@@ -22,11 +22,11 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
     SchemaMismatchError,
+    SourceNotFoundError,
     TruncatedFileError,
     UnsupportedTypeError,
     UnsupportedVersionError,
 )
-
 from fermion.format import (
     FileMetadata,
     FileReader,
@@ -36,6 +36,7 @@ from fermion.format import (
     read_table,
     write_table,
 )
+from fermion.format.convert import ConversionSummary, fermion_to_parquet, parquet_to_fermion
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "ColumnNotFoundError",
     "CommitConflictError",
     "CommitError",
+    "ConversionSummary",
     "DatasetError",
     "FermionError",
     "FileMetadata",
@@ -55,10 +57,13 @@ __all__ = [
     "InvalidFileError",
     "ReadOptions",
     "SchemaMismatchError",
+    "SourceNotFoundError",
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
     "WriteOptions",
+    "fermion_to_parquet",
+    "parquet_to_fermion",
     "read_table",
     "write_table",
 ]

@@ -13,6 +13,7 @@ working::
     ├── UnsupportedTypeError (TypeError)     an Arrow type Fermion cannot store
     ├── ColumnNotFoundError (KeyError)       a projected name is not in the file
     ├── InvalidArgumentError (ValueError)    an option or argument is out of range
+    ├── SourceNotFoundError (FileNotFoundError)  the file or object does not exist
     ├── BatchModeError (ValueError)          AppendBatch protocol violations
     ├── CommitError                          the table commit protocol failed
     │   ├── CommitConflictError              retryable; raised after retries ran out
@@ -39,6 +40,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFileError",
     "SchemaMismatchError",
+    "SourceNotFoundError",
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
@@ -82,6 +84,10 @@ class ColumnNotFoundError(FermionError, KeyError):
 
 class InvalidArgumentError(FermionError, ValueError):
     """An option or argument is out of its valid range."""
+
+
+class SourceNotFoundError(FermionError, FileNotFoundError):
+    """The file (or object) to read does not exist."""
 
 
 class BatchModeError(FermionError, ValueError):

@@ -97,9 +97,7 @@ def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int]) -> bytes | mem
     return _concat([ctx.pages[(k, p)] for p in pages])
 
 
-def _offsets(
-    ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
-) -> np.ndarray:
+def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None) -> np.ndarray:
     """Offsets for ``n`` values rebased to 0; from the given OFFSETS pages (or all)."""
     dtype = np.dtype("<i4") if node.byte_width == 4 else np.dtype("<i8")
     found = ctx.desc(node, StreamType.OFFSETS)
@@ -110,7 +108,9 @@ def _offsets(
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
         return np.zeros(n + 1, dtype=dtype)
     parts = [np.frombuffer(ctx.pages[(k, p)], dtype=dtype) for p in pages]
-    offs = parts[0] if len(parts) == 1 else np.concatenate([parts[0], *(q[1:] for q in parts[1:])])
+    offs: np.ndarray = parts[0]
+    if len(parts) > 1:  # neighbouring pages share their boundary offset
+        offs = np.concatenate([parts[0], *(q[1:] for q in parts[1:])])
     if len(offs) != n + 1:
         raise ctx.fail(f"offsets hold {len(offs)} entries, expected {n + 1}")
     if offs[0] != 0:
@@ -158,7 +158,7 @@ def _buf(x: object | None) -> pa.Buffer | None:
         return None
     if isinstance(x, np.ndarray):
         return pa.py_buffer(x)
-    return pa.py_buffer(x)  # type: ignore[arg-type]
+    return pa.py_buffer(x)
 
 
 def _finish(node: Node, storage: pa.Array, t: pa.DataType) -> pa.Array:
@@ -199,8 +199,9 @@ def pruned_type(node: Node, selected: set[int] | None) -> pa.DataType:
         return pa.struct(kept)
     if node.kind in (Kind.LIST, Kind.FIXED_LIST) and node.children[0].index in selected:
         child = node.children[0]
-        vf = pa.field(child.name, pruned_type(child, selected), child.nullable,
-                      t.value_field.metadata)
+        vf = pa.field(
+            child.name, pruned_type(child, selected), child.nullable, t.value_field.metadata
+        )
         if node.kind == Kind.FIXED_LIST:
             return pa.list_(vf, node.list_size)
         return pa.large_list(vf) if node.byte_width == 8 else pa.list_(vf)

@@ -86,6 +86,7 @@ def parse_cmb(
     *,
     num_stripes: int,
     num_rows: int,
+    column_index: int,
     data_start: int,
     data_end: int,
     column: str,
@@ -99,12 +100,19 @@ def parse_cmb(
     header = np.frombuffer(raw, dtype=CMB_HEADER_DTYPE, count=1)[0]
     if zlib.crc32(raw[hsize:]) != int(header["crc"]):
         raise ChecksumError(f"{where}: column metadata block CRC32 mismatch")
+    if int(header["column"]) != column_index:
+        raise InvalidFileError(
+            f"{where}: the CIT points at the CMB of column {int(header['column'])}"
+        )
     if int(header["num_stripes"]) != num_stripes:
-        raise InvalidFileError(f"{where}: CMB has {int(header['num_stripes'])} stripes, "
-                               f"footer says {num_stripes}")
+        raise InvalidFileError(
+            f"{where}: CMB has {int(header['num_stripes'])} stripes, footer says {num_stripes}"
+        )
     if int(header["num_streams"]) != len(specs):
-        raise InvalidFileError(f"{where}: CMB has {int(header['num_streams'])} streams, "
-                               f"the column type needs {len(specs)}")
+        raise InvalidFileError(
+            f"{where}: CMB has {int(header['num_streams'])} streams, "
+            f"the column type needs {len(specs)}"
+        )
     stripe_rows = _view(raw, hsize, STRIPE_META_DTYPE, num_stripes, "stripes")["row_count"]
     if int(stripe_rows.sum(dtype=np.int64)) != num_rows:
         raise InvalidFileError(f"{where}: stripe row counts do not add up to {num_rows}")
@@ -130,7 +138,9 @@ def parse_cmb(
             continue
         full = _view(raw, pos, FULL_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
         lengths = full["length"].astype(np.int64)
-        _check_ranges(full["offset"][lengths > 0], lengths[lengths > 0], data_start, data_end, where)
+        _check_ranges(
+            full["offset"][lengths > 0], lengths[lengths > 0], data_start, data_end, where
+        )
         page_metas: list[np.ndarray] = []
         for s in range(num_stripes):
             d = full[s]

@@ -31,6 +31,8 @@ from fermion.format.structs import (
 )
 
 if TYPE_CHECKING:
+    from fermion.format.cmb import StreamDesc
+    from fermion.format.layout import Node
     from fermion.format.reader import FileReader
 
 __all__ = ["describe_file"]
@@ -44,7 +46,8 @@ def _bound(t: Any, lo: int, hi: int, flags: int) -> tuple[Any, Any]:
     bounds = bound_scalars(t, stats_kind(t), lo, hi, flags)
     if bounds is None:
         return None, None
-    return tuple(_jsonable(b.as_py()) for b in bounds)  # type: ignore[return-value]
+    low, high = bounds
+    return _jsonable(low.as_py()), _jsonable(high.as_py())
 
 
 def _jsonable(v: Any) -> Any:
@@ -61,7 +64,36 @@ def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> d
     projs = reader._resolve(columns)
     metas = reader._column_metas(projs)
     rows = reader._stripe_rows(metas)
-    out: dict[str, Any] = {
+    cit_raws = reader._fetch_meta([(reader._cit_offset + 8 * p.info.index, 8) for p in projs])
+    described = []
+    for p, m, cit_raw in zip(projs, metas, cit_raws, strict=True):
+        paths = _node_paths(p.tree)
+        streams = []
+        for node in p.tree.walk():
+            for spec in node.streams:
+                desc = m.streams[spec.index]
+                streams.append(
+                    {
+                        "node": spec.node,
+                        "path": paths[spec.node],
+                        "stream_type": StreamType(spec.stream_type).name,
+                        "desc_type": DescType(desc.desc_type).name,
+                        "chunks": _chunks(reader, node.type, spec.stream_type, desc),
+                    }
+                )
+        described.append(
+            {
+                "index": p.info.index,
+                "name": p.info.field.name,
+                "type": str(p.field.type),
+                "field_id": int(p.info.field_ids[0]) if len(p.info.field_ids) else None,
+                "has_cmb": m.present,
+                "cmb_offset": int(np.frombuffer(cit_raw, dtype="<i8")[0]),
+                "cmb_size": m.size,
+                "streams": streams,
+            }
+        )
+    return {
         "path": reader.source.name,
         "file_size": meta.file_size,
         "format_version": meta.format_version,
@@ -76,74 +108,75 @@ def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> d
             "cit_offset": reader._cit_offset,
         },
         "stripes": [{"index": i, "rows": int(r)} for i, r in enumerate(rows)],
-        "columns": [],
+        "columns": described,
     }
-    cit_positions = []
-    for p, m in zip(projs, metas, strict=True):
-        streams = []
-        leaf_type = {n.index: n for n in p.tree.walk()}
-        for node in p.tree.walk():
-            for spec in node.streams:
-                desc = m.streams[spec.index]
-                chunks = []
-                if desc.desc_type == DescType.SIMPLE and desc.simple is not None:
-                    for s, d in enumerate(desc.simple):
-                        length = int(d["length"])
-                        chunks.append({
-                            "stripe": s,
-                            "offset": int(d["offset"]),
-                            "length": 0 if length == CHUNK_ALL_NULL else length,
-                            "state": "all_null" if length == CHUNK_ALL_NULL
-                            else ("all_valid" if length == 0 else "bitmap"),
-                            "num_values": int(d["num_values"]),
-                            "num_pages": 0 if length in (0, CHUNK_ALL_NULL) else 1,
-                        })
-                elif desc.desc_type == DescType.FULL and desc.full is not None:
-                    t = leaf_type[spec.node].type
-                    for s, d in enumerate(desc.full):
-                        lo, hi = (None, None)
-                        if spec.stream_type == StreamType.DATA:
-                            lo, hi = _bound(t, int(d["chunk_min"]), int(d["chunk_max"]),
-                                            int(d["stats_flags"]))
-                        chunks.append({
-                            "stripe": s,
-                            "offset": int(d["offset"]),
-                            "length": int(d["length"]),
-                            "num_values": int(d["num_values"]),
-                            "null_count": int(d["null_count"]),
-                            "min": lo,
-                            "max": hi,
-                            "num_pages": int(d["num_pages"]),
-                            **_page_codecs(reader, desc, s),
-                        })
-                streams.append({
-                    "node": spec.node,
-                    "path": leaf_type[spec.node].name,
-                    "stream_type": StreamType(spec.stream_type).name,
-                    "desc_type": DescType(desc.desc_type).name,
-                    "chunks": chunks,
-                })
-        cit_positions.append(p.info.index)
-        out["columns"].append({
-            "index": p.info.index,
-            "name": p.info.field.name,
-            "type": str(p.field.type),
-            "field_id": int(p.info.field_ids[0]) if len(p.info.field_ids) else None,
-            "has_cmb": m.present,
-            "cmb_size": m.size,
-            "streams": streams,
-        })
+
+
+def _node_paths(tree: Node) -> dict[int, str]:
+    """Dotted path of every node of a column (``col.child.item``)."""
+    out: dict[int, str] = {}
+
+    def visit(node: Node, prefix: str) -> None:
+        path = f"{prefix}.{node.name}" if prefix else node.name
+        out[node.index] = path
+        for child in node.children:
+            visit(child, path)
+
+    visit(tree, "")
     return out
 
 
-def _page_codecs(reader: FileReader, desc: Any, stripe: int) -> dict[str, list[str]]:
-    """Encodings and compressions actually used by the pages of one chunk."""
-    pages = desc.pages(stripe)
-    if len(pages) == 0:
+def _chunks(reader: FileReader, t: Any, stream_type: int, desc: StreamDesc) -> list[dict[str, Any]]:
+    chunks: list[dict[str, Any]] = []
+    if desc.desc_type == DescType.SIMPLE and desc.simple is not None:
+        for s, d in enumerate(desc.simple):
+            length = int(d["length"])
+            values = int(d["num_values"])
+            state = "bitmap"
+            if length == CHUNK_ALL_NULL:
+                state = "all_null"
+            elif length == 0:
+                state = "all_valid"
+            chunks.append(
+                {
+                    "stripe": s,
+                    "offset": int(d["offset"]),
+                    "length": length if state == "bitmap" else 0,
+                    "state": state,
+                    "num_values": values,
+                    "null_count": {"all_null": values, "all_valid": 0}.get(state),
+                    "num_pages": 1 if state == "bitmap" else 0,
+                    **_page_codecs(reader, [int(d["offset"])] if state == "bitmap" else []),
+                }
+            )
+    elif desc.desc_type == DescType.FULL and desc.full is not None:
+        for s, d in enumerate(desc.full):
+            lo: Any = None
+            hi: Any = None
+            if stream_type == StreamType.DATA:
+                lo, hi = _bound(t, int(d["chunk_min"]), int(d["chunk_max"]), int(d["stats_flags"]))
+            chunks.append(
+                {
+                    "stripe": s,
+                    "offset": int(d["offset"]),
+                    "length": int(d["length"]),
+                    "num_values": int(d["num_values"]),
+                    "null_count": int(d["null_count"]),
+                    "min": lo,
+                    "max": hi,
+                    "num_pages": int(d["num_pages"]),
+                    **_page_codecs(reader, [int(o) for o in desc.page_offsets(s)]),
+                }
+            )
+    return chunks
+
+
+def _page_codecs(reader: FileReader, offsets: list[int]) -> dict[str, Any]:
+    """Encodings and compressions actually used by the pages at ``offsets``."""
+    if not offsets:
         return {"encodings": [], "compressions": []}
-    offs = desc.page_offsets(stripe)
     hsize = PAGE_HEADER_DTYPE.itemsize
-    raws = reader.source.read_ranges([(int(o), hsize) for o in offs], max_gap=1 << 20)
+    raws = reader.source.read_ranges([(o, hsize) for o in offsets], max_gap=1 << 20)
     heads = [np.frombuffer(r, dtype=PAGE_HEADER_DTYPE, count=1)[0] for r in raws]
 
     def name(enum: Any, v: int) -> str:

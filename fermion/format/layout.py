@@ -190,7 +190,7 @@ def build_tree(f: pa.Field) -> Node:
         for child in _child_fields(t, kind):
             node.children.append(build(child))
         if kind == Kind.DICTIONARY and node.children[0].kind in (
-            Kind.NULL,
+            Kind.NULL,  # a NULL node has no stream to record the dictionary length
             Kind.LIST,
             Kind.FIXED_LIST,
             Kind.STRUCT,

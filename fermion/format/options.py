@@ -32,7 +32,7 @@ FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page
 PREFETCH_BYTES_DEFAULT = 1 << 20  # seed 001: aggressive footer prefetch (512 KB - 4 MB)
 EAGER_LOAD_THRESHOLD_DEFAULT = 8 << 20  # seed 001: EAGER_LOAD_THRESHOLD
 COALESCE_GAP_DEFAULT = 1 << 20  # seed 001: merge ranges closer than 1 MB
-METADATA_COALESCE_GAP_DEFAULT = 64 << 10
+METADATA_COALESCE_GAP_DEFAULT = 4 << 10  # metadata entries are tiny: merge small holes only
 
 
 def _threads_default() -> int:

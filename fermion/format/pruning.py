@@ -10,7 +10,7 @@ Example:
     >>> import pyarrow as pa, pyarrow.compute as pc
     >>> sorted(referenced_fields((pc.field("a") > 1) | pc.field("b").is_null()))
     ['a', 'b']
-    >>> g = [guarantee_for("a", pa.int64(), (0, 9), 0, 5), guarantee_for("a", pa.int64(), (10, 19), 0, 5)]
+    >>> g = [guarantee_for("a", pa.int64(), (lo, lo + 9), 0, 5) for lo in (0, 10)]
     >>> segments_that_may_match(pa.schema([("a", pa.int64())]), g, pc.field("a") == 12)
     [1]
 """

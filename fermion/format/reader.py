@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -59,16 +58,16 @@ from fermion.format.structs import (
     FORMAT_VERSION_MAJOR,
     MAGIC,
     DescType,
-    OptionalFeature,
-    RequiredFeature,
     StreamType,
 )
+from fermion.format.threads import pool
 from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
 
 _KNOWN_REQUIRED = 0  # no required feature is defined by format 1.0 readers yet
 _FLAT = (Kind.FIXED, Kind.BOOL, Kind.BINARY)
+_PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 Ranges = list[tuple[int, int]]
 
 
@@ -150,7 +149,6 @@ class FileReader:
         except BaseException:
             self.source.close()
             raise
-        self._pool: ThreadPoolExecutor | None = None
         self._cmbs: dict[int, ColumnMeta] = {}
         self._trees: dict[int, Node] = {}
         self._cmb_area: memoryview | None = None
@@ -256,9 +254,6 @@ class FileReader:
 
     def close(self) -> None:
         """Release the file handle and worker threads."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
         self.source.close()
 
     def __enter__(self) -> FileReader:
@@ -285,24 +280,23 @@ class FileReader:
         if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
             raise InvalidArgumentError("columns must be a list of column names")
         found = self._index.lookup(list(columns))
-        top_names: list[str | None] = []
+        cols: list[int] = []
         paths: list[list[str]] = []
         for name, col in zip(columns, found, strict=True):
             if col is not None:
-                top_names.append(name)
+                cols.append(col)
                 paths.append([])
                 continue
             parts = name.split(".")
             for cut in range(len(parts) - 1, 0, -1):
                 (col,) = self._index.lookup([".".join(parts[:cut])])
                 if col is not None:
-                    top_names.append(".".join(parts[:cut]))
+                    cols.append(col)
                     paths.append(parts[cut:])
                     break
             else:
                 raise ColumnNotFoundError(f"column {name!r} is not in the file")
-        cols = self._index.lookup([n for n in top_names if n is not None])
-        infos = self._index.columns([c for c in cols if c is not None])
+        infos = self._index.columns(cols)
         out: dict[int, _Projection] = {}
         order: list[int] = []
         for info, path, name in zip(infos, paths, columns, strict=True):
@@ -342,6 +336,7 @@ class FileReader:
                     tree,
                     num_stripes=self.num_stripes,
                     num_rows=self.num_rows,
+                    column_index=c,
                     data_start=self._data_start,
                     data_end=self._cmb_offset,
                     column=infos[c].info.field.name,
@@ -352,8 +347,8 @@ class FileReader:
     def _maybe_load_cmb_area(self, requested: int) -> None:
         """Eager strategy (seed 001): one read of the whole CMB area when it is small and the
         request needs a good share of it; otherwise CMBs are read lazily one by one."""
-        if self._cmb_area is not None:
-            return
+        if self._cmb_area is not None or self._cmb_offset >= self._tail_start:
+            return  # loaded already, or the tail read holds the whole area
         area = self._schema_offset - self._cmb_offset
         if area <= self.options.eager_load_threshold and requested * 4 >= area:
             self._cmb_area = self.source.read(self._cmb_offset, area) if area else memoryview(b"")
@@ -422,7 +417,9 @@ class FileReader:
         parts = []
         for s in np.unique(stripe_of):
             local = unique[stripe_of == s] - starts[s]
-            parts.append(self._read_stripe(projs, metas, int(s), int(rows[s]), _Selection(points=local)))
+            parts.append(
+                self._read_stripe(projs, metas, int(s), int(rows[s]), _Selection(points=local))
+            )
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
         return table.take(pa.array(inverse, type=pa.int64()))
 
@@ -448,7 +445,7 @@ class FileReader:
         all_projs = projs + filter_projs
         metas = self._column_metas(all_projs)
         rows = self._stripe_rows(metas)
-        stripes = range(len(rows))
+        stripes: Sequence[int] = range(len(rows))
         if filter is not None:
             stripes = self._prune_stripes(all_projs, metas, rows, filter)
         for s in stripes:
@@ -568,15 +565,21 @@ class FileReader:
                 if g is False:
                     meta = pages[int(pg)]
                     bounds_s = bound_scalars(
-                        t, kind, int(meta["min_val"]), int(meta["max_val"]),
+                        t,
+                        kind,
+                        int(meta["min_val"]),
+                        int(meta["max_val"]),
                         int(meta["stats_flags"]),
                     )
                     g = guarantee_for(
-                        p.info.field.name, t, bounds_s, int(meta["null_count"]),
+                        p.info.field.name,
+                        t,
+                        bounds_s,
+                        int(meta["null_count"]),
                         int(meta["row_count"]),
                     )
                     cache[int(pg)] = g
-                parts[i].append(g)  # type: ignore[arg-type]
+                parts[i].append(g)
         guarantees = [_and(ps) for ps in parts]
         schema = pa.schema([p.info.field for p, _, _ in per_col])
         kept = segments_that_may_match(schema, guarantees, filter)
@@ -590,11 +593,6 @@ class FileReader:
         return ranges
 
     # -- one stripe -------------------------------------------------------------------
-    def _pool_get(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.options.worker_threads)
-        return self._pool
-
     def _read_stripe(
         self,
         projs: Sequence[_Projection],
@@ -604,36 +602,42 @@ class FileReader:
         sel: _Selection,
     ) -> pa.RecordBatch:
         """Plan page IO for the selection, fetch coalesced, decode in parallel, assemble."""
-        requests: list[tuple[int, int, int, int, int, int | None]] = []
-        # (projection, stream, page, offset, size, expected values) + expected bytes
-        plans: list[Any] = []
+        requests: list[tuple[int, _PageRequest]] = []  # (projection, page request)
+        plans: list[_ColumnPlan | None] = []
         for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
             if not m.present:
                 plans.append(None)
                 continue
             plan = _plan_column(p, m, s, n, sel)
             plans.append(plan)
-            for k, page, off, size, values in plan.pages:
-                requests.append((j, k, page, off, size, values))  # type: ignore[arg-type]
+            requests.extend((j, req) for req in plan.pages)
         views = self.source.read_ranges(
-            [(r[3], r[4]) for r in requests], max_gap=self.options.coalesce_gap
+            [(req[2], req[3]) for _, req in requests], max_gap=self.options.coalesce_gap
         )
         verify = self.options.verify_checksums
         name = self.source.name
 
         def decode(i: int) -> bytes | memoryview:
-            j, k, page, off, _, values = requests[i]
+            _, (_, _, off, _, values, size) = requests[i]
             return decode_page(
-                views[i], expected_values=values, expected_size=None,  # type: ignore[arg-type]
-                where=f"{name}: page at offset {off}", verify_crc=verify,
+                views[i],
+                expected_values=values,
+                expected_size=size,
+                where=f"{name}: page at offset {off}",
+                verify_crc=verify,
             )
 
-        if len(requests) > 1:
-            decoded = list(self._pool_get().map(decode, range(len(requests))))
+        total = sum(req[3] for _, req in requests)
+        if (
+            len(requests) > 1
+            and total >= _PARALLEL_DECODE_BYTES
+            and self.options.worker_threads > 1
+        ):
+            decoded = list(pool().map(decode, range(len(requests))))
         else:
             decoded = [decode(i) for i in range(len(requests))]
         per_proj: list[dict[tuple[int, int], bytes | memoryview]] = [{} for _ in projs]
-        for (j, k, page, *_), payload in zip(requests, decoded, strict=True):
+        for (j, (k, page, *_)), payload in zip(requests, decoded, strict=True):
             per_proj[j][(k, page)] = payload
         arrays = []
         for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
@@ -641,7 +645,9 @@ class FileReader:
                 arrays.append(_select(pa.nulls(n, p.field.type), [(0, n)], sel))
                 continue
             ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected)
-            arrays.append(plans[j].assemble(ctx, n, sel))
+            column_plan = plans[j]
+            assert column_plan is not None
+            arrays.append(column_plan.assemble(ctx, n, sel))
         fields = [p.field for p in projs]
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
@@ -706,7 +712,7 @@ class _ColumnPlan:
     """Pages to read for one column in one stripe, and how to assemble them."""
 
     proj: _Projection
-    pages: list[tuple[int, int, int, int, int]]  # (stream, page, offset, size, values)
+    pages: list[_PageRequest]
     runs: list[tuple[tuple[int, int], tuple[int, int]]] | None  # flat: (page run, row run)
 
     def assemble(self, ctx: StripeContext, n: int, sel: _Selection) -> pa.Array:
@@ -725,8 +731,25 @@ class _ColumnPlan:
         return _select(arr, [rows for _, rows in self.runs], sel)
 
 
-def _all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> list[Any]:
-    out = []
+def _expected_size(node: Node, stream_type: StreamType, values: int) -> int | None:
+    """Decoded bytes a page must have, when the metadata implies it (bounds allocation)."""
+    if stream_type == StreamType.VALIDITY:
+        return (values + 7) // 8
+    if stream_type == StreamType.OFFSETS:
+        return (values + 1) * node.byte_width
+    if node.kind == Kind.BOOL:
+        return (values + 7) // 8
+    if node.kind in (Kind.FIXED, Kind.DICTIONARY):
+        return values * node.byte_width
+    return None  # binary data: checked against the offsets after decoding
+
+
+# (stream index, page index, file offset, bytes on disk, values, exact decoded bytes or None)
+_PageRequest = tuple[int, int, int, int, int, int | None]
+
+
+def _all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> list[_PageRequest]:
+    out: list[_PageRequest] = []
     for node in tree.walk():
         if selected is not None and node.index not in selected:
             continue
@@ -737,14 +760,17 @@ def _all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> 
                 d = desc.simple[s]
                 length = int(d["length"])
                 if 0 < length != CHUNK_ALL_NULL:
-                    out.append((spec.index, 0, int(d["offset"]), length, int(d["num_values"])))
+                    values = int(d["num_values"])
+                    size = _expected_size(node, spec.stream_type, values)
+                    out.append((spec.index, 0, int(d["offset"]), length, values, size))
             elif desc.desc_type == DescType.FULL:
                 pages = desc.pages(s)
                 offs = desc.page_offsets(s)
                 for i in range(len(pages)):
+                    values = int(pages[i]["row_count"])
+                    size = _expected_size(node, spec.stream_type, values)
                     out.append(
-                        (spec.index, i, int(offs[i]), int(pages[i]["page_size"]),
-                         int(pages[i]["row_count"]))
+                        (spec.index, i, int(offs[i]), int(pages[i]["page_size"]), values, size)
                     )
     return out
 
@@ -753,7 +779,7 @@ def _plan_column(p: _Projection, m: ColumnMeta, s: int, n: int, sel: _Selection)
     tree = p.tree
     if not p.flat:
         return _ColumnPlan(p, _all_pages(m, tree, s, p.selected), None)
-    pages: list[tuple[int, int, int, int, int]] = []
+    pages: list[_PageRequest] = []
     vspec = tree.stream(StreamType.VALIDITY)
     dspec = tree.stream(StreamType.DATA)
     assert vspec is not None and dspec is not None
@@ -763,7 +789,8 @@ def _plan_column(p: _Projection, m: ColumnMeta, s: int, n: int, sel: _Selection)
         d = vdesc.simple[s]
         length = int(d["length"])
         if 0 < length != CHUNK_ALL_NULL:
-            pages.append((vspec.index, 0, int(d["offset"]), length, int(d["num_values"])))
+            values = int(d["num_values"])
+            pages.append((vspec.index, 0, int(d["offset"]), length, values, (values + 7) // 8))
     ddesc = m.streams[dspec.index]
     if ddesc.desc_type != DescType.FULL or int(ddesc.full[s]["num_pages"]) == 0:  # type: ignore[index]
         return _ColumnPlan(p, pages, [((0, 0), (0, n))])
@@ -771,10 +798,11 @@ def _plan_column(p: _Projection, m: ColumnMeta, s: int, n: int, sel: _Selection)
     ends = np.cumsum(metas["row_count"].astype(np.int64))
     starts = ends - metas["row_count"].astype(np.int64)
     if int(ends[-1]) != n:
-        raise InvalidFileError(f"column {p.info.field.name!r}: pages hold {int(ends[-1])} rows, "
-                               f"stripe has {n}")
+        raise InvalidFileError(
+            f"column {p.info.field.name!r}: pages hold {int(ends[-1])} rows, stripe has {n}"
+        )
     wanted = sel.span_pages(starts, ends)
-    streams = [(dspec.index, ddesc)]
+    streams = [(dspec.index, ddesc, StreamType.DATA)]
     ospec = tree.stream(StreamType.OFFSETS)
     if ospec is not None:
         odesc = m.streams[ospec.index]
@@ -783,14 +811,16 @@ def _plan_column(p: _Projection, m: ColumnMeta, s: int, n: int, sel: _Selection)
                 raise InvalidFileError(
                     f"column {p.info.field.name!r}: offsets and data pages are not aligned"
                 )
-            streams.insert(0, (ospec.index, odesc))
+            streams.insert(0, (ospec.index, odesc, StreamType.OFFSETS))
         else:
             return _ColumnPlan(p, _all_pages(m, tree, s, None), None)
-    for k, desc in streams:
+    for k, desc, stream_type in streams:
         offs = desc.page_offsets(s)
         pm = desc.pages(s)
         for i in wanted:
-            pages.append((k, int(i), int(offs[i]), int(pm[i]["page_size"]), int(pm[i]["row_count"])))
+            values = int(pm[i]["row_count"])
+            size = _expected_size(tree, stream_type, values)
+            pages.append((k, int(i), int(offs[i]), int(pm[i]["page_size"]), values, size))
     w = [int(x) for x in wanted]
     runs = []
     i = 0

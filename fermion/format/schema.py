@@ -84,6 +84,19 @@ def default_field_ids(schema: pa.Schema) -> list[int]:
     return list(range(total))
 
 
+_CRC_OFFSET = 32  # byte offset of ColumnEntry.crc
+_CRC_FIELD = slice(_CRC_OFFSET, _CRC_OFFSET + 4)
+if COLUMN_ENTRY_DTYPE.fields is None or COLUMN_ENTRY_DTYPE.fields["crc"][1] != _CRC_OFFSET:
+    raise RuntimeError("ColumnEntry.crc moved: update _CRC_OFFSET")
+
+
+def _entry_crc(entry: bytes, name: bytes, blob: object, node_ids: object) -> int:
+    """CRC32 of a column entry (its crc field zeroed) followed by the bytes it points at."""
+    raw = bytearray(entry)
+    raw[_CRC_FIELD] = bytes(4)
+    return zlib.crc32(node_ids, zlib.crc32(blob, zlib.crc32(name, zlib.crc32(raw))))  # type: ignore[arg-type]
+
+
 def _hash_capacity(n: int) -> int:
     cap = 8
     while cap * 3 < (n + 1) * 4:  # load factor <= 0.75
@@ -100,9 +113,7 @@ def build_schema_area(
     trees = list(trees) if trees is not None else [build_tree(f) for f in schema]
     node_counts = [sum(1 for _ in t.walk()) for t in trees]
     total_nodes = sum(node_counts)
-    ids = np.asarray(
-        field_ids if field_ids is not None else np.arange(total_nodes), dtype="<i4"
-    )
+    ids = np.asarray(field_ids if field_ids is not None else np.arange(total_nodes), dtype="<i4")
     if ids.shape != (total_nodes,):
         raise SchemaMismatchError(
             f"field_ids has {ids.size} entries but the schema has {total_nodes} storage nodes"
@@ -129,8 +140,8 @@ def build_schema_area(
         e["num_nodes"] = count
         e["primitive_code"] = code
         e["flags"] = _FLAG_NULLABLE if fld.nullable else 0
-        e["crc"] = zlib.crc32(ids[first : first + count].tobytes(), zlib.crc32(name + blob))
         e["num_streams"] = len(trees[i].all_streams())
+        e["crc"] = _entry_crc(entries[i : i + 1].tobytes(), name, blob, ids[first : first + count])
         first += count
     cap = _hash_capacity(n)
     slots = np.zeros(cap, dtype=HASH_SLOT_DTYPE)
@@ -149,6 +160,7 @@ def build_schema_area(
     h0["hash_capacity"] = cap
     h0["num_nodes"] = total_nodes
     h0["full_schema_offset"] = 0
+    h0["full_schema_crc"] = zlib.crc32(full)
     h0["full_schema_size"] = len(full)
     h0["heap_offset"] = len(full)
     h0["heap_size"] = len(heap)
@@ -205,6 +217,8 @@ class SchemaIndex:
             raise InvalidFileError("schema area sections are out of bounds")
         self._cap = cap
         self._columns: dict[int, ColumnInfo] = {}
+        self._entry_cache: dict[int, np.void] = {}
+        self._name_cache: dict[int, bytes] = {}
 
     def _abs(self, rel: int) -> int:
         return self._offset + rel
@@ -214,6 +228,8 @@ class SchemaIndex:
         (raw,) = self._fetch(
             [(self._abs(int(self._h["full_schema_offset"])), int(self._h["full_schema_size"]))]
         )
+        if zlib.crc32(raw) != int(self._h["full_schema_crc"]):
+            raise ChecksumError("full schema CRC32 mismatch")
         try:
             schema = pa.ipc.read_schema(pa.py_buffer(raw))
         except (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError) as exc:
@@ -225,8 +241,12 @@ class SchemaIndex:
     def _entries(self, cols: Sequence[int]) -> list[np.void]:
         size = COLUMN_ENTRY_DTYPE.itemsize
         base = int(self._h["columns_offset"])
-        raws = self._fetch([(self._abs(base + c * size), size) for c in cols])
-        return [np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1)[0] for r in raws]
+        missing = [c for c in dict.fromkeys(cols) if c not in self._entry_cache]
+        if missing:
+            raws = self._fetch([(self._abs(base + c * size), size) for c in missing])
+            for c, r in zip(missing, raws, strict=True):
+                self._entry_cache[c] = np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1)[0]
+        return [self._entry_cache[c] for c in cols]
 
     def lookup(self, names: Sequence[str]) -> list[int | None]:
         """Column index of each name (None where absent); duplicates resolve to the first."""
@@ -270,6 +290,7 @@ class SchemaIndex:
                     [(self._abs(int(e["name_offset"])), int(e["name_size"])) for e in entries]
                 )
                 for (i, col), e, raw in zip(candidates, entries, name_raws, strict=True):
+                    self._name_cache[col] = bytes(raw)
                     if int(e["name_hash"]) == hashes[i] and bytes(raw) == names[i].encode():
                         if result[i] is None or col < result[i]:  # type: ignore[operator]
                             result[i] = col
@@ -294,23 +315,33 @@ class SchemaIndex:
                 no, ns = int(e["name_offset"]), int(e["name_size"])
                 bo, bs = int(e["blob_offset"]), int(e["blob_size"])
                 nodes_end = int(e["first_node"]) + int(e["num_nodes"])
-                if no + ns > heap_end or bo + bs > heap_end or nodes_end > int(self._h["num_nodes"]):
+                if (
+                    no + ns > heap_end
+                    or bo + bs > heap_end
+                    or nodes_end > int(self._h["num_nodes"])
+                ):
                     raise InvalidFileError("column entry points outside the schema area")
+                if i not in self._name_cache:
+                    ranges.append((self._abs(no), ns))
                 ranges += [
-                    (self._abs(no), ns),
                     (self._abs(bo), bs),
-                    (self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
-                     4 * int(e["num_nodes"])),
+                    (
+                        self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
+                        4 * int(e["num_nodes"]),
+                    ),
                 ]
-            raws = self._fetch(ranges)
-            for k, (i, e) in enumerate(zip(missing, entries, strict=True)):
-                name_raw, blob_raw, ids_raw = raws[3 * k : 3 * k + 3]
-                crc = zlib.crc32(ids_raw, zlib.crc32(blob_raw, zlib.crc32(name_raw)))
+            raws = iter(self._fetch(ranges))
+            for i, e in zip(missing, entries, strict=True):
+                name_raw = self._name_cache.get(i)
+                if name_raw is None:
+                    name_raw = bytes(next(raws))
+                blob_raw, ids_raw = next(raws), next(raws)
+                crc = _entry_crc(e.tobytes(), name_raw, blob_raw, ids_raw)
                 if crc != int(e["crc"]):
                     raise ChecksumError(f"schema entry of column {i}: CRC32 mismatch")
                 self._columns[i] = ColumnInfo(
                     index=i,
-                    field=self._make_field(e, name_raw, blob_raw),
+                    field=self._make_field(e, memoryview(name_raw), blob_raw),
                     field_ids=np.frombuffer(ids_raw, dtype="<i4"),
                     num_streams=int(e["num_streams"]),
                 )

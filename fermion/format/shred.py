@@ -211,8 +211,12 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
         stats_values = None if kind == Kind.DICTIONARY else arr
         out.append(
             _data_chunk(
-                spec, n, cuts, lambda a, b: raw[base + a * width : base + b * width],
-                stats_values, enc,
+                spec,
+                n,
+                cuts,
+                lambda a, b: raw[base + a * width : base + b * width],
+                stats_values,
+                enc,
             )
         )
         if kind == Kind.DICTIONARY:
@@ -233,11 +237,15 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
         if empty:
             out.append(StreamChunk(off_spec, ChunkState.EMPTY, n, arr.null_count))
         else:
-            rel_bytes = memoryview(np.ascontiguousarray(rel)).cast("B")
+            rel_bytes = np.ascontiguousarray(rel).data.cast("B")
             out.append(
                 _data_chunk(
-                    off_spec, n, cuts, lambda a, b: rel_bytes[a * width : (b + 1) * width],
-                    None, enc,
+                    off_spec,
+                    n,
+                    cuts,
+                    lambda a, b: rel_bytes[a * width : (b + 1) * width],
+                    None,
+                    enc,
                 )
             )
         if kind == Kind.BINARY:
@@ -249,9 +257,12 @@ def _shred(node: Node, arr: pa.Array, enc: _Encoder, out: list[StreamChunk], top
             data = memoryview(arr.buffers()[2]).cast("B")
             out.append(
                 _data_chunk(
-                    spec, n, cuts,
+                    spec,
+                    n,
+                    cuts,
                     lambda a, b: data[start + int(rel[a]) : start + int(rel[b])],
-                    arr, enc,
+                    arr,
+                    enc,
                 )
             )
             return

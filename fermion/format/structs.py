@@ -178,7 +178,7 @@ CMB_HEADER_DTYPE = _dtype(
         ("num_streams", "<u4"),
         ("num_stripes", "<u4"),
         ("crc", "<u4"),  # CRC32 of the CMB bytes after this header
-        ("reserved", "<u4"),
+        ("column", "<u4"),  # index of the column this block describes (checked on read)
     ],
     16,
 )
@@ -249,7 +249,7 @@ SCHEMA_HEADER_DTYPE = _dtype(
         ("num_columns", "<u4"),
         ("hash_capacity", "<u4"),  # slots of the open-addressing name index (power of 2)
         ("num_nodes", "<u4"),  # field nodes of all columns, pre-order
-        ("flags", "<u4"),
+        ("full_schema_crc", "<u4"),  # CRC32 of the full schema message
         # offsets relative to the schema area start, sizes in bytes
         ("full_schema_offset", "<u4"),
         ("full_schema_size", "<u4"),
@@ -274,7 +274,7 @@ COLUMN_ENTRY_DTYPE = _dtype(
         ("num_nodes", "<u2"),
         ("primitive_code", "u1"),  # PrimitiveCode
         ("flags", "u1"),  # bit 0: nullable
-        ("crc", "<u4"),  # CRC32 of name bytes + blob bytes + the node ids of this column
+        ("crc", "<u4"),  # CRC32 of this entry (crc zeroed) + name + blob + node ids
         ("num_streams", "<u4"),
     ],
     40,

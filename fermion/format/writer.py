@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import FermionError, InvalidArgumentError, SchemaMismatchError
-from fermion.format.layout import Node, build_tree
+from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
@@ -51,6 +50,7 @@ from fermion.format.structs import (
     OptionalFeature,
     StreamType,
 )
+from fermion.format.threads import pool
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
@@ -77,6 +77,8 @@ class _ColumnRecord:
     def __init__(self, tree: Node) -> None:
         self.tree = tree
         self.streams = [_StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
+        # a dictionary's length is recorded by its values node's VALIDITY descriptors
+        self.counted_nodes = {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
 
 
 class FileWriter:
@@ -114,7 +116,6 @@ class FileWriter:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._pool: ThreadPoolExecutor | None = None
         self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
         self.num_rows = 0
         self.closed = False
@@ -153,16 +154,12 @@ class FileWriter:
             raise
         finally:
             self.closed = True
-            if self._pool is not None:
-                self._pool.shutdown()
 
     def abort(self) -> None:
         """Stop without writing metadata (the partial output is not a valid file)."""
         if not self.closed:
             self.closed = True
             self._sink.abort()
-            if self._pool is not None:
-                self._pool.shutdown()
 
     def __enter__(self) -> FileWriter:
         return self
@@ -212,14 +209,17 @@ class FileWriter:
         return shred_column(self._trees[i], array, self.options)
 
     def _write_stripe(self, stripe: pa.Table) -> None:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.options.worker_threads)
-        futures = [
-            self._pool.submit(self._encode_column, i, stripe.column(i))
-            for i in range(stripe.num_columns)
-        ]
-        for i, fut in enumerate(futures):
-            self._place(self._columns[i], fut.result())
+        if self.options.worker_threads > 1 and stripe.num_columns > 1:
+            ex = pool()
+            futures = [
+                ex.submit(self._encode_column, i, stripe.column(i))
+                for i in range(stripe.num_columns)
+            ]
+            results = [f.result() for f in futures]
+        else:
+            results = [self._encode_column(i, stripe.column(i)) for i in range(stripe.num_columns)]
+        for i, chunks in enumerate(results):
+            self._place(self._columns[i], chunks)
         self._stripe_rows.append(stripe.num_rows)
         self.num_rows += stripe.num_rows
 
@@ -254,14 +254,20 @@ class FileWriter:
             rec.pages.append(metas)
 
     # -- metadata ---------------------------------------------------------------------
-    def _build_cmb(self, col: _ColumnRecord) -> bytes:
+    def _build_cmb(self, index: int, col: _ColumnRecord) -> bytes:
         """One Column Metadata Block; b"" when the column is all-null in every stripe."""
         num_stripes = len(self._stripe_rows)
         if num_stripes == 0:
             return b""
         top = col.streams[0] if col.streams else None  # node 0's VALIDITY, if any
         if top is None or all(s == ChunkState.ALL_NULL for s in top.states):
-            return b""  # all-null in every stripe: no CMB (seed 001)
+            dictionary_values = sum(
+                sum(rec.num_values)
+                for rec in col.streams
+                if rec.stream_type == StreamType.VALIDITY and rec.node in col.counted_nodes
+            )
+            if not dictionary_values:
+                return b""  # all-null in every stripe and nothing else to keep: no CMB
         metas = np.zeros(len(col.streams), dtype=STREAM_META_DTYPE)
         payload: list[bytes] = []
         payload_size = 0
@@ -272,10 +278,11 @@ class FileWriter:
             metas[k]["stream_type"] = rec.stream_type
             metas[k]["node"] = rec.node
             if rec.stream_type == StreamType.VALIDITY:
-                if all(s == ChunkState.ALL_VALID for s in rec.states):
+                counted = rec.node in col.counted_nodes
+                if not counted and all(s == ChunkState.ALL_VALID for s in rec.states):
                     metas[k]["desc_type"] = DescType.USE_DEFAULT
                     continue
-                if all(s == ChunkState.ALL_NULL for s in rec.states):
+                if not counted and all(s == ChunkState.ALL_NULL for s in rec.states):
                     metas[k]["desc_type"] = DescType.FORCE_NULL
                     continue
                 descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
@@ -329,6 +336,7 @@ class FileWriter:
         header["num_streams"] = len(col.streams)
         header["num_stripes"] = num_stripes
         header["crc"] = zlib.crc32(body)
+        header["column"] = index
         if meta_size + payload_size + page_pool_size > 0xFFFFFFFF:
             raise FermionError("a column metadata block exceeds 4 GiB; use larger stripes")
         return header.tobytes() + body
@@ -339,7 +347,7 @@ class FileWriter:
         cit = np.zeros(len(self._columns) + 1, dtype=CIT_DTYPE)
         for i, col in enumerate(self._columns):
             cit[i] = sink.tell()
-            sink.append(self._build_cmb(col))
+            sink.append(self._build_cmb(i, col))
         schema_offset = sink.tell()
         cit[-1] = schema_offset
         sink.append(self._schema_area)
@@ -388,6 +396,8 @@ def write_table(
         True
     """
     if not isinstance(table, pa.Table | pa.RecordBatchReader):
-        raise InvalidArgumentError(f"expected a pyarrow Table or RecordBatchReader, got {type(table)}")
+        raise InvalidArgumentError(
+            f"expected a pyarrow Table or RecordBatchReader, got {type(table)}"
+        )
     with FileWriter(where, table.schema, field_ids=field_ids, **options) as writer:
         writer.write(table)

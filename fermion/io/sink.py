@@ -7,10 +7,11 @@ Example:
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "out.bin")
     >>> with open_sink(path) as sink:
-    ...     sink.append(b"abc"); sink.append(b"de")
-    ...     sink.tell()
-    5
-    >>> open(path, "rb").read()
+    ...     first, second = sink.append(b"abc"), sink.append(b"de")
+    ...     (first, second, sink.tell())
+    (0, 3, 5)
+    >>> with open(path, "rb") as f:
+    ...     f.read()
     b'abcde'
 """
 

@@ -6,7 +6,8 @@ and benchmarks can prove how many requests and bytes an operation cost.
 Example:
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
-    >>> _ = open(path, "wb").write(b"0123456789")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"0123456789")
     >>> src = open_source(path)
     >>> [bytes(b) for b in src.read_ranges([(0, 2), (8, 2)], max_gap=0)]
     [b'01', b'89']
@@ -17,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from typing import Any
 
 import fsspec
 
-from fermion.errors import InvalidArgumentError, TruncatedFileError
+from fermion.errors import InvalidArgumentError, SourceNotFoundError, TruncatedFileError
 from fermion.io.coalesce import coalesce_ranges
 
 __all__ = ["ByteSource", "IOStats", "LocalSource", "FsspecSource", "open_source", "resolve"]
@@ -81,9 +83,7 @@ class ByteSource:
         self.stats.add(length)
         return memoryview(data)
 
-    def read_ranges(
-        self, ranges: Sequence[tuple[int, int]], *, max_gap: int
-    ) -> list[memoryview]:
+    def read_ranges(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         """Read many ranges with coalescing; returns one view per requested range."""
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         for merged in coalesce_ranges(ranges, max_gap=max_gap):
@@ -103,8 +103,16 @@ class LocalSource(ByteSource):
 
     def __init__(self, path: str) -> None:
         self.name = path
-        self._fd = os.open(path, os.O_RDONLY)
-        self.size = os.fstat(self._fd).st_size
+        self._fd = -1
+        try:
+            self._fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise SourceNotFoundError(f"{path}: no such file") from None
+        info = os.fstat(self._fd)
+        if stat.S_ISDIR(info.st_mode):
+            self.close()
+            raise InvalidArgumentError(f"{path}: is a directory, not a file")
+        self.size = info.st_size
         self.stats = IOStats()
 
     def _read_at(self, offset: int, length: int) -> bytes:
@@ -140,7 +148,10 @@ class FsspecSource(ByteSource):
         self.name = path
         self._fs = fs
         self._path = path
-        self.size = int(fs.size(path))
+        try:
+            self.size = int(fs.size(path))
+        except FileNotFoundError:
+            raise SourceNotFoundError(f"{path}: no such file") from None
         self.stats = IOStats()
 
     def _read_at(self, offset: int, length: int) -> bytes:

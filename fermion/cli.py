@@ -1,0 +1,270 @@
+"""The ``fermion`` command line.
+
+Subcommands::
+
+    fermion inspect FILE [--json] [--columns a,b]    footer, schema, per-column CMB summary
+    fermion convert SRC DST [--json]                 .parquet/.parq <-> .fermion
+    fermion cat FILE [--columns a,b] [--limit N] [--format table|jsonl|csv]
+
+Expected failures print one line ``fermion: error: ...`` on stderr and exit with 2 for bad
+usage or 1 for a Fermion error (bad file, missing column, ...); no traceback.
+
+Extension point: when ``fermion.cli_table`` exists (the table layer's commands, e.g.
+``fermion log URI``), its ``add_table_commands(subparsers)`` is called. Each command it adds
+sets ``handler=<callable(args: argparse.Namespace) -> int>`` with ``set_defaults`` and may
+raise :class:`fermion.FermionError` for expected failures.
+
+Example:
+    >>> main(["convert", "a.csv", "b.fermion"])  # the error line goes to stderr
+    2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from fermion.cli_render import RowFormat, render_inspect, write_rows
+from fermion.errors import FermionError, InvalidArgumentError
+
+__all__ = ["main", "build_parser"]
+
+PROG = "fermion"
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+PARQUET_SUFFIXES = (".parquet", ".parq")
+FERMION_SUFFIXES = (".fermion",)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that reports usage errors by raising instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+# --------------------------------------------------------------------------------------
+# argument types
+
+
+def _column_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise argparse.ArgumentTypeError(f"expected column names separated by commas: {text!r}")
+    return names
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+# --------------------------------------------------------------------------------------
+# commands
+
+
+def _open_reader(path: str) -> Any:
+    from fermion.format import FileReader
+
+    try:
+        return FileReader(path)
+    except FileNotFoundError:
+        raise InvalidArgumentError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InvalidArgumentError(f"{path}: is a directory") from None
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    reader = _open_reader(args.file)
+    info = reader.describe(columns=args.columns)
+    if args.json:
+        sys.stdout.write(json.dumps(info, indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(render_inspect(info))
+    return EXIT_OK
+
+
+def _cmd_cat(args: argparse.Namespace) -> int:
+    reader = _open_reader(args.file)
+    fmt: RowFormat = args.format
+    remaining = args.limit
+    header = True
+    widths: list[int] | None = None
+    if remaining == 0:
+        names = list(args.columns) if args.columns else list(reader.schema.names)
+        write_rows([], names, sys.stdout, fmt=fmt, header=True)
+        return EXIT_OK
+    for batch in reader.iter_batches(columns=args.columns):
+        if remaining is not None:
+            batch = batch.slice(0, remaining)
+            remaining -= batch.num_rows
+        widths = write_rows(
+            batch.to_pylist(),
+            batch.schema.names,
+            sys.stdout,
+            fmt=fmt,
+            header=header,
+            widths=widths,
+        )
+        header = False
+        if remaining == 0:
+            break
+    if header:  # no batch at all: an empty file still shows its columns
+        names = list(args.columns) if args.columns else list(reader.schema.names)
+        write_rows([], names, sys.stdout, fmt=fmt, header=True)
+    return EXIT_OK
+
+
+def conversion_direction(src: str, dst: str) -> str:
+    """``"parquet->fermion"`` or ``"fermion->parquet"`` from the file extensions.
+
+    Example:
+        >>> conversion_direction("s3://b/x.parq", "out.fermion")
+        'parquet->fermion'
+    """
+
+    def kind(name: str) -> str | None:
+        lowered = name.lower()
+        if lowered.endswith(PARQUET_SUFFIXES):
+            return "parquet"
+        if lowered.endswith(FERMION_SUFFIXES):
+            return "fermion"
+        return None
+
+    pair = (kind(src), kind(dst))
+    if pair == ("parquet", "fermion"):
+        return "parquet->fermion"
+    if pair == ("fermion", "parquet"):
+        return "fermion->parquet"
+    raise UsageError(
+        f"cannot tell the conversion direction from {src!r} -> {dst!r}: one side must end "
+        f"in .parquet or .parq and the other in .fermion"
+    )
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
+
+    direction = conversion_direction(args.src, args.dst)
+    convert = parquet_to_fermion if direction == "parquet->fermion" else fermion_to_parquet
+    summary = convert(args.src, args.dst)
+    if args.json:
+        sys.stdout.write(json.dumps(summary.to_dict()) + "\n")
+    else:
+        sys.stdout.write(
+            f"{summary.src} -> {summary.dst}: {summary.num_rows:,} rows, "
+            f"{summary.num_columns:,} columns, {summary.source_units:,} "
+            f"{'row groups' if direction == 'parquet->fermion' else 'stripes'} read, "
+            f"{summary.src_bytes:,} -> {summary.dst_bytes:,} bytes "
+            f"in {summary.seconds:.2f} s\n"
+        )
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------
+# parser
+
+
+def _add_extension_commands(subparsers: Any) -> None:
+    """Let the table layer add its commands (``fermion log URI``...) when it is installed."""
+    try:
+        from fermion.cli_table import add_table_commands
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("fermion.cli_table", "fermion.table"):
+            raise
+        return
+    add_table_commands(subparsers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fermion`` argument parser (usage errors raise :class:`UsageError`).
+
+    Example:
+        >>> build_parser().parse_args(["cat", "t.fermion", "--limit", "3"]).limit
+        3
+    """
+    parser = _Parser(prog=PROG, description="Inspect, convert and print Fermion files.")
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
+
+    p = sub.add_parser("inspect", help="footer, schema and per-column metadata of a file")
+    p.add_argument("file", metavar="FILE", help="a .fermion file: path or fsspec URL")
+    p.add_argument("--json", action="store_true", help="print the full description as JSON")
+    p.add_argument("--columns", type=_column_list, help="only these columns: a,b,c")
+    p.set_defaults(handler=_cmd_inspect)
+
+    p = sub.add_parser("convert", help="convert between Parquet and Fermion")
+    p.add_argument("src", metavar="SRC", help="source file (.parquet/.parq or .fermion)")
+    p.add_argument("dst", metavar="DST", help="destination file (the other extension)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.set_defaults(handler=_cmd_convert)
+
+    p = sub.add_parser("cat", help="print rows")
+    p.add_argument("file", metavar="FILE", help="a .fermion file: path or fsspec URL")
+    p.add_argument("--columns", type=_column_list, help="only these columns: a,b,c")
+    p.add_argument("--limit", type=_non_negative_int, help="print at most N rows")
+    p.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
+    p.set_defaults(handler=_cmd_cat)
+
+    _add_extension_commands(sub)
+    return parser
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``fermion`` command line; returns the exit code.
+
+    Args:
+        argv: arguments without the program name (``sys.argv[1:]`` when ``None``).
+
+    Returns:
+        0 on success, 1 on a Fermion error (bad file, missing column...), 2 on bad usage.
+
+    Example:
+        >>> main(["cat"])
+        2
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except SystemExit as exc:  # --help / --version exit through argparse
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except FermionError as exc:
+        return _fail(str(exc), EXIT_ERROR)
+    except BrokenPipeError:  # `fermion cat big.fermion | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

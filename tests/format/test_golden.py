@@ -1,0 +1,83 @@
+"""Golden files of every released format version stay readable, and docs/FORMAT.md stays exact."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import fermion
+from fermion.format import structs
+from tests.format.test_roundtrip import assert_same
+
+GOLDEN = Path(__file__).parent / "golden"
+FORMAT_MD = Path(__file__).parents[2] / "docs" / "FORMAT.md"
+CASES = sorted(GOLDEN.glob("v*/*.fermion"))
+
+
+def test_golden_files_exist() -> None:
+    versions = {p.parent.name for p in CASES}
+    assert "v1_0" in versions
+    assert len(CASES) >= 5
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_golden_file_reads_exactly(path: Path) -> None:
+    expected = pa.ipc.open_file(str(path.with_suffix(".arrow"))).read_all()
+    with fermion.FileReader(path) as r:
+        major, minor = path.parent.name[1:].split("_")
+        assert r.metadata.format_version == f"{major}.{minor}"
+        assert_same(r.read(), expected)
+        if expected.num_rows:
+            idx = np.arange(0, expected.num_rows, 7)
+            assert_same(r.take(idx), expected.take(idx))
+        assert r.describe()["num_rows"] == expected.num_rows
+
+
+def _doc_table(section: str) -> list[tuple[int, str]]:
+    """(offset, field) rows of the markdown table under a heading of FORMAT.md."""
+    text = FORMAT_MD.read_text()
+    body = text.split(section, 1)[1]
+    rows = []
+    for line in body.splitlines()[2:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0].isdigit():
+            rows.append((int(cells[0]), cells[2]))
+    return rows
+
+
+@pytest.mark.parametrize(
+    "section,dtype",
+    [
+        ("### 1.1 FileHeader", structs.FILE_HEADER_DTYPE),
+        ("### 1.2 Footer", structs.FOOTER_DTYPE),
+        ("## 5. Pages", structs.PAGE_HEADER_DTYPE),
+        ("**FullChunkDesc** (48 B):", structs.FULL_CHUNK_DESC_DTYPE),
+    ],
+)
+def test_format_md_matches_structs(section: str, dtype: np.dtype) -> None:
+    documented = [(offset, field.split(" ")[0]) for offset, field in _doc_table(section)]
+    actual = sorted((offset, name) for name, (_, offset) in dtype.fields.items())
+    assert documented == actual
+
+
+def test_format_md_lists_struct_sizes() -> None:
+    text = FORMAT_MD.read_text()
+    for label, dtype in [
+        ("CMBHeader", structs.CMB_HEADER_DTYPE),
+        ("SimpleChunkDesc", structs.SIMPLE_CHUNK_DESC_DTYPE),
+        ("FullChunkDesc", structs.FULL_CHUNK_DESC_DTYPE),
+        ("PageMeta", structs.PAGE_META_DTYPE),
+        ("StreamMeta", structs.STREAM_META_DTYPE),
+        ("ColumnEntry", structs.COLUMN_ENTRY_DTYPE),
+        ("SchemaHeader", structs.SCHEMA_HEADER_DTYPE),
+        ("HashSlot", structs.HASH_SLOT_DTYPE),
+    ]:
+        assert re.search(rf"{label}\**\s*\({dtype.itemsize} B\)", text), label

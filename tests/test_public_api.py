@@ -1,0 +1,58 @@
+"""The public API: a sorted ``__all__`` that names exactly the public, importable objects."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import fermion
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert fermion.__all__ == sorted(fermion.__all__)
+    public = {n for n in vars(fermion) if not n.startswith("_")}
+    modules = {n for n, v in vars(fermion).items() if type(v).__name__ == "module"}
+    assert set(fermion.__all__) == public - modules - {"annotations"}
+    for name in fermion.__all__:
+        assert getattr(fermion, name) is not None
+
+
+def test_contract_names_exist() -> None:
+    """DESIGN.md §3 names owned by the format layer."""
+    for name in ("write_table", "read_table", "FileReader", "FileWriter",
+                 "parquet_to_fermion", "fermion_to_parquet", "FermionError",
+                 "InvalidFileError", "TruncatedFileError", "ChecksumError",
+                 "UnsupportedVersionError", "SchemaMismatchError", "CommitConflictError",
+                 "IncompatibleTransactionError"):
+        assert name in fermion.__all__, name
+    reader_api = ("schema", "num_rows", "metadata", "read", "iter_batches", "take", "describe")
+    for attr in reader_api:
+        assert hasattr(fermion.FileReader, attr) or attr in ("num_rows",), attr
+
+
+def test_errors_subclass_builtins() -> None:
+    assert issubclass(fermion.InvalidFileError, ValueError)
+    assert issubclass(fermion.TruncatedFileError, EOFError)
+    assert issubclass(fermion.ColumnNotFoundError, KeyError)
+    assert issubclass(fermion.SourceNotFoundError, FileNotFoundError)
+    assert issubclass(fermion.UnsupportedTypeError, TypeError)
+    for name in fermion.__all__:
+        obj = getattr(fermion, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, fermion.FermionError), name
+
+
+_MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(fermion.__path__, "fermion.")
+    if not m.name.endswith("_pb2")
+)
+
+
+@pytest.mark.parametrize("module", _MODULES)
+def test_docstring_examples_run(module: str) -> None:
+    mod = importlib.import_module(module)
+    failures, _ = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert failures == 0
