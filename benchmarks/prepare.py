@@ -13,6 +13,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -97,6 +98,16 @@ def check_path(target: Path) -> Path:
     return target.with_name(target.name + ".check.json")
 
 
+def _remove_stale_copies(target: Path, system: str) -> None:
+    """Delete ``system``'s copies of the same dataset written by other code versions."""
+    own = re.compile(rf"^{re.escape(system)}-d\d+-")
+    adapter = systems.get(system)
+    for other in target.parent.iterdir():
+        if other.name.startswith(target.name) or not own.match(other.name):
+            continue
+        adapter.remove(other)
+
+
 def cached_check(target: Path) -> str | None:
     """The stored read-back check of a cached file (``None`` if it was never checked)."""
     sidecar = check_path(target)
@@ -119,6 +130,7 @@ def write_dataset_copy(data_dir: Path, dataset: Dataset, system: str, target: Pa
         adapter.remove(tmp)
         adapter.write(table, tmp)
         tmp.rename(target)
+        _remove_stale_copies(target, system)
     check = verify_copy(adapter, table, dataset, target)
     check_path(target).write_text(json.dumps({"check": check}))
     return check

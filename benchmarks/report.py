@@ -172,7 +172,9 @@ def _fmt_value(row: dict[str, Any]) -> str:
 
 
 def _fmt_ratio(r: float | None) -> str:
-    return "" if r is None else f"{r:.2f}×"
+    if r is None:
+        return ""
+    return f"{r:.3f}×" if r < 0.1 else f"{r:.2f}×"
 
 
 def _fmt_io(io: dict[str, Any] | None) -> str:
