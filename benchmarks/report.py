@@ -185,6 +185,8 @@ def _fmt_io(io: dict[str, Any] | None) -> str:
         parts.append(f"open+schema: {io['open_requests']} req, {_fmt_bytes(io['open_bytes'])}")
     if "read_requests" in io:
         parts.append(f"open+read: {io['read_requests']} req, {_fmt_bytes(io['read_bytes'])}")
+    if "take_requests" in io:
+        parts.append(f"open+take: {io['take_requests']} req, {_fmt_bytes(io['take_bytes'])}")
     if "footer_bytes" in io:
         parts.append(f"footer {_fmt_bytes(io['footer_bytes'])}")
     if "metadata_bytes_in_file" in io:

@@ -83,6 +83,10 @@ class System:
         """IO facts of an open + schema and (if ``read``) + a read of ``columns``, if known."""
         return {}
 
+    def take_io(self, path: Path, indices: np.ndarray) -> dict[str, Any]:
+        """Requests and bytes of an open + take of ``indices``, if measurable."""
+        return {}
+
     def remove(self, path: Path) -> None:
         if path.is_dir():
             shutil.rmtree(path)
@@ -131,6 +135,16 @@ class FermionSystem(System):
                 reader.read(columns=columns)
                 facts.update(read_requests=stats.requests, read_bytes=stats.bytes_read)
         return facts
+
+    def take_io(self, path: Path, indices: np.ndarray) -> dict[str, Any]:
+        import fermion
+
+        with fermion.FileReader(str(path)) as reader:
+            stats: Any = getattr(getattr(reader, "source", None), "stats", None)
+            if not (hasattr(stats, "requests") and hasattr(stats, "bytes_read")):
+                return {}
+            reader.take(indices)
+            return {"take_requests": stats.requests, "take_bytes": stats.bytes_read}
 
 
 class _CountingFile(io.RawIOBase):
@@ -194,7 +208,17 @@ class ParquetSystem(System):
         """Row-group aware: read only the row groups holding a wanted row, then take."""
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
+        return self._take(pq.ParquetFile(path), indices)
+
+    def take_io(self, path: Path, indices: np.ndarray) -> dict[str, Any]:
+        import pyarrow.parquet as pq
+
+        with _CountingFile(path) as f:
+            self._take(pq.ParquetFile(f), indices)
+            return {"take_requests": f.requests, "take_bytes": f.bytes_read}
+
+    @staticmethod
+    def _take(pf: Any, indices: np.ndarray) -> pa.Table:
         md = pf.metadata
         counts = np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)])
         ends = np.cumsum(counts)

@@ -115,6 +115,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     if case.kind in ("schema", "read"):
         columns = None if case.columns is None else list(case.columns)
         io = system.io_probe(path, columns, read=case.kind == "read")
+    elif case.kind == "take":
+        io = system.take_io(path, datagen.take_indices(_num_rows(case, data_dir), case.take_count))
     return {
         "status": "ok" if problem is None else "wrong-result",
         "value": statistics.median(times),
