@@ -47,6 +47,7 @@ TABLE_COLUMNS = (
     "Variant",
     "System",
     "Median",
+    "Min–max",
     "vs Parquet",
     "vs Lance",
     "Peak RSS (MB)",
@@ -171,6 +172,13 @@ def _fmt_value(row: dict[str, Any]) -> str:
     return f"{row['value']:.4g} {row.get('unit', '')}".strip()
 
 
+def _fmt_spread(row: dict[str, Any]) -> str:
+    runs = row.get("runs")
+    if not _ok(row) or row.get("unit") != "s" or not runs:
+        return ""
+    return f"{_fmt_seconds(min(runs))} – {_fmt_seconds(max(runs))}"
+
+
 def _fmt_ratio(r: float | None) -> str:
     if r is None:
         return ""
@@ -205,6 +213,7 @@ def _table_row(row: dict[str, Any]) -> str:
         row.get("variant", ""),
         row.get("system", ""),
         _fmt_value(row),
+        _fmt_spread(row),
         _fmt_ratio(row.get("vs_parquet")),
         _fmt_ratio(row.get("vs_lance")),
         "" if rss is None else f"{rss:.0f}",
@@ -243,8 +252,10 @@ def render_markdown(
         "## Method",
         "",
         "- All systems read and write the same generated data in the same run. Times are the",
-        "  median of the timed repetitions; every open is a fresh reader object (open cost is",
-        "  included); the OS page cache is warm (files were just written or read).",
+        "  median of the timed repetitions (`Min–max`: fastest and slowest of them); every",
+        "  open is a fresh reader object (open cost is included); the OS page cache is warm",
+        "  (files were just written or read). Systems run one after the other, each in its",
+        "  own process, so a burst of load from other processes can hit one system only.",
         "- Ratios: `vs Parquet` = this value / pyarrow.parquet's value in the same case; `vs",
         "  Lance` = this value / the best Lance value in the same case (file API `lance` or",
         "  dataset API `lance-dataset`). Below 1.00× means smaller or faster.",
