@@ -224,11 +224,23 @@ def _table_row(row: dict[str, Any]) -> str:
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
+def _other_row(row: dict[str, Any]) -> str:
+    """One extra-module row: its name first, then every other key = value."""
+    name_keys = ("benchmark", "scenario", "system", "metric")
+    name = " / ".join(str(row[k]) for k in name_keys if k in row)
+    figures = ", ".join(
+        f"{k} = {_cell(v)}" for k, v in row.items() if k not in name_keys and v is not None
+    )
+    return f"| {_cell(name)} | {figures} |"
+
+
 def render_markdown(
     results: list[dict[str, Any]], facts: dict[str, Any], run: dict[str, Any]
 ) -> str:
     """The whole ``BENCHMARKS.md`` text."""
-    rows = add_ratios(results)
+    standard = [r for r in results if "status" in r and "variant" in r]
+    others = [r for r in results if not ("status" in r and "variant" in r)]
+    rows = add_ratios(standard)
     lines = [
         "# Fermion benchmarks",
         "",
@@ -280,6 +292,17 @@ def render_markdown(
     lines.append("| " + " | ".join(TABLE_COLUMNS) + " |")
     lines.append("|" + "---|" * len(TABLE_COLUMNS))
     lines += [_table_row(row) for row in rows]
+    if others:
+        lines += [
+            "",
+            "## Other measurements",
+            "",
+            "Rows from the extra modules (`benchmarks/*_bench.py`), as they report them.",
+            "",
+            "| Measurement | Figures |",
+            "|---|---|",
+        ]
+        lines += [_other_row(row) for row in others]
     problems = [r for r in rows if r.get("status") not in ("ok", None)]
     if problems:
         lines += ["", "## Not measured", ""]
