@@ -40,18 +40,24 @@ from fermion.errors import (
 )
 from fermion.format.assemble import (
     StripeContext,
-    assemble_flat,
-    assemble_node,
-    pruned_type,
-    validity_of,
 )
 from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
 from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
-from fermion.format.layout import Kind, Node, build_tree, without_views
+from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.pages import Decoded, decode_page
+from fermion.format.plan import (
+    ColumnPlan,
+    PageRequest,
+    Projection,
+    Ranges,
+    Selection,
+    plan_column,
+    select_rows,
+    take_values,
+)
 from fermion.format.pruning import (
     equality_constraints,
     guarantee_for,
@@ -77,9 +83,7 @@ from fermion.io.source import ByteSource, open_source
 __all__ = ["FileMetadata", "FileReader", "read_table"]
 
 _KNOWN_REQUIRED = int(RequiredFeature.BATCH_MODE | RequiredFeature.ENCODINGS)  # format 1.1
-_FLAT = (Kind.FIXED, Kind.BOOL, Kind.BINARY)
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
-Ranges = list[tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -96,43 +100,6 @@ class FileMetadata:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-@dataclass
-class _Projection:
-    """One output column: the file column, its node tree and the nodes to materialise."""
-
-    info: ColumnInfo
-    tree: Node
-    selected: set[int] | None  # None: the whole column
-
-    @property
-    def flat(self) -> bool:
-        return self.tree.kind in _FLAT and not isinstance(self.tree.type, pa.ExtensionType)
-
-    @property
-    def field(self) -> pa.Field:
-        f = self.info.field
-        return pa.field(f.name, pruned_type(self.tree, self.selected), f.nullable, f.metadata)
-
-
-@dataclass
-class _Selection:
-    """Rows wanted from one stripe: sorted disjoint ranges, or sorted unique points."""
-
-    ranges: Ranges | None = None
-    points: np.ndarray | None = None
-
-    def span_pages(self, page_starts: np.ndarray, page_ends: np.ndarray) -> np.ndarray:
-        """Indices of the pages (given their row spans) that hold wanted rows."""
-        if self.points is not None:
-            ids = np.searchsorted(page_ends, self.points, side="right")
-            return np.unique(ids)
-        assert self.ranges is not None
-        keep = np.zeros(len(page_starts), dtype=bool)
-        for a, b in self.ranges:
-            keep |= (page_starts < b) & (page_ends > a)
-        return np.nonzero(keep)[0]
 
 
 class FileReader:
@@ -291,10 +258,10 @@ class FileReader:
                 raise InvalidFileError(f"column {info.field.name!r}: field id count mismatch")
         return tree
 
-    def _resolve(self, columns: Sequence[str] | None) -> list[_Projection]:
+    def _resolve(self, columns: Sequence[str] | None) -> list[Projection]:
         if columns is None:
             infos = self._index.columns(range(self.num_columns))
-            return [_Projection(i, self._tree(i), None) for i in infos]
+            return [Projection(i, self._tree(i), None) for i in infos]
         if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
             raise InvalidArgumentError("columns must be a list of column names")
         found = self._index.lookup(list(columns))
@@ -315,13 +282,13 @@ class FileReader:
             else:
                 raise ColumnNotFoundError(f"column {name!r} is not in the file")
         infos = self._index.columns(cols)
-        out: dict[int, _Projection] = {}
+        out: dict[int, Projection] = {}
         order: list[int] = []
         for info, path, name in zip(infos, paths, columns, strict=True):
             tree = self._tree(info)
             proj = out.get(info.index)
             if proj is None:
-                proj = out[info.index] = _Projection(info, tree, set() if path else None)
+                proj = out[info.index] = Projection(info, tree, set() if path else None)
                 order.append(info.index)
             if not path:
                 proj.selected = None
@@ -329,7 +296,7 @@ class FileReader:
                 proj.selected |= _select_path(tree, path, name)
         return [out[i] for i in order]
 
-    def _column_metas(self, projs: Sequence[_Projection]) -> list[ColumnMeta]:
+    def _column_metas(self, projs: Sequence[Projection]) -> list[ColumnMeta]:
         need = [p for p in dict.fromkeys(p.info.index for p in projs) if p not in self._cmbs]
         if need:
             cit_raw = self._fetch_meta([(self._cit_offset + 8 * c, 16) for c in need])
@@ -387,7 +354,7 @@ class FileReader:
         if len(nonzero) == 0:
             return np.array([self.num_rows], dtype=np.int64)  # all columns all-null
         (info,) = self._index.columns([int(nonzero[0])])
-        (meta,) = self._column_metas([_Projection(info, self._tree(info), None)])
+        (meta,) = self._column_metas([Projection(info, self._tree(info), None)])
         assert meta.stripe_rows is not None
         return meta.stripe_rows.astype(np.int64)
 
@@ -437,13 +404,13 @@ class FileReader:
         parts = []
         for s in np.unique(stripe_of):
             local = unique[stripe_of == s] - starts[s]
-            sel = _Selection(points=local)
+            sel = Selection(points=local)
             part = self._read_stripe(projs, metas, int(s), int(rows[s]), sel)
             part = self._with_virtual(part, virtual, int(s), int(rows[s]), sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
         order = pa.array(inverse, type=pa.int64())
-        columns_out = [_take(col, order) for col in table.columns]
+        columns_out = [take_values(col, order) for col in table.columns]
         return pa.Table.from_arrays(columns_out, schema=schema)
 
     def read_batches(self, batch_ids: Any, columns: Sequence[str] | None = None) -> pa.Table:
@@ -506,7 +473,7 @@ class FileReader:
                 else:
                     ranges.append((a, a + n_rows))
             n = int(index.stripe_rows[s])
-            sel = _Selection(ranges=ranges)
+            sel = Selection(ranges=ranges)
             part = self._read_stripe(projs, metas, int(s), n, sel)
             part = self._with_virtual(part, virtual, int(s), n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
@@ -518,7 +485,9 @@ class FileReader:
             or [np.zeros(0, dtype=np.int64)]
         )
         positions = pa.array(order, type=pa.int64())
-        return pa.Table.from_arrays([_take(c, positions) for c in table.columns], schema=schema)
+        return pa.Table.from_arrays(
+            [take_values(c, positions) for c in table.columns], schema=schema
+        )
 
     def batches(self) -> BatchIndex:
         """The BATCH_META index of a batch-mode file (loaded on first use)."""
@@ -528,7 +497,7 @@ class FileReader:
             self._batch_index = BatchIndex(self)
         return self._batch_index
 
-    def _resolve_all(self, columns: Sequence[str] | None) -> tuple[list[_Projection], list[str]]:
+    def _resolve_all(self, columns: Sequence[str] | None) -> tuple[list[Projection], list[str]]:
         """User projections, and the virtual columns asked for (batch-mode files only)."""
         if columns is None or not self.batch_mode or isinstance(columns, str):
             return self._resolve(columns), []
@@ -537,7 +506,7 @@ class FileReader:
 
     def _output_schema(
         self,
-        projs: Sequence[_Projection],
+        projs: Sequence[Projection],
         full: bool,
         virtual: Sequence[str] = (),
         columns: Sequence[str] | None = None,
@@ -547,13 +516,13 @@ class FileReader:
         return pa.schema(fields, metadata=self.schema.metadata if full else None)
 
     def _with_virtual(
-        self, batch: pa.RecordBatch, names: Sequence[str], s: int, n: int, sel: _Selection
+        self, batch: pa.RecordBatch, names: Sequence[str], s: int, n: int, sel: Selection
     ) -> pa.RecordBatch:
         """``batch`` with the virtual columns ``names`` of the selected rows appended."""
         if not names:
             return batch
         b = self.batches().stripe(s)
-        arrays = [_select(virtual_array(v, b), [(0, n)], sel) for v in names]
+        arrays = [select_rows(virtual_array(v, b), [(0, n)], sel) for v in names]
         return pa.RecordBatch.from_arrays(
             batch.columns + arrays, names=batch.schema.names + list(names)
         )
@@ -562,7 +531,7 @@ class FileReader:
         self,
         cols: Sequence[pa.Array],
         schema: pa.Schema,
-        projs: Sequence[_Projection],
+        projs: Sequence[Projection],
         virtual: Sequence[str],
         columns: Sequence[str] | None,
     ) -> pa.RecordBatch:
@@ -572,7 +541,7 @@ class FileReader:
 
     def _iter(
         self,
-        projs: list[_Projection],
+        projs: list[Projection],
         filter: pc.Expression | None,
         batch_size: int | None,
         full: bool = False,
@@ -580,7 +549,7 @@ class FileReader:
         columns: Sequence[str] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         out_schema = self._output_schema(projs, full, virtual, columns)
-        filter_projs: list[_Projection] = []
+        filter_projs: list[Projection] = []
         computed = list(virtual)  # virtual columns to compute: projected, then filter-only
         if filter is not None:
             names = sorted(referenced_fields(filter))
@@ -599,9 +568,9 @@ class FileReader:
             stripes = self._prune_stripes(all_projs, metas, rows, filter)
         for s in stripes:
             n = int(rows[s])
-            selection = _Selection(ranges=[(0, n)])
+            selection = Selection(ranges=[(0, n)])
             if filter is not None:
-                selection = _Selection(ranges=self._prune_pages(all_projs, metas, s, n, filter))
+                selection = Selection(ranges=self._prune_pages(all_projs, metas, s, n, filter))
                 if not selection.ranges:
                     continue
             batch = self._read_stripe(all_projs, metas, s, n, selection)
@@ -627,8 +596,8 @@ class FileReader:
 
     # -- pruning ----------------------------------------------------------------------
     def _stats_columns(
-        self, projs: Sequence[_Projection], metas: Sequence[ColumnMeta], filter_names: set[str]
-    ) -> list[tuple[_Projection, ColumnMeta]]:
+        self, projs: Sequence[Projection], metas: Sequence[ColumnMeta], filter_names: set[str]
+    ) -> list[tuple[Projection, ColumnMeta]]:
         seen: set[int] = set()
         out = []
         for p, m in zip(projs, metas, strict=True):
@@ -639,7 +608,7 @@ class FileReader:
 
     def _prune_stripes(
         self,
-        projs: Sequence[_Projection],
+        projs: Sequence[Projection],
         metas: Sequence[ColumnMeta],
         rows: np.ndarray,
         filter: pc.Expression,
@@ -660,8 +629,8 @@ class FileReader:
 
     @staticmethod
     def _filter_fields(
-        projs: Sequence[_Projection],
-        with_stats: Sequence[_Projection],
+        projs: Sequence[Projection],
+        with_stats: Sequence[Projection],
         names: set[str],
         vnames: set[str],
     ) -> list[pa.Field]:
@@ -680,7 +649,7 @@ class FileReader:
         return names & set(VIRTUAL_COLUMNS) if self.batch_mode else set()
 
     def _chunk_guarantee(
-        self, p: _Projection, m: ColumnMeta, s: int, n: int
+        self, p: Projection, m: ColumnMeta, s: int, n: int
     ) -> pc.Expression | None:
         name, t = p.info.field.name, p.info.field.type
         if not m.present:
@@ -702,7 +671,7 @@ class FileReader:
 
     def _prune_pages(
         self,
-        projs: Sequence[_Projection],
+        projs: Sequence[Projection],
         metas: Sequence[ColumnMeta],
         s: int,
         n: int,
@@ -787,7 +756,7 @@ class FileReader:
 
     def _bloom_excluded(
         self,
-        per_col: Sequence[tuple[_Projection, np.ndarray, np.ndarray]],
+        per_col: Sequence[tuple[Projection, np.ndarray, np.ndarray]],
         metas: dict[int, ColumnMeta],
         s: int,
         seg_starts: np.ndarray,
@@ -831,20 +800,20 @@ class FileReader:
     # -- one stripe -------------------------------------------------------------------
     def _read_stripe(
         self,
-        projs: Sequence[_Projection],
+        projs: Sequence[Projection],
         metas: Sequence[ColumnMeta],
         s: int,
         n: int,
-        sel: _Selection,
+        sel: Selection,
     ) -> pa.RecordBatch:
         """Plan page IO for the selection, fetch coalesced, decode in parallel, assemble."""
-        requests: list[tuple[int, _PageRequest]] = []  # (projection, page request)
-        plans: list[_ColumnPlan | None] = []
+        requests: list[tuple[int, PageRequest]] = []  # (projection, page request)
+        plans: list[ColumnPlan | None] = []
         for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
             if not m.present:
                 plans.append(None)
                 continue
-            plan = _plan_column(p, m, s, n, sel)
+            plan = plan_column(p, m, s, n, sel)
             plans.append(plan)
             requests.extend((j, req) for req in plan.pages)
         views = self.source.read_ranges(
@@ -878,7 +847,7 @@ class FileReader:
         arrays = []
         for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
             if not m.present:
-                arrays.append(_select(pa.nulls(n, p.field.type), [(0, n)], sel))
+                arrays.append(select_rows(pa.nulls(n, p.field.type), [(0, n)], sel))
                 continue
             ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected)
             column_plan = plans[j]
@@ -896,7 +865,7 @@ class FileReader:
 
 
 def _order(
-    projs: Sequence[_Projection], virtual: Sequence[str], columns: Sequence[str] | None
+    projs: Sequence[Projection], virtual: Sequence[str], columns: Sequence[str] | None
 ) -> list[int]:
     """Output positions in ``[projections..., virtual columns...]``."""
     if not virtual or columns is None:
@@ -929,168 +898,6 @@ def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
         keep.add(node.index)
     keep.update(n.index for n in node.walk())
     return keep
-
-
-def _take(values: Any, indices: pa.Array) -> Any:
-    """``values.take(indices)``, also for types Arrow has no take kernel for (views)."""
-    t = values.type
-    if isinstance(t, pa.ExtensionType):
-        storage = values.storage if isinstance(values, pa.Array) else values.cast(t.storage_type)
-        taken = _take(storage, indices)
-        if isinstance(taken, pa.ChunkedArray):
-            taken = taken.combine_chunks()
-        return pa.ExtensionArray.from_storage(t, taken)
-    plain = without_views(t)
-    if plain != t:
-        return values.cast(plain).take(indices).cast(t)
-    return values.take(indices)
-
-
-def _select(arr: pa.Array, covered: Ranges, sel: _Selection) -> pa.Array:
-    """Pick the selected rows out of ``arr``, which holds the rows of ``covered`` in order."""
-    starts = np.array([a for a, _ in covered], dtype=np.int64)
-    lens = np.array([b - a for a, b in covered], dtype=np.int64)
-    base = np.concatenate([[0], np.cumsum(lens)[:-1]]) if len(lens) else lens
-    if sel.points is not None:
-        run = np.searchsorted(starts, sel.points, side="right") - 1
-        pos = base[run] + (sel.points - starts[run])
-        if len(covered) == 1 and covered[0][0] == 0 and len(pos) == len(arr):
-            return arr
-        return _take(arr, pa.array(pos, type=pa.int64()))
-    assert sel.ranges is not None
-    pieces = []
-    for a, b in sel.ranges:
-        r = int(np.searchsorted(starts, a, side="right") - 1)
-        pieces.append(arr.slice(int(base[r] + a - starts[r]), b - a))
-    if len(pieces) == 1:
-        return pieces[0]
-    return pa.concat_arrays(pieces)
-
-
-@dataclass
-class _ColumnPlan:
-    """Pages to read for one column in one stripe, and how to assemble them."""
-
-    proj: _Projection
-    pages: list[_PageRequest]
-    runs: list[tuple[tuple[int, int], tuple[int, int]]] | None  # flat: (page run, row run)
-
-    def assemble(self, ctx: StripeContext, n: int, sel: _Selection) -> pa.Array:
-        if self.runs is None:
-            return _select(assemble_node(ctx, self.proj.tree, n), [(0, n)], sel)
-        tree = self.proj.tree
-        cache: list[tuple[object | None, int]] = []
-
-        def validity() -> tuple[object | None, int]:
-            if not cache:
-                cache.append(validity_of(ctx, tree, n))
-            return cache[0]
-
-        pieces = [assemble_flat(ctx, tree, n, run, rows, validity) for run, rows in self.runs]
-        arr = pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
-        return _select(arr, [rows for _, rows in self.runs], sel)
-
-
-def _expected_size(node: Node, stream_type: StreamType, values: int) -> int | None:
-    """Decoded bytes a page must have, when the metadata implies it (bounds allocation)."""
-    if stream_type == StreamType.VALIDITY:
-        return (values + 7) // 8
-    if stream_type == StreamType.OFFSETS:
-        return (values + 1) * node.byte_width
-    if node.kind == Kind.BOOL:
-        return (values + 7) // 8
-    if node.kind in (Kind.FIXED, Kind.DICTIONARY):
-        return values * node.byte_width
-    return None  # binary data: checked against the offsets after decoding
-
-
-# (stream index, page index, file offset, bytes on disk, values, exact decoded bytes or None)
-_PageRequest = tuple[int, int, int, int, int, int | None]
-
-
-def _all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> list[_PageRequest]:
-    out: list[_PageRequest] = []
-    for node in tree.walk():
-        if selected is not None and node.index not in selected:
-            continue
-        for spec in node.streams:
-            desc = m.streams[spec.index]
-            if desc.desc_type == DescType.SIMPLE:
-                assert desc.simple is not None
-                d = desc.simple[s]
-                length = int(d["length"])
-                if 0 < length != CHUNK_ALL_NULL:
-                    values = int(d["num_values"])
-                    size = _expected_size(node, spec.stream_type, values)
-                    out.append((spec.index, 0, int(d["offset"]), length, values, size))
-            elif desc.desc_type == DescType.FULL:
-                pages = desc.pages(s)
-                offs = desc.page_offsets(s)
-                for i in range(len(pages)):
-                    values = int(pages[i]["row_count"])
-                    size = _expected_size(node, spec.stream_type, values)
-                    out.append(
-                        (spec.index, i, int(offs[i]), int(pages[i]["page_size"]), values, size)
-                    )
-    return out
-
-
-def _plan_column(p: _Projection, m: ColumnMeta, s: int, n: int, sel: _Selection) -> _ColumnPlan:
-    tree = p.tree
-    if not p.flat:
-        return _ColumnPlan(p, _all_pages(m, tree, s, p.selected), None)
-    pages: list[_PageRequest] = []
-    vspec = tree.stream(StreamType.VALIDITY)
-    dspec = tree.stream(StreamType.DATA)
-    assert vspec is not None and dspec is not None
-    vdesc = m.streams[vspec.index]
-    if vdesc.desc_type == DescType.SIMPLE:
-        assert vdesc.simple is not None
-        d = vdesc.simple[s]
-        length = int(d["length"])
-        if 0 < length != CHUNK_ALL_NULL:
-            values = int(d["num_values"])
-            pages.append((vspec.index, 0, int(d["offset"]), length, values, (values + 7) // 8))
-    ddesc = m.streams[dspec.index]
-    if ddesc.desc_type != DescType.FULL or int(ddesc.full[s]["num_pages"]) == 0:  # type: ignore[index]
-        return _ColumnPlan(p, pages, [((0, 0), (0, n))])
-    metas = ddesc.pages(s)
-    ends = np.cumsum(metas["row_count"].astype(np.int64))
-    starts = ends - metas["row_count"].astype(np.int64)
-    if int(ends[-1]) != n:
-        raise InvalidFileError(
-            f"column {p.info.field.name!r}: pages hold {int(ends[-1])} rows, stripe has {n}"
-        )
-    wanted = sel.span_pages(starts, ends)
-    streams = [(dspec.index, ddesc, StreamType.DATA)]
-    ospec = tree.stream(StreamType.OFFSETS)
-    if ospec is not None:
-        odesc = m.streams[ospec.index]
-        if odesc.desc_type == DescType.FULL and int(odesc.full[s]["num_pages"]):  # type: ignore[index]
-            if not np.array_equal(odesc.pages(s)["row_count"], metas["row_count"]):
-                raise InvalidFileError(
-                    f"column {p.info.field.name!r}: offsets and data pages are not aligned"
-                )
-            streams.insert(0, (ospec.index, odesc, StreamType.OFFSETS))
-        else:
-            return _ColumnPlan(p, _all_pages(m, tree, s, None), None)
-    for k, desc, stream_type in streams:
-        offs = desc.page_offsets(s)
-        pm = desc.pages(s)
-        for i in wanted:
-            values = int(pm[i]["row_count"])
-            size = _expected_size(tree, stream_type, values)
-            pages.append((k, int(i), int(offs[i]), int(pm[i]["page_size"]), values, size))
-    w = [int(x) for x in wanted]
-    runs = []
-    i = 0
-    while i < len(w):
-        j = i
-        while j + 1 < len(w) and w[j + 1] == w[j] + 1:
-            j += 1
-        runs.append(((w[i], w[j] + 1), (int(starts[w[i]]), int(ends[w[j]]))))
-        i = j + 1
-    return _ColumnPlan(p, pages, runs)
 
 
 def read_table(

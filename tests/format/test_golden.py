@@ -11,7 +11,7 @@ import pytest
 
 import fermion
 from fermion.format import structs
-from fermion.format.reader import _take
+from fermion.format.plan import take_values as _take
 from tests.format.test_roundtrip import assert_same
 
 GOLDEN = Path(__file__).parent / "golden"
