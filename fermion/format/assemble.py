@@ -12,7 +12,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,8 @@ class StripeContext:
     stripe: int
     pages: dict[PageKey, Decoded]  # decoded page payloads
     selected: set[int] | None = None  # node indices to materialise (None: all)
+    # (stream, first page) -> (buffer, end page): adjacent pages decoded into one buffer
+    merged: dict[PageKey, tuple[Any, int]] = field(default_factory=dict)
 
     def desc(self, node: Node, stream_type: StreamType) -> tuple[int, StreamDesc] | None:
         spec = node.stream(stream_type)
@@ -101,7 +104,11 @@ def _page_ids(desc: StreamDesc, stripe: int) -> range:
     return range(int(desc.full[stripe]["num_pages"]))
 
 
-def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int]) -> bytes | memoryview:
+def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int]) -> Any:
+    if len(pages) > 1:
+        run = ctx.merged.get((k, pages[0]))
+        if run is not None and run[1] == pages[-1] + 1:
+            return run[0]  # the decoders already wrote these pages end to end
     return _concat([ctx.plain((k, p)) for p in pages])
 
 

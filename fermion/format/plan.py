@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -160,8 +160,21 @@ def expected_size(node: Node, stream_type: StreamType, values: int) -> int | Non
     return None  # binary data: checked against the offsets after decoding
 
 
-# (stream index, page index, file offset, bytes on disk, values, exact decoded bytes or None)
-PageRequest = tuple[int, int, int, int, int, int | None]
+class PageRequest(NamedTuple):
+    """One page to fetch and decode."""
+
+    stream: int  # stream index within the column
+    page: int  # page index within the stripe's chunk
+    offset: int  # file offset
+    size: int  # bytes on disk
+    values: int
+    plain_size: int | None  # exact decoded bytes, when the metadata implies it
+    contiguous: bool = False  # decoded bytes concatenate with the next page's as they are
+
+
+def _contiguous(node: Node, stream_type: StreamType) -> bool:
+    """Fixed-width data pages (and dictionary indices) are plain byte runs end to end."""
+    return stream_type == StreamType.DATA and node.kind in (Kind.FIXED, Kind.DICTIONARY)
 
 
 def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> list[PageRequest]:
@@ -178,7 +191,7 @@ def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> l
                 if 0 < length != CHUNK_ALL_NULL:
                     values = int(d["num_values"])
                     size = expected_size(node, spec.stream_type, values)
-                    out.append((spec.index, 0, int(d["offset"]), length, values, size))
+                    out.append(PageRequest(spec.index, 0, int(d["offset"]), length, values, size))
             elif desc.desc_type == DescType.FULL:
                 pages = desc.pages(s)
                 offs = desc.page_offsets(s)
@@ -186,7 +199,15 @@ def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> l
                     values = int(pages[i]["row_count"])
                     size = expected_size(node, spec.stream_type, values)
                     out.append(
-                        (spec.index, i, int(offs[i]), int(pages[i]["page_size"]), values, size)
+                        PageRequest(
+                            spec.index,
+                            i,
+                            int(offs[i]),
+                            int(pages[i]["page_size"]),
+                            values,
+                            size,
+                            _contiguous(node, spec.stream_type),
+                        )
                     )
     return out
 
@@ -206,7 +227,9 @@ def plan_column(p: Projection, m: ColumnMeta, s: int, n: int, sel: Selection) ->
         length = int(d["length"])
         if 0 < length != CHUNK_ALL_NULL:
             values = int(d["num_values"])
-            pages.append((vspec.index, 0, int(d["offset"]), length, values, (values + 7) // 8))
+            pages.append(
+                PageRequest(vspec.index, 0, int(d["offset"]), length, values, (values + 7) // 8)
+            )
     ddesc = m.streams[dspec.index]
     if ddesc.desc_type != DescType.FULL or int(ddesc.full[s]["num_pages"]) == 0:  # type: ignore[index]
         return ColumnPlan(p, pages, [((0, 0), (0, n))])
@@ -236,7 +259,17 @@ def plan_column(p: Projection, m: ColumnMeta, s: int, n: int, sel: Selection) ->
         for i in wanted:
             values = int(pm[i]["row_count"])
             size = expected_size(tree, stream_type, values)
-            pages.append((k, int(i), int(offs[i]), int(pm[i]["page_size"]), values, size))
+            pages.append(
+                PageRequest(
+                    k,
+                    int(i),
+                    int(offs[i]),
+                    int(pm[i]["page_size"]),
+                    values,
+                    size,
+                    _contiguous(tree, stream_type),
+                )
+            )
     w = [int(x) for x in wanted]
     runs = []
     i = 0

@@ -817,42 +817,52 @@ class FileReader:
             plans.append(plan)
             requests.extend((j, req) for req in plan.pages)
         views = self.source.read_ranges(
-            [(req[2], req[3]) for _, req in requests], max_gap=self.options.coalesce_gap
+            [(req.offset, req.size) for _, req in requests], max_gap=self.options.coalesce_gap
         )
         verify = self.options.verify_checksums
         name = self.source.name
+        targets, merged = _merge_targets(requests, len(projs))
 
-        def decode(i: int) -> Decoded:
-            _, (_, _, off, _, values, size) = requests[i]
-            return decode_page(
+        def decode(i: int) -> Decoded | None:
+            req = requests[i][1]
+            payload = decode_page(
                 views[i],
-                expected_values=values,
-                expected_size=size,
-                where=f"{name}: page at offset {off}",
+                expected_values=req.values,
+                expected_size=req.plain_size,
+                where=f"{name}: page at offset {req.offset}",
                 verify_crc=verify,
             )
+            target = targets.get(i)
+            if target is None:
+                return payload
+            buf, at = target  # copy into the run's buffer here, on the worker thread
+            raw = np.frombuffer(payload, dtype=np.uint8)  # type: ignore[arg-type]
+            buf[at : at + len(raw)] = raw
+            return None
 
-        total = sum(req[3] for _, req in requests)
-        if (
-            len(requests) > 1
-            and total >= _PARALLEL_DECODE_BYTES
-            and self.options.worker_threads > 1
-        ):
+        total = sum(req.size for _, req in requests)
+        parallel = total >= _PARALLEL_DECODE_BYTES and self.options.worker_threads > 1
+        if parallel and len(requests) > 1:
             decoded = list(pool().map(decode, range(len(requests))))
         else:
             decoded = [decode(i) for i in range(len(requests))]
         per_proj: list[dict[tuple[int, int], Decoded]] = [{} for _ in projs]
-        for (j, (k, page, *_)), payload in zip(requests, decoded, strict=True):
-            per_proj[j][(k, page)] = payload
-        arrays = []
-        for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
+        for (j, req), payload in zip(requests, decoded, strict=True):
+            if payload is not None:
+                per_proj[j][(req.stream, req.page)] = payload
+        def assemble(j: int) -> pa.Array:
+            p, m = projs[j], metas[j]
             if not m.present:
-                arrays.append(select_rows(pa.nulls(n, p.field.type), [(0, n)], sel))
-                continue
-            ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected)
+                return select_rows(pa.nulls(n, p.field.type), [(0, n)], sel)
+            ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected, merged[j])
             column_plan = plans[j]
             assert column_plan is not None
-            arrays.append(column_plan.assemble(ctx, n, sel))
+            return column_plan.assemble(ctx, n, sel)
+
+        if parallel and len(projs) > 1:  # numpy and Arrow release the GIL while assembling
+            arrays = list(pool().map(assemble, range(len(projs))))
+        else:
+            arrays = [assemble(j) for j in range(len(projs))]
         fields = [p.field for p in projs]
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
@@ -862,6 +872,46 @@ class FileReader:
         from fermion.format.describe import describe_file
 
         return describe_file(self, columns)
+
+
+def _merge_targets(
+    requests: Sequence[tuple[int, PageRequest]], num_projections: int
+) -> tuple[dict[int, tuple[np.ndarray, int]], list[dict[tuple[int, int], tuple[Any, int]]]]:
+    """Preallocate one buffer per run of adjacent contiguous pages of one stream.
+
+    Returns (request index -> (buffer, byte offset)) for the decoders, and per projection
+    ((stream, first page) -> (buffer, end page)) for assembly, which then uses the buffer
+    as is instead of concatenating the pages on the main thread.
+    """
+    targets: dict[int, tuple[np.ndarray, int]] = {}
+    merged: list[dict[tuple[int, int], tuple[Any, int]]] = [{} for _ in range(num_projections)]
+    i = 0
+    while i < len(requests):
+        j, req = requests[i]
+        end = i + 1
+        if req.contiguous and req.plain_size is not None:
+            while end < len(requests):
+                nj, nreq = requests[end]
+                prev = requests[end - 1][1]
+                if not (
+                    nj == j
+                    and nreq.stream == req.stream
+                    and nreq.page == prev.page + 1
+                    and nreq.contiguous
+                    and nreq.plain_size is not None
+                ):
+                    break
+                end += 1
+        if end - i > 1:
+            sizes = [requests[r][1].plain_size or 0 for r in range(i, end)]
+            buf = np.empty(sum(sizes), dtype=np.uint8)
+            at = 0
+            for r, size in zip(range(i, end), sizes, strict=True):
+                targets[r] = (buf, at)
+                at += size
+            merged[j][(req.stream, req.page)] = (buf, requests[end - 1][1].page + 1)
+        i = end
+    return targets, merged
 
 
 def _order(
