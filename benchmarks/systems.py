@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -57,27 +58,28 @@ def path_size(path: Path) -> int:
     return path.stat().st_size
 
 
-class System:
+class System(ABC):
     """Base adapter; subclasses implement every operation for one system."""
 
     name = ""
     suffix = ""
     description = ""
 
+    @abstractmethod
     def write(self, table: pa.Table, path: Path) -> None:
-        raise NotImplementedError
+        """Write ``table`` to ``path`` in this system's format."""
 
+    @abstractmethod
     def schema(self, path: Path) -> pa.Schema:
         """Open the file and return its schema (nothing else)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read(self, path: Path, columns: list[str] | None = None) -> pa.Table:
         """Open the file and read ``columns`` (all if ``None``) to an Arrow table."""
-        raise NotImplementedError
 
+    @abstractmethod
     def take(self, path: Path, indices: np.ndarray) -> pa.Table:
         """Open the file and read the rows at sorted ``indices``, all columns."""
-        raise NotImplementedError
 
     def io_probe(self, path: Path, columns: list[str] | None, read: bool) -> dict[str, Any]:
         """IO facts of an open + schema and (if ``read``) + a read of ``columns``, if known."""

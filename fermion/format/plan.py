@@ -28,8 +28,8 @@ from fermion.format.assemble import (
     pruned_type,
     validity_of,
 )
-from fermion.format.cmb import ColumnMeta
-from fermion.format.layout import Kind, Node, without_views
+from fermion.format.cmb import ColumnMeta, StreamDesc
+from fermion.format.layout import Kind, Node, StreamSpec, without_views
 from fermion.format.schema import ColumnInfo
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
@@ -177,6 +177,18 @@ def _contiguous(node: Node, stream_type: StreamType) -> bool:
     return stream_type == StreamType.DATA and node.kind in (Kind.FIXED, Kind.DICTIONARY)
 
 
+def _simple_page(node: Node, spec: StreamSpec, desc: StreamDesc, s: int) -> PageRequest | None:
+    """The single page of a SIMPLE chunk in stripe ``s`` (None: nothing stored)."""
+    assert desc.simple is not None
+    d = desc.simple[s]
+    length = int(d["length"])
+    if not 0 < length != CHUNK_ALL_NULL:
+        return None
+    values = int(d["num_values"])
+    size = expected_size(node, spec.stream_type, values)
+    return PageRequest(spec.index, 0, int(d["offset"]), length, values, size)
+
+
 def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> list[PageRequest]:
     out: list[PageRequest] = []
     for node in tree.walk():
@@ -185,13 +197,9 @@ def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> l
         for spec in node.streams:
             desc = m.streams[spec.index]
             if desc.desc_type == DescType.SIMPLE:
-                assert desc.simple is not None
-                d = desc.simple[s]
-                length = int(d["length"])
-                if 0 < length != CHUNK_ALL_NULL:
-                    values = int(d["num_values"])
-                    size = expected_size(node, spec.stream_type, values)
-                    out.append(PageRequest(spec.index, 0, int(d["offset"]), length, values, size))
+                page = _simple_page(node, spec, desc, s)
+                if page is not None:
+                    out.append(page)
             elif desc.desc_type == DescType.FULL:
                 pages = desc.pages(s)
                 offs = desc.page_offsets(s)
@@ -222,14 +230,9 @@ def plan_column(p: Projection, m: ColumnMeta, s: int, n: int, sel: Selection) ->
     assert vspec is not None and dspec is not None
     vdesc = m.streams[vspec.index]
     if vdesc.desc_type == DescType.SIMPLE:
-        assert vdesc.simple is not None
-        d = vdesc.simple[s]
-        length = int(d["length"])
-        if 0 < length != CHUNK_ALL_NULL:
-            values = int(d["num_values"])
-            pages.append(
-                PageRequest(vspec.index, 0, int(d["offset"]), length, values, (values + 7) // 8)
-            )
+        page = _simple_page(tree, vspec, vdesc, s)
+        if page is not None:
+            pages.append(page)
     ddesc = m.streams[dspec.index]
     if ddesc.desc_type != DescType.FULL or int(ddesc.full[s]["num_pages"]) == 0:  # type: ignore[index]
         return ColumnPlan(p, pages, [((0, 0), (0, n))])

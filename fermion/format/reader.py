@@ -850,6 +850,7 @@ class FileReader:
         for (j, req), payload in zip(requests, decoded, strict=True):
             if payload is not None:
                 per_proj[j][(req.stream, req.page)] = payload
+
         def assemble(j: int) -> pa.Array:
             p, m = projs[j], metas[j]
             if not m.present:

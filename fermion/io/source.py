@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,15 +55,16 @@ class IOStats:
             self.bytes_read = 0
 
 
-class ByteSource:
+class ByteSource(ABC):
     """Base class: a file of known size that serves byte ranges."""
 
     name: str
     size: int
     stats: IOStats
 
-    def _read_at(self, offset: int, length: int) -> bytes:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _read_at(self, offset: int, length: int) -> bytes:
+        """Read ``length`` bytes at ``offset`` (bounds already checked)."""
 
     def read(self, offset: int, length: int) -> memoryview:
         """Read exactly ``length`` bytes at ``offset`` (one request)."""
@@ -94,7 +96,7 @@ class ByteSource:
                 out[i] = buf[rel : rel + length]
         return out
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op for sources that hold no handle
         """Release the underlying handle (idempotent)."""
 
 
