@@ -196,8 +196,6 @@ def _binary_data(
 def _buf(x: object | None) -> pa.Buffer | None:
     if x is None or isinstance(x, pa.Buffer):
         return x
-    if isinstance(x, np.ndarray):
-        return pa.py_buffer(x)
     return pa.py_buffer(x)
 
 

@@ -102,6 +102,22 @@ class FileMetadata:
         return asdict(self)
 
 
+class _FilterInfo:
+    """One read's filter, analysed once: referenced columns now, ``==``/``isin`` constraints
+    (for bloom filters) on first use."""
+
+    def __init__(self, expr: pc.Expression) -> None:
+        self.expr = expr
+        self.names = referenced_fields(expr)
+        self._constraints: dict[str, pa.Array] | None = None
+
+    @property
+    def constraints(self) -> dict[str, pa.Array]:
+        if self._constraints is None:
+            self._constraints = equality_constraints(self.expr)
+        return self._constraints
+
+
 class FileReader:
     """Read a Fermion file: projection, filters with pruning, batches and random access.
 
@@ -122,15 +138,15 @@ class FileReader:
     def __init__(self, source: Any, **options: Any) -> None:
         self.options: ReadOptions = split_options(ReadOptions, options)
         self.source: ByteSource = open_source(source)
+        self._cmbs: dict[int, ColumnMeta] = {}
+        self._trees: dict[int, Node] = {}
+        self._cmb_area: memoryview | None = None
+        self._schema: pa.Schema | None = None
         try:
             self._open()
         except BaseException:
             self.source.close()
             raise
-        self._cmbs: dict[int, ColumnMeta] = {}
-        self._trees: dict[int, Node] = {}
-        self._cmb_area: memoryview | None = None
-        self._schema: pa.Schema | None = None
         self._batch_index: BatchIndex | None = None
 
     # -- open -------------------------------------------------------------------------
@@ -184,7 +200,7 @@ class FileReader:
         """Metadata ranges: served from the tail buffer or the CMB area cache when possible."""
         out: list[memoryview | None] = [None] * len(ranges)
         missing: list[int] = []
-        area = getattr(self, "_cmb_area", None)
+        area = self._cmb_area
         for i, (off, n) in enumerate(ranges):
             if off >= self._tail_start and off + n <= self._tail_start + len(self._tail):
                 rel = off - self._tail_start
@@ -551,8 +567,9 @@ class FileReader:
         out_schema = self._output_schema(projs, full, virtual, columns)
         filter_projs: list[Projection] = []
         computed = list(virtual)  # virtual columns to compute: projected, then filter-only
-        if filter is not None:
-            names = sorted(referenced_fields(filter))
+        info = _FilterInfo(filter) if filter is not None else None
+        if info is not None:
+            names = sorted(info.names)
             if self.batch_mode:
                 computed += [n for n in names if n in VIRTUAL_COLUMNS and n not in computed]
                 names = [n for n in names if n not in VIRTUAL_COLUMNS]
@@ -564,13 +581,13 @@ class FileReader:
         metas = self._column_metas(all_projs)
         rows = self._stripe_rows(metas)
         stripes: Sequence[int] = range(len(rows))
-        if filter is not None:
-            stripes = self._prune_stripes(all_projs, metas, rows, filter)
+        if info is not None:
+            stripes = self._prune_stripes(all_projs, metas, rows, info)
         for s in stripes:
             n = int(rows[s])
             selection = Selection(ranges=[(0, n)])
-            if filter is not None:
-                selection = Selection(ranges=self._prune_pages(all_projs, metas, s, n, filter))
+            if info is not None:
+                selection = Selection(ranges=self._prune_pages(all_projs, metas, s, n, info))
                 if not selection.ranges:
                     continue
             batch = self._read_stripe(all_projs, metas, s, n, selection)
@@ -611,9 +628,9 @@ class FileReader:
         projs: Sequence[Projection],
         metas: Sequence[ColumnMeta],
         rows: np.ndarray,
-        filter: pc.Expression,
+        info: _FilterInfo,
     ) -> list[int]:
-        names = referenced_fields(filter)
+        names = info.names
         cols = self._stats_columns(projs, metas, names)
         vnames = self._virtual_names(names)
         if not cols and not vnames:
@@ -625,7 +642,7 @@ class FileReader:
             if vnames:
                 parts.append(self.batches().stripe_guarantee(s, vnames))
             guarantees.append(_and(parts))
-        return segments_that_may_match(pa.schema(fields), guarantees, filter)
+        return segments_that_may_match(pa.schema(fields), guarantees, info.expr)
 
     @staticmethod
     def _filter_fields(
@@ -675,9 +692,9 @@ class FileReader:
         metas: Sequence[ColumnMeta],
         s: int,
         n: int,
-        filter: pc.Expression,
+        info: _FilterInfo,
     ) -> Ranges:
-        names = referenced_fields(filter)
+        names = info.names
         cols = [
             (p, m)
             for p, m in self._stats_columns(projs, metas, names)
@@ -742,8 +759,8 @@ class FileReader:
                 parts[i].append(g)
         guarantees = [_and(ps) for ps in parts]
         fields = self._filter_fields(projs, [p for p, _, _ in per_col], names, vnames)
-        kept = segments_that_may_match(pa.schema(fields), guarantees, filter)
-        excluded = self._bloom_excluded(per_col, metas_by_index, s, seg_starts, filter)
+        kept = segments_that_may_match(pa.schema(fields), guarantees, info.expr)
+        excluded = self._bloom_excluded(per_col, metas_by_index, s, seg_starts, info)
         kept = [i for i in kept if i not in excluded]
         ranges: Ranges = []
         for i in sorted(kept):
@@ -760,14 +777,15 @@ class FileReader:
         metas: dict[int, ColumnMeta],
         s: int,
         seg_starts: np.ndarray,
-        filter: pc.Expression,
+        info: _FilterInfo,
     ) -> set[int]:
         """Segments whose page of some ``==``/``isin`` column cannot hold a wanted value."""
-        constraints = equality_constraints(filter)
         excluded: set[int] = set()
         for p, pages, ends in per_col:
-            values = constraints.get(p.info.field.name)
-            if values is None or p.tree.bloom is None:
+            if p.tree.bloom is None:
+                continue
+            values = info.constraints.get(p.info.field.name)
+            if values is None:
                 continue
             desc = metas[p.info.index].streams[p.tree.bloom.index]
             if desc.simple is None:

@@ -25,9 +25,8 @@ from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pds
-from pyarrow import fs as pafs
 
+from fermion.format.pruning import segments_that_may_match
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 
@@ -136,15 +135,8 @@ def prune(
 ) -> list[bool]:
     """For each guarantee, whether a row satisfying it may satisfy ``filter``.
 
-    Uses Arrow's dataset layer purely for its expression simplification: one fragment per
-    guarantee (as its partition expression) over paths that are never opened.
+    The file format's pruning does the work (Arrow's expression simplifier over
+    partition-expression guarantees); this only turns its kept indices into flags.
     """
-    fmt = pds.IpcFileFormat()
-    filesystem = pafs.LocalFileSystem()
-    fragments = [
-        fmt.make_fragment(f"/{i}", filesystem=filesystem, partition_expression=g)
-        for i, g in enumerate(guarantees)
-    ]
-    dataset = pds.FileSystemDataset(fragments, schema, fmt, filesystem)
-    kept = {int(f.path[1:]) for f in dataset.get_fragments(filter=filter)}
+    kept = set(segments_that_may_match(schema, guarantees, filter))
     return [i in kept for i in range(len(guarantees))]

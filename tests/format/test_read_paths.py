@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
+from fermion.format.reader import _FilterInfo
 
 
 @pytest.fixture
@@ -83,7 +84,7 @@ def test_stripe_pruning_skips_whole_stripes(sorted_file) -> None:
             r._resolve(["id"]),
             r._column_metas(r._resolve(["id"])),
             np.array([25_000] * 4),
-            pc.field("id") >= 80_000,
+            _FilterInfo(pc.field("id") >= 80_000),
         )
         assert kept == [3]
 
