@@ -4,17 +4,19 @@ Every kernel is numpy over whole pages (no per-value Python). Integers of any fi
 (ints, dates, times, timestamps, durations, decimals whose values fit in int64, dictionary
 indices) go through one integer codec that picks, per page, the smallest of
 
-- CONSTANT   one value                                  0 bytes per value
-- FOR        value - min, narrowed to 1/2/4/8 bytes     cascade: FOR -> byte narrowing
-- DELTA      first + (delta - min delta), narrowed      sorted or slowly changing data
-- RLE        run values (FOR) + run lengths (narrowed)  cascade: RLE -> FOR / narrowing
-- DICTIONARY narrowed indices + distinct values (FOR)   few distinct values, wide range
+- CONSTANT   one value                                  0 bits per value
+- FOR        value - min, bit-packed                    cascade: FOR -> bit-packing
+- DELTA      first + (delta - min delta), bit-packed    sorted or slowly changing data
+- RLE        run values (FOR) + run lengths (packed)    cascade: RLE -> FOR -> bit-packing
+- DICTIONARY packed indices + distinct values (FOR)     few distinct values, wide range
 
-and PLAIN when nothing is smaller. String OFFSETS pages store value *lengths* through the
-same codec; string DATA pages with few distinct values become DICTIONARY pages (narrowed
-indices + the distinct values), their OFFSETS page then being DERIVED (no payload). Float
-pages use BYTE_SPLIT when a sample says zstd compresses it better. zstd is applied on top
-by the page layer only when it pays.
+and PLAIN when nothing is smaller. Since format 1.2 every packed section is bit-packed
+(:mod:`fermion.format.bitpack`, flag BITS: widths count bits); 1.1 pages carry byte
+widths, which are the byte-aligned case of the same bit stream. String OFFSETS pages
+store value *lengths* through the same codec; string DATA pages with few distinct values
+become DICTIONARY pages (packed indices + the distinct values), their OFFSETS page then
+being DERIVED (no payload). Float pages use BYTE_SPLIT when a sample says zstd compresses
+it better. zstd is applied on top by the page layer only when it pays.
 
 Example:
     >>> import numpy as np
@@ -35,6 +37,7 @@ import pyarrow.types as pat
 import zstandard
 
 from fermion.errors import InvalidFileError
+from fermion.format import bitpack
 from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
@@ -48,20 +51,19 @@ __all__ = [
     "ints_from_plain",
     "ints_to_plain",
     "int_domain",
+    "packed_bits",
     "read_header",
 ]
 
 HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
 _local = threading.local()
-_WIDTHS = (1, 2, 4, 8)
+_BYTE_WIDTHS = (0, 1, 2, 4, 8)  # format 1.1: widths in bytes
+_BITS = EncodingFlag.BITS
 
 
-def _width_for(span: int) -> int:
-    """Bytes needed for unsigned values in ``[0, span]``."""
-    for w in _WIDTHS:
-        if span < (1 << (8 * w)):
-            return w
-    return 16  # does not fit: callers treat it as "no gain"
+def _bits_for(span: int) -> int:
+    """Bits needed for unsigned values in ``[0, span]``; 128 when they do not fit 64 bits."""
+    return bitpack.bits_for(span) if span < (1 << 64) else 128
 
 
 def _header(
@@ -86,16 +88,25 @@ def read_header(payload: memoryview | bytes, where: str = "page") -> np.void:
     if len(payload) < HEADER_SIZE:
         raise InvalidFileError(f"{where}: encoded payload shorter than its header")
     h = np.frombuffer(payload, dtype=ENCODING_HEADER_DTYPE, count=1)[0]
-    if int(h["out_width"]) not in (1, 2, 4, 8, 16, 32) or int(h["width"]) not in (0, 1, 2, 4, 8):
+    if int(h["flags"]) & _BITS:
+        ok = all(w == 0 or bitpack.valid_bits(w) for w in (int(h["width"]), int(h["aux_width"])))
+    else:
+        ok = int(h["width"]) in _BYTE_WIDTHS and int(h["aux_width"]) in _BYTE_WIDTHS
+    if int(h["out_width"]) not in (1, 2, 4, 8, 16, 32) or not ok:
         raise InvalidFileError(f"{where}: invalid encoding widths")
     return h
 
 
-def _unpack(buf: memoryview | bytes, offset: int, width: int, count: int, where: str) -> np.ndarray:
-    end = offset + width * count
-    if width not in _WIDTHS or end > len(buf) or count < 0:
-        raise InvalidFileError(f"{where}: packed integers run past the payload")
-    return np.frombuffer(buf, dtype=f"<u{width}", count=count, offset=offset).astype(np.int64)
+def packed_bits(h: np.void, field: str = "width") -> int:
+    """Bits per packed integer of header field ``width`` or ``aux_width``."""
+    w = int(h[field])
+    return w if int(h["flags"]) & _BITS else 8 * w
+
+
+def _unpack(buf: memoryview | bytes, offset: int, bits: int, count: int, where: str) -> np.ndarray:
+    if count < 0 or bits == 0:
+        raise InvalidFileError(f"{where}: packed integers with an invalid width or count")
+    return bitpack.unpack(buf, offset, bits, count, where).astype(np.int64)
 
 
 # -- the integer domain ------------------------------------------------------------------
@@ -160,14 +171,16 @@ def encode_ints(
 ) -> tuple[Encoding, bytes]:
     """Choose and apply the best integer encoding for ``values`` (int64).
 
-    Candidates are CONSTANT, FOR, DELTA, RLE and INT_DICTIONARY. With ``compressed`` the
-    winner is the smallest after zstd on a sample (zstd runs on top of every page), else
-    the smallest raw size; ties go to the cheaper decoder (FOR, DELTA, dictionary, RLE).
-    Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
+    Candidates are CONSTANT, FOR, DELTA, RLE and INT_DICTIONARY, all bit-packed. With
+    ``compressed`` the winner is the smallest after zstd on a sample (zstd may run on top
+    of the page), else the smallest raw size; ties go to the cheaper decoder (FOR, DELTA,
+    dictionary, RLE). Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
     """
     n = len(values)
-    flags = (EncodingFlag.SIGNED if signed else 0) | (EncodingFlag.LENGTHS if lengths else 0)
+    flags = _BITS | (EncodingFlag.SIGNED if signed else 0)
+    flags |= EncodingFlag.LENGTHS if lengths else 0
     plain_size = (n + 1 if lengths else n) * out_width
+    out_bits = 8 * out_width
     if n == 0:
         return Encoding.PLAIN, b""
     mn, mx = int(values.min()), int(values.max())
@@ -177,30 +190,32 @@ def encode_ints(
         return Encoding.CONSTANT, _header(
             Encoding.CONSTANT, count=n, out_width=out_width, base=mn, flags=flags
         )
-    for_width = _width_for(mx - mn)
+    for_bits = _bits_for(mx - mn)
     deltas = np.diff(values)
     dmn, dmx = int(deltas.min()), int(deltas.max())
-    delta_width = _width_for(dmx - dmn)
+    delta_bits = _bits_for(dmx - dmn)
     runs = 1 + int(np.count_nonzero(deltas))
     candidates: list[Encoding] = []
-    if for_width < out_width:
+    if for_bits < out_bits:
         candidates.append(Encoding.FOR)
-    if delta_width < out_width and delta_width <= for_width:
+    if delta_bits < out_bits and delta_bits < for_bits:
         candidates.append(Encoding.DELTA)
     dictionary = None
-    if mx - mn < _BINCOUNT_SPAN and for_width > 1:
+    if mx - mn < _BINCOUNT_SPAN and for_bits > 1:
         present = np.bincount(values - mn, minlength=0) > 0
         entries = int(np.count_nonzero(present))
-        if _width_for(entries - 1) < for_width:
+        index_bits = _bits_for(entries - 1)
+        if n * index_bits + entries * for_bits < n * for_bits:
             dictionary = (present, entries)
             candidates.append(Encoding.INT_DICTIONARY)
-    if runs * 4 <= n and for_width <= 8:
+    run_bits = runs * (for_bits + _bits_for(n))
+    if runs * 4 <= n and for_bits < 64 and run_bits < n * for_bits:
         candidates.append(Encoding.RLE)
     if not candidates:
         return Encoding.PLAIN, b""
 
     def build(enc: Encoding, v: np.ndarray) -> bytes:
-        return _encode_as(enc, v, out_width, flags, mn, for_width, dictionary)
+        return _encode_as(enc, v, out_width, flags, mn, dictionary)
 
     if len(candidates) == 1:
         best = candidates[0]
@@ -210,10 +225,10 @@ def encode_ints(
         best = candidates[int(np.argmin(sizes))]
     else:
         raw = {
-            Encoding.FOR: n * for_width,
-            Encoding.DELTA: (n - 1) * delta_width,
-            Encoding.RLE: runs * (for_width + _width_for(n)),
-            Encoding.INT_DICTIONARY: n * _width_for((dictionary or (0, 1))[1] - 1),
+            Encoding.FOR: n * for_bits,
+            Encoding.DELTA: (n - 1) * delta_bits,
+            Encoding.RLE: run_bits,
+            Encoding.INT_DICTIONARY: n * _bits_for((dictionary or (0, 1))[1] - 1),
         }
         best = min(candidates, key=lambda e: raw[e])
     payload = build(best, values)
@@ -222,98 +237,112 @@ def encode_ints(
     return best, payload
 
 
+def _pack(values: np.ndarray, bits: int) -> bytes:
+    return bitpack.pack(values.astype(np.uint64), bits)
+
+
 def _encode_as(
     enc: Encoding,
     values: np.ndarray,
     out_width: int,
     flags: int,
     mn: int,
-    for_width: int,
     dictionary: tuple[np.ndarray, int] | None,
 ) -> bytes:
     n = len(values)
     if enc == Encoding.FOR:
         vmin = int(values.min())  # a sample may have a higher minimum than the page
-        width = _width_for(int(values.max()) - vmin)
-        head = _header(enc, count=n, out_width=out_width, base=vmin, width=width, flags=flags)
-        return head + (values - vmin).astype(f"<u{width}").tobytes()
+        bits = _bits_for(int(values.max()) - vmin)
+        head = _header(enc, count=n, out_width=out_width, base=vmin, width=bits, flags=flags)
+        return head + _pack(values - vmin, bits)
     if enc == Encoding.DELTA:
         deltas = np.diff(values)
         dmn = int(deltas.min()) if n > 1 else 0
-        width = _width_for(int(deltas.max()) - dmn) if n > 1 else 1
+        bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
         head = _header(
             enc,
             count=n,
             out_width=out_width,
             base=int(values[0]),
             aux=dmn,
-            width=width,
+            width=bits,
             flags=flags,
         )
-        return head + (deltas - dmn).astype(f"<u{width}").tobytes()
+        return head + _pack(deltas - dmn, bits)
     if enc == Encoding.INT_DICTIONARY:
-        assert dictionary is not None
+        if dictionary is None:
+            raise ValueError("INT_DICTIONARY needs the distinct values")
         present, entries = dictionary
         codes = np.cumsum(present) - 1  # value - mn -> index into the sorted distinct values
         distinct = np.flatnonzero(present)
-        index_width = _width_for(entries - 1)
-        value_width = _width_for(int(distinct[-1]))
+        index_bits = _bits_for(entries - 1)
+        value_bits = _bits_for(int(distinct[-1]))
         head = _header(
             enc,
             count=n,
             out_width=out_width,
             base=mn,
             aux=entries,
-            width=index_width,
-            aux_width=value_width,
+            width=index_bits,
+            aux_width=value_bits,
             flags=flags,
         )
-        return b"".join(
-            [
-                head,
-                codes[values - mn].astype(f"<u{index_width}").tobytes(),
-                distinct.astype(f"<u{value_width}").tobytes(),
-            ]
-        )
+        return head + _pack(codes[values - mn], index_bits) + _pack(distinct, value_bits)
     # RLE
     deltas = np.diff(values)
     starts = np.flatnonzero(np.concatenate(([True], deltas != 0)))
     run_values = values[starts]
     run_lengths = np.diff(np.append(starts, n))
-    len_width = _width_for(int(run_lengths.max()))
+    len_bits = _bits_for(int(run_lengths.max()))
     vmin = int(run_values.min())
-    width = _width_for(int(run_values.max()) - vmin)
+    bits = _bits_for(int(run_values.max()) - vmin)
     head = _header(
         enc,
         count=n,
         out_width=out_width,
         base=vmin,
         aux=len(starts),
-        width=width,
-        aux_width=len_width,
+        width=bits,
+        aux_width=len_bits,
         flags=flags,
     )
-    return b"".join(
-        [
-            head,
-            (run_values - vmin).astype(f"<u{width}").tobytes(),
-            run_lengths.astype(f"<u{len_width}").tobytes(),
-        ]
-    )
+    return head + _pack(run_values - vmin, bits) + _pack(run_lengths, len_bits)
+
+
+def _int_payload_size(enc: Encoding, h: np.void) -> int:
+    """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
+    n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
+    if enc == Encoding.CONSTANT:
+        return HEADER_SIZE
+    if enc == Encoding.FOR:
+        return HEADER_SIZE + bitpack.packed_size(n, bits)
+    if enc == Encoding.DELTA:
+        return HEADER_SIZE + bitpack.packed_size(max(n - 1, 0), bits)
+    if not 0 <= aux <= n:
+        return -1
+    second = bitpack.packed_size(aux, packed_bits(h, "aux_width"))
+    if enc == Encoding.RLE:
+        return HEADER_SIZE + bitpack.packed_size(aux, bits) + second
+    if enc == Encoding.INT_DICTIONARY:
+        return HEADER_SIZE + bitpack.packed_size(n, bits) + second
+    return -1
 
 
 def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page") -> np.ndarray:
-    """Decode an integer-codec payload (CONSTANT/FOR/DELTA/RLE) to int64 values."""
+    """Decode an integer-codec payload (CONSTANT/FOR/DELTA/RLE/INT_DICTIONARY) to int64."""
     h = read_header(payload, where)
     n = int(h["count"])
+    bits = packed_bits(h)
+    if len(payload) != _int_payload_size(enc, h):
+        raise InvalidFileError(f"{where}: {enc.name} payload size does not match its header")
     if enc == Encoding.CONSTANT:
         return np.full(n, int(h["base"]), dtype=np.int64)
     if enc == Encoding.FOR:
-        return _unpack(payload, HEADER_SIZE, int(h["width"]), n, where) + int(h["base"])
+        return _unpack(payload, HEADER_SIZE, bits, n, where) + int(h["base"])
     if enc == Encoding.DELTA:
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        deltas = _unpack(payload, HEADER_SIZE, int(h["width"]), n - 1, where) + int(h["aux"])
+        deltas = _unpack(payload, HEADER_SIZE, bits, n - 1, where) + int(h["aux"])
         out = np.empty(n, dtype=np.int64)
         out[0] = int(h["base"])
         np.cumsum(deltas, out=out[1:])
@@ -323,10 +352,9 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         runs = int(h["aux"])
         if runs < 0 or runs > n:
             raise InvalidFileError(f"{where}: RLE with {runs} runs for {n} values")
-        vals = _unpack(payload, HEADER_SIZE, int(h["width"]), runs, where) + int(h["base"])
-        lens = _unpack(
-            payload, HEADER_SIZE + runs * int(h["width"]), int(h["aux_width"]), runs, where
-        )
+        vals = _unpack(payload, HEADER_SIZE, bits, runs, where) + int(h["base"])
+        start = HEADER_SIZE + bitpack.packed_size(runs, bits)
+        lens = _unpack(payload, start, packed_bits(h, "aux_width"), runs, where)
         if int(lens.sum()) != n or (lens <= 0).any():
             raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
         return np.repeat(vals, lens)
@@ -334,12 +362,12 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         entries = int(h["aux"])
         if entries <= 0 or entries > n:
             raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
-        indices = _unpack(payload, HEADER_SIZE, int(h["width"]), n, where)
-        start = HEADER_SIZE + n * int(h["width"])
-        distinct = _unpack(payload, start, int(h["aux_width"]), entries, where) + int(h["base"])
+        indices = _unpack(payload, HEADER_SIZE, bits, n, where)
+        start = HEADER_SIZE + bitpack.packed_size(n, bits)
+        distinct = _unpack(payload, start, packed_bits(h, "aux_width"), entries, where)
         if n and int(indices.max()) >= entries:
             raise InvalidFileError(f"{where}: dictionary index out of range")
-        return distinct[indices]
+        return distinct[indices] + int(h["base"])
     raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
 
 
@@ -380,8 +408,8 @@ _DICT_SAMPLE = 1024
 def encode_dictionary(values: pa.Array) -> bytes | None:
     """DICTIONARY payload for a BINARY page with few distinct values, else None.
 
-    Layout: EncodingHeader, indices (``width`` bytes each), then the distinct values as
-    ``aux + 1`` int64 offsets and their bytes.
+    Layout: EncodingHeader, indices bit-packed at ``width`` bits, then the distinct values
+    as ``aux + 1`` int64 offsets and their bytes.
     """
     n = len(values)
     if n < 64:
@@ -395,17 +423,15 @@ def encode_dictionary(values: pa.Array) -> bytes | None:
     if entries > n // 4:
         return None
     indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    width = _width_for(max(entries - 1, 0))
+    bits = _bits_for(max(entries - 1, 0))
     offsets = np.frombuffer(dictionary.buffers()[1], dtype="<i8")[
         dictionary.offset : dictionary.offset + entries + 1
     ]
     base = int(offsets[0])
     data_buf = dictionary.buffers()[2]
     data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
-    head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=width)
-    return b"".join(
-        [head, indices.astype(f"<u{width}").tobytes(), (offsets - base).tobytes(), data]
-    )
+    head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS)
+    return b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
 
 
 def decode_dictionary(
@@ -413,11 +439,11 @@ def decode_dictionary(
 ) -> tuple[np.ndarray, pa.Buffer]:
     """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
     h = read_header(payload, where)
-    n, entries, width = int(h["count"]), int(h["aux"]), int(h["width"])
+    n, entries, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
     if entries < 0 or entries > n:
         raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
-    indices = _unpack(payload, HEADER_SIZE, width, n, where)
-    off_start = HEADER_SIZE + n * width
+    indices = _unpack(payload, HEADER_SIZE, bits, n, where)
+    off_start = HEADER_SIZE + bitpack.packed_size(n, bits)
     off_end = off_start + 8 * (entries + 1)
     if off_end > len(payload):
         raise InvalidFileError(f"{where}: dictionary offsets run past the payload")

@@ -82,7 +82,12 @@ from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
 
-_KNOWN_REQUIRED = int(RequiredFeature.BATCH_MODE | RequiredFeature.ENCODINGS)  # format 1.1
+_KNOWN_REQUIRED = int(
+    RequiredFeature.BATCH_MODE
+    | RequiredFeature.ENCODINGS
+    | RequiredFeature.BIT_PACKING
+    | RequiredFeature.BLOCKS
+)  # format 1.2
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 
 

@@ -54,7 +54,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 1
+FORMAT_VERSION_MINOR = 2
 
 # SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
 # "全部无效 (length = max)"); length 0 means "all valid" / "no data".
@@ -102,6 +102,7 @@ class EncodingFlag(enum.IntFlag):
 
     SIGNED = 1 << 0  # integers are sign-extended to out_width (else zero-extended)
     LENGTHS = 1 << 1  # OFFSETS pages: the integers are value lengths, not offsets
+    BITS = 1 << 2  # width / aux_width count bits (bit-packed, format 1.2), not bytes
 
 
 class Compression(enum.IntEnum):
@@ -109,6 +110,7 @@ class Compression(enum.IntEnum):
 
     NONE = 0
     ZSTD = 1
+    ZSTD_BLOCKS = 2  # independent zstd frames of block_size decoded bytes + a frame table
 
 
 class RequiredFeature(enum.IntFlag):
@@ -116,6 +118,8 @@ class RequiredFeature(enum.IntFlag):
 
     BATCH_MODE = 1 << 0  # a BATCH_META system column exists (seed 001 appendix)
     ENCODINGS = 1 << 1  # pages use encodings other than PLAIN (format 1.1)
+    BIT_PACKING = 1 << 2  # encoded pages pack integers at bit widths (format 1.2)
+    BLOCKS = 1 << 3  # pages compressed as independent zstd blocks (format 1.2)
 
 
 class OptionalFeature(enum.IntFlag):
@@ -308,8 +312,8 @@ ENCODING_HEADER_DTYPE = _dtype(
         ("aux", "<i8"),  # DELTA: the minimum delta; RLE: the number of runs;
         #                  DICTIONARY, INT_DICTIONARY: the number of distinct values
         ("count", "<u4"),  # values in the page
-        ("width", "u1"),  # bytes per packed integer (FOR/DELTA/RLE values, dictionary indices)
-        ("aux_width", "u1"),  # RLE: bytes per run length; INT_DICTIONARY: bytes per value
+        ("width", "u1"),  # bits (flag BITS) or bytes per packed integer (values, indices)
+        ("aux_width", "u1"),  # RLE: run lengths; INT_DICTIONARY: distinct values (ditto)
         ("out_width", "u1"),  # bytes per decoded value (1, 2, 4, 8, 16, 32)
         ("flags", "u1"),  # EncodingFlag
     ],

@@ -324,8 +324,8 @@ class FileWriter:
         chunks, used = shred_column(
             self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
         )
-        if used:
-            self._required |= RequiredFeature.ENCODINGS
+        if used:  # every encoded page of a 1.2 writer is bit-packed
+            self._required |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
         return chunks
 
     def _write_stripe(
