@@ -19,6 +19,7 @@ from fermion.errors import InvalidArgumentError
 __all__ = [
     "COALESCE_GAP_DEFAULT",
     "EAGER_LOAD_THRESHOLD_DEFAULT",
+    "BLOCK_SIZE_DEFAULT",
     "PAGE_SIZE_DEFAULT",
     "PREFETCH_BYTES_DEFAULT",
     "ReadOptions",
@@ -27,6 +28,7 @@ __all__ = [
 ]
 
 PAGE_SIZE_DEFAULT = 512 << 10  # seed 001: 512 KB pages
+BLOCK_SIZE_DEFAULT = 16 << 10  # zstd blocks inside a page: what a point read decompresses
 STRIPE_ROWS_DEFAULT = 1 << 20
 STRIPE_BYTES_DEFAULT = 128 << 20
 FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page
@@ -50,12 +52,15 @@ class WriteOptions:
         max_stripe_bytes: ... or once this many bytes of Arrow data are buffered.
         compression: ``"zstd"`` or ``"none"``.
         compression_level: zstd level.
+        compression_block_size: a zstd page larger than this is compressed as independent
+            blocks of this many decoded bytes (format 1.2), so that ``take`` decompresses
+            only the blocks holding its rows; 0: one zstd frame per page (format 1.1).
         page_crc: write a CRC32 into every page header.
         statistics: compute per-page and per-chunk min/max/null counts.
         flush_bytes: the sink writes in units of at least this many bytes.
         threads: worker threads for encoding and compression.
-        encodings: choose lightweight encodings per page (False: every page PLAIN, which
-            format 1.0 readers can read).
+        encodings: choose lightweight encodings per page (False: every page PLAIN; with
+            ``compression_block_size=0`` as well, format 1.0 readers can read the file).
         column_encodings: per-column override, ``{"name": "plain" | "auto"}``.
         bloom_filter_columns: flat columns (integers, temporal, strings, binary) that get
             per-page bloom filters, for ``==``/``isin`` filters on high-cardinality keys.
@@ -66,6 +71,7 @@ class WriteOptions:
     max_stripe_bytes: int = STRIPE_BYTES_DEFAULT
     compression: Literal["zstd", "none"] = "zstd"
     compression_level: int = 3
+    compression_block_size: int = BLOCK_SIZE_DEFAULT
     page_crc: bool = True
     statistics: bool = True
     flush_bytes: int = FLUSH_BYTES_DEFAULT
@@ -88,6 +94,11 @@ class WriteOptions:
             raise InvalidArgumentError("max_stripe_bytes must be positive")
         if self.compression not in ("zstd", "none"):
             raise InvalidArgumentError(f"unknown compression {self.compression!r}")
+        if self.compression_block_size != 0 and not 256 <= self.compression_block_size <= 1 << 30:
+            raise InvalidArgumentError(
+                f"compression_block_size must be 0 or in [256, 1 GiB], got "
+                f"{self.compression_block_size}"
+            )
         if not -7 <= self.compression_level <= 22:
             raise InvalidArgumentError("compression_level must be in [-7, 22]")
         if self.threads < 0:
@@ -112,6 +123,10 @@ class ReadOptions:
         coalesce_gap: data ranges closer than this are merged into one request.
         metadata_coalesce_gap: the same for metadata (CMB, schema entries).
         verify_checksums: verify page CRC32s.
+        point_reads: ``take`` decodes only the wanted values of a page, and of a blocked
+            zstd page only the blocks holding them (each checked by its zstd checksum);
+            the page CRC32, which covers bytes never decoded, is then not verified.
+            False: ``take`` decodes (and checksums) every page it touches whole.
         threads: worker threads for page decompression and decoding.
     """
 
@@ -120,6 +135,7 @@ class ReadOptions:
     coalesce_gap: int = COALESCE_GAP_DEFAULT
     metadata_coalesce_gap: int = METADATA_COALESCE_GAP_DEFAULT
     verify_checksums: bool = True
+    point_reads: bool = True
     threads: int = 0
 
     def __post_init__(self) -> None:

@@ -1,7 +1,10 @@
 """Pages: the unit of encoding, compression and checksumming.
 
 On disk a page is ``[PageHeader 16B][body]``. The body is the encoded values, compressed
-with the codec named in the header. The header's CRC32 covers every byte after the CRC
+with the codec named in the header: one zstd frame (ZSTD), or since format 1.2 a frame
+table and independent zstd frames of ``block_size`` decoded bytes each (ZSTD_BLOCKS), so
+that a reader wanting a few values decompresses only the blocks holding them
+(:class:`BlockedBody`). The header's CRC32 covers every byte after the CRC
 field (rest of header + body), so a flipped bit anywhere in a page is caught before any
 decoding. Codecs sit in a registry keyed by :class:`~fermion.format.structs.Compression`;
 the writer chooses, the reader dispatches on the id stored in the file.
@@ -25,11 +28,18 @@ import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format import encodings
-from fermion.format.structs import PAGE_HEADER_DTYPE, Compression, Encoding, EncodingFlag
+from fermion.format.structs import (
+    BLOCK_TABLE_DTYPE,
+    PAGE_HEADER_DTYPE,
+    Compression,
+    Encoding,
+    EncodingFlag,
+)
 
 __all__ = [
     "CODECS",
     "DERIVED",
+    "BlockedBody",
     "PAGE_HEADER_SIZE",
     "Codec",
     "DictionaryPage",
@@ -73,6 +83,19 @@ def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
     return comp
 
 
+def _zstd_block_compressor(level: int) -> zstandard.ZstdCompressor:
+    """Blocks carry zstd's content checksum: a reader decoding one block can verify it."""
+    cache = getattr(_local, "block_compressors", None)
+    if cache is None:
+        cache = _local.block_compressors = {}
+    comp = cache.get(level)
+    if comp is None:
+        comp = cache[level] = zstandard.ZstdCompressor(
+            level=level, write_content_size=True, write_checksum=True
+        )
+    return comp
+
+
 def _zstd_decompressor() -> zstandard.ZstdDecompressor:
     d = getattr(_local, "decompressor", None)
     if d is None:
@@ -103,7 +126,90 @@ def _zstd_decompress(body: memoryview, size: int) -> bytes:
         out = _zstd_decompressor().decompress(body, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise InvalidFileError(f"corrupt zstd page: {exc}") from None
+    if len(out) != size:
+        raise InvalidFileError(f"zstd frame decompressed to {len(out)} bytes, expected {size}")
     return out
+
+
+def _compress_blocks(payload: bytes | memoryview, level: int, block_size: int) -> bytes:
+    """A ZSTD_BLOCKS body: BlockTable, frame ends (u32), then one frame per block."""
+    data = memoryview(payload).cast("B")
+    comp = _zstd_block_compressor(level)
+    frames = [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+    table = np.zeros(1, dtype=BLOCK_TABLE_DTYPE)
+    table["block_size"], table["num_blocks"] = block_size, len(frames)
+    ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
+    return b"".join([table.tobytes(), ends.tobytes(), *frames])
+
+
+class BlockedBody:
+    """A validated ZSTD_BLOCKS page body: decompress all of it, or only some blocks.
+
+    Example:
+        >>> body = _compress_blocks(bytes(range(256)) * 40, 3, 4096)
+        >>> b = BlockedBody(memoryview(body), 10240, "p")
+        >>> b.num_blocks, b.blocks_for(np.array([5000]), np.array([5100])).tolist()
+        (3, [1])
+        >>> b.decompress_all()[5000:5002] == (bytes(range(256)) * 40)[5000:5002]
+        True
+    """
+
+    def __init__(self, body: memoryview, size: int, where: str) -> None:
+        self.where = where
+        self.size = size
+        head = BLOCK_TABLE_DTYPE.itemsize
+        if len(body) < head:
+            raise InvalidFileError(f"{where}: blocked page shorter than its block table")
+        table = np.frombuffer(body, dtype=BLOCK_TABLE_DTYPE, count=1)[0]
+        self.block_size = int(table["block_size"])
+        self.num_blocks = int(table["num_blocks"])
+        if self.block_size == 0 or self.num_blocks != -(-size // self.block_size):
+            raise InvalidFileError(
+                f"{where}: {self.num_blocks} blocks of {self.block_size} bytes cannot hold "
+                f"{size} bytes"
+            )
+        start = head + 4 * self.num_blocks
+        if start > len(body):
+            raise InvalidFileError(f"{where}: block table runs past the page")
+        ends = np.frombuffer(body, dtype="<u4", count=self.num_blocks, offset=head)
+        self.ends = ends.astype(np.int64)
+        self.frames = body[start:]
+        starts = np.concatenate([[0], self.ends[:-1]]) if self.num_blocks else self.ends
+        if self.num_blocks and (
+            int(self.ends[-1]) != len(self.frames) or bool(np.any(self.ends < starts))
+        ):
+            raise InvalidFileError(f"{where}: block frame ends are inconsistent")
+        self.starts = starts
+
+    def block_bytes(self, k: int) -> int:
+        """Decoded bytes of block ``k``."""
+        return min(self.block_size, self.size - k * self.block_size)
+
+    def blocks_for(self, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The blocks holding decoded byte ranges ``[begins[i], ends[i])`` (non-empty)."""
+        first = np.asarray(begins, dtype=np.int64) // self.block_size
+        last = (np.asarray(ends, dtype=np.int64) - 1) // self.block_size
+        if len(first) == 0:
+            return np.zeros(0, dtype=np.int64)
+        if bool(np.all(first == last)):
+            return np.unique(first)
+        spans = last - first + 1
+        steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
+        return np.unique(np.repeat(first, spans) + steps)
+
+    def decompress(self, k: int) -> bytes:
+        """Block ``k``, checked against its declared size and zstd content checksum."""
+        frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
+        return _zstd_decompress(frame, self.block_bytes(k))
+
+    def decompress_into(self, out: np.ndarray, blocks: np.ndarray) -> None:
+        """Write the given blocks at their decoded offsets into ``out`` (size bytes)."""
+        for k in blocks.tolist():
+            at = k * self.block_size
+            out[at : at + self.block_bytes(k)] = np.frombuffer(self.decompress(k), np.uint8)
+
+    def decompress_all(self) -> bytes:
+        return b"".join([self.decompress(k) for k in range(self.num_blocks)])
 
 
 def _none_compress(data: bytes | memoryview, level: int) -> bytes:
@@ -128,17 +234,24 @@ def encode_page(
     level: int = 3,
     crc: bool = True,
     encoding: Encoding = Encoding.PLAIN,
+    block_size: int = 0,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
-    A compressed body that is not smaller than the payload is stored uncompressed.
+    With zstd and a ``block_size``, a payload larger than one block is compressed as
+    independent blocks (ZSTD_BLOCKS). A compressed body that does not save at least 10%
+    of the payload is not kept: the page is stored uncompressed.
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
     if codec != Compression.NONE and len(payload) > 0:
-        compressed = CODECS[codec].compress(payload, level)
+        if codec == Compression.ZSTD and 0 < block_size < len(payload):
+            chosen = Compression.ZSTD_BLOCKS
+            compressed = _compress_blocks(payload, level, block_size)
+        else:
+            compressed, chosen = CODECS[codec].compress(payload, level), codec
         if len(compressed) <= len(payload) * _COMPRESS_RATIO:
-            body, used = compressed, codec
+            body, used = compressed, chosen
     header = np.zeros(1, dtype=PAGE_HEADER_DTYPE)
     header["encoding"] = encoding
     header["compression"] = used
@@ -203,6 +316,8 @@ def decode_page(
         if len(body) != size:
             raise InvalidFileError(f"{where}: stored page has {len(body)} bytes, header {size}")
         payload: bytes | memoryview = body
+    elif compression == Compression.ZSTD_BLOCKS:
+        payload = BlockedBody(body, size, where).decompress_all()
     else:
         payload = CODECS[compression].decompress(body, size)
         if len(payload) != size:

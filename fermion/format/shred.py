@@ -47,7 +47,7 @@ from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
 from fermion.format.pages import encode_page
 from fermion.format.stats import StatsKind, compute_stats, stats_kind
-from fermion.format.structs import Compression, Encoding, StreamType
+from fermion.format.structs import Compression, Encoding, RequiredFeature, StreamType
 
 __all__ = ["ChunkState", "EncodedPage", "StreamChunk", "shred_column"]
 
@@ -87,7 +87,7 @@ class _Encoder:
     def __init__(self, opts: WriteOptions, encode: bool) -> None:
         self.opts = opts
         self.encode = encode  # False: every page PLAIN (format 1.0 compatible)
-        self.used_encodings = False
+        self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
 
@@ -101,9 +101,12 @@ class _Encoder:
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
             encoding=encoding,
+            block_size=self.opts.compression_block_size,
         )
-        if encoding != Encoding.PLAIN:
-            self.used_encodings = True
+        if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
+            self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
+        if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
+            self.features |= RequiredFeature.BLOCKS
         return EncodedPage(data, num_values)
 
 
@@ -175,10 +178,11 @@ def shred_column(
     *,
     encode: bool = True,
     batch_bounds: np.ndarray | None = None,
-) -> tuple[list[StreamChunk], bool]:
+) -> tuple[list[StreamChunk], RequiredFeature]:
     """Encode one column's values for one stripe into a chunk per stream (file order).
 
-    Returns the chunks and whether any page uses an encoding other than PLAIN.
+    Returns the chunks and the required feature flags their pages need (ENCODINGS and
+    BIT_PACKING for encoded pages, BLOCKS for blocked zstd pages).
     ``batch_bounds`` (batch mode) are the row boundaries ``[0, ..., len(array)]`` of the
     stripe's batches: every page of every stream is then cut at batch boundaries, mapped
     to each nested level's values through the parent offsets.
@@ -188,7 +192,7 @@ def shred_column(
     _shred(node, array, enc, out, batch_bounds)
     if node.bloom is not None:
         out.append(_bloom_chunk(node, array, out, enc))
-    return out, enc.used_encodings
+    return out, enc.features
 
 
 def _bloom_chunk(

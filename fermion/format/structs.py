@@ -23,6 +23,7 @@ import enum
 import numpy as np
 
 __all__ = [
+    "BLOCK_TABLE_DTYPE",
     "CHUNK_ALL_NULL",
     "CMB_HEADER_DTYPE",
     "COLUMN_ENTRY_DTYPE",
@@ -319,6 +320,10 @@ ENCODING_HEADER_DTYPE = _dtype(
     ],
     24,
 )
+
+# ZSTD_BLOCKS page body: this table, then num_blocks u32 frame ends (relative to the first
+# frame), then the frames; block k holds decoded bytes [k * block_size, (k+1) * block_size).
+BLOCK_TABLE_DTYPE = _dtype([("block_size", "<u4"), ("num_blocks", "<u4")], 8)
 
 HASH_SLOT_DTYPE = _dtype(
     [

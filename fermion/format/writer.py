@@ -321,11 +321,10 @@ class FileWriter:
         else:
             array = pa.concat_arrays(column.chunks)
         encode = self.options.encodes(self.schema.field(i).name)
-        chunks, used = shred_column(
+        chunks, features = shred_column(
             self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
         )
-        if used:  # every encoded page of a 1.2 writer is bit-packed
-            self._required |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
+        self._required |= features
         return chunks
 
     def _write_stripe(
@@ -525,8 +524,9 @@ def _batch_meta_chunks(
     for node, values in ((tree, ids), (tree.children[0], lengths)):
         flat = build_tree(pa.field(node.name, node.type, nullable=False))
         array = pa.array(values, type=node.type)
-        chunks, _ = shred_column(flat, array, replace(opts, statistics=True), encode=False)
-        data = chunks[1]  # [VALIDITY, DATA]; system pages stay PLAIN
+        system = replace(opts, statistics=True, compression_block_size=0)
+        chunks, _ = shred_column(flat, array, system, encode=False)
+        data = chunks[1]  # [VALIDITY, DATA]; system pages stay PLAIN, one zstd frame
         out.append(replace(data, stream=node.streams[0]))
     return out
 

@@ -187,8 +187,11 @@ def test_overrides_keep_files_readable_by_1_0(tmp_path: Path) -> None:
     assert enc[("flag", "DATA")] == {"PLAIN"} and enc[("sorted", "DATA")] == {"PLAIN"}
     assert enc[("constant", "DATA")] == {"CONSTANT"}
     off = tmp_path / "off.fermion"
-    fermion.write_table(table, off, encodings=False)
-    assert fermion.FileReader(off).metadata.required_features == 0
+    fermion.write_table(table, off, encodings=False)  # plain pages, zstd still blocked
+    assert fermion.FileReader(off).metadata.required_features == RequiredFeature.BLOCKS
+    assert_same(fermion.read_table(off), table)
+    fermion.write_table(table, off, encodings=False, compression_block_size=0)
+    assert fermion.FileReader(off).metadata.required_features == 0  # what 1.0 readers accept
     assert_same(fermion.read_table(off), table)
     with pytest.raises(fermion.InvalidArgumentError):
         fermion.write_table(table, off, column_encodings={"flag": "zip"})
