@@ -21,8 +21,10 @@ import pyarrow as pa
 from fermion.errors import InvalidFileError
 from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
+from fermion.format.encodings import int_domain
 from fermion.format.layout import Kind, Node, is_view, view_storage
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
+from fermion.format.points import binary_values, fixed_values
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "StripeContext",
     "assemble_flat",
     "assemble_node",
+    "assemble_points",
     "pruned_type",
     "validity_of",
 ]
@@ -337,3 +340,75 @@ def assemble_flat(
         return _finish(node, arr, t)
     data = _fixed_data(ctx, node, n, pages)
     return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)
+
+
+def _select_validity(
+    validity: tuple[object | None, int], points: np.ndarray
+) -> tuple[bytes | None, int]:
+    bitmap, nulls = validity
+    if bitmap is None:
+        return None, 0
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")[points]  # type: ignore[call-overload]
+    return np.packbits(bits, bitorder="little").tobytes(), len(points) - int(bits.sum())
+
+
+def assemble_points(
+    ctx: StripeContext,
+    node: Node,
+    n: int,
+    points: dict[int, np.ndarray],
+    sel: Any,
+    validity: tuple[object | None, int],
+) -> pa.Array:
+    """The values at ``sel.points`` of a flat column, decoded value by value from the
+    undecoded DATA (and OFFSETS) pages in ``ctx.pages`` (see :mod:`fermion.format.points`).
+
+    ``points`` maps each DATA page to the wanted rows within it, in page order.
+    """
+    wanted = sel.points
+    found = ctx.desc(node, StreamType.DATA)
+    assert found is not None
+    k, desc = found
+    counts = desc.pages(ctx.stripe)["row_count"]
+    offsets_k = node.stream(StreamType.OFFSETS)
+    domain = int_domain(node.storage)
+    lengths: list[np.ndarray] = []
+    parts: list[bytes] = []
+    for page in sorted(points):
+        rows, values = points[page], int(counts[page])
+        where = f"{ctx.fail('').args[0]}page {page}"
+        if offsets_k is not None:
+            got, data = binary_values(
+                ctx.pages[(offsets_k.index, page)],  # type: ignore[arg-type]
+                ctx.pages[(k, page)],  # type: ignore[arg-type]
+                rows,
+                values,
+                node.byte_width,
+                where,
+            )
+            lengths.append(got)
+        else:
+            data = fixed_values(
+                ctx.pages[(k, page)],  # type: ignore[arg-type]
+                rows,
+                values,
+                node.byte_width,
+                domain,
+                where,
+            )
+        parts.append(data)
+    count = len(wanted)
+    vbuf, nulls = _select_validity(validity, wanted)
+    data_buf = b"".join(parts)
+    storage_t = node.storage
+    if offsets_k is None:
+        arr = _from_buffers(ctx, storage_t, count, [vbuf, data_buf], nulls)
+        return _finish(node, arr, node.type)
+    dtype = np.dtype("<i4") if node.byte_width == 4 else np.dtype("<i8")
+    offs = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths) if lengths else offs[:0], out=offs[1:])
+    if int(offs[-1]) > np.iinfo(dtype).max:
+        raise ctx.fail("selected values exceed the offset width")
+    buffers = [vbuf, offs.astype(dtype), data_buf]
+    arr = _from_buffers(ctx, _physical(storage_t), count, buffers, nulls)  # type: ignore[arg-type]
+    return _finish(node, arr, node.type)

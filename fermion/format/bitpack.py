@@ -87,7 +87,7 @@ def unpack(buf: Bytes, offset: int, w: int, n: int, where: str = "page") -> np.n
     nbytes = packed_size(n, w)
     if offset < 0 or offset + nbytes > _nbytes(buf):
         raise InvalidFileError(f"{where}: packed integers run past the payload")
-    if w in _ALIGNED:
+    if w in _ALIGNED:  # always a fresh array: callers may modify it
         return np.frombuffer(buf, dtype=f"<u{w // 8}", count=n, offset=offset).astype(np.uint64)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)

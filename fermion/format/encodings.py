@@ -51,6 +51,7 @@ __all__ = [
     "ints_from_plain",
     "ints_to_plain",
     "int_domain",
+    "int_payload_size",
     "packed_bits",
     "read_header",
 ]
@@ -106,7 +107,7 @@ def packed_bits(h: np.void, field: str = "width") -> int:
 def _unpack(buf: memoryview | bytes, offset: int, bits: int, count: int, where: str) -> np.ndarray:
     if count < 0 or bits == 0:
         raise InvalidFileError(f"{where}: packed integers with an invalid width or count")
-    return bitpack.unpack(buf, offset, bits, count, where).astype(np.int64)
+    return bitpack.unpack(buf, offset, bits, count, where).view(np.int64)  # fresh array
 
 
 # -- the integer domain ------------------------------------------------------------------
@@ -309,7 +310,7 @@ def _encode_as(
     return head + _pack(run_values - vmin, bits) + _pack(run_lengths, len_bits)
 
 
-def _int_payload_size(enc: Encoding, h: np.void) -> int:
+def int_payload_size(enc: Encoding, h: np.void) -> int:
     """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
     n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
     if enc == Encoding.CONSTANT:
@@ -333,7 +334,7 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
     h = read_header(payload, where)
     n = int(h["count"])
     bits = packed_bits(h)
-    if len(payload) != _int_payload_size(enc, h):
+    if len(payload) != int_payload_size(enc, h):
         raise InvalidFileError(f"{where}: {enc.name} payload size does not match its header")
     if enc == Encoding.CONSTANT:
         return np.full(n, int(h["base"]), dtype=np.int64)

@@ -21,6 +21,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -43,8 +44,12 @@ __all__ = [
     "PAGE_HEADER_SIZE",
     "Codec",
     "DictionaryPage",
+    "PageHead",
     "decode_page",
+    "decode_payload",
+    "decompress_body",
     "encode_page",
+    "read_page_head",
 ]
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
@@ -265,28 +270,24 @@ def encode_page(
     return head + bytes(body)
 
 
-def decode_page(
+class PageHead(NamedTuple):
+    """A page's validated header fields and its stored body."""
+
+    encoding: Encoding
+    compression: Compression
+    size: int  # decoded payload bytes
+    body: memoryview
+
+
+def read_page_head(
     page: memoryview,
     *,
     expected_values: int,
     expected_size: int | None,
     where: str,
     verify_crc: bool = True,
-) -> Decoded:
-    """Validate, checksum, decompress and decode one page to its plain stream contents.
-
-    Args:
-        page: the page bytes (header + body).
-        expected_values: values the metadata says the page holds.
-        expected_size: the exact plain size implied by the metadata, if known; it also
-            bounds what a corrupt header can make us allocate.
-        where: a description for error messages.
-        verify_crc: check the CRC32 when the page carries one.
-
-    Returns:
-        The plain payload; a :class:`DictionaryPage` for DICTIONARY pages and
-        :data:`DERIVED` for DERIVED offsets pages.
-    """
+) -> PageHead:
+    """Validate a page's header (and CRC32) against the metadata; nothing is decoded."""
     if len(page) < PAGE_HEADER_SIZE:
         raise InvalidFileError(f"{where}: page of {len(page)} bytes is shorter than its header")
     header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
@@ -312,19 +313,62 @@ def decode_page(
     # an encoded payload is never larger than the plain values plus its EncodingHeader
     if expected_size is not None and size > expected_size + encodings.HEADER_SIZE:
         raise InvalidFileError(f"{where}: page decodes to {size} bytes, expected {expected_size}")
-    if compression == Compression.NONE:
-        if len(body) != size:
-            raise InvalidFileError(f"{where}: stored page has {len(body)} bytes, header {size}")
-        payload: bytes | memoryview = body
-    elif compression == Compression.ZSTD_BLOCKS:
-        payload = BlockedBody(body, size, where).decompress_all()
-    else:
-        payload = CODECS[compression].decompress(body, size)
-        if len(payload) != size:
-            raise InvalidFileError(
-                f"{where}: page decompressed to {len(payload)} bytes, expected {size}"
-            )
-    out = _decode_payload(encoding, payload, expected_values, expected_size, where)
+    if compression == Compression.NONE and len(body) != size:
+        raise InvalidFileError(f"{where}: stored page has {len(body)} bytes, header {size}")
+    return PageHead(encoding, compression, size, body)
+
+
+def decompress_body(head: PageHead, where: str) -> bytes | memoryview:
+    """The whole decoded payload of a page."""
+    if head.compression == Compression.NONE:
+        return head.body
+    if head.compression == Compression.ZSTD_BLOCKS:
+        return BlockedBody(head.body, head.size, where).decompress_all()
+    return CODECS[head.compression].decompress(head.body, head.size)
+
+
+def decode_page(
+    page: memoryview,
+    *,
+    expected_values: int,
+    expected_size: int | None,
+    where: str,
+    verify_crc: bool = True,
+) -> Decoded:
+    """Validate, checksum, decompress and decode one page to its plain stream contents.
+
+    Args:
+        page: the page bytes (header + body).
+        expected_values: values the metadata says the page holds.
+        expected_size: the exact plain size implied by the metadata, if known; it also
+            bounds what a corrupt header can make us allocate.
+        where: a description for error messages.
+        verify_crc: check the CRC32 when the page carries one.
+
+    Returns:
+        The plain payload; a :class:`DictionaryPage` for DICTIONARY pages and
+        :data:`DERIVED` for DERIVED offsets pages.
+    """
+    head = read_page_head(
+        page,
+        expected_values=expected_values,
+        expected_size=expected_size,
+        where=where,
+        verify_crc=verify_crc,
+    )
+    payload = decompress_body(head, where)
+    return decode_payload(head.encoding, payload, expected_values, expected_size, where)
+
+
+def decode_payload(
+    encoding: Encoding,
+    payload: bytes | memoryview,
+    values: int,
+    expected_size: int | None,
+    where: str,
+) -> Decoded:
+    """Decode a decompressed payload; plain results are checked against ``expected_size``."""
+    out = _decode_payload(encoding, payload, values, expected_size, where)
     if (
         expected_size is not None
         and isinstance(out, bytes | memoryview)

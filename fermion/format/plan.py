@@ -25,6 +25,7 @@ from fermion.format.assemble import (
     StripeContext,
     assemble_flat,
     assemble_node,
+    assemble_points,
     pruned_type,
     validity_of,
 )
@@ -130,8 +131,19 @@ class ColumnPlan:
     proj: Projection
     pages: list[PageRequest]
     runs: list[tuple[tuple[int, int], tuple[int, int]]] | None  # flat: (page run, row run)
+    # point reads (take): DATA page index -> the wanted rows within that page, in order;
+    # those pages (and their OFFSETS pages) are handed over undecoded
+    points: dict[int, np.ndarray] | None = None
+
+    def undecoded(self, req: PageRequest) -> bool:
+        """Whether the point reader, not the page decoder, handles this page."""
+        validity = self.proj.tree.stream(StreamType.VALIDITY)
+        return self.points is not None and (validity is None or req.stream != validity.index)
 
     def assemble(self, ctx: StripeContext, n: int, sel: Selection) -> pa.Array:
+        if self.points is not None:
+            bitmap = validity_of(ctx, self.proj.tree, n)
+            return assemble_points(ctx, self.proj.tree, n, self.points, sel, bitmap)
         if self.runs is None:
             return select_rows(assemble_node(ctx, self.proj.tree, n), [(0, n)], sel)
         tree = self.proj.tree
@@ -220,7 +232,14 @@ def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> l
     return out
 
 
-def plan_column(p: Projection, m: ColumnMeta, s: int, n: int, sel: Selection) -> ColumnPlan:
+def plan_column(
+    p: Projection, m: ColumnMeta, s: int, n: int, sel: Selection, point_reads: bool = False
+) -> ColumnPlan:
+    """The pages of column ``p`` that stripe ``s`` must read for ``sel``.
+
+    With ``point_reads`` and a selection of points (``take``), a flat fixed-width or
+    binary column is planned for value-level decoding (:mod:`fermion.format.points`).
+    """
     tree = p.tree
     if not p.flat:
         return ColumnPlan(p, all_pages(m, tree, s, p.selected), None)
@@ -273,6 +292,12 @@ def plan_column(p: Projection, m: ColumnMeta, s: int, n: int, sel: Selection) ->
                     _contiguous(tree, stream_type),
                 )
             )
+    if point_reads and sel.points is not None and tree.kind in (Kind.FIXED, Kind.BINARY):
+        page_of = np.searchsorted(ends, sel.points, side="right")
+        cut = np.flatnonzero(np.diff(page_of)) + 1
+        groups = np.split(sel.points - starts[page_of], cut)
+        points = {int(page_of[g]): rows for g, rows in zip([0, *cut], groups, strict=True)}
+        return ColumnPlan(p, [q._replace(contiguous=False) for q in pages], None, points)
     w = [int(x) for x in wanted]
     runs = []
     i = 0

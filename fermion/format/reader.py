@@ -836,7 +836,7 @@ class FileReader:
             if not m.present:
                 plans.append(None)
                 continue
-            plan = plan_column(p, m, s, n, sel)
+            plan = plan_column(p, m, s, n, sel, self.options.point_reads)
             plans.append(plan)
             requests.extend((j, req) for req in plan.pages)
         views = self.source.read_ranges(
@@ -847,7 +847,9 @@ class FileReader:
         targets, merged = _merge_targets(requests, len(projs))
 
         def decode(i: int) -> Decoded | None:
-            req = requests[i][1]
+            j, req = requests[i]
+            if plans[j].undecoded(req):  # type: ignore[union-attr]
+                return views[i]  # decoded value by value at assembly (point reads)
             payload = decode_page(
                 views[i],
                 expected_values=req.values,

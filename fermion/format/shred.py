@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
+from fermion.format import bitpack
 from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
@@ -221,23 +222,43 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
     return lambda a, b, values: (Encoding.PLAIN, payload_of(a, b))
 
 
+_MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
+
+
+def _int_values_per_page(ints: np.ndarray | None, width: int, page_size: int) -> int:
+    """Values per page so that a page holds about ``page_size`` bytes *encoded*.
+
+    Like Parquet's page size (measured after encoding), the estimate is the chunk's
+    bit-packed FOR width: narrow integers get proportionally more values per page, which
+    keeps per-page costs (and a point read's page count) down.
+    """
+    plain = max(1, page_size // width)
+    if ints is None or len(ints) == 0:
+        return plain
+    bits = bitpack.bits_for(int(ints.max()) - int(ints.min()))
+    return int(min(max(plain, page_size * 8 // bits), plain * _MAX_PAGE_GROWTH))
+
+
 def _int_encoder(
     payload_of: Callable[[int, int], bytes | memoryview],
+    chunk_ints: np.ndarray | None,
     width: int,
     signed: bool,
-    on: bool,
     compressed: bool,
 ) -> Encode:
-    """Fixed-width integer-like values through the integer codec (null slots filled)."""
+    """Fixed-width integer-like values through the integer codec (null slots filled).
+
+    ``chunk_ints`` are the stripe's values as int64 (None: some value does not fit, or
+    encodings are off: every page PLAIN).
+    """
 
     def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
         plain = payload_of(a, b)
-        if not on:
+        if chunk_ints is None:
             return Encoding.PLAIN, plain
-        ints = ints_from_plain(plain, width, signed)
-        if ints is None:
-            return Encoding.PLAIN, plain
+        ints = chunk_ints[a:b]
         if values is not None and values.null_count:
+            ints = ints.copy()
             valid = values.is_valid().to_numpy(zero_copy_only=False)
             if valid.any():
                 ints[~valid] = ints[valid].min()  # null slots are free: keep ranges tight
@@ -378,13 +399,22 @@ def _shred(
             return raw[base + a * width : base + b * width]
 
         domain = int_domain(values.type)
+        per_page = page_size // width
         if domain is not None:
-            encoder = _int_encoder(fixed_bytes, width, domain[1], enc.encode, enc.compressed)
+            ints = None
+            if enc.encode:
+                ints = ints_from_plain(fixed_bytes(0, n), width, domain[1])
+                if kind == Kind.FIXED and ints is not None:
+                    known = ints
+                    if values.null_count:
+                        known = ints[values.is_valid().to_numpy(zero_copy_only=False)]
+                    per_page = _int_values_per_page(known, width, page_size)
+            encoder = _int_encoder(fixed_bytes, ints, width, domain[1], enc.compressed)
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
             encoder = _float_encoder(fixed_bytes, width, enc.encode)
         else:
             encoder = _plain(fixed_bytes)
-        cuts = _count_cuts(n, page_size // width, bounds)
+        cuts = _count_cuts(n, per_page, bounds)
         stats = kind != Kind.DICTIONARY
         out.append(_data_chunk(spec, n, cuts, encoder, values, enc, stats=stats))
         if kind == Kind.DICTIONARY:
