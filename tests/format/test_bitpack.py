@@ -87,6 +87,13 @@ def test_round_trip_inside_a_larger_buffer(w: int, n: int, offset: int, tail: in
         assert packed[-1] >> ((n * w) % 8) == 0
 
 
+def test_the_example_of_the_format_spec() -> None:
+    """docs/FORMAT.md §5.1: 5, 0, 7, 3, 1 at 3 bits are the bytes C5 17."""
+    packed = bitpack.pack(np.array([5, 0, 7, 3, 1], dtype=np.uint64), 3)
+    assert packed == bytes.fromhex("c517")
+    assert bitpack.unpack(packed, 0, 3, 5).tolist() == [5, 0, 7, 3, 1]
+
+
 @pytest.mark.parametrize("w", [8, 16, 32, 64])
 def test_byte_widths_are_plain_little_endian_integers(w: int) -> None:
     values = random_values(w, 1001, seed=w)

@@ -498,6 +498,12 @@ def test_bit_packed_pages_decode_as_written() -> None:
     assert int(header_of(pages["for_bytewidth"][1])["width"]) == 8
     assert int(header_of(pages["for_2bits"][1])["width"]) == 2
     assert int(header_of(pages["int_dictionary_bytewidths"][1])["aux_width"]) == 8
+    # the example of docs/FORMAT.md §5.1: distinct values start at 24 + ceil(1000 * 4 / 8)
+    enc, payload = pages["int_dictionary"]
+    h = header_of(payload)
+    assert (int(h["aux"]), int(h["width"]), int(h["aux_width"]), len(payload)) == (16, 4, 20, 564)
+    distinct = bitpack.unpack(payload, 524, 20, 16).astype(np.int64) + int(h["base"])
+    np.testing.assert_array_equal(distinct, np.unique(encodings.decode_ints(payload, enc)))
 
 
 @pytest.mark.parametrize("name", PAGE_NAMES)
