@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fermion.errors import InvalidFileError
+from fermion.errors import InvalidArgumentError, InvalidFileError
 
 __all__ = ["MAX_BITS", "bits_for", "gather", "pack", "packed_size", "unpack", "valid_bits"]
 
@@ -48,6 +48,8 @@ def packed_size(n: int, w: int) -> int:
 
 def pack(values: np.ndarray, w: int) -> bytes:
     """Pack unsigned ``values`` (each below ``2**w``) at ``w`` bits each."""
+    if not valid_bits(w):  # 57..63 would not fit the unaligned word every reader uses
+        raise InvalidArgumentError(f"invalid bit width {w}")
     n = len(values)
     if w in _ALIGNED:
         return np.asarray(values).astype(f"<u{w // 8}").tobytes()
@@ -83,7 +85,7 @@ def _padded(buf: Bytes, offset: int, nbytes: int, room: int) -> np.ndarray:
 def unpack(buf: Bytes, offset: int, w: int, n: int, where: str = "page") -> np.ndarray:
     """The ``n`` values packed at ``w`` bits from byte ``offset`` of ``buf``, as uint64."""
     if not valid_bits(w) or n < 0:
-        raise InvalidFileError(f"{where}: invalid bit width {w}")
+        raise InvalidFileError(f"{where}: invalid bit width {w} or count {n}")
     nbytes = packed_size(n, w)
     if offset < 0 or offset + nbytes > _nbytes(buf):
         raise InvalidFileError(f"{where}: packed integers run past the payload")

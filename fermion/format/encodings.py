@@ -356,7 +356,9 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         vals = _unpack(payload, HEADER_SIZE, bits, runs, where) + int(h["base"])
         start = HEADER_SIZE + bitpack.packed_size(runs, bits)
         lens = _unpack(payload, start, packed_bits(h, "aux_width"), runs, where)
-        if int(lens.sum()) != n or (lens <= 0).any():
+        # a run holds 1..n - runs + 1 values: checked before the sum, which could overflow
+        # (64-bit lengths adding up to n modulo 2**64 made np.repeat write out of bounds)
+        if (lens <= 0).any() or (lens > n - runs + 1).any() or int(lens.sum()) != n:
             raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
         return np.repeat(vals, lens)
     if enc == Encoding.INT_DICTIONARY:
@@ -366,7 +368,7 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         indices = _unpack(payload, HEADER_SIZE, bits, n, where)
         start = HEADER_SIZE + bitpack.packed_size(n, bits)
         distinct = _unpack(payload, start, packed_bits(h, "aux_width"), entries, where)
-        if n and int(indices.max()) >= entries:
+        if n and (int(indices.min()) < 0 or int(indices.max()) >= entries):  # 64-bit indices
             raise InvalidFileError(f"{where}: dictionary index out of range")
         return distinct[indices] + int(h["base"])
     raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
@@ -455,6 +457,7 @@ def decode_dictionary(
         or dict_offsets[0] != 0
         or int(dict_offsets[-1]) != len(body)
         or (np.diff(dict_offsets) < 0).any()
+        or (indices < 0).any()  # 64-bit indices above 2**63 - 1
         or (indices >= entries).any()
     ):
         raise InvalidFileError(f"{where}: corrupt dictionary page")

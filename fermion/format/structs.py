@@ -89,13 +89,13 @@ class Encoding(enum.IntEnum):
 
     PLAIN = 0
     CONSTANT = 1  # one value repeated
-    FOR = 2  # frame of reference: value - base, narrowed to 1/2/4/8 bytes
-    DELTA = 3  # first value + (delta - min delta), narrowed
-    RLE = 4  # run values (FOR-narrowed) + run lengths (narrowed)
-    DICTIONARY = 5  # BINARY DATA pages: narrowed indices + the page's distinct values
+    FOR = 2  # frame of reference: value - base, bit-packed (1.1: 1/2/4/8 bytes)
+    DELTA = 3  # first value + (delta - min delta), bit-packed
+    RLE = 4  # run values (FOR, bit-packed) + run lengths (bit-packed)
+    DICTIONARY = 5  # BINARY DATA pages: bit-packed indices + the page's distinct values
     BYTE_SPLIT = 6  # floats: byte k of every value, then byte k+1, ...
     DERIVED = 7  # BINARY OFFSETS page with no payload: offsets come from the DATA page
-    INT_DICTIONARY = 8  # integers: narrowed indices + the distinct values (FOR-narrowed)
+    INT_DICTIONARY = 8  # integers: bit-packed indices + the distinct values (FOR, bit-packed)
 
 
 class EncodingFlag(enum.IntFlag):

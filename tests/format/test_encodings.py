@@ -2,12 +2,22 @@
 
 Bad inputs tried here: encoded payloads whose EncodingHeader lies (count, widths, number
 of runs or dictionary entries, run lengths that do not add up, dictionary indices out of
-range) behind a valid page CRC; each must raise a typed error.
+range) behind a valid page CRC; each must raise a typed error. Lies only bit-packing
+(format 1.2) makes possible: a BITS page claiming any other valid bit width (1..56, 64)
+for its values or indices (FOR, DELTA, RLE, INT_DICTIONARY, string DICTIONARY), RLE and
+INT_DICTIONARY pages claiming any other ``aux_width``, the BITS flag cleared (bit widths
+then read as byte widths, including pages whose bit widths are 1, 2, 4 or 8 so that only
+the payload size gives them away), BITS set on a 1.1 payload (byte widths read as bits),
+widths 57, 63, 65 and 255, and 64-bit RLE run lengths or dictionary indices that wrap
+around in int64. Every one must raise ``fermion.InvalidFileError``. A lie is caught by
+the exact payload size whenever it changes that size, which every width change does once
+a packed section holds at least 8 integers (the pages used here hold 16 or more).
 """
 
 from __future__ import annotations
 
 import decimal
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +27,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import encodings
+from fermion.format import bitpack, encodings
 from fermion.format.pages import PAGE_HEADER_SIZE, decode_page, encode_page
 from fermion.format.structs import (
     ENCODING_HEADER_DTYPE,
     Compression,
     Encoding,
+    EncodingFlag,
     RequiredFeature,
 )
 from tests.format.test_roundtrip import assert_same
@@ -254,3 +265,337 @@ def test_page_crc_covers_encoded_payloads() -> None:
     page[PAGE_HEADER_SIZE + 3] ^= 1
     with pytest.raises(fermion.ChecksumError):
         decode_page(memoryview(bytes(page)), expected_values=1000, expected_size=8000, where="p")
+
+
+# -- bit-packed payloads (format 1.2) ---------------------------------------------------
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+VALID_BITS = [*range(1, 57), 64]
+shapes64 = st.sampled_from(
+    ["random", "narrow", "sorted", "runs", "few", "few_narrow", "negative"]
+    + ["near_min", "near_max", "min_max", "constant"]
+)
+
+
+def make_int64(shape: str, n: int, seed: int) -> np.ndarray:
+    """int64 values of a shape, covering the whole int64 range and its two ends."""
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        return rng.integers(INT64_MIN, INT64_MAX, n, dtype=np.int64, endpoint=True)
+    if shape == "narrow":  # a random span of 1..62 bits anywhere in the int64 range
+        bits = int(rng.integers(1, 63))
+        base = int(rng.integers(INT64_MIN, INT64_MAX - 2**bits, endpoint=True))
+        return base + rng.integers(0, 2**bits, n, dtype=np.int64)
+    if shape == "sorted":
+        step = int(rng.integers(1, 10**6))
+        return int(rng.integers(-(2**62), 2**62)) + np.cumsum(rng.integers(0, step, n))
+    if shape == "runs":
+        k = n // 4 + 1
+        runs = np.repeat(rng.integers(-(2**40), 2**40, k), rng.integers(1, 30, k))
+        return np.resize(runs, n).astype(np.int64)
+    if shape == "few":
+        distinct = rng.integers(INT64_MIN, INT64_MAX, int(rng.integers(2, 20)), dtype=np.int64)
+        return rng.choice(distinct, n)
+    if shape == "few_narrow":
+        base = int(rng.integers(INT64_MIN, INT64_MAX - 2**19))
+        return base + rng.choice(rng.integers(0, 2**19, int(rng.integers(2, 40))), n)
+    if shape == "negative":
+        return -rng.integers(1, 2 ** int(rng.integers(1, 63)), n, dtype=np.int64)
+    if shape == "near_min":
+        return INT64_MIN + rng.integers(0, 2 ** int(rng.integers(1, 40)), n, dtype=np.int64)
+    if shape == "near_max":
+        return INT64_MAX - rng.integers(0, 2 ** int(rng.integers(1, 40)), n, dtype=np.int64)
+    if shape == "min_max":  # int64 differences wrap around: DELTA must still round-trip
+        ends = np.array([INT64_MIN, INT64_MIN + 1, INT64_MAX - 1, INT64_MAX], dtype=np.int64)
+        return rng.choice(ends, n)
+    return np.full(n, int(rng.integers(INT64_MIN, INT64_MAX, endpoint=True)), dtype=np.int64)
+
+
+def header_of(payload: bytes) -> np.void:
+    return np.frombuffer(payload, ENCODING_HEADER_DTYPE, count=1)[0]
+
+
+def packed_sections(payload: bytes, enc: Encoding) -> list[np.ndarray]:
+    """The unsigned integers of each packed section of an integer-codec payload."""
+    h = header_of(payload)
+    n, aux, w, aw = (int(h[k]) for k in ("count", "aux", "width", "aux_width"))
+    at = encodings.HEADER_SIZE
+    if enc == Encoding.FOR:
+        return [bitpack.unpack(payload, at, w, n)]
+    if enc == Encoding.DELTA:
+        return [bitpack.unpack(payload, at, w, n - 1)]
+    first = aux if enc == Encoding.RLE else n
+    second = at + bitpack.packed_size(first, w)
+    return [bitpack.unpack(payload, at, w, first), bitpack.unpack(payload, second, aw, aux)]
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    shape=shapes64,
+    n=st.integers(0, 3000),
+    seed=st.integers(0, 2**32),
+    out_width=st.sampled_from([1, 2, 4, 8]),
+    compressed=st.booleans(),
+)
+def test_int64_shapes_round_trip_bit_packed_at_minimal_widths(
+    shape: str, n: int, seed: int, out_width: int, compressed: bool
+) -> None:
+    values = make_int64(shape, n, seed).astype(f"<i{out_width}").astype(np.int64)
+    enc, payload = encodings.encode_ints(values, out_width=out_width, compressed=compressed)
+    if enc == Encoding.PLAIN:
+        assert payload == b""
+        return
+    assert len(payload) < n * out_width
+    np.testing.assert_array_equal(encodings.decode_ints(payload, enc), values)
+    h = header_of(payload)
+    assert int(h["flags"]) == EncodingFlag.BITS | EncodingFlag.SIGNED
+    assert (int(h["count"]), int(h["out_width"])) == (n, out_width)
+    if enc == Encoding.CONSTANT:
+        assert len(payload) == encodings.HEADER_SIZE and int(h["base"]) == int(values[0])
+        return
+    sections = packed_sections(payload, enc)
+    widths = [int(h["width"]), int(h["aux_width"])]
+    for section, w in zip(sections, widths, strict=False):
+        # the width is the smallest valid one for what is packed ...
+        assert w == bitpack.bits_for(int(section.max()) if len(section) else 0)
+    if enc != Encoding.RLE:  # RLE may keep full-width run values: it saves on the runs
+        assert widths[0] < 8 * out_width
+    lo, hi = int(values.min()), int(values.max())
+    if enc == Encoding.FOR:  # ... and a FOR page packs value - min at bits_for(max - min)
+        assert int(h["base"]) == lo and widths[0] == bitpack.bits_for(hi - lo)
+    if enc == Encoding.DELTA:
+        assert int(sections[0].min()) == 0
+    if enc == Encoding.RLE:
+        assert int(h["base"]) == lo and int(sections[0].min()) == 0
+        assert int(sections[1].sum()) == n and int(sections[1].min()) >= 1
+    if enc == Encoding.INT_DICTIONARY:
+        distinct = np.unique(values)
+        assert int(h["aux"]) == len(distinct) and int(h["base"]) == lo
+        assert widths[0] == bitpack.bits_for(len(distinct) - 1)
+        np.testing.assert_array_equal(sections[1].astype(np.int64) + lo, distinct)
+
+
+def test_string_dictionary_indices_are_bit_packed() -> None:
+    values = pa.array(["x", "yy", "", "zzz", "x"] * 200)
+    payload = encodings.encode_dictionary(values)
+    assert payload is not None
+    h = header_of(payload)
+    assert int(h["flags"]) & EncodingFlag.BITS
+    assert (int(h["aux"]), int(h["width"])) == (4, 2)  # 4 entries: 2-bit indices
+    assert len(payload) == 24 + bitpack.packed_size(1000, 2) + 8 * 5 + 6
+    offsets, data = encodings.decode_dictionary(payload)
+    assert offsets[-1] == len(data.to_pybytes()) == 1400
+
+
+def test_writer_sets_bit_packing_with_encodings(tmp_path: Path) -> None:
+    path = tmp_path / "b.fermion"
+    fermion.write_table(shapes_table(5_000), path)
+    required = fermion.FileReader(path).metadata.required_features
+    assert required & RequiredFeature.ENCODINGS and required & RequiredFeature.BIT_PACKING
+
+
+def _header_1_1(**fields: int) -> bytes:
+    h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
+    for k, v in fields.items():
+        h[k] = v
+    return h.tobytes()
+
+
+def payloads_1_1(values: np.ndarray) -> dict[Encoding, bytes]:
+    """Format 1.1 payloads built by hand: no BITS flag, widths in bytes (1, 2, 4, 8)."""
+    n, lo = len(values), int(values.min())
+    signed = int(EncodingFlag.SIGNED)
+    distinct, indices = np.unique(values, return_inverse=True)
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(values) != 0)))
+    lengths = np.diff(np.append(starts, n))
+    run_lo = int(values[starts].min())
+    deltas = np.diff(values)
+    return {
+        Encoding.FOR: _header_1_1(base=lo, count=n, width=4, out_width=8, flags=signed)
+        + (values - lo).astype("<u4").tobytes(),
+        Encoding.INT_DICTIONARY: _header_1_1(
+            base=lo, aux=len(distinct), count=n, width=1, aux_width=4, out_width=8, flags=signed
+        )
+        + indices.astype("<u1").tobytes()
+        + (distinct - lo).astype("<u4").tobytes(),
+        Encoding.DELTA: _header_1_1(
+            base=int(values[0]), aux=int(deltas.min()), count=n, width=8, out_width=8
+        )
+        + (deltas - deltas.min()).astype("<u8").tobytes(),
+        Encoding.RLE: _header_1_1(
+            base=run_lo, aux=len(starts), count=n, width=4, aux_width=1, out_width=8, flags=1
+        )
+        + (values[starts] - run_lo).astype("<u4").tobytes()
+        + lengths.astype("<u1").tobytes(),
+    }
+
+
+def test_format_1_1_payloads_still_decode() -> None:
+    rng = np.random.default_rng(11)
+    values = np.repeat(rng.choice(np.array([-5, 17, 60_000, 250_000]), 300), 3)  # 900 values
+    for enc, payload in payloads_1_1(values).items():
+        assert not int(header_of(payload)["flags"]) & EncodingFlag.BITS
+        np.testing.assert_array_equal(encodings.decode_ints(payload, enc), values)
+        page = encode_page(payload, num_values=900, codec=Compression.ZSTD, encoding=enc)
+        plain = decode_page(memoryview(page), expected_values=900, expected_size=7200, where="p")
+        assert bytes(plain) == values.astype("<i8").tobytes()
+
+
+def test_format_1_1_string_dictionary_still_decodes() -> None:
+    offsets = np.array([0, 1, 3], dtype="<i8").tobytes()
+    indices = np.array([1, 0, 1, 1], dtype="<u2").tobytes()  # 2-byte indices, no BITS
+    payload = _header_1_1(aux=2, count=4, width=2, out_width=8) + indices + offsets + b"abc"
+    out, data = encodings.decode_dictionary(payload)
+    assert out.tolist() == [0, 2, 3, 5, 7] and data.to_pybytes() == b"bcabcbc"
+
+
+# -- lies only bit-packing makes possible ------------------------------------------------
+
+
+PAGE_NAMES = ["delta", "dictionary", "for", "for_2bits", "for_bytewidth", "int_dictionary"]
+PAGE_NAMES += ["int_dictionary_bytewidths", "rle"]
+
+
+@functools.cache
+def bit_packed_pages() -> dict[str, tuple[Encoding, bytes]]:
+    """One 1000-value page per encoding with bit widths that are not byte widths, and
+    three whose bit widths are 1, 2, 4 or 8 (read as byte widths they pass the header
+    check, so only the payload size can give them away)."""
+    rng = np.random.default_rng(21)
+    few = rng.choice(rng.choice(np.arange(10**6), 16, replace=False), 1000)
+    byte_few = rng.choice(rng.choice(256, 16, replace=False), 1000)
+    cases = {
+        "for": (Encoding.FOR, rng.integers(0, 5000, 1000)),  # 13 bits
+        "for_bytewidth": (Encoding.FOR, rng.integers(0, 256, 1000)),  # 8 bits
+        "for_2bits": (Encoding.FOR, rng.integers(0, 4, 1000)),
+        "delta": (Encoding.DELTA, 10**12 + np.cumsum(rng.integers(0, 5, 1000))),  # 3 bits
+        "rle": (Encoding.RLE, np.repeat(rng.integers(-1000, 1000, 100), 10)),  # 11 + 4 bits
+        "int_dictionary": (Encoding.INT_DICTIONARY, few),  # 4-bit indices, 20-bit values
+        "int_dictionary_bytewidths": (Encoding.INT_DICTIONARY, byte_few),  # 4 + 8 bits
+    }
+    pages = {}
+    for name, (expected, values) in cases.items():
+        enc, payload = _encoded_page(values.astype(np.int64))
+        assert enc == expected, name
+        pages[name] = (enc, payload)
+    strings = pa.array(rng.choice(["a", "bb", "ccc", "", "ee"], 1000))
+    pages["dictionary"] = (Encoding.DICTIONARY, encodings.encode_dictionary(strings))
+    assert sorted(pages) == PAGE_NAMES
+    return pages
+
+
+def _decode(enc: Encoding, payload: bytes, expected_size: int = 8000) -> None:
+    """Decode a 1000-value page as the reader does (string DICTIONARY: size unknown)."""
+    page = encode_page(payload, num_values=1000, codec=Compression.NONE, encoding=enc)
+    size = None if enc == Encoding.DICTIONARY else expected_size
+    decode_page(memoryview(page), expected_values=1000, expected_size=size, where="p")
+
+
+def test_bit_packed_pages_decode_as_written() -> None:
+    pages = bit_packed_pages()
+    for name, (enc, payload) in pages.items():
+        h = header_of(payload)
+        assert int(h["flags"]) & EncodingFlag.BITS, name
+        _decode(enc, payload)  # the honest pages are fine
+    assert int(header_of(pages["for"][1])["width"]) == 13
+    assert int(header_of(pages["for_bytewidth"][1])["width"]) == 8
+    assert int(header_of(pages["for_2bits"][1])["width"]) == 2
+    assert int(header_of(pages["int_dictionary_bytewidths"][1])["aux_width"]) == 8
+    # the example of docs/FORMAT.md §5.1: distinct values start at 24 + ceil(1000 * 4 / 8)
+    enc, payload = pages["int_dictionary"]
+    h = header_of(payload)
+    assert (int(h["aux"]), int(h["width"]), int(h["aux_width"]), len(payload)) == (16, 4, 20, 564)
+    distinct = bitpack.unpack(payload, 524, 20, 16).astype(np.int64) + int(h["base"])
+    np.testing.assert_array_equal(distinct, np.unique(encodings.decode_ints(payload, enc)))
+
+
+@pytest.mark.parametrize("name", PAGE_NAMES)
+def test_claiming_another_bit_width_raises(name: str) -> None:
+    enc, payload = bit_packed_pages()[name]
+    honest = int(header_of(payload)["width"])
+    for w in VALID_BITS:
+        if w != honest:
+            with pytest.raises(fermion.InvalidFileError):
+                _decode(enc, _with_header(payload, width=w))
+
+
+@pytest.mark.parametrize("name", ["rle", "int_dictionary", "int_dictionary_bytewidths"])
+def test_claiming_another_aux_width_raises(name: str) -> None:
+    enc, payload = bit_packed_pages()[name]
+    honest = int(header_of(payload)["aux_width"])
+    for w in [0, *VALID_BITS]:
+        if w != honest:
+            with pytest.raises(fermion.InvalidFileError):
+                _decode(enc, _with_header(payload, aux_width=w))
+
+
+@pytest.mark.parametrize("name", PAGE_NAMES)
+def test_clearing_the_bits_flag_raises(name: str) -> None:
+    enc, payload = bit_packed_pages()[name]
+    flags = int(header_of(payload)["flags"])
+    with pytest.raises(fermion.InvalidFileError):
+        _decode(enc, _with_header(payload, flags=flags & ~EncodingFlag.BITS))
+
+
+@pytest.mark.parametrize("name", PAGE_NAMES)
+@pytest.mark.parametrize("field", ["width", "aux_width"])
+@pytest.mark.parametrize("w", [57, 63, 65, 255])
+def test_invalid_bit_widths_raise(name: str, field: str, w: int) -> None:
+    enc, payload = bit_packed_pages()[name]
+    with pytest.raises(fermion.InvalidFileError, match="invalid encoding widths"):
+        _decode(enc, _with_header(payload, **{field: w}))
+
+
+def test_setting_the_bits_flag_on_a_1_1_payload_raises() -> None:
+    values = np.repeat(np.array([-5, 17, 60_000, 250_000]), 250)
+    for enc, payload in payloads_1_1(values).items():
+        _decode(enc, payload)  # honest
+        flags = int(header_of(payload)["flags"])
+        with pytest.raises(fermion.InvalidFileError):
+            _decode(enc, _with_header(payload, flags=flags | EncodingFlag.BITS))
+
+
+def test_64_bit_lengths_and_indices_that_wrap_in_int64_raise() -> None:
+    """Regression: 64-bit RLE run lengths summing to ``count`` modulo 2**64 passed the
+    check and made ``np.repeat`` write out of bounds (a segfault); 64-bit dictionary
+    indices of 2**63 or more became negative and picked values from the end silently
+    (INT_DICTIONARY) or raised Arrow/numpy errors (DICTIONARY). Format 1.1 pages with
+    8-byte widths had the same holes."""
+    bits, signed = int(EncodingFlag.BITS), int(EncodingFlag.SIGNED)
+    lengths = np.array([2**63 - 1, 2**63 - 1, 501, 501], dtype=np.uint64)  # sum wraps to 1000
+    rle = (
+        _header_1_1(aux=4, count=1000, width=2, aux_width=64, out_width=8, flags=bits | signed)
+        + bitpack.pack(np.array([0, 1, 2, 3], dtype=np.uint64), 2)
+        + lengths.tobytes()
+    )
+    rle_1_1 = (
+        _header_1_1(aux=4, count=1000, width=1, aux_width=8, out_width=8, flags=signed)
+        + bytes([0, 1, 2, 3])
+        + lengths.tobytes()
+    )
+    indices = np.zeros(1000, dtype=np.uint64)
+    indices[7] = 2**64 - 1  # -1 as int64
+    int_dict = (  # 16-byte decoded values (decimals): 8-byte indices fit the size bound
+        _header_1_1(aux=2, count=1000, width=64, aux_width=8, out_width=16, flags=bits | signed)
+        + indices.tobytes()
+        + bytes([3, 9])
+    )
+    strings = (
+        _header_1_1(aux=2, count=1000, width=64, out_width=8, flags=bits)
+        + indices.tobytes()
+        + np.array([0, 1, 3], dtype="<i8").tobytes()
+        + b"abc"
+    )
+    for payload in (rle, rle_1_1):
+        with pytest.raises(fermion.InvalidFileError, match="RLE run lengths"):
+            encodings.decode_ints(payload, Encoding.RLE)
+        with pytest.raises(fermion.InvalidFileError, match="RLE run lengths"):
+            _decode(Encoding.RLE, payload)
+    with pytest.raises(fermion.InvalidFileError, match="index out of range"):
+        encodings.decode_ints(int_dict, Encoding.INT_DICTIONARY)
+    with pytest.raises(fermion.InvalidFileError, match="index out of range"):
+        _decode(Encoding.INT_DICTIONARY, int_dict, expected_size=16_000)
+    with pytest.raises(fermion.InvalidFileError, match="corrupt dictionary page"):
+        encodings.decode_dictionary(strings)
+    with pytest.raises(fermion.InvalidFileError, match="corrupt dictionary page"):
+        _decode(Encoding.DICTIONARY, strings)
