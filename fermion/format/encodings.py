@@ -46,6 +46,7 @@ __all__ = [
     "decode_dictionary",
     "decode_ints",
     "encode_byte_split",
+    "dictionary_page",
     "encode_dictionary",
     "encode_ints",
     "ints_from_plain",
@@ -409,7 +410,14 @@ _DICT_SAMPLE = 1024
 
 
 def encode_dictionary(values: pa.Array) -> bytes | None:
-    """DICTIONARY payload for a BINARY page with few distinct values, else None.
+    """DICTIONARY payload for a BINARY page with few distinct values, else None."""
+    found = dictionary_page(values)
+    return None if found is None else found[0]
+
+
+def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
+    """(DICTIONARY payload, the page's distinct non-null values) for a BINARY page with
+    few distinct values, else None.
 
     Layout: EncodingHeader, indices bit-packed at ``width`` bits, then the distinct values
     as ``aux + 1`` int64 offsets and their bytes.
@@ -434,7 +442,8 @@ def encode_dictionary(values: pa.Array) -> bytes | None:
     data_buf = dictionary.buffers()[2]
     data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
     head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS)
-    return b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
+    payload = b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
+    return payload, encoded.dictionary
 
 
 def decode_dictionary(

@@ -38,8 +38,8 @@ from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
 from fermion.format.encodings import (
+    dictionary_page,
     encode_byte_split,
-    encode_dictionary,
     encode_ints,
     int_domain,
     ints_from_plain,
@@ -47,7 +47,14 @@ from fermion.format.encodings import (
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
 from fermion.format.pages import encode_page
-from fermion.format.stats import StatsKind, compute_stats, stats_kind
+from fermion.format.stats import (
+    Stats,
+    StatsKind,
+    compute_stats,
+    int_stats,
+    merge_stats,
+    stats_kind,
+)
 from fermion.format.structs import Compression, Encoding, RequiredFeature, StreamType
 
 __all__ = ["ChunkState", "EncodedPage", "StreamChunk", "shred_column"]
@@ -163,15 +170,6 @@ def _cuts_binary(offsets: np.ndarray, page_size: int, width: int) -> list[tuple[
     return cuts
 
 
-def _with_stats(
-    page: EncodedPage, values: pa.Array | None, kind: StatsKind, nulls: int
-) -> EncodedPage:
-    page.null_count = nulls
-    if values is not None and kind != StatsKind.NONE:
-        page.min_val, page.max_val, page.stats_flags = compute_stats(values, kind)
-    return page
-
-
 def shred_column(
     node: Node,
     array: pa.Array,
@@ -216,6 +214,20 @@ def _bloom_chunk(
 
 PagePayload = tuple[Encoding, bytes | memoryview]
 Encode = Callable[[int, int, pa.Array | None], PagePayload]
+# bounds of page [a, b) known without another pass over its values (None: compute them)
+PageStats = Callable[[int, int, pa.Array, StatsKind], Stats | None]
+
+
+def _int_page_stats(chunk_ints: np.ndarray) -> PageStats:
+    """Integer-like pages: bounds from the int64 values the encoder already holds."""
+
+    def stats(a: int, b: int, values: pa.Array, kind: StatsKind) -> Stats | None:
+        ints = chunk_ints[a:b]
+        if values.null_count:
+            ints = ints[values.is_valid().to_numpy(zero_copy_only=False)]
+        return int_stats(ints, kind)
+
+    return stats
 
 
 def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
@@ -335,6 +347,7 @@ def _data_chunk(
     enc: _Encoder,
     *,
     stats: bool = True,
+    page_stats: PageStats | None = None,
 ) -> StreamChunk:
     use_stats = stats and values is not None and enc.opts.statistics
     kind = stats_kind(values.type) if use_stats else None  # type: ignore[union-attr]
@@ -346,13 +359,23 @@ def _data_chunk(
         nulls = sl.null_count if sl is not None else 0
         nulls_total += nulls
         encoding, payload = encode(a, b, sl)
-        chunk.pages.append(_with_stats(enc.page(payload, b - a, encoding), sl, kind, nulls))
+        page = enc.page(payload, b - a, encoding)
+        page.null_count = nulls
+        if sl is not None and kind != StatsKind.NONE:
+            known = page_stats(a, b, sl, kind) if page_stats is not None else None
+            bounds = known if known is not None else compute_stats(sl, kind)
+            page.min_val, page.max_val, page.stats_flags = bounds
+        chunk.pages.append(page)
     chunk.null_count = nulls_total
     if len(chunk.pages) == 1:
         p = chunk.pages[0]
         chunk.min_val, chunk.max_val, chunk.stats_flags = p.min_val, p.max_val, p.stats_flags
-    elif values is not None and kind != StatsKind.NONE:
-        chunk.min_val, chunk.max_val, chunk.stats_flags = compute_stats(values, kind)
+    elif kind != StatsKind.NONE:  # from the pages' bounds: no second pass over the values
+        chunk.min_val, chunk.max_val, chunk.stats_flags = merge_stats(
+            [(p.min_val, p.max_val, p.stats_flags) for p in chunk.pages],
+            [p.null_count == p.num_values for p in chunk.pages],
+            kind,
+        )
     return chunk
 
 
@@ -400,6 +423,7 @@ def _shred(
 
         domain = int_domain(values.type)
         per_page = page_size // width
+        known_stats: PageStats | None = None
         if domain is not None:
             ints = None
             if enc.encode:
@@ -410,13 +434,17 @@ def _shred(
                         known = ints[values.is_valid().to_numpy(zero_copy_only=False)]
                     per_page = _int_values_per_page(known, width, page_size)
             encoder = _int_encoder(fixed_bytes, ints, width, domain[1], enc.compressed)
+            if ints is not None:
+                known_stats = _int_page_stats(ints)
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
             encoder = _float_encoder(fixed_bytes, width, enc.encode)
         else:
             encoder = _plain(fixed_bytes)
         cuts = _count_cuts(n, per_page, bounds)
         stats = kind != Kind.DICTIONARY
-        out.append(_data_chunk(spec, n, cuts, encoder, values, enc, stats=stats))
+        out.append(
+            _data_chunk(spec, n, cuts, encoder, values, enc, stats=stats, page_stats=known_stats)
+        )
         if kind == Kind.DICTIONARY:
             _shred(node.children[0], arr.dictionary, enc, out)
         return
@@ -433,11 +461,12 @@ def _shred(
             cuts = _count_cuts(n, page_size // width - 1, bounds)
         empty = n == 0 or (all_null and end == start)
         dictionary_pages: dict[int, bytes] = {}
+        distinct: dict[int, pa.Array] = {}  # a dictionary page's values: its bounds, cheaply
         if kind == Kind.BINARY and enc.encode and not empty and end > start:
             for a, b in cuts:
-                payload = encode_dictionary(arr.slice(a, b - a))
-                if payload is not None:
-                    dictionary_pages[a] = payload
+                found = dictionary_page(arr.slice(a, b - a))
+                if found is not None:
+                    dictionary_pages[a], distinct[a] = found
         if empty:
             out.append(StreamChunk(off_spec, ChunkState.EMPTY, n, arr.null_count))
         else:
@@ -458,7 +487,12 @@ def _shred(
                     return Encoding.DICTIONARY, dictionary_pages[a]
                 return Encoding.PLAIN, data[start + int(rel[a]) : start + int(rel[b])]
 
-            out.append(_data_chunk(spec, n, cuts, binary_pages, arr, enc))
+            def dictionary_stats(a: int, b: int, sl: pa.Array, k: StatsKind) -> Stats | None:
+                return compute_stats(distinct[a], k) if a in distinct else None
+
+            out.append(
+                _data_chunk(spec, n, cuts, binary_pages, arr, enc, page_stats=dictionary_stats)
+            )
             return
         child = arr.values.slice(start, end - start)
         child_bounds = None if bounds is None else rel[bounds].astype(np.int64)

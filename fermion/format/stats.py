@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import decimal
 import enum
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +38,17 @@ import pyarrow.types as pat
 
 from fermion.format.structs import StatsFlag
 
-__all__ = ["StatsKind", "bound_scalars", "compute_stats", "stats_kind"]
+__all__ = [
+    "Stats",
+    "StatsKind",
+    "bound_scalars",
+    "compute_stats",
+    "int_stats",
+    "merge_stats",
+    "stats_kind",
+]
+
+Stats = tuple[int, int, int]  # (min slot, max slot, StatsFlag bits)
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -182,6 +193,61 @@ def compute_stats(values: pa.Array, kind: StatsKind) -> tuple[int, int, int]:
         flags |= StatsFlag.MAX_INEXACT
     if hi_b is None:
         return 0, 0, 0
+    return _pack_bytes(lo_b), _pack_bytes(hi_b), flags
+
+
+def int_stats(ints: np.ndarray, kind: StatsKind) -> Stats | None:
+    """Bounds of SIGNED or DECIMAL values already held as int64 (the non-null ones only),
+    as :func:`compute_stats` would give them; None for other kinds."""
+    if kind not in (StatsKind.SIGNED, StatsKind.DECIMAL):
+        return None
+    if len(ints) == 0:
+        return 0, 0, 0
+    return int(ints.min()), int(ints.max()), StatsFlag.HAS_MINMAX
+
+
+def _bytes_bound(v: int) -> bytes:
+    return _unpack_bytes(v).rstrip(b"\0")  # stored bounds never end in NUL
+
+
+def merge_stats(pages: Sequence[Stats], null_pages: Sequence[bool], kind: StatsKind) -> Stats:
+    """A chunk's bounds from its pages' bounds, without another pass over the values.
+
+    ``null_pages[i]`` says page ``i`` has no non-null value (its bounds are ignored). For
+    integers, decimals and floats the result equals :func:`compute_stats` of the whole
+    chunk; for bytes the minimum of the pages' prefix lower bounds is the chunk's, and
+    the maximum of their upper bounds is a valid upper bound.
+
+    Example:
+        >>> lo, hi, flags = merge_stats(
+        ...     [(5, 9, 1), (0, 0, 0), (-2, 4, 1)], [False, True, False], StatsKind.SIGNED
+        ... )
+        >>> lo, hi, flags == StatsFlag.HAS_MINMAX
+        (-2, 9, True)
+    """
+    live = [p for p, empty in zip(pages, null_pages, strict=True) if not empty]
+    if kind == StatsKind.NONE or not live:
+        return 0, 0, 0
+    if kind == StatsKind.FLOAT and any(f & StatsFlag.HAS_NAN for _, _, f in live):
+        return 0, 0, StatsFlag.HAS_NAN
+    if not all(f & StatsFlag.HAS_MINMAX for _, _, f in live):
+        return 0, 0, 0
+    if kind in (StatsKind.SIGNED, StatsKind.DECIMAL):
+        return min(lo for lo, _, _ in live), max(hi for _, hi, _ in live), StatsFlag.HAS_MINMAX
+    if kind in (StatsKind.UNSIGNED, StatsKind.FLOAT):
+        view = np.float64 if kind == StatsKind.FLOAT else np.uint64
+        los = np.array([lo for lo, _, _ in live], dtype=np.int64).view(view)
+        his = np.array([hi for _, hi, _ in live], dtype=np.int64).view(view)
+        lo_i = int(np.array([los.min()], dtype=view).view(np.int64)[0])
+        hi_i = int(np.array([his.max()], dtype=view).view(np.int64)[0])
+        return lo_i, hi_i, StatsFlag.HAS_MINMAX
+    lo_b = min(_bytes_bound(lo) for lo, _, _ in live)
+    hi_b = max(_bytes_bound(hi) for _, hi, _ in live)
+    flags = StatsFlag.HAS_MINMAX
+    if all(f & StatsFlag.MIN_INEXACT for lo, _, f in live if _bytes_bound(lo) == lo_b):
+        flags |= StatsFlag.MIN_INEXACT
+    if all(f & StatsFlag.MAX_INEXACT for _, hi, f in live if _bytes_bound(hi) == hi_b):
+        flags |= StatsFlag.MAX_INEXACT
     return _pack_bytes(lo_b), _pack_bytes(hi_b), flags
 
 
