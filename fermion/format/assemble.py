@@ -182,8 +182,11 @@ def _binary_data(
     expected = int(offs[-1]) if len(offs) else 0
     if pages is None:
         pages = _page_ids(desc, ctx.stripe)
+    run = ctx.merged.get((k, pages[0])) if len(pages) > 1 else None
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
         data: object = b""
+    elif run is not None and run[1] == pages[-1] + 1:
+        data = run[0]  # the decoders already wrote these pages end to end
     else:
         parts: list[bytes | memoryview | pa.Buffer] = []
         for p in pages:

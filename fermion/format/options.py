@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 PAGE_SIZE_DEFAULT = 512 << 10  # seed 001: 512 KB pages
-BLOCK_SIZE_DEFAULT = 16 << 10  # zstd blocks inside a page: what a point read decompresses
+BLOCK_SIZE_DEFAULT = 32 << 10  # zstd blocks inside a page: what a point read decompresses
 STRIPE_ROWS_DEFAULT = 1 << 20
 STRIPE_BYTES_DEFAULT = 128 << 20
 FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page

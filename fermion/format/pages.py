@@ -46,14 +46,17 @@ __all__ = [
     "DictionaryPage",
     "PageHead",
     "decode_page",
+    "decode_page_into",
     "decode_payload",
     "decompress_body",
     "encode_page",
+    "plain_size_hint",
     "read_page_head",
 ]
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
 _COMPRESS_RATIO = 0.9  # keep zstd only if it saves at least 10% (else decode is pure cost)
+_MAX_RATIO = 1 << 12  # a size hint beyond this many times the stored bytes is not trusted
 
 
 @dataclass(frozen=True)
@@ -358,6 +361,51 @@ def decode_page(
     )
     payload = decompress_body(head, where)
     return decode_payload(head.encoding, payload, expected_values, expected_size, where)
+
+
+def plain_size_hint(page: memoryview) -> int | None:
+    """Decoded bytes of a PLAIN page from its header, before any check (None: not PLAIN or
+    implausible); callers size buffers with it and :func:`decode_page_into` verifies it."""
+    if len(page) < PAGE_HEADER_SIZE:
+        return None
+    header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
+    size = int(header["decoded_size"])
+    stored = len(page) - PAGE_HEADER_SIZE
+    if int(header["encoding"]) != Encoding.PLAIN or size > _MAX_RATIO * max(stored, 1):
+        return None
+    return size
+
+
+def decode_page_into(
+    page: memoryview,
+    out: np.ndarray,
+    *,
+    expected_values: int,
+    expected_size: int | None,
+    where: str,
+    verify_crc: bool = True,
+) -> None:
+    """:func:`decode_page` writing the plain payload into ``out`` (exactly its size); a
+    PLAIN blocked page is decompressed block by block straight into ``out``."""
+    head = read_page_head(
+        page,
+        expected_values=expected_values,
+        expected_size=expected_size,
+        where=where,
+        verify_crc=verify_crc,
+    )
+    if head.encoding == Encoding.PLAIN and head.size != len(out):
+        raise InvalidFileError(f"{where}: page decodes to {head.size} bytes, expected {len(out)}")
+    if head.encoding == Encoding.PLAIN and head.compression == Compression.ZSTD_BLOCKS:
+        blocked = BlockedBody(head.body, head.size, where)
+        blocked.decompress_into(out, np.arange(blocked.num_blocks))
+        return
+    payload = decode_payload(
+        head.encoding, decompress_body(head, where), expected_values, expected_size, where
+    )
+    if not isinstance(payload, bytes | memoryview) or len(payload) != len(out):
+        raise InvalidFileError(f"{where}: page does not decode to {len(out)} plain bytes")
+    out[:] = np.frombuffer(payload, dtype=np.uint8)
 
 
 def decode_payload(

@@ -185,8 +185,10 @@ class PageRequest(NamedTuple):
 
 
 def _contiguous(node: Node, stream_type: StreamType) -> bool:
-    """Fixed-width data pages (and dictionary indices) are plain byte runs end to end."""
-    return stream_type == StreamType.DATA and node.kind in (Kind.FIXED, Kind.DICTIONARY)
+    """DATA pages of fixed-width values, dictionary indices and binary values are byte runs
+    end to end (a binary page's size is known from its header once it has been read)."""
+    kinds = (Kind.FIXED, Kind.DICTIONARY, Kind.BINARY)
+    return stream_type == StreamType.DATA and node.kind in kinds
 
 
 def _simple_page(node: Node, spec: StreamSpec, desc: StreamDesc, s: int) -> PageRequest | None:

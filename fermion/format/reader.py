@@ -47,7 +47,7 @@ from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import ReadOptions, split_options
-from fermion.format.pages import Decoded, decode_page
+from fermion.format.pages import Decoded, decode_page, decode_page_into, plain_size_hint
 from fermion.format.plan import (
     ColumnPlan,
     PageRequest,
@@ -844,25 +844,36 @@ class FileReader:
         )
         verify = self.options.verify_checksums
         name = self.source.name
-        targets, merged = _merge_targets(requests, len(projs))
+        sizes = [
+            req.plain_size
+            if req.plain_size is not None or not req.contiguous
+            else plain_size_hint(views[i])  # binary DATA: from the page header
+            for i, (_, req) in enumerate(requests)
+        ]
+        targets, merged = _merge_targets(requests, sizes, len(projs))
 
         def decode(i: int) -> Decoded | None:
             j, req = requests[i]
             if plans[j].undecoded(req):  # type: ignore[union-attr]
                 return views[i]  # decoded value by value at assembly (point reads)
-            payload = decode_page(
-                views[i],
-                expected_values=req.values,
-                expected_size=req.plain_size,
-                where=f"{name}: page at offset {req.offset}",
-                verify_crc=verify,
-            )
+            where = f"{name}: page at offset {req.offset}"
             target = targets.get(i)
             if target is None:
-                return payload
-            buf, at = target  # copy into the run's buffer here, on the worker thread
-            raw = np.frombuffer(payload, dtype=np.uint8)  # type: ignore[arg-type]
-            buf[at : at + len(raw)] = raw
+                return decode_page(
+                    views[i],
+                    expected_values=req.values,
+                    expected_size=req.plain_size,
+                    where=where,
+                    verify_crc=verify,
+                )
+            decode_page_into(  # into the run's buffer, on the worker thread
+                views[i],
+                target,
+                expected_values=req.values,
+                expected_size=req.plain_size,
+                where=where,
+                verify_crc=verify,
+            )
             return None
 
         total = sum(req.size for _, req in requests)
@@ -901,21 +912,24 @@ class FileReader:
 
 
 def _merge_targets(
-    requests: Sequence[tuple[int, PageRequest]], num_projections: int
-) -> tuple[dict[int, tuple[np.ndarray, int]], list[dict[tuple[int, int], tuple[Any, int]]]]:
+    requests: Sequence[tuple[int, PageRequest]],
+    sizes: Sequence[int | None],
+    num_projections: int,
+) -> tuple[dict[int, np.ndarray], list[dict[tuple[int, int], tuple[Any, int]]]]:
     """Preallocate one buffer per run of adjacent contiguous pages of one stream.
 
-    Returns (request index -> (buffer, byte offset)) for the decoders, and per projection
-    ((stream, first page) -> (buffer, end page)) for assembly, which then uses the buffer
-    as is instead of concatenating the pages on the main thread.
+    ``sizes[i]`` is the plain size of request ``i`` (None: it cannot join a run). Returns
+    (request index -> its slice of the run's buffer) for the decoders, which write there
+    directly, and per projection ((stream, first page) -> (buffer, end page)) for assembly,
+    which then uses the buffer as is instead of concatenating the pages.
     """
-    targets: dict[int, tuple[np.ndarray, int]] = {}
+    targets: dict[int, np.ndarray] = {}
     merged: list[dict[tuple[int, int], tuple[Any, int]]] = [{} for _ in range(num_projections)]
     i = 0
     while i < len(requests):
         j, req = requests[i]
         end = i + 1
-        if req.contiguous and req.plain_size is not None:
+        if req.contiguous and sizes[i] is not None:
             while end < len(requests):
                 nj, nreq = requests[end]
                 prev = requests[end - 1][1]
@@ -924,16 +938,16 @@ def _merge_targets(
                     and nreq.stream == req.stream
                     and nreq.page == prev.page + 1
                     and nreq.contiguous
-                    and nreq.plain_size is not None
+                    and sizes[end] is not None
                 ):
                     break
                 end += 1
         if end - i > 1:
-            sizes = [requests[r][1].plain_size or 0 for r in range(i, end)]
-            buf = np.empty(sum(sizes), dtype=np.uint8)
+            run = [sizes[r] or 0 for r in range(i, end)]
+            buf = np.empty(sum(run), dtype=np.uint8)
             at = 0
-            for r, size in zip(range(i, end), sizes, strict=True):
-                targets[r] = (buf, at)
+            for r, size in zip(range(i, end), run, strict=True):
+                targets[r] = buf[at : at + size]
                 at += size
             merged[j][(req.stream, req.page)] = (buf, requests[end - 1][1].page + 1)
         i = end
