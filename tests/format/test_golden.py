@@ -83,12 +83,41 @@ def _doc_table(section: str) -> list[tuple[int, str]]:
         ("## 5. Pages", structs.PAGE_HEADER_DTYPE),
         ("**FullChunkDesc** (48 B):", structs.FULL_CHUNK_DESC_DTYPE),
         ("### 5.1 Encodings", structs.ENCODING_HEADER_DTYPE),
+        ("**BlockTable** (8 B):", structs.BLOCK_TABLE_DTYPE),
     ],
 )
 def test_format_md_matches_structs(section: str, dtype: np.dtype) -> None:
     documented = [(offset, field.split(" ")[0]) for offset, field in _doc_table(section)]
     actual = sorted((offset, name) for name, (_, offset) in dtype.fields.items())
     assert documented == actual
+
+
+def _doc_rows(section: str) -> list[list[str]]:
+    """The cells of every row of the first markdown table under ``section``."""
+    body = FORMAT_MD.read_text().split(section, 1)[1]
+    rows: list[list[str]] = []
+    for line in body.splitlines()[1:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    separator = next(i for i, r in enumerate(rows) if set("".join(r)) <= {"-"})
+    return rows[separator + 1 :]  # the rows after the header (``section`` may be the header)
+
+
+def test_format_md_lists_feature_flags_and_ids() -> None:
+    flags = {(r[0], int(r[1]), r[2]) for r in _doc_rows("### 1.3 Feature flags")}
+    assert flags == {
+        *((f.name, f.value.bit_length() - 1, "required") for f in structs.RequiredFeature),
+        *((f.name, f.value.bit_length() - 1, "optional") for f in structs.OptionalFeature),
+    }
+    ids = {(int(r[0]), r[1]) for r in _doc_rows("### 5.2 Compression")}
+    assert ids == {(c.value, c.name) for c in structs.Compression}
+    ids = {(int(r[0]), r[1]) for r in _doc_rows("| id | name | applies to |")}
+    assert ids == {(e.value, e.name) for e in structs.Encoding}
+    title = FORMAT_MD.read_text().splitlines()[0]
+    assert f"version {structs.FORMAT_VERSION_MAJOR}.{structs.FORMAT_VERSION_MINOR} " in title
 
 
 def test_format_md_lists_struct_sizes() -> None:
@@ -103,6 +132,7 @@ def test_format_md_lists_struct_sizes() -> None:
         ("SchemaHeader", structs.SCHEMA_HEADER_DTYPE),
         ("HashSlot", structs.HASH_SLOT_DTYPE),
         ("EncodingHeader", structs.ENCODING_HEADER_DTYPE),
+        ("BlockTable", structs.BLOCK_TABLE_DTYPE),
     ]:
         assert re.search(rf"{label}\**\s*\({dtype.itemsize} B\)", text), label
 
