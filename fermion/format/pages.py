@@ -123,15 +123,20 @@ def _zstd_compress(data: bytes | memoryview, level: int) -> bytes:
     return _zstd_compressor(level).compress(data)
 
 
-def _zstd_decompress(body: memoryview, size: int) -> bytes:
+def _zstd_decompress(body: memoryview, size: int, checksum: bool = False) -> bytes:
+    """Exactly one zstd frame of ``size`` decoded bytes (with ``checksum``: one that carries
+    zstd's content checksum, which the decompressor then verifies)."""
     try:
         declared = zstandard.frame_content_size(body)
+        if checksum and not zstandard.get_frame_parameters(body).has_checksum:
+            raise InvalidFileError("zstd block frame carries no content checksum")
     except zstandard.ZstdError as exc:
         raise InvalidFileError(f"corrupt zstd frame header: {exc}") from None
     if declared != size:  # never let a corrupt frame header size our allocation
         raise InvalidFileError(f"zstd frame declares {declared} bytes, page header {size}")
     try:
-        out = _zstd_decompressor().decompress(body, max_output_size=size)
+        # allow_extra_data=False: bytes after the frame are corruption, not ignored
+        out = _zstd_decompressor().decompress(body, max_output_size=size, allow_extra_data=False)
     except zstandard.ZstdError as exc:
         raise InvalidFileError(f"corrupt zstd page: {exc}") from None
     if len(out) != size:
@@ -183,9 +188,8 @@ class BlockedBody:
         self.ends = ends.astype(np.int64)
         self.frames = body[start:]
         starts = np.concatenate([[0], self.ends[:-1]]) if self.num_blocks else self.ends
-        if self.num_blocks and (
-            int(self.ends[-1]) != len(self.frames) or bool(np.any(self.ends < starts))
-        ):
+        frames_size = int(self.ends[-1]) if self.num_blocks else 0
+        if frames_size != len(self.frames) or bool(np.any(self.ends < starts)):
             raise InvalidFileError(f"{where}: block frame ends are inconsistent")
         self.starts = starts
 
@@ -208,7 +212,7 @@ class BlockedBody:
     def decompress(self, k: int) -> bytes:
         """Block ``k``, checked against its declared size and zstd content checksum."""
         frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
-        return _zstd_decompress(frame, self.block_bytes(k))
+        return _zstd_decompress(frame, self.block_bytes(k), checksum=True)
 
     def decompress_into(self, out: np.ndarray, blocks: np.ndarray) -> None:
         """Write the given blocks at their decoded offsets into ``out`` (size bytes)."""

@@ -11,6 +11,8 @@ Bad inputs tried here:
 - page headers rewritten (valid CRC) to claim an unknown encoding, an unknown codec, a
   wrong value count or a huge decoded size
 - random byte mutations (bounded count) read with and without checksum verification
+- ZSTD_BLOCKS bodies breaking each reader check of FORMAT.md §5.2, and a single zstd frame
+  followed by extra bytes
 """
 
 from __future__ import annotations
@@ -23,10 +25,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import zstandard
 
 import fermion
-from fermion.format.pages import PAGE_HEADER_SIZE
-from fermion.format.structs import FOOTER_DTYPE, PAGE_HEADER_DTYPE, SCHEMA_HEADER_DTYPE
+from fermion.format.pages import CODECS, PAGE_HEADER_SIZE, BlockedBody
+from fermion.format.structs import (
+    BLOCK_TABLE_DTYPE,
+    FOOTER_DTYPE,
+    PAGE_HEADER_DTYPE,
+    SCHEMA_HEADER_DTYPE,
+    Compression,
+)
 from tests.format.conftest import all_types_table
 
 TYPED = (fermion.FermionError,)
@@ -232,3 +241,74 @@ def test_fuzzed_files_raise_only_typed_errors(tmp_path: Path, good_file, verify:
         except TYPED:
             failures += 1
     assert failures > 0  # the fuzzer did hit something
+
+
+# -- ZSTD_BLOCKS bodies (docs/FORMAT.md §5.2) ---------------------------------------------
+
+_PAYLOAD = bytes(range(256)) * 40  # 10,240 bytes: 3 blocks of 4,096 (the last 2,048)
+
+
+def _blocked(frames: list[bytes], block_size: int = 4096, num_blocks: int | None = None) -> bytes:
+    table = np.zeros(1, dtype=BLOCK_TABLE_DTYPE)
+    table["block_size"] = block_size
+    table["num_blocks"] = len(frames) if num_blocks is None else num_blocks
+    ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
+    return table.tobytes() + ends.tobytes() + b"".join(frames)
+
+
+def _frames(checksum: bool = True) -> list[bytes]:
+    comp = zstandard.ZstdCompressor(write_content_size=True, write_checksum=checksum)
+    return [comp.compress(_PAYLOAD[k : k + 4096]) for k in range(0, len(_PAYLOAD), 4096)]
+
+
+def _flip_last(frame: bytes) -> bytes:  # the last byte of a checksummed frame: the checksum
+    return frame[:-1] + bytes([frame[-1] ^ 1])
+
+
+def _corrupt_bodies() -> dict[str, tuple[bytes, int]]:
+    f = _frames()
+    good = _blocked(f)
+    ends_at = BLOCK_TABLE_DTYPE.itemsize
+    swapped = bytearray(good)  # frame ends that decrease (first two ends swapped)
+    swapped[ends_at : ends_at + 8] = good[ends_at + 4 : ends_at + 8] + good[ends_at : ends_at + 4]
+    garbage = b"\x28\xb5\x2f\xfd" + b"\xff" * 30  # zstd magic, then nonsense
+    return {
+        "shorter than the table": (good[:5], len(_PAYLOAD)),
+        "block_size 0": (_blocked(f, block_size=0), len(_PAYLOAD)),
+        "too few blocks": (_blocked(f[:2], num_blocks=2), len(_PAYLOAD)),
+        "too many blocks": (_blocked([*f, f[-1]]), len(_PAYLOAD)),
+        "frame ends past the body": (good[: ends_at + 8], len(_PAYLOAD)),
+        "decreasing frame ends": (bytes(swapped), len(_PAYLOAD)),
+        "bytes after the last frame": (good + b"\0", len(_PAYLOAD)),
+        "bytes after a frame inside its block": (
+            _blocked([f[0] + b"\0", f[1], f[2]]),
+            len(_PAYLOAD),
+        ),
+        "frame declares another size": (_blocked([f[2], f[1], f[2]]), len(_PAYLOAD)),
+        "content checksum mismatch": (_blocked([f[0], _flip_last(f[1]), f[2]]), len(_PAYLOAD)),
+        "frame without content checksum": (_blocked(_frames(checksum=False)), len(_PAYLOAD)),
+        "garbage frame": (_blocked([f[0], garbage, f[2]]), len(_PAYLOAD)),
+        "no blocks but frame bytes": (_blocked([], num_blocks=0) + f[0], 0),
+    }
+
+
+def test_blocked_body_reference_decodes() -> None:
+    body = BlockedBody(memoryview(_blocked(_frames())), len(_PAYLOAD), "p")
+    assert (body.block_size, body.num_blocks) == (4096, 3)
+    assert body.decompress_all() == _PAYLOAD
+    assert body.decompress(2) == _PAYLOAD[8192:]
+
+
+@pytest.mark.parametrize("name", sorted(_corrupt_bodies()))
+def test_blocked_body_checks(name: str) -> None:
+    """Every reader check of a ZSTD_BLOCKS body raises InvalidFileError."""
+    data, size = _corrupt_bodies()[name]
+    with pytest.raises(fermion.InvalidFileError):
+        BlockedBody(memoryview(data), size, "p").decompress_all()
+
+
+def test_single_frame_page_refuses_bytes_after_its_frame() -> None:
+    frame = zstandard.ZstdCompressor(write_content_size=True).compress(_PAYLOAD)
+    assert CODECS[Compression.ZSTD].decompress(memoryview(frame), len(_PAYLOAD)) == _PAYLOAD
+    with pytest.raises(fermion.InvalidFileError):
+        CODECS[Compression.ZSTD].decompress(memoryview(frame + b"\0"), len(_PAYLOAD))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format import structs
+from fermion.format import encodings, structs
+from fermion.format.pages import BlockedBody, decompress_body, read_page_head
 from fermion.format.plan import take_values as _take
 from tests.format.test_roundtrip import assert_same
 
@@ -21,7 +23,7 @@ CASES = sorted(GOLDEN.glob("v*/*.fermion"))
 
 def test_golden_files_exist() -> None:
     versions = {p.parent.name for p in CASES}
-    assert {"v1_0", "v1_1"} <= versions
+    assert {"v1_0", "v1_1", "v1_2"} <= versions
     assert any(p.stem == "batch_mode" for p in CASES)
     assert len(CASES) >= 5
 
@@ -83,12 +85,41 @@ def _doc_table(section: str) -> list[tuple[int, str]]:
         ("## 5. Pages", structs.PAGE_HEADER_DTYPE),
         ("**FullChunkDesc** (48 B):", structs.FULL_CHUNK_DESC_DTYPE),
         ("### 5.1 Encodings", structs.ENCODING_HEADER_DTYPE),
+        ("**BlockTable** (8 B):", structs.BLOCK_TABLE_DTYPE),
     ],
 )
 def test_format_md_matches_structs(section: str, dtype: np.dtype) -> None:
     documented = [(offset, field.split(" ")[0]) for offset, field in _doc_table(section)]
     actual = sorted((offset, name) for name, (_, offset) in dtype.fields.items())
     assert documented == actual
+
+
+def _doc_rows(section: str) -> list[list[str]]:
+    """The cells of every row of the first markdown table under ``section``."""
+    body = FORMAT_MD.read_text().split(section, 1)[1]
+    rows: list[list[str]] = []
+    for line in body.splitlines()[1:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    separator = next(i for i, r in enumerate(rows) if set("".join(r)) <= {"-"})
+    return rows[separator + 1 :]  # the rows after the header (``section`` may be the header)
+
+
+def test_format_md_lists_feature_flags_and_ids() -> None:
+    flags = {(r[0], int(r[1]), r[2]) for r in _doc_rows("### 1.3 Feature flags")}
+    assert flags == {
+        *((f.name, f.value.bit_length() - 1, "required") for f in structs.RequiredFeature),
+        *((f.name, f.value.bit_length() - 1, "optional") for f in structs.OptionalFeature),
+    }
+    ids = {(int(r[0]), r[1]) for r in _doc_rows("### 5.2 Compression")}
+    assert ids == {(c.value, c.name) for c in structs.Compression}
+    ids = {(int(r[0]), r[1]) for r in _doc_rows("| id | name | applies to |")}
+    assert ids == {(e.value, e.name) for e in structs.Encoding}
+    title = FORMAT_MD.read_text().splitlines()[0]
+    assert f"version {structs.FORMAT_VERSION_MAJOR}.{structs.FORMAT_VERSION_MINOR} " in title
 
 
 def test_format_md_lists_struct_sizes() -> None:
@@ -103,6 +134,7 @@ def test_format_md_lists_struct_sizes() -> None:
         ("SchemaHeader", structs.SCHEMA_HEADER_DTYPE),
         ("HashSlot", structs.HASH_SLOT_DTYPE),
         ("EncodingHeader", structs.ENCODING_HEADER_DTYPE),
+        ("BlockTable", structs.BLOCK_TABLE_DTYPE),
     ]:
         assert re.search(rf"{label}\**\s*\({dtype.itemsize} B\)", text), label
 
@@ -113,3 +145,104 @@ def test_v1_1_golden_file_covers_every_encoding() -> None:
         e for c in d["columns"] for s in c["streams"] for ch in s["chunks"] for e in ch["encodings"]
     }
     assert used == {e.name for e in structs.Encoding}
+
+
+# -- format 1.2: blocked zstd pages and bit-packed pages --------------------------------
+
+BLOCKED = GOLDEN / "v1_2" / "blocked_bitpacked.fermion"
+
+
+def _page_fact(page: memoryview, values: int, where: str) -> dict:
+    """Encoding, compression, zstd blocks and packed bit width of one page."""
+    head = read_page_head(page, expected_values=values, expected_size=None, where=where)
+    fact = {
+        "encoding": head.encoding.name,
+        "compression": head.compression.name,
+        "blocks": 0,
+        "block_size": 0,
+        "bits": None,
+    }
+    if head.compression == structs.Compression.ZSTD_BLOCKS:
+        body = BlockedBody(head.body, head.size, where)
+        fact.update(blocks=body.num_blocks, block_size=body.block_size)
+    if head.encoding not in (structs.Encoding.PLAIN, structs.Encoding.DERIVED):
+        h = encodings.read_header(bytes(decompress_body(head, where)), where)
+        if int(h["flags"]) & structs.EncodingFlag.BITS:
+            fact["bits"] = encodings.packed_bits(h)
+    return fact
+
+
+def _page_facts(path: Path) -> list[dict]:
+    """:func:`_page_fact` of every OFFSETS/DATA page of a file, with column and stream."""
+    data = memoryview(path.read_bytes())
+    facts = []
+    with fermion.FileReader(path) as r:
+        projs = r._resolve(None)
+        for p, m in zip(projs, r._column_metas(projs), strict=True):
+            for spec in p.tree.all_streams() if m.present else []:
+                desc = m.streams[spec.index]
+                if desc.full is None:
+                    continue
+                stream = structs.StreamType(spec.stream_type).name
+                for s in range(r.num_stripes):
+                    if not int(desc.full[s]["num_pages"]):
+                        continue
+                    for off, meta in zip(desc.page_offsets(s), desc.pages(s), strict=True):
+                        page = data[int(off) : int(off) + int(meta["page_size"])]
+                        where = f"{p.info.field.name} page at {int(off)}"
+                        fact = _page_fact(page, int(meta["row_count"]), where)
+                        facts.append({"column": p.info.field.name, "stream": stream, **fact})
+    return facts
+
+
+def test_v1_2_golden_file_has_blocked_and_bit_packed_pages(capsys) -> None:
+    from fermion.cli import main
+
+    assert main(["inspect", "--json", str(BLOCKED)]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["format_version"] == "1.2"
+    compressions = {
+        (c["name"], s["stream_type"]): {x for ch in s["chunks"] for x in ch["compressions"]}
+        for c in described["columns"]
+        for s in c["streams"]
+    }
+    for column in ("text", "level", "w30_pattern", "w9_pattern", "w12_skewed", "ts"):
+        assert "ZSTD_BLOCKS" in compressions[(column, "DATA")], column
+    with fermion.FileReader(BLOCKED) as r:
+        required = structs.RequiredFeature(r.metadata.required_features)
+    assert required == (
+        structs.RequiredFeature.ENCODINGS
+        | structs.RequiredFeature.BIT_PACKING
+        | structs.RequiredFeature.BLOCKS
+    )
+    facts = _page_facts(BLOCKED)
+    blocked = [f for f in facts if f["compression"] == "ZSTD_BLOCKS"]
+    assert {f["block_size"] for f in blocked} == {512}
+    assert max(f["blocks"] for f in blocked) >= 32
+    assert {"PLAIN", "FOR", "DELTA", "RLE"} <= {f["encoding"] for f in blocked}
+    packed = [f for f in facts if f["encoding"] not in ("PLAIN", "DERIVED")]
+    assert all(f["bits"] is not None for f in packed)  # flag BITS on every encoded page
+    assert {1, 2, 3, 6, 7, 9, 12, 20, 30, 37} <= {f["bits"] for f in packed}
+    by_column = {(f["column"], f["encoding"]) for f in packed}
+    assert {("text", "FOR"), ("flag", "DICTIONARY"), ("sorted", "DELTA")} <= by_column
+
+
+@pytest.mark.parametrize("point_reads", [True, False])
+def test_v1_2_blocked_golden_file_reads_back(point_reads: bool, monkeypatch) -> None:
+    expected = pa.ipc.open_file(str(BLOCKED.with_suffix(".arrow"))).read_all()
+    assert_same(fermion.read_table(BLOCKED, point_reads=point_reads), expected)
+    idx = [7_999, 0, 4_999, 5_000, 1_234, 1_234, 3, 6_001, 511, 512, 4_368, 4_369]
+    with fermion.FileReader(BLOCKED, point_reads=point_reads) as r:
+        assert_same(r.take(idx), expected.take(idx))
+        for name in expected.column_names:
+            assert_same(r.take(idx, columns=[name]), expected.select([name]).take(idx))
+        calls = []
+        real = BlockedBody.decompress
+        monkeypatch.setattr(BlockedBody, "decompress", lambda b, k: calls.append(k) or real(b, k))
+        for name in ("text", "w30_pattern", "level"):  # pages of 32-33 blocks
+            calls.clear()
+            assert_same(r.take([1_234], columns=[name]), expected.select([name]).take([1_234]))
+            if point_reads:  # the EncodingHeader's block and the value's (a value may span 2)
+                assert 1 <= len(calls) <= 3, (name, calls)
+            else:
+                assert len(calls) >= 32, (name, calls)

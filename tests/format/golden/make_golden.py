@@ -46,7 +46,43 @@ def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
         "empty": (all_types_table(n=5, seed=14).slice(0, 0), {}),
         # 1.1: a page of every encoding (see tests/format/test_encodings.py)
         "encoded_shapes": (shapes_table(6_000), {"page_size": 8 << 10}),
+        # 1.2: ZSTD_BLOCKS pages of up to 33 blocks of 512 bytes, bit-packed pages of
+        # widths 1 to 37 (FOR, DELTA, RLE, DICTIONARY; some of them blocked), two stripes
+        "blocked_bitpacked": (
+            blocked_table(8_000),
+            {"page_size": 16 << 10, "compression_block_size": 512, "max_stripe_rows": 5_000},
+        ),
     }
+
+
+def blocked_table(n: int) -> pa.Table:
+    """Format 1.2: integers of several bit widths, and data zstd compresses well (repeated
+    patterns, text, two-decimal floats) so that pages are stored as many zstd blocks."""
+    rng = np.random.default_rng(17)
+    words = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"])
+    text = [" ".join(rng.choice(words, 2 + i % 5)) for i in range(n)]
+    skewed = np.where(rng.random(n) < 0.05, rng.integers(0, 4096, n), 0)
+    with_nulls = pa.array(rng.integers(0, 100, n), pa.int32()).to_pylist()
+    for i in range(0, n, 11):
+        with_nulls[i] = None
+    return pa.table(
+        {
+            "w3": pa.array(rng.integers(0, 8, n).astype(np.int16)),
+            "w7_nulls": pa.array(with_nulls, pa.int32()),
+            "w12_skewed": pa.array(skewed.astype(np.int64)),
+            "w20": pa.array(10**12 + rng.integers(0, 1 << 20, n)),
+            "w37": pa.array(rng.integers(0, 1 << 37, n)),
+            "w30_pattern": pa.array(np.tile(rng.integers(0, 1 << 30, 100), n // 100 + 1)[:n]),
+            "w9_pattern": pa.array(
+                np.tile(rng.integers(0, 512, 64), n // 64 + 1)[:n].astype(np.int32)
+            ),
+            "sorted": pa.array(np.cumsum(rng.integers(0, 50, n)) + 10**9),
+            "ts": pa.array(1_700_000_000_000 + np.arange(n) * 1000, pa.timestamp("ms")),
+            "text": pa.array(text),
+            "flag": pa.array(rng.choice(["A", "N", "R"], n)),
+            "level": pa.array(np.round(rng.random(n), 2)),
+        }
+    )
 
 
 def batch_golden() -> tuple[list[int], list[pa.Table], dict]:
