@@ -144,9 +144,15 @@ def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
         offs: np.ndarray = parts[0]
         if offs[0] != 0:
             offs = offs - offs[0]
-    else:  # re-base each page onto the end of the previous one
-        offs = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.concatenate([np.diff(q) for q in parts]), out=offs[1:])
+    else:  # re-base each page onto the end of the previous one, in one pass
+        offs = np.empty(n + 1, dtype=np.int64)
+        offs[0] = at = end = 0
+        for q in parts:
+            m = len(q) - 1
+            shift = np.int64(int(q[0]) - end)  # computed in int64: no int32 overflow
+            np.subtract(q[1:], shift, out=offs[at + 1 : at + 1 + m], dtype=np.int64)
+            at += m
+            end = int(offs[at])
     if offs.dtype != dtype:
         offs = offs.astype(dtype)
     if n and (int(offs[-1]) < 0 or bool(np.any(offs[1:] < offs[:-1]))):
