@@ -79,7 +79,11 @@ class PagePayload:
         """Make decoded bytes ``[begins[i], ends[i])`` available in :attr:`buf`."""
         begins = np.asarray(begins, dtype=np.int64)
         ends = np.asarray(ends, dtype=np.int64)
-        if len(begins) and (int(begins.min()) < 0 or int(ends.max()) > self.size):
+        if len(begins) and (
+            int(begins.min()) < 0
+            or int(ends.max()) > self.size
+            or bool(np.any(ends < begins))  # e.g. value lengths whose sums wrapped in int64
+        ):
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
         if self._blocked is None:
             return
@@ -142,7 +146,9 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
         start = _H + bitpack.packed_size(p.values, bits)
         p.need(np.array([start]), np.array([p.size]))
         distinct = bitpack.unpack(p.buf, start, encodings.packed_bits(h, "aux_width"), entries)
-        if entries <= 0 or (len(indices) and int(indices.max()) >= entries):
+        if entries <= 0 or (
+            len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
+        ):  # 64-bit indices above 2**63 - 1 are negative here
             raise InvalidFileError(f"{p.where}: dictionary index out of range")
         ints = distinct.astype(np.int64)[indices] + int(h["base"])
     elif p.encoding == Encoding.DELTA:
@@ -281,8 +287,8 @@ def _dictionary_values(p: PagePayload, rows: np.ndarray) -> tuple[np.ndarray, by
         dict_offsets[0] != 0
         or int(dict_offsets[-1]) != p.size - body
         or bool(np.any(np.diff(dict_offsets) < 0))
-        or (len(indices) and int(indices.max()) >= entries)
-    ):
+        or (len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries))
+    ):  # 64-bit indices above 2**63 - 1 are negative here
         raise InvalidFileError(f"{p.where}: corrupt dictionary page")
     begins = body + dict_offsets[indices]
     lengths = dict_offsets[indices + 1] - dict_offsets[indices]
