@@ -188,8 +188,8 @@ class BlockedBody:
         self.ends = ends.astype(np.int64)
         self.frames = body[start:]
         starts = np.concatenate([[0], self.ends[:-1]]) if self.num_blocks else self.ends
-        frames_size = int(self.ends[-1]) if self.num_blocks else 0
-        if frames_size != len(self.frames) or bool(np.any(self.ends < starts)):
+        last = int(self.ends[-1]) if self.num_blocks else 0  # no blocks: no frame bytes
+        if last != len(self.frames) or bool(np.any(self.ends < starts)):
             raise InvalidFileError(f"{where}: block frame ends are inconsistent")
         self.starts = starts
 

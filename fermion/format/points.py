@@ -79,7 +79,11 @@ class PagePayload:
         """Make decoded bytes ``[begins[i], ends[i])`` available in :attr:`buf`."""
         begins = np.asarray(begins, dtype=np.int64)
         ends = np.asarray(ends, dtype=np.int64)
-        if len(begins) and (int(begins.min()) < 0 or int(ends.max()) > self.size):
+        if len(begins) and (
+            int(begins.min()) < 0
+            or int(ends.max()) > self.size
+            or bool(np.any(ends < begins))  # e.g. value lengths whose sums wrapped in int64
+        ):
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
         if self._blocked is None:
             return
@@ -126,9 +130,18 @@ def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndar
     return bitpack.gather(p.buf, offset, bits, rows, p.where)
 
 
+def _check_plain_size(p: PagePayload, h: np.void, width: int) -> None:
+    """As the full decoder: the header must decode to the page's values at ``width`` bytes."""
+    lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
+    plain = (p.values + 1 if lengths else p.values) * int(h["out_width"])
+    if plain != p.values * width:
+        raise InvalidFileError(f"{p.where}: encoded values decode to {plain} bytes")
+
+
 def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> np.ndarray | None:
     """Plain bytes of ``rows`` from an integer-encoded page; None: no random access."""
     h = p.header()
+    _check_plain_size(p, h, width)
     if p.size != encodings.int_payload_size(p.encoding, h):
         raise InvalidFileError(f"{p.where}: {p.encoding.name} payload size does not match")
     bits = encodings.packed_bits(h)
@@ -142,7 +155,9 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
         start = _H + bitpack.packed_size(p.values, bits)
         p.need(np.array([start]), np.array([p.size]))
         distinct = bitpack.unpack(p.buf, start, encodings.packed_bits(h, "aux_width"), entries)
-        if entries <= 0 or (len(indices) and int(indices.max()) >= entries):
+        if entries <= 0 or (
+            len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
+        ):  # 64-bit indices above 2**63 - 1 are negative here
             raise InvalidFileError(f"{p.where}: dictionary index out of range")
         ints = distinct.astype(np.int64)[indices] + int(h["base"])
     elif p.encoding == Encoding.DELTA:
@@ -165,16 +180,20 @@ def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
     return values[rows]
 
 
-def _lengths_prefix(p: PagePayload, rows: np.ndarray, values: int) -> np.ndarray | None:
+def _lengths_prefix(
+    p: PagePayload, rows: np.ndarray, values: int, offset_width: int
+) -> np.ndarray | None:
     """Offsets (from 0) at ``rows`` and ``rows + 1`` of a FOR-encoded lengths page, decoding
     only the lengths up to the last wanted row; None for other encodings."""
     if p.encoding != Encoding.FOR:
         return None
     h = p.header()
-    if not int(h["flags"]) & EncodingFlag.LENGTHS or p.size != encodings.int_payload_size(
-        p.encoding, h
+    if (
+        not int(h["flags"]) & EncodingFlag.LENGTHS
+        or int(h["out_width"]) != offset_width
+        or p.size != encodings.int_payload_size(p.encoding, h)
     ):
-        return None
+        return None  # decoded (and rejected) whole
     last = int(rows[-1]) + 1 if len(rows) else 0
     bits = encodings.packed_bits(h)
     p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
@@ -207,6 +226,7 @@ def fixed_values(
         return gather_ranges(p.buf, begins, np.full(len(rows), width)).tobytes()
     if p.encoding == Encoding.BYTE_SPLIT:
         h = p.header()
+        _check_plain_size(p, h, width)
         if int(h["out_width"]) != width or p.size != _H + values * width:
             raise InvalidFileError(f"{where}: BYTE_SPLIT payload has the wrong size")
         planes = _H + np.arange(width, dtype=np.int64) * values
@@ -247,7 +267,7 @@ def binary_values(
     if data.encoding != Encoding.PLAIN:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
     offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where)
-    offs = _lengths_prefix(offs_payload, rows, values)
+    offs = _lengths_prefix(offs_payload, rows, values, offset_width)
     if offs is None:  # PLAIN, DELTA, ... offsets: decode the page whole
         decoded = offs_payload.decode_whole()
         if not isinstance(decoded, bytes | memoryview):
@@ -281,8 +301,8 @@ def _dictionary_values(p: PagePayload, rows: np.ndarray) -> tuple[np.ndarray, by
         dict_offsets[0] != 0
         or int(dict_offsets[-1]) != p.size - body
         or bool(np.any(np.diff(dict_offsets) < 0))
-        or (len(indices) and int(indices.max()) >= entries)
-    ):
+        or (len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries))
+    ):  # 64-bit indices above 2**63 - 1 are negative here
         raise InvalidFileError(f"{p.where}: corrupt dictionary page")
     begins = body + dict_offsets[indices]
     lengths = dict_offsets[indices + 1] - dict_offsets[indices]
