@@ -140,15 +140,22 @@ def ints_from_plain(buf: memoryview | bytes, width: int, signed: bool) -> np.nda
     return lo.copy()
 
 
-def ints_to_plain(values: np.ndarray, width: int, signed: bool) -> np.ndarray:
-    """int64 values as the plain little-endian buffer of ``width``-byte values."""
+def ints_to_plain(
+    values: np.ndarray, width: int, signed: bool, out: np.ndarray | None = None
+) -> np.ndarray:
+    """int64 values as the plain little-endian buffer of ``width``-byte values (written
+    into ``out``, a byte buffer of exactly that size, when given)."""
     if width <= 8:
-        kind = "i" if signed else "u"
-        return values.astype(f"<{kind}{width}")
-    out = np.empty((len(values), width // 8), dtype="<i8")
-    out[:, 0] = values
-    out[:, 1:] = (values >> 63)[:, None]
-    return out.reshape(-1)
+        dtype = f"<{'i' if signed else 'u'}{width}"
+        if out is None:
+            return values.astype(dtype)
+        out.view(dtype)[:] = values  # casting assignment: no temporary
+        return out
+    words = np.empty((len(values), width // 8), dtype="<i8") if out is None else out.view("<i8")
+    words = words.reshape(len(values), width // 8)
+    words[:, 0] = values
+    words[:, 1:] = (values >> 63)[:, None]
+    return words.reshape(-1)
 
 
 _SAMPLE_VALUES = 4096
@@ -340,11 +347,14 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
     if enc == Encoding.CONSTANT:
         return np.full(n, int(h["base"]), dtype=np.int64)
     if enc == Encoding.FOR:
-        return _unpack(payload, HEADER_SIZE, bits, n, where) + int(h["base"])
+        values = _unpack(payload, HEADER_SIZE, bits, n, where)
+        values += int(h["base"])  # in place: _unpack returns a fresh array
+        return values
     if enc == Encoding.DELTA:
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        deltas = _unpack(payload, HEADER_SIZE, bits, n - 1, where) + int(h["aux"])
+        deltas = _unpack(payload, HEADER_SIZE, bits, n - 1, where)
+        deltas += int(h["aux"])
         out = np.empty(n, dtype=np.int64)
         out[0] = int(h["base"])
         np.cumsum(deltas, out=out[1:])
@@ -371,7 +381,9 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         distinct = _unpack(payload, start, packed_bits(h, "aux_width"), entries, where)
         if n and (int(indices.min()) < 0 or int(indices.max()) >= entries):  # 64-bit indices
             raise InvalidFileError(f"{where}: dictionary index out of range")
-        return distinct[indices] + int(h["base"])
+        values = distinct[indices]
+        values += int(h["base"])
+        return values
     raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
 
 

@@ -364,7 +364,10 @@ def decode_page(
         verify_crc=verify_crc,
     )
     payload = decompress_body(head, where)
-    return decode_payload(head.encoding, payload, expected_values, expected_size, where)
+    out = decode_payload(head.encoding, payload, expected_values, expected_size, where)
+    if out is None:  # only with ``into``
+        raise InvalidFileError(f"{where}: page decoded to nothing")
+    return out
 
 
 def plain_size_hint(page: memoryview) -> int | None:
@@ -405,8 +408,10 @@ def decode_page_into(
         blocked.decompress_into(out, np.arange(blocked.num_blocks))
         return
     payload = decode_payload(
-        head.encoding, decompress_body(head, where), expected_values, expected_size, where
+        head.encoding, decompress_body(head, where), expected_values, expected_size, where, out
     )
+    if payload is None:  # decoded straight into out
+        return
     if not isinstance(payload, bytes | memoryview) or len(payload) != len(out):
         raise InvalidFileError(f"{where}: page does not decode to {len(out)} plain bytes")
     out[:] = np.frombuffer(payload, dtype=np.uint8)
@@ -418,9 +423,16 @@ def decode_payload(
     values: int,
     expected_size: int | None,
     where: str,
-) -> Decoded:
-    """Decode a decompressed payload; plain results are checked against ``expected_size``."""
-    out = _decode_payload(encoding, payload, values, expected_size, where)
+    into: np.ndarray | None = None,
+) -> Decoded | None:
+    """Decode a decompressed payload; plain results are checked against ``expected_size``.
+
+    With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded values are
+    written there directly and None is returned; other payloads are returned as usual.
+    """
+    out = _decode_payload(encoding, payload, values, expected_size, where, into)
+    if out is None:
+        return None
     if (
         expected_size is not None
         and isinstance(out, bytes | memoryview)
@@ -438,7 +450,8 @@ def _decode_payload(
     values: int,
     expected_size: int | None,
     where: str,
-) -> Decoded:
+    into: np.ndarray | None = None,
+) -> Decoded | None:
     if encoding == Encoding.PLAIN:
         return payload
     if encoding == Encoding.DERIVED:
@@ -463,4 +476,7 @@ def _decode_payload(
         np.cumsum(ints, out=offsets[1:])
         return offsets.data.cast("B")
     signed = bool(int(h["flags"]) & EncodingFlag.SIGNED)
+    if into is not None and len(into) == plain_size:
+        encodings.ints_to_plain(ints, out_width, signed, out=into)
+        return None
     return encodings.ints_to_plain(ints, out_width, signed).data.cast("B")

@@ -92,15 +92,22 @@ class StreamChunk:
 
 
 class _Encoder:
-    def __init__(self, opts: WriteOptions, encode: bool) -> None:
+    def __init__(self, opts: WriteOptions, encode: bool, blocks: bool = False) -> None:
         self.opts = opts
         self.encode = encode  # False: every page PLAIN (format 1.0 compatible)
+        # zstd blocks pay only where point reads use them (a flat column's values);
+        # elsewhere they would cost scans time and ratio for nothing
+        self.block_size = opts.compression_block_size if blocks else 0
         self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
 
     def page(
-        self, payload: bytes | memoryview, num_values: int, encoding: Encoding = Encoding.PLAIN
+        self,
+        payload: bytes | memoryview,
+        num_values: int,
+        encoding: Encoding = Encoding.PLAIN,
+        blocks: bool = False,
     ) -> EncodedPage:
         data = encode_page(
             payload,
@@ -109,7 +116,7 @@ class _Encoder:
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
             encoding=encoding,
-            block_size=self.opts.compression_block_size,
+            block_size=self.block_size if blocks else 0,
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
@@ -186,7 +193,10 @@ def shred_column(
     stripe's batches: every page of every stream is then cut at batch boundaries, mapped
     to each nested level's values through the parent offsets.
     """
-    enc = _Encoder(opts, encode)
+    point_readable = node.kind in (Kind.FIXED, Kind.BINARY)  # see fermion.format.points
+    enc = _Encoder(
+        opts, encode, blocks=point_readable and not isinstance(node.type, pa.ExtensionType)
+    )
     out: list[StreamChunk] = []
     _shred(node, array, enc, out, batch_bounds)
     if node.bloom is not None:
@@ -359,7 +369,7 @@ def _data_chunk(
         nulls = sl.null_count if sl is not None else 0
         nulls_total += nulls
         encoding, payload = encode(a, b, sl)
-        page = enc.page(payload, b - a, encoding)
+        page = enc.page(payload, b - a, encoding, blocks=True)
         page.null_count = nulls
         if sl is not None and kind != StatsKind.NONE:
             known = page_stats(a, b, sl, kind) if page_stats is not None else None
