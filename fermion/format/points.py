@@ -167,24 +167,37 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
     return encodings.ints_to_plain(ints, width, signed)
 
 
+def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``packed[:r].sum()`` for each of the sorted, unique ``rows`` (all <= len(packed)),
+    from segment sums between consecutive rows: no running-sum array is built."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    later = rows > 0
+    r = rows[later]
+    if len(r):
+        starts = np.concatenate([[0], r[:-1]])  # strictly increasing, all below r[-1]
+        out[later] = np.cumsum(np.add.reduceat(packed[: int(r[-1])], starts))
+    return out
+
+
 def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
-    """DELTA values at ``rows``: only the deltas up to the last wanted row are decoded."""
+    """DELTA values at ``rows``: only the deltas up to the last wanted row are decoded.
+
+    ``v[r] = base + r * aux + sum(packed[:r])``, in int64 arithmetic that wraps exactly as
+    the full decoder's running sum does.
+    """
     last = int(rows[-1])
     bits = encodings.packed_bits(h)
     p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
-    values = np.empty(last + 1, dtype=np.int64)
-    values[0] = int(h["base"])
-    deltas = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
-    np.cumsum(deltas + int(h["aux"]), out=values[1:])
-    values[1:] += values[0]
-    return values[rows]
+    packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
+    with np.errstate(over="ignore"):
+        return _sums_before(packed, rows) + rows * int(h["aux"]) + int(h["base"])
 
 
 def _lengths_prefix(
     p: PagePayload, rows: np.ndarray, values: int, offset_width: int
-) -> np.ndarray | None:
-    """Offsets (from 0) at ``rows`` and ``rows + 1`` of a FOR-encoded lengths page, decoding
-    only the lengths up to the last wanted row; None for other encodings."""
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(begin, end) data offsets of the values at ``rows`` from a FOR-encoded lengths page,
+    decoding only the lengths up to the last wanted row; None for other encodings."""
     if p.encoding != Encoding.FOR:
         return None
     h = p.header()
@@ -197,12 +210,13 @@ def _lengths_prefix(
     last = int(rows[-1]) + 1 if len(rows) else 0
     bits = encodings.packed_bits(h)
     p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
-    lengths = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64) + int(h["base"])
-    offs = np.zeros(last + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offs[1:])
-    if last and (int(lengths.min()) < 0):
+    packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
+    base = int(h["base"])
+    if last and int(packed.min()) + base < 0:
         raise InvalidFileError(f"{p.where}: negative value lengths")
-    return offs
+    with np.errstate(over="ignore"):
+        begins = _sums_before(packed, rows) + rows * base
+        return begins, begins + packed[rows] + base
 
 
 def fixed_values(
@@ -267,8 +281,10 @@ def binary_values(
     if data.encoding != Encoding.PLAIN:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
     offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where)
-    offs = _lengths_prefix(offs_payload, rows, values, offset_width)
-    if offs is None:  # PLAIN, DELTA, ... offsets: decode the page whole
+    found = _lengths_prefix(offs_payload, rows, values, offset_width)
+    if found is not None:
+        begins, ends = found
+    else:  # PLAIN, DELTA, ... offsets: decode the page whole
         decoded = offs_payload.decode_whole()
         if not isinstance(decoded, bytes | memoryview):
             raise InvalidFileError(f"{where}: offsets page without plain offsets")
@@ -277,11 +293,9 @@ def binary_values(
         offs = offs - offs[0]
         if int(offs[-1]) != data.size or bool(np.any(offs[1:] < offs[:-1])):
             raise InvalidFileError(f"{where}: offsets do not describe the data page")
-    elif int(offs[-1]) > data.size:
-        raise InvalidFileError(f"{where}: offsets run past the data page")
-    begins, ends = offs[rows], offs[rows + 1]
+        begins, ends = offs[rows], offs[rows + 1]
     lengths = ends - begins
-    data.need(begins, ends)
+    data.need(begins, ends)  # checks the ranges against the data page
     return lengths, gather_ranges(data.buf, begins, lengths).tobytes()
 
 
