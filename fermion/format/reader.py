@@ -20,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -77,7 +78,7 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
-from fermion.format.threads import pool
+from fermion.format.threads import io_pool, pool
 from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
@@ -121,6 +122,18 @@ class _FilterInfo:
         if self._constraints is None:
             self._constraints = equality_constraints(self.expr)
         return self._constraints
+
+
+@dataclass
+class _StripeRead:
+    """One stripe's planned page requests and their bytes (or the read in flight)."""
+
+    s: int
+    n: int
+    sel: Selection
+    requests: list[tuple[int, PageRequest]]
+    plans: list[ColumnPlan | None]
+    views: Future[list[memoryview]] | list[memoryview]
 
 
 class FileReader:
@@ -422,12 +435,13 @@ class FileReader:
         rows = self._stripe_rows(metas)
         starts = np.concatenate([[0], np.cumsum(rows)])
         stripe_of = np.searchsorted(starts, unique, side="right") - 1
+        jobs = [
+            (int(s), int(rows[s]), Selection(points=unique[stripe_of == s] - starts[s]))
+            for s in np.unique(stripe_of)
+        ]
         parts = []
-        for s in np.unique(stripe_of):
-            local = unique[stripe_of == s] - starts[s]
-            sel = Selection(points=local)
-            part = self._read_stripe(projs, metas, int(s), int(rows[s]), sel)
-            part = self._with_virtual(part, virtual, int(s), int(rows[s]), sel)
+        for s, n, sel, part in self._read_stripes(projs, metas, jobs):
+            part = self._with_virtual(part, virtual, s, n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
         order = pa.array(inverse, type=pa.int64())
@@ -588,14 +602,18 @@ class FileReader:
         stripes: Sequence[int] = range(len(rows))
         if info is not None:
             stripes = self._prune_stripes(all_projs, metas, rows, info)
-        for s in stripes:
-            n = int(rows[s])
-            selection = Selection(ranges=[(0, n)])
-            if info is not None:
-                selection = Selection(ranges=self._prune_pages(all_projs, metas, s, n, info))
-                if not selection.ranges:
-                    continue
-            batch = self._read_stripe(all_projs, metas, s, n, selection)
+
+        def jobs() -> Iterator[tuple[int, int, Selection]]:
+            for s in stripes:
+                n = int(rows[s])
+                selection = Selection(ranges=[(0, n)])
+                if info is not None:
+                    selection = Selection(ranges=self._prune_pages(all_projs, metas, s, n, info))
+                    if not selection.ranges:
+                        continue
+                yield s, n, selection
+
+        for s, n, selection, batch in self._read_stripes(all_projs, metas, jobs()):
             batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
@@ -830,6 +848,41 @@ class FileReader:
         sel: Selection,
     ) -> pa.RecordBatch:
         """Plan page IO for the selection, fetch coalesced, decode in parallel, assemble."""
+        return self._finish_stripe(projs, metas, self._start_stripe(projs, metas, s, n, sel))
+
+    def _read_stripes(
+        self,
+        projs: Sequence[Projection],
+        metas: Sequence[ColumnMeta],
+        jobs: Iterable[tuple[int, int, Selection]],
+    ) -> Iterator[tuple[int, int, Selection, pa.RecordBatch]]:
+        """:meth:`_read_stripe` for each ``(stripe, rows, selection)``, with the next
+        stripe's pages being read on the IO pool while this one decodes (prefetch)."""
+        pending = iter(jobs)
+        ahead: _StripeRead | None = None
+        try:
+            job = next(pending, None)
+            if job is not None:
+                ahead = self._start_stripe(projs, metas, *job, prefetch=True)
+            while ahead is not None:
+                current = ahead
+                job = next(pending, None)
+                ahead = None if job is None else self._start_stripe(projs, metas, *job, True)
+                yield current.s, current.n, current.sel, self._finish_stripe(projs, metas, current)
+        finally:  # abandoned early (or failed): let a read in flight finish before returning
+            if ahead is not None and isinstance(ahead.views, Future):
+                wait([ahead.views])
+
+    def _start_stripe(
+        self,
+        projs: Sequence[Projection],
+        metas: Sequence[ColumnMeta],
+        s: int,
+        n: int,
+        sel: Selection,
+        prefetch: bool = False,
+    ) -> _StripeRead:
+        """Plan the stripe's page IO and start it (on the IO pool with ``prefetch``)."""
         requests: list[tuple[int, PageRequest]] = []  # (projection, page request)
         plans: list[ColumnPlan | None] = []
         for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
@@ -839,9 +892,22 @@ class FileReader:
             plan = plan_column(p, m, s, n, sel, self.options.point_reads)
             plans.append(plan)
             requests.extend((j, req) for req in plan.pages)
-        views = self.source.read_ranges(
-            [(req.offset, req.size) for _, req in requests], max_gap=self.options.coalesce_gap
-        )
+        ranges = [(req.offset, req.size) for _, req in requests]
+        gap = self.options.coalesce_gap
+        if prefetch and ranges:
+            views: Future[list[memoryview]] | list[memoryview] = io_pool().submit(
+                self.source.read_ranges, ranges, max_gap=gap
+            )
+        else:
+            views = self.source.read_ranges(ranges, max_gap=gap)
+        return _StripeRead(s, n, sel, requests, plans, views)
+
+    def _finish_stripe(
+        self, projs: Sequence[Projection], metas: Sequence[ColumnMeta], read: _StripeRead
+    ) -> pa.RecordBatch:
+        """Decode the stripe's fetched pages in parallel and assemble its columns."""
+        s, n, sel, requests, plans = read.s, read.n, read.sel, read.requests, read.plans
+        views = read.views.result() if isinstance(read.views, Future) else read.views
         verify = self.options.verify_checksums
         name = self.source.name
         sizes = [
