@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, wait
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -39,23 +38,17 @@ from fermion.errors import (
     UnsupportedTypeError,
     UnsupportedVersionError,
 )
-from fermion.format.assemble import (
-    StripeContext,
-)
 from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
 from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.options import ReadOptions, split_options
-from fermion.format.pages import Decoded, decode_page, decode_page_into, plain_size_hint
+from fermion.format.pages import decode_page
 from fermion.format.plan import (
-    ColumnPlan,
-    PageRequest,
     Projection,
     Ranges,
     Selection,
-    plan_column,
     select_rows,
     take_values,
 )
@@ -67,6 +60,7 @@ from fermion.format.pruning import (
 )
 from fermion.format.schema import ColumnInfo, SchemaIndex
 from fermion.format.stats import bound_scalars, stats_kind
+from fermion.format.stripes import StripeReader
 from fermion.format.structs import (
     CHUNK_ALL_NULL,
     CIT_DTYPE,
@@ -78,7 +72,6 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
-from fermion.format.threads import io_pool, pool
 from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
@@ -124,18 +117,6 @@ class _FilterInfo:
         return self._constraints
 
 
-@dataclass
-class _StripeRead:
-    """One stripe's planned page requests and their bytes (or the read in flight)."""
-
-    s: int
-    n: int
-    sel: Selection
-    requests: list[tuple[int, PageRequest]]
-    plans: list[ColumnPlan | None]
-    views: Future[list[memoryview]] | list[memoryview]
-
-
 class FileReader:
     """Read a Fermion file: projection, filters with pruning, batches and random access.
 
@@ -156,6 +137,7 @@ class FileReader:
     def __init__(self, source: Any, **options: Any) -> None:
         self.options: ReadOptions = split_options(ReadOptions, options)
         self.source: ByteSource = open_source(source)
+        self._stripes = StripeReader(self.source, self.options)
         self._cmbs: dict[int, ColumnMeta] = {}
         self._trees: dict[int, Node] = {}
         self._cmb_area: memoryview | None = None
@@ -847,8 +829,7 @@ class FileReader:
         n: int,
         sel: Selection,
     ) -> pa.RecordBatch:
-        """Plan page IO for the selection, fetch coalesced, decode in parallel, assemble."""
-        return self._finish_stripe(projs, metas, self._start_stripe(projs, metas, s, n, sel))
+        return self._stripes.read_stripe(projs, metas, s, n, sel)
 
     def _read_stripes(
         self,
@@ -856,118 +837,7 @@ class FileReader:
         metas: Sequence[ColumnMeta],
         jobs: Iterable[tuple[int, int, Selection]],
     ) -> Iterator[tuple[int, int, Selection, pa.RecordBatch]]:
-        """:meth:`_read_stripe` for each ``(stripe, rows, selection)``, with the next
-        stripe's pages being read on the IO pool while this one decodes (prefetch)."""
-        pending = iter(jobs)
-        ahead: _StripeRead | None = None
-        try:
-            job = next(pending, None)
-            if job is not None:
-                ahead = self._start_stripe(projs, metas, *job, prefetch=True)
-            while ahead is not None:
-                current = ahead
-                job = next(pending, None)
-                ahead = None if job is None else self._start_stripe(projs, metas, *job, True)
-                yield current.s, current.n, current.sel, self._finish_stripe(projs, metas, current)
-        finally:  # abandoned early (or failed): let a read in flight finish before returning
-            if ahead is not None and isinstance(ahead.views, Future):
-                wait([ahead.views])
-
-    def _start_stripe(
-        self,
-        projs: Sequence[Projection],
-        metas: Sequence[ColumnMeta],
-        s: int,
-        n: int,
-        sel: Selection,
-        prefetch: bool = False,
-    ) -> _StripeRead:
-        """Plan the stripe's page IO and start it (on the IO pool with ``prefetch``)."""
-        requests: list[tuple[int, PageRequest]] = []  # (projection, page request)
-        plans: list[ColumnPlan | None] = []
-        for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
-            if not m.present:
-                plans.append(None)
-                continue
-            plan = plan_column(p, m, s, n, sel, self.options.point_reads)
-            plans.append(plan)
-            requests.extend((j, req) for req in plan.pages)
-        ranges = [(req.offset, req.size) for _, req in requests]
-        gap = self.options.coalesce_gap
-        if prefetch and ranges:
-            views: Future[list[memoryview]] | list[memoryview] = io_pool().submit(
-                self.source.read_ranges, ranges, max_gap=gap
-            )
-        else:
-            views = self.source.read_ranges(ranges, max_gap=gap)
-        return _StripeRead(s, n, sel, requests, plans, views)
-
-    def _finish_stripe(
-        self, projs: Sequence[Projection], metas: Sequence[ColumnMeta], read: _StripeRead
-    ) -> pa.RecordBatch:
-        """Decode the stripe's fetched pages in parallel and assemble its columns."""
-        s, n, sel, requests, plans = read.s, read.n, read.sel, read.requests, read.plans
-        views = read.views.result() if isinstance(read.views, Future) else read.views
-        verify = self.options.verify_checksums
-        name = self.source.name
-        sizes = [
-            req.plain_size
-            if req.plain_size is not None or not req.contiguous
-            else plain_size_hint(views[i])  # binary DATA: from the page header
-            for i, (_, req) in enumerate(requests)
-        ]
-        targets, merged = _merge_targets(requests, sizes, len(projs))
-
-        def decode(i: int) -> Decoded | None:
-            j, req = requests[i]
-            if plans[j].undecoded(req):  # type: ignore[union-attr]
-                return views[i]  # decoded value by value at assembly (point reads)
-            where = f"{name}: page at offset {req.offset}"
-            target = targets.get(i)
-            if target is None:
-                return decode_page(
-                    views[i],
-                    expected_values=req.values,
-                    expected_size=req.plain_size,
-                    where=where,
-                    verify_crc=verify,
-                )
-            decode_page_into(  # into the run's buffer, on the worker thread
-                views[i],
-                target,
-                expected_values=req.values,
-                expected_size=req.plain_size,
-                where=where,
-                verify_crc=verify,
-            )
-            return None
-
-        total = sum(req.size for _, req in requests)
-        parallel = total >= _PARALLEL_DECODE_BYTES and self.options.worker_threads > 1
-        if parallel and len(requests) > 1:
-            decoded = list(pool().map(decode, range(len(requests))))
-        else:
-            decoded = [decode(i) for i in range(len(requests))]
-        per_proj: list[dict[tuple[int, int], Decoded]] = [{} for _ in projs]
-        for (j, req), payload in zip(requests, decoded, strict=True):
-            if payload is not None:
-                per_proj[j][(req.stream, req.page)] = payload
-
-        def assemble(j: int) -> pa.Array:
-            p, m = projs[j], metas[j]
-            if not m.present:
-                return select_rows(pa.nulls(n, p.field.type), [(0, n)], sel)
-            ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected, merged[j])
-            column_plan = plans[j]
-            assert column_plan is not None
-            return column_plan.assemble(ctx, n, sel)
-
-        if parallel and len(projs) > 1:  # numpy and Arrow release the GIL while assembling
-            arrays = list(pool().map(assemble, range(len(projs))))
-        else:
-            arrays = [assemble(j) for j in range(len(projs))]
-        fields = [p.field for p in projs]
-        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+        return self._stripes.read_stripes(projs, metas, jobs)
 
     # -- inspection -------------------------------------------------------------------
     def describe(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
@@ -975,49 +845,6 @@ class FileReader:
         from fermion.format.describe import describe_file
 
         return describe_file(self, columns)
-
-
-def _merge_targets(
-    requests: Sequence[tuple[int, PageRequest]],
-    sizes: Sequence[int | None],
-    num_projections: int,
-) -> tuple[dict[int, np.ndarray], list[dict[tuple[int, int], tuple[Any, int]]]]:
-    """Preallocate one buffer per run of adjacent contiguous pages of one stream.
-
-    ``sizes[i]`` is the plain size of request ``i`` (None: it cannot join a run). Returns
-    (request index -> its slice of the run's buffer) for the decoders, which write there
-    directly, and per projection ((stream, first page) -> (buffer, end page)) for assembly,
-    which then uses the buffer as is instead of concatenating the pages.
-    """
-    targets: dict[int, np.ndarray] = {}
-    merged: list[dict[tuple[int, int], tuple[Any, int]]] = [{} for _ in range(num_projections)]
-    i = 0
-    while i < len(requests):
-        j, req = requests[i]
-        end = i + 1
-        if req.contiguous and sizes[i] is not None:
-            while end < len(requests):
-                nj, nreq = requests[end]
-                prev = requests[end - 1][1]
-                if not (
-                    nj == j
-                    and nreq.stream == req.stream
-                    and nreq.page == prev.page + 1
-                    and nreq.contiguous
-                    and sizes[end] is not None
-                ):
-                    break
-                end += 1
-        if end - i > 1:
-            run = [sizes[r] or 0 for r in range(i, end)]
-            buf = np.empty(sum(run), dtype=np.uint8)
-            at = 0
-            for r, size in zip(range(i, end), run, strict=True):
-                targets[r] = buf[at : at + size]
-                at += size
-            merged[j][(req.stream, req.page)] = (buf, requests[end - 1][1].page + 1)
-        i = end
-    return targets, merged
 
 
 def _order(

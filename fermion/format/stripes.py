@@ -1,0 +1,232 @@
+"""Reading one stripe: plan its page IO, fetch it coalesced, decode pages in parallel,
+assemble the columns; and a pipeline over many stripes that reads the next stripe's pages
+on the IO pool while the current one decodes (prefetch).
+
+:class:`~fermion.format.reader.FileReader` decides *which* stripes and rows to read
+(pruning, ``take``, batch lookups); this module reads them.
+
+Example:
+    >>> # exercised through FileReader.read / iter_batches / take; see tests/format
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, wait
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from fermion.format.assemble import StripeContext
+from fermion.format.cmb import ColumnMeta
+from fermion.format.options import ReadOptions
+from fermion.format.pages import Decoded, decode_page, decode_page_into, plain_size_hint
+from fermion.format.plan import (
+    ColumnPlan,
+    PageRequest,
+    Projection,
+    Selection,
+    plan_column,
+    select_rows,
+)
+from fermion.format.threads import io_pool, pool
+from fermion.io.source import ByteSource
+
+__all__ = ["StripeRead", "StripeReader", "merge_targets"]
+
+_PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
+
+
+@dataclass
+class StripeRead:
+    """One stripe's planned page requests and their bytes (or the read in flight)."""
+
+    s: int
+    n: int
+    sel: Selection
+    requests: list[tuple[int, PageRequest]]
+    plans: list[ColumnPlan | None]
+    views: Future[list[memoryview]] | list[memoryview]
+
+
+class StripeReader:
+    """Reads stripes of one file with the reader's options."""
+
+    def __init__(self, source: ByteSource, options: ReadOptions) -> None:
+        self.source = source
+        self.options = options
+
+    def read_stripe(
+        self,
+        projs: Sequence[Projection],
+        metas: Sequence[ColumnMeta],
+        s: int,
+        n: int,
+        sel: Selection,
+    ) -> pa.RecordBatch:
+        """Plan page IO for the selection, fetch coalesced, decode in parallel, assemble."""
+        return self.finish(projs, metas, self.start(projs, metas, s, n, sel))
+
+    def read_stripes(
+        self,
+        projs: Sequence[Projection],
+        metas: Sequence[ColumnMeta],
+        jobs: Iterable[tuple[int, int, Selection]],
+    ) -> Iterator[tuple[int, int, Selection, pa.RecordBatch]]:
+        """:meth:`read_stripe` for each ``(stripe, rows, selection)``, with the next
+        stripe's pages being read on the IO pool while this one decodes (prefetch)."""
+        pending = iter(jobs)
+        ahead: StripeRead | None = None
+        try:
+            job = next(pending, None)
+            if job is not None:
+                ahead = self.start(projs, metas, *job, prefetch=True)
+            while ahead is not None:
+                current = ahead
+                job = next(pending, None)
+                ahead = None if job is None else self.start(projs, metas, *job, True)
+                yield current.s, current.n, current.sel, self.finish(projs, metas, current)
+        finally:  # abandoned early (or failed): let a read in flight finish before returning
+            if ahead is not None and isinstance(ahead.views, Future):
+                wait([ahead.views])
+
+    def start(
+        self,
+        projs: Sequence[Projection],
+        metas: Sequence[ColumnMeta],
+        s: int,
+        n: int,
+        sel: Selection,
+        prefetch: bool = False,
+    ) -> StripeRead:
+        """Plan the stripe's page IO and start it (on the IO pool with ``prefetch``)."""
+        requests: list[tuple[int, PageRequest]] = []  # (projection, page request)
+        plans: list[ColumnPlan | None] = []
+        for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
+            if not m.present:
+                plans.append(None)
+                continue
+            plan = plan_column(p, m, s, n, sel, self.options.point_reads)
+            plans.append(plan)
+            requests.extend((j, req) for req in plan.pages)
+        ranges = [(req.offset, req.size) for _, req in requests]
+        gap = self.options.coalesce_gap
+        if prefetch and ranges:
+            views: Future[list[memoryview]] | list[memoryview] = io_pool().submit(
+                self.source.read_ranges, ranges, max_gap=gap
+            )
+        else:
+            views = self.source.read_ranges(ranges, max_gap=gap)
+        return StripeRead(s, n, sel, requests, plans, views)
+
+    def finish(
+        self, projs: Sequence[Projection], metas: Sequence[ColumnMeta], read: StripeRead
+    ) -> pa.RecordBatch:
+        """Decode the stripe's fetched pages in parallel and assemble its columns."""
+        s, n, sel, requests, plans = read.s, read.n, read.sel, read.requests, read.plans
+        views = read.views.result() if isinstance(read.views, Future) else read.views
+        verify = self.options.verify_checksums
+        name = self.source.name
+        sizes = [
+            req.plain_size
+            if req.plain_size is not None or not req.contiguous
+            else plain_size_hint(views[i])  # binary DATA: from the page header
+            for i, (_, req) in enumerate(requests)
+        ]
+        targets, merged = merge_targets(requests, sizes, len(projs))
+
+        def decode(i: int) -> Decoded | None:
+            j, req = requests[i]
+            if plans[j].undecoded(req):  # type: ignore[union-attr]
+                return views[i]  # decoded value by value at assembly (point reads)
+            where = f"{name}: page at offset {req.offset}"
+            target = targets.get(i)
+            if target is None:
+                return decode_page(
+                    views[i],
+                    expected_values=req.values,
+                    expected_size=req.plain_size,
+                    where=where,
+                    verify_crc=verify,
+                )
+            decode_page_into(  # into the run's buffer, on the worker thread
+                views[i],
+                target,
+                expected_values=req.values,
+                expected_size=req.plain_size,
+                where=where,
+                verify_crc=verify,
+            )
+            return None
+
+        total = sum(req.size for _, req in requests)
+        parallel = total >= _PARALLEL_DECODE_BYTES and self.options.worker_threads > 1
+        if parallel and len(requests) > 1:
+            decoded = list(pool().map(decode, range(len(requests))))
+        else:
+            decoded = [decode(i) for i in range(len(requests))]
+        per_proj: list[dict[tuple[int, int], Decoded]] = [{} for _ in projs]
+        for (j, req), payload in zip(requests, decoded, strict=True):
+            if payload is not None:
+                per_proj[j][(req.stream, req.page)] = payload
+
+        def assemble(j: int) -> pa.Array:
+            p, m = projs[j], metas[j]
+            if not m.present:
+                return select_rows(pa.nulls(n, p.field.type), [(0, n)], sel)
+            ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected, merged[j])
+            column_plan = plans[j]
+            assert column_plan is not None
+            return column_plan.assemble(ctx, n, sel)
+
+        if parallel and len(projs) > 1:  # numpy and Arrow release the GIL while assembling
+            arrays = list(pool().map(assemble, range(len(projs))))
+        else:
+            arrays = [assemble(j) for j in range(len(projs))]
+        fields = [p.field for p in projs]
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def merge_targets(
+    requests: Sequence[tuple[int, PageRequest]],
+    sizes: Sequence[int | None],
+    num_projections: int,
+) -> tuple[dict[int, np.ndarray], list[dict[tuple[int, int], tuple[Any, int]]]]:
+    """Preallocate one buffer per run of adjacent contiguous pages of one stream.
+
+    ``sizes[i]`` is the plain size of request ``i`` (None: it cannot join a run). Returns
+    (request index -> its slice of the run's buffer) for the decoders, which write there
+    directly, and per projection ((stream, first page) -> (buffer, end page)) for assembly,
+    which then uses the buffer as is instead of concatenating the pages.
+    """
+    targets: dict[int, np.ndarray] = {}
+    merged: list[dict[tuple[int, int], tuple[Any, int]]] = [{} for _ in range(num_projections)]
+    i = 0
+    while i < len(requests):
+        j, req = requests[i]
+        end = i + 1
+        if req.contiguous and sizes[i] is not None:
+            while end < len(requests):
+                nj, nreq = requests[end]
+                prev = requests[end - 1][1]
+                if not (
+                    nj == j
+                    and nreq.stream == req.stream
+                    and nreq.page == prev.page + 1
+                    and nreq.contiguous
+                    and sizes[end] is not None
+                ):
+                    break
+                end += 1
+        if end - i > 1:
+            run = [sizes[r] or 0 for r in range(i, end)]
+            buf = np.empty(sum(run), dtype=np.uint8)
+            at = 0
+            for r, size in zip(range(i, end), run, strict=True):
+                targets[r] = buf[at : at + size]
+                at += size
+            merged[j][(req.stream, req.page)] = (buf, requests[end - 1][1].page + 1)
+        i = end
+    return targets, merged
