@@ -19,6 +19,7 @@ from fermion.errors import InvalidArgumentError
 __all__ = [
     "COALESCE_GAP_DEFAULT",
     "EAGER_LOAD_THRESHOLD_DEFAULT",
+    "BLOCK_OVERHEAD_DEFAULT",
     "BLOCK_SIZE_DEFAULT",
     "PAGE_SIZE_DEFAULT",
     "PREFETCH_BYTES_DEFAULT",
@@ -29,6 +30,7 @@ __all__ = [
 
 PAGE_SIZE_DEFAULT = 512 << 10  # seed 001: 512 KB pages
 BLOCK_SIZE_DEFAULT = 32 << 10  # zstd blocks inside a page: what a point read decompresses
+BLOCK_OVERHEAD_DEFAULT = 0.1  # ratio blocks may give up against one frame per page
 STRIPE_ROWS_DEFAULT = 1 << 20
 STRIPE_BYTES_DEFAULT = 128 << 20
 FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page
@@ -55,6 +57,10 @@ class WriteOptions:
         compression_block_size: a zstd page larger than this is compressed as independent
             blocks of this many decoded bytes (format 1.2), so that ``take`` decompresses
             only the blocks holding its rows; 0: one zstd frame per page (format 1.1).
+        compression_block_overhead: blocks are kept only if they are at most this fraction
+            larger than one zstd frame of the page (data whose redundancy spans more than
+            a block, like long repeated text, then keeps its ratio); ``float("inf")``:
+            always blocks.
         page_crc: write a CRC32 into every page header.
         statistics: compute per-page and per-chunk min/max/null counts.
         flush_bytes: the sink writes in units of at least this many bytes.
@@ -72,6 +78,7 @@ class WriteOptions:
     compression: Literal["zstd", "none"] = "zstd"
     compression_level: int = 3
     compression_block_size: int = BLOCK_SIZE_DEFAULT
+    compression_block_overhead: float = BLOCK_OVERHEAD_DEFAULT
     page_crc: bool = True
     statistics: bool = True
     flush_bytes: int = FLUSH_BYTES_DEFAULT
@@ -99,6 +106,8 @@ class WriteOptions:
                 f"compression_block_size must be 0 or in [256, 1 GiB], got "
                 f"{self.compression_block_size}"
             )
+        if not self.compression_block_overhead >= 0:  # also refuses NaN
+            raise InvalidArgumentError("compression_block_overhead must be >= 0")
         if not -7 <= self.compression_level <= 22:
             raise InvalidArgumentError("compression_level must be in [-7, 22]")
         if self.threads < 0:

@@ -247,21 +247,28 @@ def encode_page(
     crc: bool = True,
     encoding: Encoding = Encoding.PLAIN,
     block_size: int = 0,
+    block_overhead: float = 0.1,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
     With zstd and a ``block_size``, a payload larger than one block is compressed as
-    independent blocks (ZSTD_BLOCKS). A compressed body that does not save at least 10%
-    of the payload is not kept: the page is stored uncompressed.
+    independent blocks (ZSTD_BLOCKS) when they are at most ``block_overhead`` (a fraction)
+    larger than one zstd frame of the page, else as one frame: data whose redundancy spans
+    more than a block (long repeated text) keeps its ratio. A compressed body that does not
+    save at least 10% of the payload is not kept: the page is stored uncompressed.
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
     if codec != Compression.NONE and len(payload) > 0:
-        if codec == Compression.ZSTD and 0 < block_size < len(payload):
-            chosen = Compression.ZSTD_BLOCKS
-            compressed = _compress_blocks(payload, level, block_size)
-        else:
-            compressed, chosen = CODECS[codec].compress(payload, level), codec
+        blocks = codec == Compression.ZSTD and 0 < block_size < len(payload)
+        always = blocks and block_overhead == float("inf")
+        compressed, chosen = b"", codec
+        if not always:
+            compressed = CODECS[codec].compress(payload, level)
+        if blocks:
+            blocked = _compress_blocks(payload, level, block_size)
+            if always or len(blocked) <= len(compressed) * (1 + block_overhead):
+                compressed, chosen = blocked, Compression.ZSTD_BLOCKS
         if len(compressed) <= len(payload) * _COMPRESS_RATIO:
             body, used = compressed, chosen
     header = np.zeros(1, dtype=PAGE_HEADER_DTYPE)

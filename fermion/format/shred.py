@@ -117,6 +117,7 @@ class _Encoder:
             crc=self.opts.page_crc,
             encoding=encoding,
             block_size=self.block_size if blocks else 0,
+            block_overhead=self.opts.compression_block_overhead,
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING

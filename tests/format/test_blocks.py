@@ -75,6 +75,8 @@ from fermion.format.structs import (
 )
 from tests.format.test_points import compressions_of, page_spans
 
+ALWAYS_BLOCKS = float("inf")  # keep zstd blocks even where one frame is smaller
+
 TYPED = (fermion.FermionError,)
 _T = BLOCK_TABLE_DTYPE.itemsize
 
@@ -159,7 +161,7 @@ def test_encode_page_uses_blocks_only_above_one_block() -> None:
     for size, block, codec in [
         (256, 256, Compression.ZSTD),  # one block: a single frame
         (200, 256, Compression.ZSTD),
-        (257, 256, Compression.ZSTD_BLOCKS),
+        (257, 256, Compression.ZSTD),  # a 1-byte second frame costs more than 10%
         (4096, 1024, Compression.ZSTD_BLOCKS),
         (4096, 0, Compression.ZSTD),  # block_size 0: always one frame
     ]:
@@ -171,6 +173,21 @@ def test_encode_page_uses_blocks_only_above_one_block() -> None:
     assert _codec_of(none) == Compression.NONE
 
 
+def test_blocks_are_kept_only_within_ten_percent_of_one_frame() -> None:
+    """Redundancy spanning more than a block (a long text repeated) is lost by independent
+    blocks: such a page stays one frame; text whose redundancy is local stays blocked."""
+    rng = np.random.default_rng(8)
+    chunk = rng.choice(np.frombuffer(b"abcdefghijklmnop", np.uint8), 20_000).tobytes()
+    repeated = chunk * 6  # 120 KB repeating every 20,000 bytes: 8 KiB blocks lose that
+    local = _payload(120_000, seed=2)
+    for payload, want in ((repeated, Compression.ZSTD), (local, Compression.ZSTD_BLOCKS)):
+        page = encode_page(payload, num_values=10, codec=Compression.ZSTD, block_size=8192)
+        one_frame = encode_page(payload, num_values=10, codec=Compression.ZSTD, block_size=0)
+        assert _codec_of(page) == want
+        assert len(page) <= len(one_frame) * 1.1 + PAGE_HEADER_DTYPE.itemsize
+        _round_trip(page, payload)
+
+
 def test_encode_page_falls_back_to_none_when_compression_does_not_pay() -> None:
     noise = np.random.default_rng(3).integers(0, 256, 8192, dtype=np.uint8).tobytes()
     for block in (0, 256, 1024):
@@ -178,9 +195,10 @@ def test_encode_page_falls_back_to_none_when_compression_does_not_pay() -> None:
         assert _codec_of(page) == Compression.NONE
         assert len(page) == PAGE_HEADER_SIZE + len(noise)
         _round_trip(page, noise)
-    # the 10% saving is asked of the whole body: noisy blocks may ride along
+    # the 10% saving is asked of the whole body: noisy blocks may ride along (1 KiB blocks:
+    # their frame overhead stays within the 10% that blocks may cost over one frame)
     half = noise[:4096] + bytes(4096)
-    for block, codec in ((0, Compression.ZSTD), (256, Compression.ZSTD_BLOCKS)):
+    for block, codec in ((0, Compression.ZSTD), (1024, Compression.ZSTD_BLOCKS)):
         page = encode_page(half, num_values=10, codec=Compression.ZSTD, block_size=block)
         assert _codec_of(page) == codec
         _round_trip(page, half)
@@ -198,11 +216,26 @@ def _required(path: Path) -> int:
 @pytest.mark.parametrize(
     "options,blocks",
     [
-        ({"page_size": 8192, "compression_block_size": 256}, True),
+        (
+            {
+                "page_size": 8192,
+                "compression_block_size": 256,
+                "compression_block_overhead": ALWAYS_BLOCKS,
+            },
+            True,
+        ),
         ({"page_size": 8192}, False),  # 16 KiB blocks: every page fits one block
-        ({"page_size": 1 << 20}, True),
+        ({"page_size": 1 << 20, "compression_block_overhead": ALWAYS_BLOCKS}, True),
         ({"page_size": 8192, "compression_block_size": 0}, False),
-        ({"page_size": 8192, "compression_block_size": 256, "compression": "none"}, False),
+        (
+            {
+                "page_size": 8192,
+                "compression_block_size": 256,
+                "compression": "none",
+                "compression_block_overhead": ALWAYS_BLOCKS,
+            },
+            False,
+        ),
     ],
 )
 def test_blocks_feature_is_set_exactly_when_a_page_uses_blocks(
@@ -221,13 +254,24 @@ def test_blocks_feature_not_set_when_blocked_pages_fall_back(tmp_path: Path) -> 
     """Incompressible pages larger than a block are stored NONE: no BLOCKS needed."""
     noise = np.random.default_rng(4).integers(-(2**63), 2**63 - 1, 20_000, dtype=np.int64)
     path = tmp_path / "noise.fermion"
-    fermion.write_table(pa.table({"x": noise}), path, page_size=8192, compression_block_size=256)
+    fermion.write_table(
+        pa.table({"x": noise}),
+        path,
+        page_size=8192,
+        compression_block_size=256,
+        compression_block_overhead=ALWAYS_BLOCKS,
+    )
     assert not _uses_blocks(path)
     assert not _required(path) & RequiredFeature.BLOCKS
     # one compressible column among them sets it
     table = pa.table({"x": noise, "y": np.arange(20_000) % 7})
     fermion.write_table(
-        table, path, page_size=8192, compression_block_size=256, column_encodings={"y": "plain"}
+        table,
+        path,
+        page_size=8192,
+        compression_block_size=256,
+        compression_block_overhead=ALWAYS_BLOCKS,
+        column_encodings={"y": "plain"},
     )
     assert _uses_blocks(path) and _required(path) & RequiredFeature.BLOCKS
 
@@ -252,6 +296,7 @@ def blocked_file(request, tmp_path_factory) -> tuple[Path, bool]:
         page_size=8192,
         max_stripe_rows=2500,
         compression_block_size=256,
+        compression_block_overhead=ALWAYS_BLOCKS,
         column_encodings={"x": "plain", "s": "plain"},
         page_crc=crc,
     )
@@ -488,13 +533,17 @@ def test_a_corrupt_block_fails_only_the_reads_that_need_it(tmp_path: Path, block
 
 def test_truncated_blocked_pages_at_every_length() -> None:
     values = (np.arange(600, dtype=np.int64) % 100).tobytes()
-    page = encode_page(values, num_values=600, codec=Compression.ZSTD, block_size=256)
+    page = encode_page(
+        values, num_values=600, codec=Compression.ZSTD, block_size=256, block_overhead=ALWAYS_BLOCKS
+    )
     assert _codec_of(page) == Compression.ZSTD_BLOCKS
     words = [b"w%04d" % i * (i % 4) for i in range(300)]
     data = b"".join(words)
     offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype("<i4")
     offs_page = encode_page(offsets.tobytes(), num_values=300, codec=Compression.NONE)
-    data_page = encode_page(data, num_values=300, codec=Compression.ZSTD, block_size=256)
+    data_page = encode_page(
+        data, num_values=300, codec=Compression.ZSTD, block_size=256, block_overhead=ALWAYS_BLOCKS
+    )
     assert _codec_of(data_page) == Compression.ZSTD_BLOCKS
     for cut in range(len(page) - 1, -1, -1):
         short = memoryview(page[:cut])
@@ -535,6 +584,7 @@ def test_fuzzed_blocked_file_raises_only_typed_errors(tmp_path: Path) -> None:
         page_size=2048,
         max_stripe_rows=700,
         compression_block_size=256,
+        compression_block_overhead=ALWAYS_BLOCKS,
         page_crc=False,
     )
     assert _uses_blocks(path)
@@ -793,3 +843,11 @@ def test_untouched_blocked_files_read_in_every_path(blocked_file) -> None:
     assert bool(int(head["flags"]) & 1) is path_crc
     if path_crc:
         assert zlib.crc32(body) == int(head["crc"])
+
+
+@pytest.mark.parametrize("overhead", [-0.1, float("nan")])
+def test_block_overhead_must_be_a_non_negative_fraction(tmp_path: Path, overhead: float) -> None:
+    with pytest.raises(fermion.InvalidArgumentError):
+        fermion.write_table(
+            pa.table({"x": [1, 2]}), tmp_path / "o.fermion", compression_block_overhead=overhead
+        )

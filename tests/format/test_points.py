@@ -34,6 +34,8 @@ from tests.format.test_batch import decoded, write_batches
 from tests.format.test_encodings import encodings_of, shapes_table
 from tests.format.test_roundtrip import assert_same
 
+ALWAYS_BLOCKS = float("inf")  # keep zstd blocks even where one frame is smaller
+
 # (compression, compression_block_size): none, one zstd frame per page, blocked zstd
 CODECS = [("none", 0), ("zstd", 0), ("zstd", 256), ("zstd", 1024)]
 CODEC_IDS = ["none", "zstd-frame", "blocks-256", "blocks-1024"]
@@ -130,6 +132,7 @@ def all_types_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
         max_stripe_rows=500,
         compression=compression,
         compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     with fermion.FileReader(path) as r:
         assert r.num_stripes == 3
@@ -197,6 +200,7 @@ def shapes_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
         max_stripe_rows=7_000,
         compression=compression,
         compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     enc = encodings_of(path)
     assert enc[("constant", "DATA")] == {"CONSTANT"}
@@ -257,6 +261,7 @@ def test_null_columns_and_null_chunks(tmp_path: Path, compression: str, block: i
         max_stripe_rows=1000,
         compression=compression,
         compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     rng = np.random.default_rng(4)
     check_take(path, table, rng.integers(0, n, 200))
@@ -288,6 +293,7 @@ def test_decimals_beyond_int64(tmp_path: Path, compression: str, block: int) -> 
         max_stripe_rows=1500,
         compression=compression,
         compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     enc = encodings_of(path)
     assert enc[("wide128", "DATA")] == {"PLAIN"} and enc[("wide256", "DATA")] == {"PLAIN"}
@@ -325,7 +331,12 @@ def test_empty_and_very_long_strings(tmp_path: Path, block: int) -> None:
     )
     path = tmp_path / "long.fermion"
     fermion.write_table(
-        table, path, page_size=64 << 10, max_stripe_rows=250, compression_block_size=block
+        table,
+        path,
+        page_size=64 << 10,
+        max_stripe_rows=250,
+        compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     blocked = [p for p in page_spans(path, "s") if p["compression"] == Compression.ZSTD_BLOCKS]
     assert blocked  # data pages of many blocks
@@ -342,7 +353,12 @@ def test_batch_mode_file(tmp_path: Path) -> None:
     sizes = rng.integers(1, 80, 120).tolist()
     path = tmp_path / "batches.fermion"
     tables = write_batches(
-        path, sizes, page_size=2048, max_stripe_rows=2000, compression_block_size=256
+        path,
+        sizes,
+        page_size=2048,
+        max_stripe_rows=2000,
+        compression_block_size=256,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     table = pa.concat_tables(tables)
     n = table.num_rows
@@ -421,6 +437,7 @@ def test_property_points_equal_whole_pages(
         max_stripe_rows=stripe_rows,
         compression=compression,
         compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
     )
     n = table.num_rows
     idx = data.draw(st.lists(st.integers(0, n - 1), max_size=60))
@@ -456,6 +473,7 @@ def test_take_decompresses_only_the_blocks_holding_the_rows(tmp_path: Path, coun
         path,
         page_size=4 << 20,
         compression_block_size=block,
+        compression_block_overhead=ALWAYS_BLOCKS,
         column_encodings={"x": "plain"},
     )
     (xpage,) = page_spans(path, "x")  # one page of 1.6 MB: 391 blocks
@@ -496,7 +514,13 @@ def test_take_reads_a_blocked_page_block_by_block(tmp_path: Path) -> None:
     """PagePayload fills only the blocks asked for, and each once."""
     payload = (np.arange(10_000, dtype=np.int64) % 251).tobytes()
     page = memoryview(
-        encode_page(payload, num_values=10_000, codec=Compression.ZSTD, block_size=1024)
+        encode_page(
+            payload,
+            num_values=10_000,
+            codec=Compression.ZSTD,
+            block_size=1024,
+            block_overhead=ALWAYS_BLOCKS,
+        )
     )
     assert page[5] == Compression.ZSTD_BLOCKS
     p = PagePayload(page, 10_000, 80_000, "p")

@@ -50,7 +50,12 @@ def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
         # widths 1 to 37 (FOR, DELTA, RLE, DICTIONARY; some of them blocked), two stripes
         "blocked_bitpacked": (
             blocked_table(8_000),
-            {"page_size": 16 << 10, "compression_block_size": 512, "max_stripe_rows": 5_000},
+            {
+                "page_size": 16 << 10,
+                "compression_block_size": 512,
+                "compression_block_overhead": float("inf"),
+                "max_stripe_rows": 5_000,
+            },
         ),
     }
 
