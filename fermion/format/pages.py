@@ -81,25 +81,16 @@ _HEADER_FLAG_CRC = 1
 _local = threading.local()
 
 
-def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+def _zstd_compressor(level: int, checksum: bool = False) -> zstandard.ZstdCompressor:
+    """A compressor per thread and setting (they are not thread-safe). Blocks carry zstd's
+    content checksum, so that a reader decoding one block can verify it."""
     cache = getattr(_local, "compressors", None)
     if cache is None:
         cache = _local.compressors = {}
-    comp = cache.get(level)
+    comp = cache.get((level, checksum))
     if comp is None:
-        comp = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
-    return comp
-
-
-def _zstd_block_compressor(level: int) -> zstandard.ZstdCompressor:
-    """Blocks carry zstd's content checksum: a reader decoding one block can verify it."""
-    cache = getattr(_local, "block_compressors", None)
-    if cache is None:
-        cache = _local.block_compressors = {}
-    comp = cache.get(level)
-    if comp is None:
-        comp = cache[level] = zstandard.ZstdCompressor(
-            level=level, write_content_size=True, write_checksum=True
+        comp = cache[(level, checksum)] = zstandard.ZstdCompressor(
+            level=level, write_content_size=True, write_checksum=checksum
         )
     return comp
 
@@ -147,7 +138,7 @@ def _zstd_decompress(body: memoryview, size: int, checksum: bool = False) -> byt
 def _compress_blocks(payload: bytes | memoryview, level: int, block_size: int) -> bytes:
     """A ZSTD_BLOCKS body: BlockTable, frame ends (u32), then one frame per block."""
     data = memoryview(payload).cast("B")
-    comp = _zstd_block_compressor(level)
+    comp = _zstd_compressor(level, checksum=True)
     frames = [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
     table = np.zeros(1, dtype=BLOCK_TABLE_DTYPE)
     table["block_size"], table["num_blocks"] = block_size, len(frames)

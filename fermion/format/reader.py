@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -422,7 +422,7 @@ class FileReader:
             for s in np.unique(stripe_of)
         ]
         parts = []
-        for s, n, sel, part in self._read_stripes(projs, metas, jobs):
+        for s, n, sel, part in self._stripes.read_stripes(projs, metas, jobs):
             part = self._with_virtual(part, virtual, s, n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
@@ -491,7 +491,7 @@ class FileReader:
                     ranges.append((a, a + n_rows))
             n = int(index.stripe_rows[s])
             sel = Selection(ranges=ranges)
-            part = self._read_stripe(projs, metas, int(s), n, sel)
+            part = self._stripes.read_stripe(projs, metas, int(s), n, sel)
             part = self._with_virtual(part, virtual, int(s), n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
@@ -595,7 +595,7 @@ class FileReader:
                         continue
                 yield s, n, selection
 
-        for s, n, selection, batch in self._read_stripes(all_projs, metas, jobs()):
+        for s, n, selection, batch in self._stripes.read_stripes(all_projs, metas, jobs()):
             batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
@@ -819,25 +819,6 @@ class FileReader:
             page_of = np.searchsorted(ends, seg_starts, side="right")
             excluded.update(i for i, pg in enumerate(page_of) if not maybe[int(pg)])
         return excluded
-
-    # -- one stripe -------------------------------------------------------------------
-    def _read_stripe(
-        self,
-        projs: Sequence[Projection],
-        metas: Sequence[ColumnMeta],
-        s: int,
-        n: int,
-        sel: Selection,
-    ) -> pa.RecordBatch:
-        return self._stripes.read_stripe(projs, metas, s, n, sel)
-
-    def _read_stripes(
-        self,
-        projs: Sequence[Projection],
-        metas: Sequence[ColumnMeta],
-        jobs: Iterable[tuple[int, int, Selection]],
-    ) -> Iterator[tuple[int, int, Selection, pa.RecordBatch]]:
-        return self._stripes.read_stripes(projs, metas, jobs)
 
     # -- inspection -------------------------------------------------------------------
     def describe(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
