@@ -599,3 +599,37 @@ def test_64_bit_lengths_and_indices_that_wrap_in_int64_raise() -> None:
         encodings.decode_dictionary(strings)
     with pytest.raises(fermion.InvalidFileError, match="corrupt dictionary page"):
         _decode(Encoding.DICTIONARY, strings)
+
+
+def _data_page_rows(path: Path, column: str) -> list[int]:
+    with fermion.FileReader(path) as r:
+        (meta,) = r._column_metas(r._resolve([column]))
+        desc = [d for d in meta.streams if d.full is not None][0]
+        return desc.pages(0)["row_count"].astype(int).tolist()
+
+
+def test_integer_pages_are_sized_by_their_bit_packed_width(tmp_path: Path) -> None:
+    """values per page = page_size * 8 // bits of the stripe's value range, between the
+    plain count (page_size // width) and 8x it; floats and encodings=False stay plain."""
+    n, page_size = 40_000, 4096
+    rng = np.random.default_rng(12)
+    table = pa.table(
+        {
+            "b12": pa.array(rng.integers(0, 4096, n)),  # 12 bits: 4096*8/12 = 2730 per page
+            "b3": pa.array(rng.integers(0, 8, n)),  # 3 bits: capped at 8 * 512 = 4096
+            "b40": pa.array(rng.integers(0, 2**40, n)),  # 40 bits: 819 per page
+            "wide": pa.array(rng.integers(-(2**62), 2**62, n)),  # 64 bits: plain, 512
+            "f": pa.array(rng.random(n)),
+        }
+    )
+    path = tmp_path / "sized.fermion"
+    fermion.write_table(table, path, page_size=page_size)
+    expected = {"b12": 2730, "b3": 4096, "b40": 819, "wide": 512, "f": 512}
+    for column, per_page in expected.items():
+        rows = _data_page_rows(path, column)
+        assert rows[:-1] == [per_page] * (len(rows) - 1), column
+        assert sum(rows) == n
+    plain = tmp_path / "plain.fermion"
+    fermion.write_table(table, plain, page_size=page_size, encodings=False)
+    assert set(_data_page_rows(plain, "b12")[:-1]) == {512}
+    assert_same(fermion.read_table(path), table)
