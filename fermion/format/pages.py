@@ -21,7 +21,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import pyarrow as pa
@@ -362,10 +362,8 @@ def decode_page(
         verify_crc=verify_crc,
     )
     payload = decompress_body(head, where)
-    out = decode_payload(head.encoding, payload, expected_values, expected_size, where)
-    if out is None:  # only with ``into``
-        raise InvalidFileError(f"{where}: page decoded to nothing")
-    return out
+    decoded = decode_payload(head.encoding, payload, expected_values, expected_size, where)
+    return cast(Decoded, decoded)  # None only when decoding ``into`` a buffer
 
 
 def plain_size_hint(page: memoryview) -> int | None:
