@@ -49,6 +49,7 @@ __all__ = [
     "dictionary_page",
     "encode_dictionary",
     "encode_ints",
+    "few_distinct",
     "ints_from_plain",
     "ints_to_plain",
     "int_domain",
@@ -421,6 +422,13 @@ def decode_byte_split(payload: memoryview | bytes, where: str = "page") -> bytes
 _DICT_SAMPLE = 1024
 
 
+def few_distinct(values: pa.Array) -> bool:
+    """Whether a sample of ``values`` (the first 1,024) has at most one distinct value in
+    eight: the test a BINARY page must pass to be tried as a DICTIONARY page."""
+    sample = values.slice(0, _DICT_SAMPLE)
+    return len(sample.unique()) <= len(sample) // 8
+
+
 def encode_dictionary(values: pa.Array) -> bytes | None:
     """DICTIONARY payload for a BINARY page with few distinct values, else None."""
     found = dictionary_page(values)
@@ -435,10 +443,7 @@ def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
     as ``aux + 1`` int64 offsets and their bytes.
     """
     n = len(values)
-    if n < 64:
-        return None
-    sample = values.slice(0, _DICT_SAMPLE)
-    if len(sample.unique()) > len(sample) // 8:
+    if n < 64 or not few_distinct(values):
         return None
     encoded = values.dictionary_encode()
     dictionary = encoded.dictionary.cast(pa.large_binary())

@@ -41,6 +41,7 @@ from fermion.format.encodings import (
     dictionary_page,
     encode_byte_split,
     encode_ints,
+    few_distinct,
     int_domain,
     ints_from_plain,
 )
@@ -467,7 +468,12 @@ def _shred(
         rel = offsets - offsets.dtype.type(start) if start else offsets
         width = node.byte_width
         if kind == Kind.BINARY:
-            cuts = _binary_cuts(rel, page_size, width, bounds)
+            budget = page_size
+            if enc.encode and n and few_distinct(arr):
+                # its pages will be DICTIONARY pages of a few bits per value: like integer
+                # pages, sized by that encoded width (up to 8x the plain bytes per page)
+                budget = page_size * _MAX_PAGE_GROWTH
+            cuts = _binary_cuts(rel, budget, width, bounds)
         else:
             cuts = _count_cuts(n, page_size // width - 1, bounds)
         empty = n == 0 or (all_null and end == start)

@@ -633,3 +633,30 @@ def test_integer_pages_are_sized_by_their_bit_packed_width(tmp_path: Path) -> No
     fermion.write_table(table, plain, page_size=page_size, encodings=False)
     assert set(_data_page_rows(plain, "b12")[:-1]) == {512}
     assert_same(fermion.read_table(path), table)
+
+
+def test_low_cardinality_string_pages_are_sized_by_their_dictionary_width(tmp_path: Path) -> None:
+    """A string column whose sample has few distinct values gets up to 8x the plain bytes per
+    page (its pages are DICTIONARY pages of a few bits per value); others stay plain-sized."""
+    n, page_size = 60_000, 4096
+    rng = np.random.default_rng(13)
+    words = np.array(["DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"])
+    table = pa.table(
+        {
+            "few": pa.array(words[rng.integers(0, 4, n)]),
+            "many": pa.array([f"id-{x:012d}" for x in rng.integers(0, 10**12, n)]),
+        }
+    )
+    path = tmp_path / "strings.fermion"
+    fermion.write_table(table, path, page_size=page_size)
+    few, many = _data_page_rows(path, "few"), _data_page_rows(path, "many")
+    assert all(r <= 8 * page_size // 4 - 1 for r in few)  # offsets page bound at 8x
+    lengths = np.array([len(w) for w in table.column("few").to_pylist()])
+    first = int(np.searchsorted(np.cumsum(lengths), 8 * page_size, side="right"))
+    assert few[0] == min(first, 8 * page_size // 4 - 1)
+    assert max(many) * 15 <= page_size  # 15-byte values, plain-sized pages
+    assert encodings_of(path)[("few", "DATA")] == {"DICTIONARY"}
+    plain = tmp_path / "plain.fermion"
+    fermion.write_table(table, plain, page_size=page_size, encodings=False)
+    assert max(_data_page_rows(plain, "few")) * 4 <= page_size  # >= 4 bytes per value
+    assert_same(fermion.read_table(path), table)
