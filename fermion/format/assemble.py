@@ -65,8 +65,12 @@ class StripeContext:
             raise self.fail(f"a {type(page).__name__} page where plain values belong")
         return page
 
+    def where(self, what: str) -> str:
+        """``what``, located in this column and stripe (for error messages)."""
+        return f"column {self.column!r}, stripe {self.stripe}: {what}"
+
     def fail(self, what: str) -> InvalidFileError:
-        return InvalidFileError(f"column {self.column!r}, stripe {self.stripe}: {what}")
+        return InvalidFileError(self.where(what))
 
 
 def _concat(parts: Sequence[bytes | memoryview]) -> bytes | memoryview:
@@ -364,17 +368,16 @@ def _select_validity(
 def assemble_points(
     ctx: StripeContext,
     node: Node,
-    n: int,
     points: dict[int, np.ndarray],
-    sel: Any,
+    wanted: np.ndarray,
     validity: tuple[object | None, int],
 ) -> pa.Array:
-    """The values at ``sel.points`` of a flat column, decoded value by value from the
-    undecoded DATA (and OFFSETS) pages in ``ctx.pages`` (see :mod:`fermion.format.points`).
+    """The values at rows ``wanted`` (sorted, unique) of a flat column, decoded value by
+    value from the undecoded DATA (and OFFSETS) pages in ``ctx.pages`` (see
+    :mod:`fermion.format.points`).
 
     ``points`` maps each DATA page to the wanted rows within it, in page order.
     """
-    wanted = sel.points
     found = ctx.desc(node, StreamType.DATA)
     assert found is not None
     k, desc = found
@@ -385,7 +388,7 @@ def assemble_points(
     parts: list[bytes] = []
     for page in sorted(points):
         rows, values = points[page], int(counts[page])
-        where = f"{ctx.fail('').args[0]}page {page}"
+        where = ctx.where(f"page {page}")
         if offsets_k is not None:
             got, data = binary_values(
                 ctx.pages[(offsets_k.index, page)],  # type: ignore[arg-type]

@@ -421,34 +421,17 @@ def decode_payload(
     where: str,
     into: np.ndarray | None = None,
 ) -> Decoded | None:
-    """Decode a decompressed payload; plain results are checked against ``expected_size``.
+    """Decode a decompressed payload; plain results are checked against ``expected_size``
+    (encoded payloads before they are decoded, from their header).
 
     With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded values are
     written there directly and None is returned; other payloads are returned as usual.
     """
-    out = _decode_payload(encoding, payload, values, expected_size, where, into)
-    if out is None:
-        return None
-    if (
-        expected_size is not None
-        and isinstance(out, bytes | memoryview)
-        and len(out) != expected_size
-    ):
-        raise InvalidFileError(
-            f"{where}: page decodes to {len(out)} bytes, expected {expected_size}"
-        )
-    return out
-
-
-def _decode_payload(
-    encoding: Encoding,
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None = None,
-) -> Decoded | None:
     if encoding == Encoding.PLAIN:
+        if expected_size is not None and len(payload) != expected_size:
+            raise InvalidFileError(
+                f"{where}: page decodes to {len(payload)} bytes, expected {expected_size}"
+            )
         return payload
     if encoding == Encoding.DERIVED:
         if len(payload):

@@ -141,9 +141,9 @@ class ColumnPlan:
         return self.points is not None and (validity is None or req.stream != validity.index)
 
     def assemble(self, ctx: StripeContext, n: int, sel: Selection) -> pa.Array:
-        if self.points is not None:
+        if self.points is not None and sel.points is not None:
             bitmap = validity_of(ctx, self.proj.tree, n)
-            return assemble_points(ctx, self.proj.tree, n, self.points, sel, bitmap)
+            return assemble_points(ctx, self.proj.tree, self.points, sel.points, bitmap)
         if self.runs is None:
             return select_rows(assemble_node(ctx, self.proj.tree, n), [(0, n)], sel)
         tree = self.proj.tree

@@ -230,14 +230,13 @@ Encode = Callable[[int, int, pa.Array | None], PagePayload]
 PageStats = Callable[[int, int, pa.Array, StatsKind], Stats | None]
 
 
-def _int_page_stats(chunk_ints: np.ndarray) -> PageStats:
-    """Integer-like pages: bounds from the int64 values the encoder already holds."""
+def _int_page_stats(chunk_ints: np.ndarray, valid: np.ndarray | None) -> PageStats:
+    """Integer-like pages: bounds from the int64 values the encoder already holds
+    (``valid``: the chunk's validity as booleans, None when it has no nulls)."""
 
     def stats(a: int, b: int, values: pa.Array, kind: StatsKind) -> Stats | None:
         ints = chunk_ints[a:b]
-        if values.null_count:
-            ints = ints[values.is_valid().to_numpy(zero_copy_only=False)]
-        return int_stats(ints, kind)
+        return int_stats(ints if valid is None else ints[valid[a:b]], kind)
 
     return stats
 
@@ -266,6 +265,7 @@ def _int_values_per_page(ints: np.ndarray | None, width: int, page_size: int) ->
 def _int_encoder(
     payload_of: Callable[[int, int], bytes | memoryview],
     chunk_ints: np.ndarray | None,
+    valid: np.ndarray | None,
     width: int,
     signed: bool,
     compressed: bool,
@@ -273,7 +273,8 @@ def _int_encoder(
     """Fixed-width integer-like values through the integer codec (null slots filled).
 
     ``chunk_ints`` are the stripe's values as int64 (None: some value does not fit, or
-    encodings are off: every page PLAIN).
+    encodings are off: every page PLAIN); ``valid`` their validity as booleans (None:
+    no nulls).
     """
 
     def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
@@ -281,11 +282,11 @@ def _int_encoder(
         if chunk_ints is None:
             return Encoding.PLAIN, plain
         ints = chunk_ints[a:b]
-        if values is not None and values.null_count:
+        page_valid = None if valid is None else valid[a:b]
+        if page_valid is not None and not page_valid.all():
             ints = ints.copy()
-            valid = values.is_valid().to_numpy(zero_copy_only=False)
-            if valid.any():
-                ints[~valid] = ints[valid].min()  # null slots are free: keep ranges tight
+            if page_valid.any():  # null slots are free: keep ranges tight
+                ints[~page_valid] = ints[page_valid].min()
         encoding, payload = encode_ints(ints, out_width=width, signed=signed, compressed=compressed)
         if encoding == Encoding.PLAIN or len(payload) >= len(plain):
             return Encoding.PLAIN, plain
@@ -437,17 +438,14 @@ def _shred(
         per_page = page_size // width
         known_stats: PageStats | None = None
         if domain is not None:
-            ints = None
-            if enc.encode:
-                ints = ints_from_plain(fixed_bytes(0, n), width, domain[1])
-                if kind == Kind.FIXED and ints is not None:
-                    known = ints
-                    if values.null_count:
-                        known = ints[values.is_valid().to_numpy(zero_copy_only=False)]
-                    per_page = _int_values_per_page(known, width, page_size)
-            encoder = _int_encoder(fixed_bytes, ints, width, domain[1], enc.compressed)
+            ints = ints_from_plain(fixed_bytes(0, n), width, domain[1]) if enc.encode else None
+            valid = values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else None
             if ints is not None:
-                known_stats = _int_page_stats(ints)
+                if kind == Kind.FIXED:
+                    known = ints if valid is None else ints[valid]
+                    per_page = _int_values_per_page(known, width, page_size)
+                known_stats = _int_page_stats(ints, valid)
+            encoder = _int_encoder(fixed_bytes, ints, valid, width, domain[1], enc.compressed)
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
             encoder = _float_encoder(fixed_bytes, width, enc.encode)
         else:
