@@ -73,12 +73,6 @@ class StripeContext:
         return InvalidFileError(self.where(what))
 
 
-def _concat(parts: Sequence[bytes | memoryview]) -> bytes | memoryview:
-    if len(parts) == 1:
-        return parts[0]
-    return b"".join(parts)
-
-
 def validity_of(ctx: StripeContext, node: Node, n: int) -> tuple[object | None, int]:
     """(bitmap buffer or None, null count or -1 when unknown) for the node's ``n`` values."""
     found = ctx.desc(node, StreamType.VALIDITY)
@@ -111,12 +105,30 @@ def _page_ids(desc: StreamDesc, stripe: int) -> range:
     return range(int(desc.full[stripe]["num_pages"]))
 
 
-def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int]) -> Any:
-    if len(pages) > 1:
-        run = ctx.merged.get((k, pages[0]))
-        if run is not None and run[1] == pages[-1] + 1:
-            return run[0]  # the decoders already wrote these pages end to end
-    return _concat([ctx.plain((k, p)) for p in pages])
+def _page_bytes(ctx: StripeContext, k: int, pages: Sequence[int], binary: bool) -> list[Any]:
+    """The decoded bytes of consecutive ``pages`` of stream ``k``, in order: a run of pages
+    the decoders wrote end to end into one buffer counts once (runs may start anywhere, as
+    pages that cannot join one, e.g. DICTIONARY pages of a string column, break them)."""
+    parts: list[Any] = []
+    i = 0
+    while i < len(pages):
+        run = ctx.merged.get((k, pages[i]))
+        if run is not None and run[1] <= pages[-1] + 1:
+            parts.append(run[0])
+            i += run[1] - pages[i]
+            continue
+        raw = ctx.pages[(k, pages[i])]
+        if binary and isinstance(raw, DictionaryPage):  # a string DICTIONARY page
+            parts.append(raw.data)
+        else:
+            parts.append(ctx.plain((k, pages[i])))
+        i += 1
+    return parts
+
+
+def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int], binary: bool = False) -> Any:
+    parts = _page_bytes(ctx, k, pages, binary)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None) -> np.ndarray:
@@ -177,7 +189,7 @@ def _fixed_data(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | N
         counts = desc.pages(ctx.stripe)["row_count"][list(pages)].tolist()
         data = concat_bitmaps([ctx.plain((k, p)) for p in pages], counts)
     else:
-        data = _data_bytes(ctx, k, pages)
+        data = _data_bytes(ctx, k, pages, binary=True)
     if len(data) != nbytes:
         raise ctx.fail(f"data has {len(data)} bytes, expected {nbytes}")
     return data
@@ -192,17 +204,10 @@ def _binary_data(
     expected = int(offs[-1]) if len(offs) else 0
     if pages is None:
         pages = _page_ids(desc, ctx.stripe)
-    run = ctx.merged.get((k, pages[0])) if len(pages) > 1 else None
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
         data: object = b""
-    elif run is not None and run[1] == pages[-1] + 1:
-        data = run[0]  # the decoders already wrote these pages end to end
     else:
-        parts: list[bytes | memoryview | pa.Buffer] = []
-        for p in pages:
-            raw = ctx.pages[(k, p)]
-            parts.append(raw.data if isinstance(raw, DictionaryPage) else ctx.plain((k, p)))
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        data = _data_bytes(ctx, k, pages, binary=True)
     size = data.size if isinstance(data, pa.Buffer) else len(data)  # type: ignore[arg-type]
     if size != expected:
         raise ctx.fail(f"binary data has {size} bytes, offsets say {expected}")

@@ -12,6 +12,7 @@ import pytest
 
 import fermion
 from fermion.format.reader import _FilterInfo
+from tests.format.test_encodings import encodings_of
 
 
 @pytest.fixture
@@ -198,3 +199,22 @@ def test_metadata_io_does_not_grow_with_column_count(tmp_path: Path) -> None:
     # own request per column, and that is the ceiling no matter how wide the file grows.
     assert req_small <= req_big <= 1 + 7 * 10
     assert bytes_big < 1.25 * bytes_small
+
+
+@pytest.mark.parametrize("block", [0, 256])
+def test_string_stripe_mixing_dictionary_and_plain_pages(tmp_path: Path, block: int) -> None:
+    """Regression: a stripe whose string pages start as DICTIONARY pages and go on as PLAIN
+    pages (decoded end to end into one run buffer) raised KeyError in scans and whole-page
+    takes, as assembly only looked for a run starting at the first page."""
+    few = ["ab" * 10, "cd" * 10]
+    values = [few[i % 2] for i in range(1000)]
+    values += [f"unique-{i:06d}-" + "z" * (i % 13) for i in range(2000)]
+    table = pa.table({"s": pa.array(values)})
+    path = tmp_path / "mixed.fermion"
+    fermion.write_table(table, path, page_size=1024, compression_block_size=block)
+    assert encodings_of(path)[("s", "DATA")] == {"DICTIONARY", "PLAIN"}
+    assert fermion.read_table(path).equals(table)
+    rows = list(range(900, 1200))
+    for point_reads in (True, False):
+        with fermion.FileReader(path, point_reads=point_reads) as r:
+            assert r.take(rows).column("s").to_pylist() == values[900:1200]
