@@ -126,9 +126,12 @@ def gather(
     last = offset + packed_size(int(idx.max()) + 1, w)
     if int(idx.min()) < 0 or offset < 0 or last > size:
         raise InvalidFileError(f"{where}: packed integers run past the payload")
-    data = _padded(buf, offset, last - offset, last - offset)
-    every = np.ndarray((last - offset + 1,), dtype="<u8", buffer=data, strides=(1,))
-    words = every[bits >> 3]
+    if last + 8 <= size:  # every value's word lies inside buf: read it there, no copy
+        data, start = np.frombuffer(buf, dtype=np.uint8), offset
+    else:
+        data, start = _padded(buf, offset, last - offset, last - offset), 0
+    every = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    words = every[start + (bits >> 3)]
     if w == 64:
         return words
     return (words >> (bits & 7).astype(np.uint64)) & np.uint64((1 << w) - 1)

@@ -41,7 +41,10 @@ from fermion.format import bitpack
 from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
+    "CHECKPOINT_INTERVAL",
     "HEADER_SIZE",
+    "checkpoint_layout",
+    "has_checkpoints",
     "decode_byte_split",
     "decode_dictionary",
     "decode_ints",
@@ -59,6 +62,7 @@ __all__ = [
 ]
 
 HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
+CHECKPOINT_INTERVAL = 256  # packed integers between two running-sum checkpoints (1.3)
 _local = threading.local()
 _BYTE_WIDTHS = (0, 1, 2, 4, 8)  # format 1.1: widths in bytes
 _BITS = EncodingFlag.BITS
@@ -178,6 +182,7 @@ def encode_ints(
     signed: bool = True,
     lengths: bool = False,
     compressed: bool = True,
+    checkpoints: bool = False,
 ) -> tuple[Encoding, bytes]:
     """Choose and apply the best integer encoding for ``values`` (int64).
 
@@ -185,10 +190,14 @@ def encode_ints(
     ``compressed`` the winner is the smallest after zstd on a sample (zstd may run on top
     of the page), else the smallest raw size; ties go to the cheaper decoder (FOR, DELTA,
     dictionary, RLE). Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
+    With ``checkpoints``, DELTA pages and FOR pages of ``lengths`` carry running sums
+    every :data:`CHECKPOINT_INTERVAL` values, so that one value (or offset) can be read
+    without summing everything before it (flag CHECKPOINTS, format 1.3).
     """
     n = len(values)
     flags = _BITS | (EncodingFlag.SIGNED if signed else 0)
     flags |= EncodingFlag.LENGTHS if lengths else 0
+    flags |= EncodingFlag.CHECKPOINTS if checkpoints else 0
     plain_size = (n + 1 if lengths else n) * out_width
     out_bits = 8 * out_width
     if n == 0:
@@ -198,7 +207,11 @@ def encode_ints(
         if HEADER_SIZE >= plain_size:
             return Encoding.PLAIN, b""
         return Encoding.CONSTANT, _header(
-            Encoding.CONSTANT, count=n, out_width=out_width, base=mn, flags=flags
+            Encoding.CONSTANT,
+            count=n,
+            out_width=out_width,
+            base=mn,
+            flags=flags & ~EncodingFlag.CHECKPOINTS,
         )
     for_bits = _bits_for(mx - mn)
     deltas = np.diff(values)
@@ -251,6 +264,52 @@ def _pack(values: np.ndarray, bits: int) -> bytes:
     return bitpack.pack(values.astype(np.uint64), bits)
 
 
+def has_checkpoints(payload: bytes | memoryview) -> bool:
+    """Whether an encoded payload's header sets CHECKPOINTS."""
+    return len(payload) >= HEADER_SIZE and bool(
+        payload[HEADER_SIZE - 1] & EncodingFlag.CHECKPOINTS  # EncodingHeader.flags
+    )
+
+
+def checkpoint_layout(enc: Encoding, h: np.void) -> tuple[int, int, int]:
+    """(checkpoints, bits per checkpoint, payload offset) of a page's checkpoint section.
+
+    The section follows the packed integers of a DELTA page (its ``count - 1`` deltas) or
+    of a FOR page of LENGTHS (its ``count`` lengths): checkpoint ``j`` (1-based) is the
+    sum of the first ``j * CHECKPOINT_INTERVAL`` packed integers (before adding the
+    minimum), modulo 2**64, bit-packed at the width that holds the largest possible sum.
+    (0, 0, end of the packed integers) when the page has no checkpoint section.
+    """
+    n, bits = int(h["count"]), packed_bits(h)
+    packed = max(n - 1, 0) if enc == Encoding.DELTA else n
+    end = HEADER_SIZE + bitpack.packed_size(packed, bits)
+    if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+        return 0, 0, end
+    m = packed // CHECKPOINT_INTERVAL
+    return m, bitpack.bits_for(m * CHECKPOINT_INTERVAL * ((1 << bits) - 1)), end
+
+
+def _checkpoints(packed: np.ndarray, bits: int) -> bytes:
+    """The checkpoint section of ``packed`` (unsigned) integers packed at ``bits``."""
+    m = len(packed) // CHECKPOINT_INTERVAL
+    groups = packed[: m * CHECKPOINT_INTERVAL].astype(np.uint64).reshape(m, CHECKPOINT_INTERVAL)
+    sums = np.cumsum(groups.sum(axis=1, dtype=np.uint64), dtype=np.uint64)
+    return bitpack.pack(sums, bitpack.bits_for(m * CHECKPOINT_INTERVAL * ((1 << bits) - 1)))
+
+
+def _check_checkpoints(
+    payload: memoryview | bytes, enc: Encoding, h: np.void, packed: np.ndarray, where: str
+) -> None:
+    """Full decoding verifies a page's checkpoints against its packed integers."""
+    m, ck_bits, at = checkpoint_layout(enc, h)
+    if m == 0:
+        return
+    stored = bitpack.unpack(payload, at, ck_bits, m, where)
+    groups = packed[: m * CHECKPOINT_INTERVAL].view(np.uint64).reshape(m, CHECKPOINT_INTERVAL)
+    if not np.array_equal(np.cumsum(groups.sum(axis=1, dtype=np.uint64)), stored):
+        raise InvalidFileError(f"{where}: checkpoints do not match the packed values")
+
+
 def _encode_as(
     enc: Encoding,
     values: np.ndarray,
@@ -260,15 +319,28 @@ def _encode_as(
     dictionary: tuple[np.ndarray, int] | None,
 ) -> bytes:
     n = len(values)
+    sums = flags & EncodingFlag.CHECKPOINTS
+    flags &= ~EncodingFlag.CHECKPOINTS
     if enc == Encoding.FOR:
         vmin = int(values.min())  # a sample may have a higher minimum than the page
         bits = _bits_for(int(values.max()) - vmin)
-        head = _header(enc, count=n, out_width=out_width, base=vmin, width=bits, flags=flags)
-        return head + _pack(values - vmin, bits)
+        packed = values - vmin
+        with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
+        head = _header(
+            enc,
+            count=n,
+            out_width=out_width,
+            base=vmin,
+            width=bits,
+            flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
+        )
+        return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
     if enc == Encoding.DELTA:
         deltas = np.diff(values)
         dmn = int(deltas.min()) if n > 1 else 0
         bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
+        packed = deltas - dmn
+        with_sums = sums and n - 1 >= CHECKPOINT_INTERVAL
         head = _header(
             enc,
             count=n,
@@ -276,9 +348,9 @@ def _encode_as(
             base=int(values[0]),
             aux=dmn,
             width=bits,
-            flags=flags,
+            flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
         )
-        return head + _pack(deltas - dmn, bits)
+        return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
     if enc == Encoding.INT_DICTIONARY:
         if dictionary is None:
             raise ValueError("INT_DICTIONARY needs the distinct values")
@@ -322,6 +394,13 @@ def _encode_as(
 def int_payload_size(enc: Encoding, h: np.void) -> int:
     """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
     n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
+    if int(h["flags"]) & EncodingFlag.CHECKPOINTS:  # only after DELTA deltas, FOR lengths
+        if enc != Encoding.DELTA and not (
+            enc == Encoding.FOR and int(h["flags"]) & EncodingFlag.LENGTHS
+        ):
+            return -1
+        m, ck_bits, at = checkpoint_layout(enc, h)
+        return at + bitpack.packed_size(m, ck_bits)
     if enc == Encoding.CONSTANT:
         return HEADER_SIZE
     if enc == Encoding.FOR:
@@ -349,12 +428,14 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         return np.full(n, int(h["base"]), dtype=np.int64)
     if enc == Encoding.FOR:
         values = _unpack(payload, HEADER_SIZE, bits, n, where)
+        _check_checkpoints(payload, enc, h, values, where)
         values += int(h["base"])  # in place: _unpack returns a fresh array
         return values
     if enc == Encoding.DELTA:
         if n == 0:
             return np.zeros(0, dtype=np.int64)
         deltas = _unpack(payload, HEADER_SIZE, bits, n - 1, where)
+        _check_checkpoints(payload, enc, h, deltas, where)
         deltas += int(h["aux"])
         out = np.empty(n, dtype=np.int64)
         out[0] = int(h["base"])

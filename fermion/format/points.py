@@ -161,7 +161,7 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
             raise InvalidFileError(f"{p.where}: dictionary index out of range")
         ints = distinct.astype(np.int64)[indices] + int(h["base"])
     elif p.encoding == Encoding.DELTA:
-        ints = _prefix_sums(p, h, rows) if len(rows) else np.zeros(0, dtype=np.int64)
+        ints = _prefix_sums(p, h, rows)
     else:
         return None
     return encodings.ints_to_plain(ints, width, signed)
@@ -179,25 +179,55 @@ def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
-    """DELTA values at ``rows``: only the deltas up to the last wanted row are decoded.
+def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
+    """``packed[:r].sum()`` (wrapping in int64) for the sorted, unique ``rows`` of a DELTA
+    page's deltas or a FOR page's lengths, without decoding the whole page.
 
-    ``v[r] = base + r * aux + sum(packed[:r])``, in int64 arithmetic that wraps exactly as
-    the full decoder's running sum does.
+    With CHECKPOINTS (format 1.3) each sum is the checkpoint before ``r`` plus fewer than
+    :data:`~fermion.format.encodings.CHECKPOINT_INTERVAL` packed integers; without, every
+    packed integer up to the last wanted row is decoded.
     """
-    last = int(rows[-1])
     bits = encodings.packed_bits(h)
-    p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
-    packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
+    if len(rows) == 0:
+        return np.zeros(0, dtype=np.int64)
+    m, ck_bits, at = encodings.checkpoint_layout(p.encoding, h)
+    if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+        last = int(rows[-1])
+        p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
+        packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
+        return _sums_before(packed, rows)
+    interval = encodings.CHECKPOINT_INTERVAL
+    segment = rows // interval  # <= m: rows never exceed the packed integers' count
+    out = np.zeros(len(rows), dtype=np.int64)
+    later = segment > 0
+    if bool(later.any()):
+        out[later] = _packed(p, at, ck_bits, segment[later] - 1).view(np.int64)
+    lengths = rows - segment * interval
+    total = int(lengths.sum())
+    if total:
+        ends = np.cumsum(lengths)
+        at_rows = np.arange(total, dtype=np.int64) + np.repeat(
+            segment * interval - (ends - lengths), lengths
+        )
+        running = np.concatenate([[0], np.cumsum(_packed(p, _H, bits, at_rows).view(np.int64))])
+        with np.errstate(over="ignore"):
+            out += running[ends] - running[ends - lengths]
+    return out
+
+
+def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
+    """DELTA values at ``rows``: ``v[r] = base + r * aux + sum(packed[:r])``, in int64
+    arithmetic that wraps exactly as the full decoder's running sum does."""
+    sums = _sums(p, h, rows)
     with np.errstate(over="ignore"):
-        return _sums_before(packed, rows) + rows * int(h["aux"]) + int(h["base"])
+        return sums + rows * int(h["aux"]) + int(h["base"])
 
 
 def _lengths_prefix(
     p: PagePayload, rows: np.ndarray, values: int, offset_width: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(begin, end) data offsets of the values at ``rows`` from a FOR-encoded lengths page,
-    decoding only the lengths up to the last wanted row; None for other encodings."""
+    summing only the lengths before each wanted row; None for other encodings."""
     if p.encoding != Encoding.FOR:
         return None
     h = p.header()
@@ -207,16 +237,14 @@ def _lengths_prefix(
         or p.size != encodings.int_payload_size(p.encoding, h)
     ):
         return None  # decoded (and rejected) whole
-    last = int(rows[-1]) + 1 if len(rows) else 0
     bits = encodings.packed_bits(h)
-    p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
-    packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
     base = int(h["base"])
-    if last and int(packed.min()) + base < 0:
+    lengths = _packed(p, _H, bits, rows).view(np.int64) + base
+    if len(rows) and int(lengths.min()) < 0:
         raise InvalidFileError(f"{p.where}: negative value lengths")
     with np.errstate(over="ignore"):
-        begins = _sums_before(packed, rows) + rows * base
-        return begins, begins + packed[rows] + base
+        begins = _sums(p, h, rows) + rows * base
+        return begins, begins + lengths
 
 
 def fixed_values(

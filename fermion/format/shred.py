@@ -42,6 +42,7 @@ from fermion.format.encodings import (
     encode_byte_split,
     encode_ints,
     few_distinct,
+    has_checkpoints,
     int_domain,
     ints_from_plain,
 )
@@ -99,6 +100,7 @@ class _Encoder:
         # zstd blocks pay only where point reads use them (a flat column's values);
         # elsewhere they would cost scans time and ratio for nothing
         self.block_size = opts.compression_block_size if blocks else 0
+        self.checkpoints = blocks  # likewise running-sum checkpoints (DELTA, string lengths)
         self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
@@ -122,6 +124,8 @@ class _Encoder:
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
+            if encoding != Encoding.DERIVED and has_checkpoints(payload):
+                self.features |= RequiredFeature.CHECKPOINTS
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
         return EncodedPage(data, num_values)
@@ -246,6 +250,7 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
 
 
 _MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
+_BLOCKED_PAGE_GROWTH = 8  # binary pages that point reads decode block by block
 
 
 def _int_values_per_page(ints: np.ndarray | None, width: int, page_size: int) -> int:
@@ -269,6 +274,7 @@ def _int_encoder(
     width: int,
     signed: bool,
     compressed: bool,
+    checkpoints: bool = False,
 ) -> Encode:
     """Fixed-width integer-like values through the integer codec (null slots filled).
 
@@ -287,7 +293,9 @@ def _int_encoder(
             ints = ints.copy()
             if page_valid.any():  # null slots are free: keep ranges tight
                 ints[~page_valid] = ints[page_valid].min()
-        encoding, payload = encode_ints(ints, out_width=width, signed=signed, compressed=compressed)
+        encoding, payload = encode_ints(
+            ints, out_width=width, signed=signed, compressed=compressed, checkpoints=checkpoints
+        )
         if encoding == Encoding.PLAIN or len(payload) >= len(plain):
             return Encoding.PLAIN, plain
         return encoding, payload
@@ -307,7 +315,12 @@ def _float_encoder(
 
 
 def _lengths_encoder(
-    rel: np.ndarray, width: int, on: bool, compressed: bool, derived: set[int]
+    rel: np.ndarray,
+    width: int,
+    on: bool,
+    compressed: bool,
+    derived: set[int],
+    checkpoints: bool = False,
 ) -> Encode:
     """OFFSETS pages: value lengths through the integer codec (DERIVED for dictionary pages)."""
     rel_bytes = np.ascontiguousarray(rel).data.cast("B")
@@ -319,7 +332,11 @@ def _lengths_encoder(
         if not on or b == a:
             return Encoding.PLAIN, plain
         encoding, payload = encode_ints(
-            np.diff(rel[a : b + 1]), out_width=width, lengths=True, compressed=compressed
+            np.diff(rel[a : b + 1]),
+            out_width=width,
+            lengths=True,
+            compressed=compressed,
+            checkpoints=checkpoints,
         )
         if encoding == Encoding.PLAIN or len(payload) >= len(plain):
             return Encoding.PLAIN, plain
@@ -445,7 +462,9 @@ def _shred(
                     known = ints if valid is None else ints[valid]
                     per_page = _int_values_per_page(known, width, page_size)
                 known_stats = _int_page_stats(ints, valid)
-            encoder = _int_encoder(fixed_bytes, ints, valid, width, domain[1], enc.compressed)
+            encoder = _int_encoder(
+                fixed_bytes, ints, valid, width, domain[1], enc.compressed, enc.checkpoints
+            )
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
             encoder = _float_encoder(fixed_bytes, width, enc.encode)
         else:
@@ -471,6 +490,11 @@ def _shred(
                 # its pages will be DICTIONARY pages of a few bits per value: like integer
                 # pages, sized by that encoded width (up to 8x the plain bytes per page)
                 budget = page_size * _MAX_PAGE_GROWTH
+            elif enc.block_size and enc.compressed and enc.encode and node.bloom is None:
+                # zstd blocks and length checkpoints let point reads decode a few blocks
+                # and lengths of a page, whatever its size: fewer pages, less per-page work
+                # (a column with a bloom filter keeps its pages, the unit filters skip)
+                budget = page_size * _BLOCKED_PAGE_GROWTH
             cuts = _binary_cuts(rel, budget, width, bounds)
         else:
             cuts = _count_cuts(n, page_size // width - 1, bounds)
@@ -486,7 +510,7 @@ def _shred(
             out.append(StreamChunk(off_spec, ChunkState.EMPTY, n, arr.null_count))
         else:
             lengths = _lengths_encoder(
-                rel, width, enc.encode, enc.compressed, set(dictionary_pages)
+                rel, width, enc.encode, enc.compressed, set(dictionary_pages), enc.checkpoints
             )
             out.append(_data_chunk(off_spec, n, cuts, lengths, None, enc))
         if kind == Kind.BINARY:

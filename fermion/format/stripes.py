@@ -139,8 +139,6 @@ class StripeReader:
 
         def decode(i: int) -> Decoded | None:
             j, req = requests[i]
-            if plans[j].undecoded(req):  # type: ignore[union-attr]
-                return views[i]  # decoded value by value at assembly (point reads)
             where = f"{name}: page at offset {req.offset}"
             target = targets.get(i)
             if target is None:
@@ -163,10 +161,15 @@ class StripeReader:
 
         total = sum(req.size for _, req in requests)
         parallel = total >= _PARALLEL_DECODE_BYTES and self.options.worker_threads > 1
-        if parallel and len(requests) > 1:
-            decoded = list(pool().map(decode, range(len(requests))))
+        # pages a point read decodes value by value at assembly are handed over as they are
+        work = [i for i, (j, req) in enumerate(requests) if not plans[j].undecoded(req)]  # type: ignore[union-attr]
+        decoded: list[Decoded | None] = list(views)
+        if parallel and len(work) > 1:
+            for i, payload in zip(work, pool().map(decode, work), strict=True):
+                decoded[i] = payload
         else:
-            decoded = [decode(i) for i in range(len(requests))]
+            for i in work:
+                decoded[i] = decode(i)
         per_proj: list[dict[tuple[int, int], Decoded]] = [{} for _ in projs]
         for (j, req), payload in zip(requests, decoded, strict=True):
             if payload is not None:
@@ -182,7 +185,14 @@ class StripeReader:
             return column_plan.assemble(ctx, n, sel)
 
         if parallel and len(projs) > 1:  # numpy and Arrow release the GIL while assembling
-            arrays = list(pool().map(assemble, range(len(projs))))
+            # the columns with the most bytes first, so that the longest task never starts last
+            weight = [0] * len(projs)
+            for j, req in requests:
+                weight[j] += req.size
+            order = sorted(range(len(projs)), key=lambda j: -weight[j])
+            arrays = [pa.nulls(0)] * len(projs)
+            for j, arr in zip(order, pool().map(assemble, order), strict=True):
+                arrays[j] = arr
         else:
             arrays = [assemble(j) for j in range(len(projs))]
         fields = [p.field for p in projs]

@@ -55,7 +55,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 2
+FORMAT_VERSION_MINOR = 3
 
 # SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
 # "全部无效 (length = max)"); length 0 means "all valid" / "no data".
@@ -104,6 +104,7 @@ class EncodingFlag(enum.IntFlag):
     SIGNED = 1 << 0  # integers are sign-extended to out_width (else zero-extended)
     LENGTHS = 1 << 1  # OFFSETS pages: the integers are value lengths, not offsets
     BITS = 1 << 2  # width / aux_width count bits (bit-packed, format 1.2), not bytes
+    CHECKPOINTS = 1 << 3  # DELTA and FOR length pages: running sums every 256 values (1.3)
 
 
 class Compression(enum.IntEnum):
@@ -121,6 +122,7 @@ class RequiredFeature(enum.IntFlag):
     ENCODINGS = 1 << 1  # pages use encodings other than PLAIN (format 1.1)
     BIT_PACKING = 1 << 2  # encoded pages pack integers at bit widths (format 1.2)
     BLOCKS = 1 << 3  # pages compressed as independent zstd blocks (format 1.2)
+    CHECKPOINTS = 1 << 5  # encoded pages carry running-sum checkpoints (format 1.3)
 
 
 class OptionalFeature(enum.IntFlag):

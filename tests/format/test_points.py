@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.format import bitpack
+from fermion.format.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
 from fermion.format.pages import BlockedBody, encode_page
 from fermion.format.points import PagePayload
 from fermion.format.structs import PAGE_HEADER_DTYPE, Compression, Encoding, StreamType
@@ -128,7 +129,8 @@ def all_types_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
     fermion.write_table(
         table,
         path,
-        page_size=2048,
+        # blocked string pages get 8x the page size (format 1.3): 2 KiB for them too
+        page_size=256 if block else 2048,
         max_stripe_rows=500,
         compression=compression,
         compression_block_size=block,
@@ -505,9 +507,25 @@ def test_take_decompresses_only_the_blocks_holding_the_rows(tmp_path: Path, coun
         wanted.update(range(int(offs[i]) // block, (int(offs[i + 1]) - 1) // block + 1))
     data_calls = {k: c for (size, k), c in count_blocks.items() if size == data_size}
     assert data_calls == dict.fromkeys(wanted, 1)
+    # lengths: the blocks of each wanted row's checkpoint segment and of its checkpoint
+    lengths = [len(w) for w in words]
+    bits = bitpack.bits_for(max(lengths) - min(lengths))
+    interval = CHECKPOINT_INTERVAL
+    ck_bits = bitpack.bits_for((n // interval) * interval * ((1 << bits) - 1))
+    ck_at = HEADER_SIZE + bitpack.packed_size(n, bits)
+    wanted_bytes = set()
+    for i in set(idx):
+        seg = i // interval
+        wanted_bytes.update(
+            range(HEADER_SIZE + seg * interval * bits // 8, HEADER_SIZE + ((i + 1) * bits + 7) // 8)
+        )
+        if seg:
+            wanted_bytes.update(
+                range(ck_at + (seg - 1) * ck_bits // 8, ck_at + (seg * ck_bits + 7) // 8)
+            )
     offsets_calls = {k: c for (size, k), c in count_blocks.items() if size != data_size}
-    assert offsets_calls == dict.fromkeys(range(len(offsets_calls)), 1)  # a prefix
-    assert len(offsets_calls) < 50  # of ~30 KB of lengths for 150_002 rows, not all 200_000
+    assert offsets_calls == dict.fromkeys({b // block for b in wanted_bytes}, 1)
+    assert len(offsets_calls) == 4  # of 31 blocks of lengths
 
 
 def test_take_reads_a_blocked_page_block_by_block(tmp_path: Path) -> None:
@@ -604,12 +622,18 @@ def test_encoded_pages_decode_only_the_gathered_values(
         count_unpacks.clear()
         got = r.take([10, 5], columns=["sorted"])
         assert_same(got, arrow_take(table.select(["sorted"]), [10, 5]))
-        (width, count) = count_unpacks[0]
-        assert len(count_unpacks) == 1 and count == 10  # deltas up to the last wanted row
+        # both rows in the first checkpoint segment: 5 + 10 deltas gathered, none unpacked
+        assert [c for _, c in count_unpacks] == [-15]
+        count_unpacks.clear()
+        got = r.take([40_000, 1_000], columns=["sorted"])
+        assert_same(got, arrow_take(table.select(["sorted"]), [40_000, 1_000]))
+        # two checkpoints, then the deltas since each: 40_000 % 256 + 1_000 % 256
+        assert [c for _, c in count_unpacks] == [-2, -(40_000 % 256 + 1_000 % 256)]
         count_unpacks.clear()
         got = r.take([20, 3], columns=["lengths"])
         assert_same(got, arrow_take(table.select(["lengths"]), [20, 3]))
-        assert [c for _, c in count_unpacks] == [21]  # lengths up to the last wanted row
+        # the two lengths, then the lengths before each row (first segment: no checkpoint)
+        assert [c for _, c in count_unpacks] == [-2, -23]
         assert no_whole_pages == []
     count_unpacks.clear()
     with fermion.FileReader(path, point_reads=False) as r:
