@@ -24,7 +24,16 @@ import numpy as np
 
 from fermion.errors import InvalidArgumentError, InvalidFileError
 
-__all__ = ["MAX_BITS", "bits_for", "gather", "pack", "packed_size", "unpack", "valid_bits"]
+__all__ = [
+    "MAX_BITS",
+    "bits_for",
+    "gather",
+    "pack",
+    "packed_size",
+    "unpack",
+    "unpack_into",
+    "valid_bits",
+]
 
 MAX_BITS = 56  # widths above this are stored as 64 (a value must fit one unaligned word)
 _ALIGNED = (8, 16, 32, 64)
@@ -83,25 +92,61 @@ def _padded(buf: Bytes, offset: int, nbytes: int, room: int) -> np.ndarray:
 
 
 def unpack(buf: Bytes, offset: int, w: int, n: int, where: str = "page") -> np.ndarray:
-    """The ``n`` values packed at ``w`` bits from byte ``offset`` of ``buf``, as uint64."""
-    if not valid_bits(w) or n < 0:
+    """The ``n`` values packed at ``w`` bits from byte ``offset`` of ``buf``, as uint64
+    (always a fresh array: callers may modify it)."""
+    if n < 0:
+        raise InvalidFileError(f"{where}: invalid bit width {w} or count {n}")
+    out = np.empty(n, dtype=np.uint64)
+    unpack_into(buf, offset, w, out, where)
+    return out
+
+
+def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "page") -> None:
+    """The ``len(out)`` values packed at ``w`` bits from byte ``offset`` of ``buf``, written
+    into ``out`` (unsigned integers of 1 to 8 bytes; a value wider than them keeps its low
+    bits, as a cast would).
+
+    Groups of eight values lying wholly before the last 8 bytes of ``buf`` are read in
+    place, as unaligned 8-byte words; only the few after them go through a padded copy.
+    """
+    n = len(out)
+    if not valid_bits(w):
         raise InvalidFileError(f"{where}: invalid bit width {w} or count {n}")
     nbytes = packed_size(n, w)
-    if offset < 0 or offset + nbytes > _nbytes(buf):
+    size = _nbytes(buf)
+    if offset < 0 or offset + nbytes > size:
         raise InvalidFileError(f"{where}: packed integers run past the payload")
-    if w in _ALIGNED:  # always a fresh array: callers may modify it
-        return np.frombuffer(buf, dtype=f"<u{w // 8}", count=n, offset=offset).astype(np.uint64)
+    if w in _ALIGNED:
+        out[:] = np.frombuffer(buf, dtype=f"<u{w // 8}", count=n, offset=offset)
+        return
     if n == 0:
-        return np.zeros(0, dtype=np.uint64)
-    groups = (n + 7) // 8
-    data = _padded(buf, offset, nbytes, groups * w)
-    out = np.empty(groups * 8, dtype=np.uint64)
-    mask = np.uint64((1 << w) - 1)
+        return
+    # group g's words are read at bytes [offset + g*w + (j*w >> 3), ... + 8) for j < 8
+    direct = min(n // 8, max(0, (size - offset - 8 - (7 * w >> 3)) // w + 1))
+    if direct:
+        _unpack_groups(buf, offset, w, out[: direct * 8])
+    rest = n - direct * 8
+    if rest:
+        groups = (rest + 7) // 8
+        tail = _padded(buf, offset + direct * w, packed_size(rest, w), groups * w)
+        values = np.empty(groups * 8, dtype=out.dtype)
+        _unpack_groups(tail, 0, w, values)
+        out[direct * 8 :] = values[:rest]
+
+
+def _unpack_groups(buf: Bytes, offset: int, w: int, out: np.ndarray) -> None:
+    """Unpack ``len(out) // 8`` whole groups (eight values in ``w`` bytes) into ``out``:
+    per position ``j`` in a group, one strided pass shifting each group's word into
+    ``out[j::8]`` (cast to its width), then one pass masking all of them to ``w`` bits."""
+    groups = len(out) // 8
     for j in range(8):
         bit = j * w
-        words = np.ndarray((groups,), dtype="<u8", buffer=data, offset=bit >> 3, strides=(w,))
-        np.bitwise_and(words >> np.uint64(bit & 7), mask, out=out[j::8])
-    return out[:n]
+        words = np.ndarray(
+            (groups,), dtype="<u8", buffer=buf, offset=offset + (bit >> 3), strides=(w,)
+        )
+        np.right_shift(words, np.uint64(bit & 7), out=out[j::8], casting="unsafe")
+    if w < 8 * out.itemsize:
+        out &= out.dtype.type((1 << w) - 1)
 
 
 def gather(

@@ -47,6 +47,7 @@ __all__ = [
     "has_checkpoints",
     "decode_byte_split",
     "decode_dictionary",
+    "decode_for_into",
     "decode_ints",
     "encode_byte_split",
     "dictionary_page",
@@ -300,12 +301,13 @@ def _checkpoints(packed: np.ndarray, bits: int) -> bytes:
 def _check_checkpoints(
     payload: memoryview | bytes, enc: Encoding, h: np.void, packed: np.ndarray, where: str
 ) -> None:
-    """Full decoding verifies a page's checkpoints against its packed integers."""
+    """Full decoding verifies a page's checkpoints against its packed integers (any integer
+    dtype holding them whole; summed modulo 2**64)."""
     m, ck_bits, at = checkpoint_layout(enc, h)
     if m == 0:
         return
     stored = bitpack.unpack(payload, at, ck_bits, m, where)
-    groups = packed[: m * CHECKPOINT_INTERVAL].view(np.uint64).reshape(m, CHECKPOINT_INTERVAL)
+    groups = packed[: m * CHECKPOINT_INTERVAL].reshape(m, CHECKPOINT_INTERVAL)
     if not np.array_equal(np.cumsum(groups.sum(axis=1, dtype=np.uint64)), stored):
         raise InvalidFileError(f"{where}: checkpoints do not match the packed values")
 
@@ -467,6 +469,29 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
         values += int(h["base"])
         return values
     raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
+
+
+def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:
+    """A FOR payload's values written into ``out`` (unsigned integers of 1 to 8 bytes, one
+    per value): ``packed + base`` modulo ``2**(8 * out.itemsize)``, which is the plain
+    little-endian form of the i64 result :func:`decode_ints` gives, cut to that width.
+    A page with checkpoints (lengths, 1.3) has them verified, which needs ``out`` to hold
+    its packed integers whole (at least their bit width)."""
+    h = read_header(payload, where)
+    n = int(h["count"])
+    if len(payload) != int_payload_size(Encoding.FOR, h):
+        raise InvalidFileError(f"{where}: FOR payload size does not match its header")
+    if len(out) != n:
+        raise InvalidFileError(f"{where}: FOR page of {n} values for {len(out)} slots")
+    bits = packed_bits(h)
+    bitpack.unpack_into(payload, HEADER_SIZE, bits, out, where)
+    if int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+        if bits > 8 * out.itemsize:
+            raise ValueError("decode_for_into: checkpoints need the packed integers whole")
+        _check_checkpoints(payload, Encoding.FOR, h, out, where)
+    base = int(h["base"]) % (1 << (8 * out.itemsize))
+    if base:
+        out += out.dtype.type(base)  # wraps, as the i64 sum does
 
 
 # -- floats -----------------------------------------------------------------------------

@@ -449,13 +449,18 @@ def decode_payload(
         raise InvalidFileError(f"{where}: encoded values decode to {plain_size} bytes")
     if encoding == Encoding.BYTE_SPLIT:
         return encodings.decode_byte_split(payload, where)
+    signed = bool(int(h["flags"]) & EncodingFlag.SIGNED)
+    if into is not None and len(into) == plain_size and not lengths:
+        if encoding == Encoding.FOR and out_width <= 8:  # no int64 values in between
+            encodings.decode_for_into(payload, into.view(f"<u{out_width}"), where)
+        else:
+            encodings.ints_to_plain(
+                encodings.decode_ints(payload, encoding, where), out_width, signed, out=into
+            )
+        return None
     ints = encodings.decode_ints(payload, encoding, where)
     if lengths:
         offsets = np.zeros(values + 1, dtype=f"<i{out_width}")
         np.cumsum(ints, out=offsets[1:])
         return offsets.data.cast("B")
-    signed = bool(int(h["flags"]) & EncodingFlag.SIGNED)
-    if into is not None and len(into) == plain_size:
-        encodings.ints_to_plain(ints, out_width, signed, out=into)
-        return None
     return encodings.ints_to_plain(ints, out_width, signed).data.cast("B")

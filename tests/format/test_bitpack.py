@@ -6,11 +6,11 @@ which value ``i`` is bits ``[i*w, (i+1)*w)``), for every valid width 1..56 and 6
 neighbouring bytes are all ones.
 
 Bad inputs tried here, each of which must raise ``fermion.InvalidFileError`` (a
-``FermionError``) from ``unpack`` and ``gather``: invalid widths (-1, 0, 57, 63, 65, 255),
-a negative count, a buffer one byte too short for ``n`` values (at offset 0 and inside a
-larger buffer), a negative byte offset, an offset at or past the end of the buffer, a
-gather index whose bits end past the buffer (the first such index, and a huge one) and a
-negative gather index. ``pack`` refuses the same invalid widths with
+``FermionError``) from ``unpack`` (and ``unpack_into``) and ``gather``: invalid widths
+(-1, 0, 57, 63, 65, 255), a negative count, a buffer one byte too short for ``n`` values
+(at offset 0 and inside a larger buffer), a negative byte offset, an offset at or past the
+end of the buffer, a gather index whose bits end past the buffer (the first such index,
+and a huge one) and a negative gather index. ``pack`` refuses the same invalid widths with
 ``fermion.InvalidArgumentError`` (a caller's mistake, not a bad file).
 """
 
@@ -85,6 +85,27 @@ def test_round_trip_inside_a_larger_buffer(w: int, n: int, offset: int, tail: in
         np.testing.assert_array_equal(bitpack.unpack(view, offset, w, n), values)
     if (n * w) % 8:  # the unused high bits of the last byte are zero
         assert packed[-1] >> ((n * w) % 8) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    w=st.sampled_from(WIDTHS),
+    n=st.integers(0, 300),
+    offset=st.integers(0, 17),
+    tail=st.integers(0, 9),
+    out_bytes=st.sampled_from([1, 2, 4, 8]),
+    seed=st.integers(0, 2**32),
+)
+def test_unpack_into_any_unsigned_width_keeps_the_low_bits(
+    w: int, n: int, offset: int, tail: int, out_bytes: int, seed: int
+) -> None:
+    """Into outputs narrower than the values (as a cast would) and wider; buffers ending
+    right after the stream (tail 0) take the padded path for their last groups."""
+    values = random_values(w, n, seed)
+    buf = embed(bitpack.pack(values, w), offset, tail)
+    out = np.full(n, 0xAB, dtype=f"<u{out_bytes}")
+    bitpack.unpack_into(memoryview(buf), offset, w, out)
+    np.testing.assert_array_equal(out, values.astype(out.dtype))
 
 
 def test_the_example_of_the_format_spec() -> None:
@@ -223,6 +244,8 @@ def test_buffer_one_byte_too_short(w: int, n: int, offset: int) -> None:
         bitpack.unpack(buf[:-1], offset, w, n)
     with pytest.raises(fermion.InvalidFileError, match="past the payload"):
         bitpack.unpack(buf, offset + 1, w, n)  # the same bytes, read one byte later
+    with pytest.raises(fermion.InvalidFileError, match="past the payload"):
+        bitpack.unpack_into(buf[:-1], offset, w, np.empty(n, dtype=np.uint32))
     with pytest.raises(fermion.InvalidFileError, match="past the payload"):
         bitpack.gather(buf[:-1], offset, w, np.array([n - 1]))
 

@@ -375,6 +375,43 @@ def test_int64_shapes_round_trip_bit_packed_at_minimal_widths(
         np.testing.assert_array_equal(sections[1].astype(np.int64) + lo, distinct)
 
 
+def for_payload(values: np.ndarray, out_width: int, flags: int = 0) -> bytes:
+    """A FOR payload built by hand (FORMAT.md §5.1): ``values - min`` at their width."""
+    lo = int(values.min()) if len(values) else 0
+    packed = (values.astype(object) - lo).astype(np.uint64)  # exact: no int64 wrapping
+    w = bitpack.bits_for(int(packed.max()) if len(values) else 0)
+    h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
+    h["base"], h["count"], h["width"], h["out_width"] = lo, len(values), w, out_width
+    h["flags"] = EncodingFlag.BITS | flags
+    return h.tobytes() + bitpack.pack(packed, w)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=shapes64,
+    n=st.integers(0, 2000),
+    seed=st.integers(0, 2**32),
+    out_width=st.sampled_from([1, 2, 4, 8]),
+)
+def test_for_straight_into_plain_bytes_equals_decoding_to_int64(
+    shape: str, n: int, seed: int, out_width: int
+) -> None:
+    """``decode_for_into`` (what a run buffer gets) writes exactly the plain bytes of
+    ``decode_ints`` cut to the value width, for bases and spans anywhere in int64."""
+    values = make_int64(shape, n, seed)
+    payload = for_payload(values, out_width, EncodingFlag.SIGNED)
+    out = np.full(n, 0xA5, dtype=f"<u{out_width}")
+    encodings.decode_for_into(payload, out, "p")
+    expected = encodings.ints_to_plain(
+        encodings.decode_ints(payload, Encoding.FOR), out_width, signed=True
+    )
+    assert out.tobytes() == expected.tobytes()
+    with pytest.raises(fermion.InvalidFileError):
+        encodings.decode_for_into(payload, np.empty(n + 1, dtype=out.dtype), "p")
+    with pytest.raises(fermion.InvalidFileError):
+        encodings.decode_for_into(payload[:-1] if n else payload + b"x", out, "p")
+
+
 def test_string_dictionary_indices_are_bit_packed() -> None:
     values = pa.array(["x", "yy", "", "zzz", "x"] * 200)
     payload = encodings.encode_dictionary(values)
