@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,7 @@ from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.encodings import int_domain
 from fermion.format.layout import Kind, Node, is_view, view_storage
+from fermion.format.offsets import join_run
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
 from fermion.format.points import binary_values, fixed_values
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
@@ -105,24 +106,45 @@ def _page_ids(desc: StreamDesc, stripe: int) -> range:
     return range(int(desc.full[stripe]["num_pages"]))
 
 
-def _page_bytes(ctx: StripeContext, k: int, pages: Sequence[int], binary: bool) -> list[Any]:
-    """The decoded bytes of consecutive ``pages`` of stream ``k``, in order: a run of pages
-    the decoders wrote end to end into one buffer counts once (runs may start anywhere, as
-    pages that cannot join one, e.g. DICTIONARY pages of a string column, break them)."""
-    parts: list[Any] = []
+class Piece(NamedTuple):
+    """Pages ``[first, end)`` of one stream: a run the decoders wrote end to end into one
+    buffer (:func:`~fermion.format.stripes.merge_targets`), or one page (``run`` None,
+    its payload in :attr:`StripeContext.pages`)."""
+
+    first: int
+    end: int
+    run: Any | None
+
+
+def _pieces(ctx: StripeContext, k: int, pages: Sequence[int]) -> list[Piece]:
+    """Consecutive ``pages`` of stream ``k`` as pieces, in order: a run counts once (runs
+    may start anywhere, as pages that cannot join one, e.g. DICTIONARY pages of a string
+    column, break them)."""
+    out: list[Piece] = []
     i = 0
     while i < len(pages):
         run = ctx.merged.get((k, pages[i]))
         if run is not None and run[1] <= pages[-1] + 1:
-            parts.append(run[0])
+            out.append(Piece(pages[i], run[1], run[0]))
             i += run[1] - pages[i]
+        else:
+            out.append(Piece(pages[i], pages[i] + 1, None))
+            i += 1
+    return out
+
+
+def _page_bytes(ctx: StripeContext, k: int, pages: Sequence[int], binary: bool) -> list[Any]:
+    """The decoded bytes of consecutive ``pages`` of stream ``k``, in order."""
+    parts: list[Any] = []
+    for piece in _pieces(ctx, k, pages):
+        if piece.run is not None:
+            parts.append(piece.run)
             continue
-        raw = ctx.pages[(k, pages[i])]
+        raw = ctx.pages[(k, piece.first)]
         if binary and isinstance(raw, DictionaryPage):  # a string DICTIONARY page
             parts.append(raw.data)
         else:
-            parts.append(ctx.plain((k, pages[i])))
-        i += 1
+            parts.append(ctx.plain((k, piece.first)))
     return parts
 
 
@@ -132,7 +154,12 @@ def _data_bytes(ctx: StripeContext, k: int, pages: Sequence[int], binary: bool =
 
 
 def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None) -> np.ndarray:
-    """Offsets for ``n`` values rebased to 0; from the given OFFSETS pages (or all)."""
+    """Offsets for ``n`` values rebased to 0; from the given OFFSETS pages (or all).
+
+    A run the decoders wrote (each page checked on the way in) only needs its pages
+    joined (:func:`~fermion.format.offsets.join_run`); offsets assembled from separate
+    pages are checked to be monotonic here.
+    """
     dtype = np.dtype("<i4") if node.byte_width == 4 else np.dtype("<i8")
     found = ctx.desc(node, StreamType.OFFSETS)
     assert found is not None
@@ -141,9 +168,18 @@ def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
         pages = _page_ids(desc, ctx.stripe)
     if desc.desc_type == DescType.USE_DEFAULT or len(pages) == 0:
         return np.zeros(n + 1, dtype=dtype)
+    counts = desc.pages(ctx.stripe)["row_count"]
     data_k = node.stream(StreamType.DATA)
     parts = []
-    for p in pages:
+    runs = 0
+    for piece in _pieces(ctx, k, pages):
+        p = piece.first
+        if piece.run is not None:
+            entries = counts[p : piece.end].tolist()
+            join_run(piece.run, entries, ctx.where(f"offsets pages {p}..{piece.end - 1}"))
+            parts.append(piece.run)
+            runs += 1
+            continue
         raw = ctx.pages[(k, p)]
         if raw is DERIVED:
             page = ctx.pages.get((data_k.index, p)) if data_k is not None else None
@@ -158,6 +194,8 @@ def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
         raise ctx.fail(f"offsets pages hold the wrong number of entries for {n} values")
     if len(parts) == 1:
         offs: np.ndarray = parts[0]
+        if runs == 1:  # checked page by page, joined within the offset width
+            return offs
         if offs[0] != 0:
             offs = offs - offs[0]
     else:  # re-base each page onto the end of the previous one, in one pass

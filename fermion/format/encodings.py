@@ -57,6 +57,7 @@ __all__ = [
     "ints_from_plain",
     "ints_to_plain",
     "int_domain",
+    "int_bounds",
     "int_payload_size",
     "packed_bits",
     "read_header",
@@ -417,6 +418,17 @@ def int_payload_size(enc: Encoding, h: np.void) -> int:
     if enc == Encoding.INT_DICTIONARY:
         return HEADER_SIZE + bitpack.packed_size(n, bits) + second
     return -1
+
+
+def int_bounds(enc: Encoding, h: np.void) -> tuple[int, int] | None:
+    """(lowest, highest) value an integer-codec payload can decode to, from its header
+    alone (CONSTANT, FOR; None for the others), as exact integers (no int64 wrapping)."""
+    base = int(h["base"])
+    if enc == Encoding.CONSTANT:
+        return base, base
+    if enc == Encoding.FOR:
+        return base, base + (1 << packed_bits(h)) - 1
+    return None
 
 
 def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page") -> np.ndarray:

@@ -29,6 +29,7 @@ import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format import encodings
+from fermion.format.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.structs import (
     BLOCK_TABLE_DTYPE,
     PAGE_HEADER_DTYPE,
@@ -46,10 +47,12 @@ __all__ = [
     "DictionaryPage",
     "PageHead",
     "decode_page",
+    "decode_offsets_into",
     "decode_page_into",
     "decode_payload",
     "decompress_body",
     "encode_page",
+    "is_derived",
     "plain_size_hint",
     "read_page_head",
 ]
@@ -366,6 +369,14 @@ def decode_page(
     return cast(Decoded, decoded)  # None only when decoding ``into`` a buffer
 
 
+def is_derived(page: memoryview) -> bool:
+    """Whether the page header (not yet checked) names the DERIVED encoding."""
+    if len(page) < PAGE_HEADER_SIZE:
+        return False
+    header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
+    return int(header["encoding"]) == Encoding.DERIVED
+
+
 def plain_size_hint(page: memoryview) -> int | None:
     """Decoded bytes of a PLAIN page from its header, before any check (None: not PLAIN or
     implausible); callers size buffers with it and :func:`decode_page_into` verifies it."""
@@ -411,6 +422,51 @@ def decode_page_into(
     if not isinstance(payload, bytes | memoryview) or len(payload) != len(out):
         raise InvalidFileError(f"{where}: page does not decode to {len(out)} plain bytes")
     out[:] = np.frombuffer(payload, dtype=np.uint8)
+
+
+def decode_offsets_into(
+    page: memoryview,
+    out: np.ndarray,
+    *,
+    expected_values: int,
+    where: str,
+    verify_crc: bool = True,
+) -> None:
+    """An OFFSETS page of ``expected_values`` values (plain offsets, or value lengths
+    through the integer codec) into ``out`` (its int32 or int64 entries, one per value),
+    relative to the page's first offset and checked as :mod:`fermion.format.offsets`
+    describes. A DERIVED page has no offsets of its own: it never gets a target."""
+    width = out.itemsize
+    size = (expected_values + 1) * width
+    head = read_page_head(
+        page,
+        expected_values=expected_values,
+        expected_size=size,
+        where=where,
+        verify_crc=verify_crc,
+    )
+    payload = decompress_body(head, where)
+    if head.encoding == Encoding.PLAIN:
+        if len(payload) != size:
+            raise InvalidFileError(
+                f"{where}: page decodes to {len(payload)} bytes, expected {size}"
+            )
+        plain_into(np.frombuffer(payload, dtype=out.dtype), out, where)
+        return
+    if head.encoding in (Encoding.DERIVED, Encoding.DICTIONARY, Encoding.BYTE_SPLIT):
+        raise InvalidFileError(f"{where}: a {head.encoding.name} page in an offsets run")
+    h = encodings.read_header(payload, where)
+    if int(h["count"]) != expected_values:
+        raise InvalidFileError(f"{where}: encoded page holds {int(h['count'])} values")
+    if not int(h["flags"]) & EncodingFlag.LENGTHS or int(h["out_width"]) != width:
+        raise InvalidFileError(f"{where}: encoded values decode to {width}-byte offsets")
+    bounds = encodings.int_bounds(head.encoding, h)
+    if head.encoding == Encoding.FOR and sums_fit(bounds, expected_values, out.dtype):
+        encodings.decode_for_into(payload, out.view(f"<u{width}"), where)
+        np.cumsum(out, out=out)  # no sum can wrap: see sums_fit
+        return
+    ints = encodings.decode_ints(payload, head.encoding, where)
+    lengths_into(ints, out, where, bounds)
 
 
 def decode_payload(
@@ -460,7 +516,9 @@ def decode_payload(
         return None
     ints = encodings.decode_ints(payload, encoding, where)
     if lengths:
+        if out_width not in (4, 8):
+            raise InvalidFileError(f"{where}: value lengths decoding to {out_width}-byte offsets")
         offsets = np.zeros(values + 1, dtype=f"<i{out_width}")
-        np.cumsum(ints, out=offsets[1:])
+        lengths_into(ints, offsets[1:], where, encodings.int_bounds(encoding, h))
         return offsets.data.cast("B")
     return encodings.ints_to_plain(ints, out_width, signed).data.cast("B")

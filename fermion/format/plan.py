@@ -181,14 +181,21 @@ class PageRequest(NamedTuple):
     size: int  # bytes on disk
     values: int
     plain_size: int | None  # exact decoded bytes, when the metadata implies it
-    contiguous: bool = False  # decoded bytes concatenate with the next page's as they are
+    contiguous: bool = False  # joins a run: adjacent pages decoded into one buffer
+    offsets_width: int = 0  # an OFFSETS page's offset width: its run holds rebased offsets
 
 
-def _contiguous(node: Node, stream_type: StreamType) -> bool:
-    """DATA pages of fixed-width values, dictionary indices and binary values are byte runs
-    end to end (a binary page's size is known from its header once it has been read)."""
+def _run_fields(node: Node, stream_type: StreamType) -> tuple[bool, int]:
+    """``(contiguous, offsets_width)`` of the node's pages of ``stream_type``.
+
+    DATA pages of fixed-width values, dictionary indices and binary values are byte runs
+    end to end (a binary page's size is known from its header once it has been read);
+    OFFSETS pages join runs of rebased offsets (:mod:`fermion.format.offsets`).
+    """
+    if stream_type == StreamType.OFFSETS:
+        return True, node.byte_width
     kinds = (Kind.FIXED, Kind.DICTIONARY, Kind.BINARY)
-    return stream_type == StreamType.DATA and node.kind in kinds
+    return stream_type == StreamType.DATA and node.kind in kinds, 0
 
 
 def _simple_page(node: Node, spec: StreamSpec, desc: StreamDesc, s: int) -> PageRequest | None:
@@ -228,7 +235,7 @@ def all_pages(m: ColumnMeta, tree: Node, s: int, selected: set[int] | None) -> l
                             int(pages[i]["page_size"]),
                             values,
                             size,
-                            _contiguous(node, spec.stream_type),
+                            *_run_fields(node, spec.stream_type),
                         )
                     )
     return out
@@ -291,7 +298,7 @@ def plan_column(
                     int(pm[i]["page_size"]),
                     values,
                     size,
-                    _contiguous(tree, stream_type),
+                    *_run_fields(tree, stream_type),
                 )
             )
     if point_reads and sel.points is not None and tree.kind in (Kind.FIXED, Kind.BINARY):

@@ -22,7 +22,14 @@ import pyarrow as pa
 from fermion.format.assemble import StripeContext
 from fermion.format.cmb import ColumnMeta
 from fermion.format.options import ReadOptions
-from fermion.format.pages import Decoded, decode_page, decode_page_into, plain_size_hint
+from fermion.format.pages import (
+    Decoded,
+    decode_offsets_into,
+    decode_page,
+    decode_page_into,
+    is_derived,
+    plain_size_hint,
+)
 from fermion.format.plan import (
     ColumnPlan,
     PageRequest,
@@ -129,12 +136,7 @@ class StripeReader:
         views = read.views.result() if isinstance(read.views, Future) else read.views
         verify = self.options.verify_checksums
         name = self.source.name
-        sizes = [
-            req.plain_size
-            if req.plain_size is not None or not req.contiguous
-            else plain_size_hint(views[i])  # binary DATA: from the page header
-            for i, (_, req) in enumerate(requests)
-        ]
+        sizes = [_run_size(req, views[i]) for i, (_, req) in enumerate(requests)]
         targets, merged = merge_targets(requests, sizes, len(projs))
 
         def decode(i: int) -> Decoded | None:
@@ -149,6 +151,11 @@ class StripeReader:
                     where=where,
                     verify_crc=verify,
                 )
+            if req.offsets_width:
+                decode_offsets_into(
+                    views[i], target, expected_values=req.values, where=where, verify_crc=verify
+                )
+                return None
             decode_page_into(  # into the run's buffer, on the worker thread
                 views[i],
                 target,
@@ -199,6 +206,17 @@ class StripeReader:
         return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
+def _run_size(req: PageRequest, page: memoryview) -> int | None:
+    """Bytes the request's page takes in a run buffer (None: it cannot join a run)."""
+    if not req.contiguous:
+        return None
+    if req.offsets_width:  # a DERIVED page's offsets come from its DATA page
+        return None if is_derived(page) else req.values * req.offsets_width
+    if req.plain_size is not None:
+        return req.plain_size
+    return plain_size_hint(page)  # binary DATA: from the page header
+
+
 def merge_targets(
     requests: Sequence[tuple[int, PageRequest]],
     sizes: Sequence[int | None],
@@ -209,7 +227,9 @@ def merge_targets(
     ``sizes[i]`` is the plain size of request ``i`` (None: it cannot join a run). Returns
     (request index -> its slice of the run's buffer) for the decoders, which write there
     directly, and per projection ((stream, first page) -> (buffer, end page)) for assembly,
-    which then uses the buffer as is instead of concatenating the pages.
+    which then uses the buffer as is instead of concatenating the pages. A run of OFFSETS
+    pages (even of one page) is a typed array of a leading 0 then each page's entries
+    (:mod:`fermion.format.offsets`); other runs are bytes and have two pages or more.
     """
     targets: dict[int, np.ndarray] = {}
     merged: list[dict[tuple[int, int], tuple[Any, int]]] = [{} for _ in range(num_projections)]
@@ -230,13 +250,19 @@ def merge_targets(
                 ):
                     break
                 end += 1
-        if end - i > 1:
-            run = [sizes[r] or 0 for r in range(i, end)]
-            buf = np.empty(sum(run), dtype=np.uint8)
-            at = 0
-            for r, size in zip(range(i, end), run, strict=True):
-                targets[r] = buf[at : at + size]
-                at += size
+        width = req.offsets_width
+        if end - i > 1 or (width and sizes[i] is not None):
+            if width:
+                counts = [requests[r][1].values for r in range(i, end)]
+                buf = np.empty(1 + sum(counts), dtype=f"<i{width}")
+                buf[0] = 0
+            else:
+                counts = [sizes[r] or 0 for r in range(i, end)]
+                buf = np.empty(sum(counts), dtype=np.uint8)
+            at = 1 if width else 0
+            for r, count in zip(range(i, end), counts, strict=True):
+                targets[r] = buf[at : at + count]
+                at += count
             merged[j][(req.stream, req.page)] = (buf, requests[end - 1][1].page + 1)
         i = end
     return targets, merged
