@@ -124,6 +124,20 @@ def test_nested_offsets_runs_round_trip(
     assert fermion.FileReader(path).take(idx).equals(table.take(idx))
 
 
+def test_run_buffers_come_from_the_arrow_memory_pool(tmp_path: Path, table: pa.Table) -> None:
+    path = tmp_path / "pool.fermion"
+    fermion.write_table(table, path, page_size=4096, compression="none", encodings=False)
+    pool = pa.default_memory_pool()
+    before = pool.bytes_allocated()
+    got = fermion.read_table(path)
+    held = pool.bytes_allocated() - before
+    # the OFFSETS runs and the fixed-width DATA runs, at least
+    runs = sum(c.buffers()[1].size for c in got.column("ll").chunks + got.column("large").chunks)
+    assert held >= runs > 0
+    del got
+    assert pool.bytes_allocated() - before < held
+
+
 def _stream_encodings(path: Path, column: str, stream_type: str) -> set[str]:
     d = fermion.FileReader(path).describe()
     (col,) = [c for c in d["columns"] if c["name"] == column]
