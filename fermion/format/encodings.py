@@ -215,7 +215,8 @@ def encode_ints(
             base=mn,
             flags=flags & ~EncodingFlag.CHECKPOINTS,
         )
-    for_bits = _bits_for(mx - mn)
+    span_bits = _bits_for(mx - mn)
+    for_bits = _for_bits(mx - mn)
     deltas = np.diff(values)
     dmn, dmx = int(deltas.min()), int(deltas.max())
     delta_bits = _bits_for(dmx - dmn)
@@ -226,15 +227,15 @@ def encode_ints(
     if delta_bits < out_bits and delta_bits < for_bits:
         candidates.append(Encoding.DELTA)
     dictionary = None
-    if mx - mn < _BINCOUNT_SPAN and for_bits > 1:
+    if mx - mn < _BINCOUNT_SPAN and span_bits > 1:
         present = np.bincount(values - mn, minlength=0) > 0
         entries = int(np.count_nonzero(present))
         index_bits = _bits_for(entries - 1)
-        if n * index_bits + entries * for_bits < n * for_bits:
+        if n * index_bits + entries * span_bits < n * for_bits:
             dictionary = (present, entries)
             candidates.append(Encoding.INT_DICTIONARY)
-    run_bits = runs * (for_bits + _bits_for(n))
-    if runs * 4 <= n and for_bits < 64 and run_bits < n * for_bits:
+    run_bits = runs * (span_bits + _bits_for(n))
+    if runs * 4 <= n and span_bits < 64 and run_bits < n * for_bits:
         candidates.append(Encoding.RLE)
     if not candidates:
         return Encoding.PLAIN, b""
@@ -260,6 +261,18 @@ def encode_ints(
     if len(payload) >= plain_size:
         return Encoding.PLAIN, b""
     return best, payload
+
+
+def _for_bits(span: int) -> int:
+    """FOR's packed width for values ``v - min`` up to ``span``: the smallest that holds
+    them, except 15 and 29 to 31 bits, which are rounded up to 16 and 32 (at most an eighth
+    more bits): byte-aligned values decode with one cast instead of eight shift passes and
+    a mask, several times faster."""
+    bits = _bits_for(span)
+    for aligned in (16, 32):
+        if aligned - aligned // 8 < bits < aligned:
+            return aligned
+    return bits
 
 
 def _pack(values: np.ndarray, bits: int) -> bytes:
@@ -326,7 +339,7 @@ def _encode_as(
     flags &= ~EncodingFlag.CHECKPOINTS
     if enc == Encoding.FOR:
         vmin = int(values.min())  # a sample may have a higher minimum than the page
-        bits = _bits_for(int(values.max()) - vmin)
+        bits = _for_bits(int(values.max()) - vmin)
         packed = values - vmin
         with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
         head = _header(

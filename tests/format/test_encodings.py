@@ -329,6 +329,25 @@ def packed_sections(payload: bytes, enc: Encoding) -> list[np.ndarray]:
     return [bitpack.unpack(payload, at, w, first), bitpack.unpack(payload, second, aw, aux)]
 
 
+def aligned_for_width(bits: int) -> int:
+    """FOR widths 15 and 29-31 are rounded up to 16 and 32 (FORMAT.md §5.1, writers)."""
+    return {15: 16, 29: 32, 30: 32, 31: 32}.get(bits, bits)
+
+
+@pytest.mark.parametrize(
+    "span_bits,width", [(14, 14), (15, 16), (16, 16), (28, 28), (29, 32), (31, 32), (33, 33)]
+)
+def test_for_rounds_widths_just_below_16_and_32_bits_up(span_bits: int, width: int) -> None:
+    """A span needing 15 or 29-31 bits is packed byte-aligned (one cast to decode), for at
+    most an eighth more bits; other widths stay the smallest."""
+    rng = np.random.default_rng(span_bits)
+    values = rng.integers(0, 2**span_bits, 5000, dtype=np.int64)
+    values[:2] = 0, 2**span_bits - 1
+    payload = encodings._encode_as(Encoding.FOR, values, 8, EncodingFlag.BITS, 0, None)
+    assert int(header_of(payload)["width"]) == width
+    np.testing.assert_array_equal(encodings.decode_ints(payload, Encoding.FOR), values)
+
+
 @settings(max_examples=250, deadline=None)
 @given(
     shape=shapes64,
@@ -356,13 +375,15 @@ def test_int64_shapes_round_trip_bit_packed_at_minimal_widths(
     sections = packed_sections(payload, enc)
     widths = [int(h["width"]), int(h["aux_width"])]
     for section, w in zip(sections, widths, strict=False):
-        # the width is the smallest valid one for what is packed ...
-        assert w == bitpack.bits_for(int(section.max()) if len(section) else 0)
+        # the width is the smallest valid one for what is packed (FOR: or byte-aligned) ...
+        smallest = bitpack.bits_for(int(section.max()) if len(section) else 0)
+        assert w == (aligned_for_width(smallest) if enc == Encoding.FOR else smallest)
     if enc != Encoding.RLE:  # RLE may keep full-width run values: it saves on the runs
         assert widths[0] < 8 * out_width
     lo, hi = int(values.min()), int(values.max())
     if enc == Encoding.FOR:  # ... and a FOR page packs value - min at bits_for(max - min)
-        assert int(h["base"]) == lo and widths[0] == bitpack.bits_for(hi - lo)
+        assert int(h["base"]) == lo
+        assert widths[0] == aligned_for_width(bitpack.bits_for(hi - lo))
     if enc == Encoding.DELTA:
         assert int(sections[0].min()) == 0
     if enc == Encoding.RLE:
