@@ -107,7 +107,8 @@ def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "
     bits, as a cast would).
 
     Groups of eight values lying wholly before the last 8 bytes of ``buf`` are read in
-    place, as unaligned 8-byte words; only the few after them go through a padded copy.
+    place, as unaligned 8-byte words; only the few values after them (fewer than
+    24 + 64 / w) are gathered from a padded copy.
     """
     n = len(out)
     if not valid_bits(w):
@@ -126,12 +127,15 @@ def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "
     if direct:
         _unpack_groups(buf, offset, w, out[: direct * 8])
     rest = n - direct * 8
-    if rest:
-        groups = (rest + 7) // 8
-        tail = _padded(buf, offset + direct * w, packed_size(rest, w), groups * w)
-        values = np.empty(groups * 8, dtype=out.dtype)
-        _unpack_groups(tail, 0, w, values)
-        out[direct * 8 :] = values[:rest]
+    if rest:  # the last few values: one gather from a padded copy
+        start = offset + direct * w
+        nbytes = packed_size(rest, w)
+        every = np.ndarray(
+            (nbytes + 1,), dtype="<u8", buffer=_padded(buf, start, nbytes, nbytes), strides=(1,)
+        )
+        bits = np.arange(0, rest * w, w, dtype=np.uint64)
+        words = every[bits >> np.uint64(3)] >> (bits & np.uint64(7))
+        np.bitwise_and(words, np.uint64((1 << w) - 1), out=out[direct * 8 :], casting="unsafe")
 
 
 def _unpack_groups(buf: Bytes, offset: int, w: int, out: np.ndarray) -> None:
