@@ -106,6 +106,15 @@ class Node:
     def storage(self) -> pa.DataType:
         return storage_type(self.type)
 
+    @property
+    def flat(self) -> bool:
+        """A column root whose pages readers may select one by one (pruning, point reads):
+        BOOL, FIXED or BINARY, not an extension type. Other columns are read stripe by
+        stripe whole."""
+        return self.kind in (Kind.FIXED, Kind.BOOL, Kind.BINARY) and not isinstance(
+            self.type, pa.ExtensionType
+        )
+
 
 def is_view(t: pa.DataType) -> bool:
     """string_view / binary_view: stored as BINARY with i64 offsets, cast back on read."""

@@ -47,7 +47,6 @@ __all__ = [
     "take_values",
 ]
 
-_FLAT = (Kind.FIXED, Kind.BOOL, Kind.BINARY)
 Ranges = list[tuple[int, int]]
 
 
@@ -61,7 +60,7 @@ class Projection:
 
     @property
     def flat(self) -> bool:
-        return self.tree.kind in _FLAT and not isinstance(self.tree.type, pa.ExtensionType)
+        return self.tree.flat
 
     @property
     def field(self) -> pa.Field:

@@ -12,6 +12,7 @@ Page cutting rules (docs/FORMAT.md §Pages):
   whole values; an OFFSETS page for values ``[a, b)`` stores the ``b - a + 1`` offsets
   ``offsets[a..b]`` relative to the chunk.
 - LIST/MAP OFFSETS: like BINARY OFFSETS, ``page_size // width`` values per page.
+- A column that is not flat (readers read it stripe by stripe whole) uses ``4 * page_size``.
 
 Example:
     >>> import pyarrow as pa
@@ -94,8 +95,11 @@ class StreamChunk:
 
 
 class _Encoder:
-    def __init__(self, opts: WriteOptions, encode: bool, blocks: bool = False) -> None:
+    def __init__(
+        self, opts: WriteOptions, encode: bool, blocks: bool = False, page_size: int = 0
+    ) -> None:
         self.opts = opts
+        self.page_size = page_size or opts.page_size
         self.encode = encode  # False: every page PLAIN (format 1.0 compatible)
         # zstd blocks pay only where point reads use them (a flat column's values);
         # elsewhere they would cost scans time and ratio for nothing
@@ -200,8 +204,13 @@ def shred_column(
     to each nested level's values through the parent offsets.
     """
     point_readable = node.kind in (Kind.FIXED, Kind.BINARY)  # see fermion.format.points
+    # a column readers read stripe by stripe whole gains nothing from small pages
+    page_size = opts.page_size * (1 if node.flat else _WHOLE_READ_PAGE_GROWTH)
     enc = _Encoder(
-        opts, encode, blocks=point_readable and not isinstance(node.type, pa.ExtensionType)
+        opts,
+        encode,
+        blocks=point_readable and not isinstance(node.type, pa.ExtensionType),
+        page_size=page_size,
     )
     out: list[StreamChunk] = []
     _shred(node, array, enc, out, batch_bounds)
@@ -250,6 +259,9 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
 
 
 _MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
+# columns that are not flat (nested, dictionary, extension types) are read stripe by stripe
+# whole: their pages are 4x page_size (fewer pages, less per-page work on every read)
+_WHOLE_READ_PAGE_GROWTH = 4
 _BLOCKED_PAGE_GROWTH = 8  # binary pages that point reads decode block by block
 
 
@@ -425,7 +437,7 @@ def _shred(
     if kind == Kind.NULL:
         return
     _validity(node, arr, enc, out)
-    page_size = enc.opts.page_size
+    page_size = enc.page_size
     all_null = n > 0 and arr.null_count == n
     if kind in (Kind.FIXED, Kind.BOOL, Kind.DICTIONARY):
         spec = node.stream(StreamType.DATA)

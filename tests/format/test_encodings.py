@@ -35,6 +35,7 @@ from fermion.format.structs import (
     Encoding,
     EncodingFlag,
     RequiredFeature,
+    StreamType,
 )
 from tests.format.test_roundtrip import assert_same
 
@@ -690,6 +691,44 @@ def test_integer_pages_are_sized_by_their_bit_packed_width(tmp_path: Path) -> No
     plain = tmp_path / "plain.fermion"
     fermion.write_table(table, plain, page_size=page_size, encodings=False)
     assert set(_data_page_rows(plain, "b12")[:-1]) == {512}
+    assert_same(fermion.read_table(path), table)
+
+
+def _stream_page_rows(path: Path, column: str, node: int, stream: StreamType) -> list[int]:
+    with fermion.FileReader(path) as r:
+        (proj,) = r._resolve([column])
+        (meta,) = r._column_metas([proj])
+        spec = next(s for s in proj.tree.all_streams() if (s.node, s.stream_type) == (node, stream))
+        return meta.streams[spec.index].pages(0)["row_count"].astype(int).tolist()
+
+
+def test_columns_read_whole_get_four_times_the_page_size(tmp_path: Path) -> None:
+    """Readers select pages only of flat columns (pruning, point reads); the streams of any
+    other column (lists, structs, dictionaries) are cut at 4 * page_size."""
+    n, page_size = 20_000, 4096
+    rng = np.random.default_rng(14)
+    wide = rng.integers(-(2**62), 2**62, n)  # 64 bits: plain-sized int64 pages
+    lists = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)), pa.array(np.repeat(wide, 2))
+    )
+    table = pa.table(
+        {
+            "flat": pa.array(wide),
+            "list": lists,
+            "struct": pa.StructArray.from_arrays([pa.array(wide)], names=["x"]),
+            "dict": pa.array(wide % 7).dictionary_encode(),
+        }
+    )
+    path = tmp_path / "whole.fermion"
+    fermion.write_table(table, path, page_size=page_size, encodings=False)
+    plain = page_size // 8
+    assert set(_stream_page_rows(path, "flat", 0, StreamType.DATA)[:-1]) == {plain}
+    assert set(_stream_page_rows(path, "list", 0, StreamType.OFFSETS)[:-1]) == {
+        4 * page_size // 4 - 1
+    }
+    assert set(_stream_page_rows(path, "list", 1, StreamType.DATA)[:-1]) == {4 * plain}
+    assert set(_stream_page_rows(path, "struct", 1, StreamType.DATA)[:-1]) == {4 * plain}
+    assert set(_stream_page_rows(path, "dict", 0, StreamType.DATA)[:-1]) == {4 * page_size // 4}
     assert_same(fermion.read_table(path), table)
 
 
