@@ -1,6 +1,7 @@
 """Pages decoded into one buffer per run of adjacent pages (``merge_targets``): DATA runs
 (bytes end to end) and OFFSETS runs (a typed offsets array every page of the stream
-writes its entries into, checked on the way in, joined at assembly).
+writes its entries into, checked on the way in, joined at assembly); run buffers come
+from Arrow's memory pool.
 
 Round trips of every run shape: OFFSETS of lists, large lists, maps and strings (nested
 and flat), plain and encoded, compressed or not, one page or many per stripe; runs broken
@@ -9,16 +10,23 @@ plain ones); flat columns read in several row runs (filters); take.
 
 Bad inputs tried here (files whose page CRCs are recomputed after the edit, so that the
 decoders see the lie; and the same bytes read with checksums off), each of which must
-raise ``fermion.InvalidFileError``: a plain OFFSETS page whose offsets decrease, whose
-first offset is negative, or whose last offset disagrees with the child's values; a FOR
-lengths page (in the middle of a run) with a negative base, a base that makes the sums
-pass the int32 width, a base one too high (offsets past the child's values), one value
-too many, a wider bit width (payload size), 8-byte offsets claimed in an int32 stream,
-the LENGTHS flag cleared; a page header naming DERIVED, DICTIONARY or BYTE_SPLIT for a
-list's OFFSETS page; a page header claiming one more value or a shorter decoded size; a
-zstd-compressed OFFSETS page with a corrupt frame. Then random byte mutations of OFFSETS
-pages (CRC recomputed): reads raise typed errors or give arrays that pass full Arrow
-validation, never crash.
+raise ``fermion.InvalidFileError``:
+
+- a plain OFFSETS page whose offsets decrease, whose first offset is negative, or whose
+  last offset disagrees with the child's values;
+- a FOR lengths page (in the middle of a run) with a negative base, a base that makes the
+  sums pass the int32 width, a base one too high (offsets past the child's values), one
+  value too many, a wider bit width (payload size), 8-byte offsets claimed in an int32
+  stream, the LENGTHS flag cleared; and one re-encoded with a single length of -1 and
+  another one higher (same size, the child's value count still right: only the checks on
+  the way into the run catch it);
+- a page header naming DERIVED, DICTIONARY or BYTE_SPLIT for a list's OFFSETS page, or
+  claiming one more value or a shorter decoded size;
+- a zstd-compressed OFFSETS page with a corrupt frame;
+- a FOR DATA page of nested leaves (inside its run) claiming one more value, a wider bit
+  width, 4-byte values, PLAIN, or a shorter decoded size;
+- random byte mutations of OFFSETS pages (CRC recomputed): reads raise typed errors or
+  give arrays that pass full Arrow validation, never crash.
 """
 
 from __future__ import annotations
@@ -188,12 +196,14 @@ def _node(tree, path: list[str]):
     return node
 
 
-def offsets_pages(path: Path, column: str, node_path: list[str]) -> list[dict]:
-    """Every OFFSETS page of one node: stripe, page index, file offset and size."""
+def offsets_pages(
+    path: Path, column: str, node_path: list[str], stream: StreamType = StreamType.OFFSETS
+) -> list[dict]:
+    """Every OFFSETS (or other) page of one node: stripe, page index, offset and size."""
     with fermion.FileReader(path) as r:
         (proj,) = r._resolve([column])
         (meta,) = r._column_metas([proj])
-        spec = _node(proj.tree, node_path).stream(StreamType.OFFSETS)
+        spec = _node(proj.tree, node_path).stream(stream)
         desc = meta.streams[spec.index]
         out = []
         for s in range(len(r._stripe_rows([meta]))):
@@ -357,6 +367,26 @@ def test_a_negative_length_with_the_total_kept(tmp_path: Path, uncompressed, nod
         raw[at + 24 :] = bitpack.pack(packed, w)
 
     expect_invalid(tmp_path, edit_page(data, page, negative))
+
+
+DATA_LIES = {
+    "one value too many": set_encoding(count=_add(1)),
+    "wider bit width": set_encoding(width=_add(1)),
+    "4-byte values": set_encoding(out_width=_const(4)),
+    "header says PLAIN": set_header(encoding=_const(Encoding.PLAIN)),
+    "shorter decoded size": set_header(decoded_size=_add(-1)),
+}
+
+
+@pytest.mark.parametrize("lie", list(DATA_LIES))
+def test_encoded_leaf_values_that_lie(tmp_path: Path, uncompressed, lie: str) -> None:
+    """A FOR DATA page of the list<list<int64>> leaves, inside their run buffer."""
+    path, data = uncompressed["encoded"]
+    pages = offsets_pages(path, "ll", ["item", "item"], StreamType.DATA)
+    page = pages[len(pages) // 2]
+    head = np.frombuffer(data, PAGE_HEADER_DTYPE, count=1, offset=page["offset"])[0]
+    assert int(head["encoding"]) == Encoding.FOR and len(pages) > 2
+    expect_invalid(tmp_path, edit_page(data, page, DATA_LIES[lie]))
 
 
 def test_corrupt_zstd_offsets_page(tmp_path: Path, table: pa.Table) -> None:
