@@ -38,6 +38,7 @@ from fermion.format.structs import (
 )
 
 __all__ = [
+    "ENCODED_COMPRESS_RATIO",
     "CODECS",
     "DERIVED",
     "BlockedBody",
@@ -56,6 +57,7 @@ __all__ = [
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
 _COMPRESS_RATIO = 0.9  # keep zstd only if it saves at least 10% (else decode is pure cost)
+ENCODED_COMPRESS_RATIO = 0.75  # encoded pages of point-read columns: at least 25%
 _MAX_RATIO = 1 << 12  # a size hint beyond this many times the stored bytes is not trusted
 
 
@@ -239,14 +241,16 @@ def encode_page(
     encoding: Encoding = Encoding.PLAIN,
     block_size: int = 0,
     block_overhead: float = 0.1,
+    keep_ratio: float = _COMPRESS_RATIO,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
     With zstd and a ``block_size``, a payload larger than one block is compressed as
     independent blocks (ZSTD_BLOCKS) when they are at most ``block_overhead`` (a fraction)
     larger than one zstd frame of the page, else as one frame: data whose redundancy spans
-    more than a block (long repeated text) keeps its ratio. A compressed body that does not
-    save at least 10% of the payload is not kept: the page is stored uncompressed.
+    more than a block (long repeated text) keeps its ratio. A compressed body larger than
+    ``keep_ratio`` times the payload (default 0.9: it must save at least 10%) is not kept:
+    the page is stored uncompressed.
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
@@ -260,7 +264,7 @@ def encode_page(
             blocked = _compress_blocks(payload, level, block_size)
             if always or len(blocked) <= len(compressed) * (1 + block_overhead):
                 compressed, chosen = blocked, Compression.ZSTD_BLOCKS
-        if len(compressed) <= len(payload) * _COMPRESS_RATIO:
+        if len(compressed) <= len(payload) * keep_ratio:
             body, used = compressed, chosen
     header = np.zeros(1, dtype=PAGE_HEADER_DTYPE)
     header["encoding"] = encoding

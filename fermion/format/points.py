@@ -70,7 +70,8 @@ class PagePayload:
         self._blocked: BlockedBody | None = None
         if self.head.compression == Compression.ZSTD_BLOCKS:
             self._blocked = BlockedBody(self.head.body, self.size, where)
-            self.buf = np.zeros(self.size, dtype=np.uint8)
+            # filled block by block by need(); nothing is read before it is written there
+            self.buf = np.empty(self.size, dtype=np.uint8)
             self._done = np.zeros(self._blocked.num_blocks, dtype=bool)
         else:
             self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
@@ -202,16 +203,25 @@ def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
     later = segment > 0
     if bool(later.any()):
         out[later] = _packed(p, at, ck_bits, segment[later] - 1).view(np.int64)
-    lengths = rows - segment * interval
-    total = int(lengths.sum())
-    if total:
-        ends = np.cumsum(lengths)
-        at_rows = np.arange(total, dtype=np.int64) + np.repeat(
-            segment * interval - (ends - lengths), lengths
-        )
-        running = np.concatenate([[0], np.cumsum(_packed(p, _H, bits, at_rows).view(np.int64))])
-        with np.errstate(over="ignore"):
-            out += running[ends] - running[ends - lengths]
+    # each wanted row's whole segment, unpacked at once: a segment is interval * bits / 8
+    # whole bytes (interval is a multiple of 8), so the segments' bytes, concatenated, are
+    # one bit stream; the last segment of the page may be short (zero-padded here)
+    segments, slot = np.unique(segment, return_inverse=True)
+    seg_bytes = interval * bits // 8
+    begins = _H + segments * seg_bytes
+    ends = np.minimum(begins + seg_bytes, at)
+    p.need(begins, ends)
+    stream = np.zeros(len(segments) * seg_bytes + 8, dtype=np.uint8)
+    stream[: int((ends - begins).sum())] = gather_ranges(p.buf, begins, ends - begins)
+    short = ends - begins < seg_bytes  # only the page's last segment can be short
+    if bool(short[:-1].any()):
+        raise InvalidFileError(f"{p.where}: packed integers run past the payload")
+    packed = bitpack.unpack(stream, 0, bits, len(segments) * interval, p.where)
+    running = np.cumsum(packed.view(np.int64).reshape(len(segments), interval), axis=1)
+    within = rows - segment * interval  # integers of the segment before the row
+    with np.errstate(over="ignore"):
+        has = within > 0
+        out[has] += running[slot[has], within[has] - 1]
     return out
 
 

@@ -48,7 +48,7 @@ from fermion.format.encodings import (
 )
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
-from fermion.format.pages import encode_page
+from fermion.format.pages import ENCODED_COMPRESS_RATIO, encode_page
 from fermion.format.stats import (
     Stats,
     StatsKind,
@@ -119,8 +119,16 @@ class _Encoder:
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
             encoding=encoding,
-            block_size=self.block_size if blocks else 0,
+            # blocks pay when a block holds few values: a take then decompresses a block
+            # per wanted value, not every block (bit-packed integers are one frame)
+            block_size=self.block_size
+            if blocks and len(payload) >= _BLOCK_VALUE_BYTES * num_values
+            else 0,
             block_overhead=self.opts.compression_block_overhead,
+            # bit-packed values that point reads gather: zstd only where it saves a quarter
+            keep_ratio=ENCODED_COMPRESS_RATIO
+            if self.checkpoints and encoding not in (Encoding.PLAIN, Encoding.DERIVED)
+            else 0.9,
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
@@ -250,6 +258,7 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
 
 
 _MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
+_BLOCK_VALUE_BYTES = 8  # pages of fewer payload bytes per value are never blocked
 _BLOCKED_PAGE_GROWTH = 8  # binary pages that point reads decode block by block
 
 
