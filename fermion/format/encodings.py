@@ -41,7 +41,9 @@ from fermion.format import bitpack
 from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
+    "FLOAT_SAMPLE_BYTES",
     "HEADER_SIZE",
+    "byte_split_sizes",
     "decode_byte_split",
     "decode_dictionary",
     "decode_ints",
@@ -49,6 +51,7 @@ __all__ = [
     "dictionary_page",
     "encode_dictionary",
     "encode_ints",
+    "encoding_header",
     "few_distinct",
     "ints_from_plain",
     "ints_to_plain",
@@ -56,6 +59,8 @@ __all__ = [
     "int_payload_size",
     "packed_bits",
     "read_header",
+    "sample_size",
+    "split_planes",
 ]
 
 HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
@@ -69,7 +74,7 @@ def _bits_for(span: int) -> int:
     return bitpack.bits_for(span) if span < (1 << 64) else 128
 
 
-def _header(
+def encoding_header(
     enc: Encoding,
     *,
     count: int,
@@ -80,13 +85,14 @@ def _header(
     aux_width: int = 0,
     flags: int = 0,
 ) -> bytes:
+    """The 24 bytes of an EncodingHeader with the given fields (others 0)."""
     h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
     h["base"], h["aux"], h["count"] = base, aux, count
     h["width"], h["aux_width"], h["out_width"], h["flags"] = width, aux_width, out_width, flags
     return h.tobytes()
 
 
-def read_header(payload: memoryview | bytes, where: str = "page") -> np.void:
+def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> np.void:
     """The EncodingHeader at the start of an encoded payload (validated sizes)."""
     if len(payload) < HEADER_SIZE:
         raise InvalidFileError(f"{where}: encoded payload shorter than its header")
@@ -163,7 +169,7 @@ _SAMPLE_VALUES = 4096
 _BINCOUNT_SPAN = 1 << 20  # distinct counting by bincount up to this value span
 
 
-def _sample_size(data: bytes) -> int:
+def sample_size(data: bytes | memoryview) -> int:
     """zstd (level 1) size of a sample; compressor objects are per thread (not thread-safe)."""
     comp = getattr(_local, "sampler", None)
     if comp is None:
@@ -197,7 +203,7 @@ def encode_ints(
     if mn == mx:
         if HEADER_SIZE >= plain_size:
             return Encoding.PLAIN, b""
-        return Encoding.CONSTANT, _header(
+        return Encoding.CONSTANT, encoding_header(
             Encoding.CONSTANT, count=n, out_width=out_width, base=mn, flags=flags
         )
     for_bits = _bits_for(mx - mn)
@@ -231,7 +237,7 @@ def encode_ints(
         best = candidates[0]
     elif compressed:
         sample = values[:_SAMPLE_VALUES]
-        sizes = [_sample_size(build(enc, sample)) for enc in candidates]
+        sizes = [sample_size(build(enc, sample)) for enc in candidates]
         best = candidates[int(np.argmin(sizes))]
     else:
         raw = {
@@ -263,13 +269,15 @@ def _encode_as(
     if enc == Encoding.FOR:
         vmin = int(values.min())  # a sample may have a higher minimum than the page
         bits = _bits_for(int(values.max()) - vmin)
-        head = _header(enc, count=n, out_width=out_width, base=vmin, width=bits, flags=flags)
+        head = encoding_header(
+            enc, count=n, out_width=out_width, base=vmin, width=bits, flags=flags
+        )
         return head + _pack(values - vmin, bits)
     if enc == Encoding.DELTA:
         deltas = np.diff(values)
         dmn = int(deltas.min()) if n > 1 else 0
         bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -287,7 +295,7 @@ def _encode_as(
         distinct = np.flatnonzero(present)
         index_bits = _bits_for(entries - 1)
         value_bits = _bits_for(int(distinct[-1]))
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -306,7 +314,7 @@ def _encode_as(
     len_bits = _bits_for(int(run_lengths.max()))
     vmin = int(run_values.min())
     bits = _bits_for(int(run_values.max()) - vmin)
-    head = _header(
+    head = encoding_header(
         enc,
         count=n,
         out_width=out_width,
@@ -390,22 +398,36 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
 
 # -- floats -----------------------------------------------------------------------------
 
-_SAMPLE_BYTES = 16 << 10
+FLOAT_SAMPLE_BYTES = 16 << 10  # float pages choose their encoding on this many bytes
 
 
-def encode_byte_split(data: memoryview | bytes, width: int) -> bytes | None:
+def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes:
+    """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ..."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return np.ascontiguousarray(raw.reshape(-1, width).T).tobytes()
+
+
+def byte_split_sizes(data: memoryview | bytes, width: int) -> tuple[int, int]:
+    """zstd sizes of the first 16 KiB of float values, (plain, BYTE_SPLIT)."""
+    raw = np.frombuffer(data, dtype=np.uint8, count=(len(data) // width) * width)
+    sample = raw[: (FLOAT_SAMPLE_BYTES // width) * width]
+    return sample_size(sample.tobytes()), sample_size(split_planes(sample, width))
+
+
+def encode_byte_split(
+    data: memoryview | bytes, width: int, sizes: tuple[int, int] | None = None
+) -> bytes | None:
     """BYTE_SPLIT payload for float values, or None when a sample says plain compresses
-    better (e.g. quantised prices) or the page is too small to matter."""
+    better (e.g. quantised prices) or the page is too small to matter. ``sizes``: the
+    sample's :func:`byte_split_sizes`, when already known."""
     n = len(data) // width
     if n < 64 or width not in (4, 8):
         return None
-    raw = np.frombuffer(data, dtype=np.uint8, count=n * width)
-    sample = raw[: (_SAMPLE_BYTES // width) * width]
-    split_sample = np.ascontiguousarray(sample.reshape(-1, width).T)
-    if _sample_size(split_sample.tobytes()) >= _sample_size(sample.tobytes()):
+    plain, split = sizes if sizes is not None else byte_split_sizes(data, width)
+    if split >= plain:
         return None
-    planes = np.ascontiguousarray(raw.reshape(n, width).T)
-    return _header(Encoding.BYTE_SPLIT, count=n, out_width=width) + planes.tobytes()
+    head = encoding_header(Encoding.BYTE_SPLIT, count=n, out_width=width)
+    return head + split_planes(np.frombuffer(data, dtype=np.uint8, count=n * width), width)
 
 
 def decode_byte_split(payload: memoryview | bytes, where: str = "page") -> bytes:
@@ -458,7 +480,9 @@ def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
     base = int(offsets[0])
     data_buf = dictionary.buffers()[2]
     data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
-    head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS)
+    head = encoding_header(
+        Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS
+    )
     payload = b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
     return payload, encoded.dictionary
 
