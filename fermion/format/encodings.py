@@ -16,7 +16,9 @@ widths, which are the byte-aligned case of the same bit stream. String OFFSETS p
 store value *lengths* through the same codec; string DATA pages with few distinct values
 become DICTIONARY pages (packed indices + the distinct values), their OFFSETS page then
 being DERIVED (no payload). Float pages use BYTE_SPLIT when a sample says zstd compresses
-it better. zstd is applied on top by the page layer only when it pays.
+it better, or FLOAT_DECIMAL when they are decimals (:mod:`fermion.format.decimal_floats`,
+whose integers go through the integer codec). zstd is applied on top by the page layer
+only when it pays.
 
 Example:
     >>> import numpy as np

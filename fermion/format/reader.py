@@ -81,7 +81,8 @@ _KNOWN_REQUIRED = int(
     | RequiredFeature.ENCODINGS
     | RequiredFeature.BIT_PACKING
     | RequiredFeature.BLOCKS
-)  # format 1.2
+    | RequiredFeature.DECIMAL_FLOATS
+)  # format 1.3
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 
 
