@@ -84,7 +84,7 @@ def decimal_kernel(k: np.ndarray, e: int | np.ndarray, width: int) -> np.ndarray
     nearest even), cast to float32 (round to nearest even) when ``width`` is 4. (``e``
     may be an array of exponents broadcast against ``k``.)"""
     out = np.divide(k, _POW10[e], dtype=np.float64)
-    return out if width == 8 else out.astype(np.float32)
+    return out.astype(_FLOAT[width], copy=False)  # little-endian, as stored
 
 
 def _to_decimal(values: np.ndarray, e: int | np.ndarray, width: int) -> tuple[np.ndarray, ...]:
@@ -103,7 +103,8 @@ def _to_decimal(values: np.ndarray, e: int | np.ndarray, width: int) -> tuple[np
 
 
 def find_exponent(values: np.ndarray, valid: np.ndarray | None, width: int) -> int | None:
-    """The exponent for a page of floats, chosen on a strided sample of its non-null values.
+    """The exponent for a page of floats, chosen on a strided sample of its non-null values
+    (slots ``0, s, 2s, ...`` with ``s = max(1, n // 1024)``).
 
     Exponents are tried from 0 up, stopping at the first one every sampled value
     round-trips with; among those with at most one exception in 32, the one with the
