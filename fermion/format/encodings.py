@@ -16,7 +16,9 @@ widths, which are the byte-aligned case of the same bit stream. String OFFSETS p
 store value *lengths* through the same codec; string DATA pages with few distinct values
 become DICTIONARY pages (packed indices + the distinct values), their OFFSETS page then
 being DERIVED (no payload). Float pages use BYTE_SPLIT when a sample says zstd compresses
-it better. zstd is applied on top by the page layer only when it pays.
+it better, or FLOAT_DECIMAL when they are decimals (:mod:`fermion.format.decimal_floats`,
+whose integers go through the integer codec). zstd is applied on top by the page layer
+only when it pays.
 
 Example:
     >>> import numpy as np
@@ -42,7 +44,9 @@ from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
     "CHECKPOINT_INTERVAL",
+    "FLOAT_SAMPLE_BYTES",
     "HEADER_SIZE",
+    "byte_split_sizes",
     "checkpoint_layout",
     "has_checkpoints",
     "decode_byte_split",
@@ -52,6 +56,7 @@ __all__ = [
     "dictionary_page",
     "encode_dictionary",
     "encode_ints",
+    "encoding_header",
     "few_distinct",
     "ints_from_plain",
     "ints_to_plain",
@@ -59,6 +64,8 @@ __all__ = [
     "int_payload_size",
     "packed_bits",
     "read_header",
+    "sample_size",
+    "split_planes",
 ]
 
 HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
@@ -73,7 +80,7 @@ def _bits_for(span: int) -> int:
     return bitpack.bits_for(span) if span < (1 << 64) else 128
 
 
-def _header(
+def encoding_header(
     enc: Encoding,
     *,
     count: int,
@@ -84,13 +91,14 @@ def _header(
     aux_width: int = 0,
     flags: int = 0,
 ) -> bytes:
+    """The 24 bytes of an EncodingHeader with the given fields (others 0)."""
     h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
     h["base"], h["aux"], h["count"] = base, aux, count
     h["width"], h["aux_width"], h["out_width"], h["flags"] = width, aux_width, out_width, flags
     return h.tobytes()
 
 
-def read_header(payload: memoryview | bytes, where: str = "page") -> np.void:
+def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> np.void:
     """The EncodingHeader at the start of an encoded payload (validated sizes)."""
     if len(payload) < HEADER_SIZE:
         raise InvalidFileError(f"{where}: encoded payload shorter than its header")
@@ -167,7 +175,7 @@ _SAMPLE_VALUES = 4096
 _BINCOUNT_SPAN = 1 << 20  # distinct counting by bincount up to this value span
 
 
-def _sample_size(data: bytes) -> int:
+def sample_size(data: bytes | memoryview) -> int:
     """zstd (level 1) size of a sample; compressor objects are per thread (not thread-safe)."""
     comp = getattr(_local, "sampler", None)
     if comp is None:
@@ -192,7 +200,8 @@ def encode_ints(
     dictionary, RLE). Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
     With ``checkpoints``, DELTA pages and FOR pages of ``lengths`` carry running sums
     every :data:`CHECKPOINT_INTERVAL` values, so that one value (or offset) can be read
-    without summing everything before it (flag CHECKPOINTS, format 1.3).
+    without summing everything before it (flag CHECKPOINTS, format 1.3); lengths are then
+    CONSTANT or FOR only (the encodings whose offsets point reads compute).
     """
     n = len(values)
     flags = _BITS | (EncodingFlag.SIGNED if signed else 0)
@@ -206,7 +215,7 @@ def encode_ints(
     if mn == mx:
         if HEADER_SIZE >= plain_size:
             return Encoding.PLAIN, b""
-        return Encoding.CONSTANT, _header(
+        return Encoding.CONSTANT, encoding_header(
             Encoding.CONSTANT,
             count=n,
             out_width=out_width,
@@ -234,6 +243,8 @@ def encode_ints(
     run_bits = runs * (for_bits + _bits_for(n))
     if runs * 4 <= n and for_bits < 64 and run_bits < n * for_bits:
         candidates.append(Encoding.RLE)
+    if lengths and checkpoints:  # point reads sum FOR lengths from checkpoints (only)
+        candidates = [e for e in candidates if e == Encoding.FOR]
     if not candidates:
         return Encoding.PLAIN, b""
 
@@ -244,7 +255,7 @@ def encode_ints(
         best = candidates[0]
     elif compressed:
         sample = values[:_SAMPLE_VALUES]
-        sizes = [_sample_size(build(enc, sample)) for enc in candidates]
+        sizes = [sample_size(build(enc, sample)) for enc in candidates]
         best = candidates[int(np.argmin(sizes))]
     else:
         raw = {
@@ -326,7 +337,7 @@ def _encode_as(
         bits = _bits_for(int(values.max()) - vmin)
         packed = values - vmin
         with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -341,7 +352,7 @@ def _encode_as(
         bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
         packed = deltas - dmn
         with_sums = sums and n - 1 >= CHECKPOINT_INTERVAL
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -359,7 +370,7 @@ def _encode_as(
         distinct = np.flatnonzero(present)
         index_bits = _bits_for(entries - 1)
         value_bits = _bits_for(int(distinct[-1]))
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -378,7 +389,7 @@ def _encode_as(
     len_bits = _bits_for(int(run_lengths.max()))
     vmin = int(run_values.min())
     bits = _bits_for(int(run_values.max()) - vmin)
-    head = _header(
+    head = encoding_header(
         enc,
         count=n,
         out_width=out_width,
@@ -471,22 +482,36 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
 
 # -- floats -----------------------------------------------------------------------------
 
-_SAMPLE_BYTES = 16 << 10
+FLOAT_SAMPLE_BYTES = 16 << 10  # float pages choose their encoding on this many bytes
 
 
-def encode_byte_split(data: memoryview | bytes, width: int) -> bytes | None:
+def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes:
+    """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ..."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return np.ascontiguousarray(raw.reshape(-1, width).T).tobytes()
+
+
+def byte_split_sizes(data: memoryview | bytes, width: int) -> tuple[int, int]:
+    """zstd sizes of the first 16 KiB of float values, (plain, BYTE_SPLIT)."""
+    raw = np.frombuffer(data, dtype=np.uint8, count=(len(data) // width) * width)
+    sample = raw[: (FLOAT_SAMPLE_BYTES // width) * width]
+    return sample_size(sample.tobytes()), sample_size(split_planes(sample, width))
+
+
+def encode_byte_split(
+    data: memoryview | bytes, width: int, sizes: tuple[int, int] | None = None
+) -> bytes | None:
     """BYTE_SPLIT payload for float values, or None when a sample says plain compresses
-    better (e.g. quantised prices) or the page is too small to matter."""
+    better (e.g. quantised prices) or the page is too small to matter. ``sizes``: the
+    sample's :func:`byte_split_sizes`, when already known."""
     n = len(data) // width
     if n < 64 or width not in (4, 8):
         return None
-    raw = np.frombuffer(data, dtype=np.uint8, count=n * width)
-    sample = raw[: (_SAMPLE_BYTES // width) * width]
-    split_sample = np.ascontiguousarray(sample.reshape(-1, width).T)
-    if _sample_size(split_sample.tobytes()) >= _sample_size(sample.tobytes()):
+    plain, split = sizes if sizes is not None else byte_split_sizes(data, width)
+    if split >= plain:
         return None
-    planes = np.ascontiguousarray(raw.reshape(n, width).T)
-    return _header(Encoding.BYTE_SPLIT, count=n, out_width=width) + planes.tobytes()
+    head = encoding_header(Encoding.BYTE_SPLIT, count=n, out_width=width)
+    return head + split_planes(np.frombuffer(data, dtype=np.uint8, count=n * width), width)
 
 
 def decode_byte_split(payload: memoryview | bytes, where: str = "page") -> bytes:
@@ -539,7 +564,9 @@ def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
     base = int(offsets[0])
     data_buf = dictionary.buffers()[2]
     data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
-    head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS)
+    head = encoding_header(
+        Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS
+    )
     payload = b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
     return payload, encoded.dictionary
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format import encodings
+from fermion.format import decimal_floats, encodings
 from fermion.format.structs import (
     BLOCK_TABLE_DTYPE,
     PAGE_HEADER_DTYPE,
@@ -428,8 +428,9 @@ def decode_payload(
     """Decode a decompressed payload; plain results are checked against ``expected_size``
     (encoded payloads before they are decoded, from their header).
 
-    With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded values are
-    written there directly and None is returned; other payloads are returned as usual.
+    With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded and
+    FLOAT_DECIMAL values are written there directly and None is returned; other payloads
+    are returned as usual.
     """
     if encoding == Encoding.PLAIN:
         if expected_size is not None and len(payload) != expected_size:
@@ -453,6 +454,9 @@ def decode_payload(
         raise InvalidFileError(f"{where}: encoded values decode to {plain_size} bytes")
     if encoding == Encoding.BYTE_SPLIT:
         return encodings.decode_byte_split(payload, where)
+    if encoding == Encoding.FLOAT_DECIMAL:
+        target = into if into is not None and len(into) == plain_size else None
+        return decimal_floats.decode_float_decimal(payload, values, where, target)
     ints = encodings.decode_ints(payload, encoding, where)
     if lengths:
         offsets = np.zeros(values + 1, dtype=f"<i{out_width}")

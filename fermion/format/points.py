@@ -5,7 +5,8 @@ pages whole costs as much as a scan. Instead, for a flat fixed-width or binary c
 
 - an uncompressed page is read at value level: PLAIN values by offset, bit-packed FOR and
   INT_DICTIONARY values by :func:`fermion.format.bitpack.gather`, BYTE_SPLIT values plane
-  by plane, CONSTANT from its header;
+  by plane, CONSTANT from its header; FLOAT_DECIMAL values from their integers (read as
+  those of an integer page) and the page's exceptions;
 - of a ZSTD_BLOCKS page only the blocks holding the wanted bytes are decompressed (each
   checked by its zstd content checksum); a single-frame ZSTD page is decompressed whole;
 - DELTA pages (and FOR-encoded string lengths) decode only up to the last wanted row;
@@ -33,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, encodings
+from fermion.format import bitpack, decimal_floats, encodings
 from fermion.format.pages import (
     BlockedBody,
     decode_payload,
@@ -98,10 +99,13 @@ class PagePayload:
         self.need(np.array([0]), np.array([self.size]))
         return self.buf
 
-    def header(self) -> np.void:
-        """The EncodingHeader of an encoded page, checked against the page's value count."""
-        self.need(np.array([0]), np.array([min(_H, self.size)]))
-        h = encodings.read_header(self.buf[:_H].tobytes(), self.where)
+    def header(self, at: int = 0) -> np.void:
+        """The EncodingHeader at payload byte ``at`` (0: the page's; FLOAT_DECIMAL pages
+        have a nested one), checked against the page's value count."""
+        if at >= self.size:
+            raise InvalidFileError(f"{self.where}: encoded payload shorter than its header")
+        self.need(np.array([at]), np.array([min(at + _H, self.size)]))
+        h = encodings.read_header(self.buf[at : at + _H].tobytes(), self.where)
         if int(h["count"]) != self.values:
             raise InvalidFileError(f"{self.where}: encoded page holds {int(h['count'])} values")
         return h
@@ -143,29 +147,63 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
     """Plain bytes of ``rows`` from an integer-encoded page; None: no random access."""
     h = p.header()
     _check_plain_size(p, h, width)
-    if p.size != encodings.int_payload_size(p.encoding, h):
-        raise InvalidFileError(f"{p.where}: {p.encoding.name} payload size does not match")
+    ints = _ints_at(p, 0, h, p.encoding, rows)
+    return None if ints is None else encodings.ints_to_plain(ints, width, signed)
+
+
+def _ints_at(
+    p: PagePayload, at: int, h: np.void, enc: Encoding, rows: np.ndarray
+) -> np.ndarray | None:
+    """The int64 values at ``rows`` of the integer-codec payload (header ``h``, encoding
+    ``enc``) that fills page payload bytes ``[at, size)``; None: no random access (RLE)."""
+    if p.size - at != encodings.int_payload_size(enc, h):
+        raise InvalidFileError(f"{p.where}: {enc.name} payload size does not match")
     bits = encodings.packed_bits(h)
-    if p.encoding == Encoding.CONSTANT:
-        ints = np.full(len(rows), int(h["base"]), dtype=np.int64)
-    elif p.encoding == Encoding.FOR:
-        ints = _packed(p, _H, bits, rows).astype(np.int64) + int(h["base"])
-    elif p.encoding == Encoding.INT_DICTIONARY:
+    if enc == Encoding.CONSTANT:
+        return np.full(len(rows), int(h["base"]), dtype=np.int64)
+    if enc == Encoding.FOR:
+        return _packed(p, at + _H, bits, rows).astype(np.int64) + int(h["base"])
+    if enc == Encoding.INT_DICTIONARY:
         entries = int(h["aux"])
-        indices = _packed(p, _H, bits, rows).astype(np.int64)
-        start = _H + bitpack.packed_size(p.values, bits)
+        indices = _packed(p, at + _H, bits, rows).astype(np.int64)
+        start = at + _H + bitpack.packed_size(p.values, bits)
         p.need(np.array([start]), np.array([p.size]))
         distinct = bitpack.unpack(p.buf, start, encodings.packed_bits(h, "aux_width"), entries)
         if entries <= 0 or (
             len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
         ):  # 64-bit indices above 2**63 - 1 are negative here
             raise InvalidFileError(f"{p.where}: dictionary index out of range")
-        ints = distinct.astype(np.int64)[indices] + int(h["base"])
-    elif p.encoding == Encoding.DELTA:
-        ints = _prefix_sums(p, h, rows)
-    else:
+        return distinct.astype(np.int64)[indices] + int(h["base"])
+    if enc == Encoding.DELTA:
+        return _prefix_sums(p, h, rows, at)
+    return None
+
+
+def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes | None:
+    """Plain bytes of ``rows`` from a FLOAT_DECIMAL page: only their integers k are read
+    (gathered, or DELTA prefix sums), then the exceptions among the rows are patched in;
+    None: the nested encoding has no random access (RLE)."""
+    p.header()
+    p.need(np.array([0]), np.array([min(decimal_floats.PREFIX_SIZE, p.size)]))
+    prefix = p.buf[: decimal_floats.PREFIX_SIZE]
+    layout = decimal_floats.read_layout(prefix, p.size, p.values, p.where)
+    if layout.width != width:
+        raise InvalidFileError(f"{p.where}: encoded values decode to {layout.width}-byte values")
+    nested = p.header(layout.nested_at)
+    decimal_floats.check_nested_header(nested, p.values, p.where)
+    k = _ints_at(p, layout.nested_at, nested, layout.int_encoding, rows)
+    if k is None:
         return None
-    return encodings.ints_to_plain(ints, width, signed)
+    decimal_floats.check_ints(k, p.where)
+    out = decimal_floats.decimal_kernel(k, layout.exponent, width)
+    if layout.exceptions and len(rows):
+        p.need(np.array([decimal_floats.PREFIX_SIZE]), np.array([layout.nested_at]))
+        positions = decimal_floats.exception_positions(p.buf, layout, p.values, p.where)
+        at = np.minimum(np.searchsorted(positions, rows), len(positions) - 1)
+        hit = positions[at] == rows
+        patch = decimal_floats.exception_values(p.buf, layout)[at[hit]]
+        out.view(patch.dtype)[hit] = patch
+    return out.tobytes()
 
 
 def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -180,9 +218,10 @@ def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
-    """``packed[:r].sum()`` (wrapping in int64) for the sorted, unique ``rows`` of a DELTA
-    page's deltas or a FOR page's lengths, without decoding the whole page.
+def _sums(p: PagePayload, h: np.void, enc: Encoding, rows: np.ndarray, at: int = 0) -> np.ndarray:
+    """``packed[:r].sum()`` (wrapping in int64) for the sorted, unique ``rows`` of the
+    deltas of a DELTA payload or the lengths of a FOR payload (header ``h``) at payload
+    byte ``at``, without decoding the whole payload.
 
     With CHECKPOINTS (format 1.3) each sum is the checkpoint before ``r`` plus fewer than
     :data:`~fermion.format.encodings.CHECKPOINT_INTERVAL` packed integers; without, every
@@ -191,25 +230,27 @@ def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
     bits = encodings.packed_bits(h)
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
-    m, ck_bits, at = encodings.checkpoint_layout(p.encoding, h)
+    start = at + _H  # the packed integers
+    m, ck_bits, ck_at = encodings.checkpoint_layout(enc, h)
+    ck_at += at
     if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
         last = int(rows[-1])
-        p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
-        packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
+        p.need(np.array([start]), np.array([start + bitpack.packed_size(last, bits)]))
+        packed = bitpack.unpack(p.buf, start, bits, last, p.where).view(np.int64)
         return _sums_before(packed, rows)
     interval = encodings.CHECKPOINT_INTERVAL
     segment = rows // interval  # <= m: rows never exceed the packed integers' count
     out = np.zeros(len(rows), dtype=np.int64)
     later = segment > 0
     if bool(later.any()):
-        out[later] = _packed(p, at, ck_bits, segment[later] - 1).view(np.int64)
+        out[later] = _packed(p, ck_at, ck_bits, segment[later] - 1).view(np.int64)
     # each wanted row's whole segment, unpacked at once: a segment is interval * bits / 8
     # whole bytes (interval is a multiple of 8), so the segments' bytes, concatenated, are
     # one bit stream; the last segment of the page may be short (zero-padded here)
     segments, slot = np.unique(segment, return_inverse=True)
     seg_bytes = interval * bits // 8
-    begins = _H + segments * seg_bytes
-    ends = np.minimum(begins + seg_bytes, at)
+    begins = start + segments * seg_bytes
+    ends = np.minimum(begins + seg_bytes, ck_at)
     p.need(begins, ends)
     stream = np.zeros(len(segments) * seg_bytes + 8, dtype=np.uint8)
     stream[: int((ends - begins).sum())] = gather_ranges(p.buf, begins, ends - begins)
@@ -225,10 +266,11 @@ def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
-    """DELTA values at ``rows``: ``v[r] = base + r * aux + sum(packed[:r])``, in int64
-    arithmetic that wraps exactly as the full decoder's running sum does."""
-    sums = _sums(p, h, rows)
+def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray, at: int = 0) -> np.ndarray:
+    """DELTA values at ``rows`` of the DELTA payload at payload byte ``at``:
+    ``v[r] = base + r * aux + sum(packed[:r])``, in int64 arithmetic that wraps exactly as
+    the full decoder's running sum does."""
+    sums = _sums(p, h, Encoding.DELTA, rows, at)
     with np.errstate(over="ignore"):
         return sums + rows * int(h["aux"]) + int(h["base"])
 
@@ -253,7 +295,7 @@ def _lengths_prefix(
     if len(rows) and int(lengths.min()) < 0:
         raise InvalidFileError(f"{p.where}: negative value lengths")
     with np.errstate(over="ignore"):
-        begins = _sums(p, h, rows) + rows * base
+        begins = _sums(p, h, Encoding.FOR, rows) + rows * base
         return begins, begins + lengths
 
 
@@ -285,6 +327,10 @@ def fixed_values(
         at = (planes[None, :] + rows[:, None]).ravel()  # value-major: plane bytes in order
         p.need(at, at + 1)
         return p.buf[at].tobytes()
+    if p.encoding == Encoding.FLOAT_DECIMAL:
+        decimals = _float_decimal_values(p, rows, width)
+        if decimals is not None:
+            return decimals
     if int_domain is not None and p.encoding in (
         Encoding.CONSTANT,
         Encoding.FOR,

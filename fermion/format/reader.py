@@ -82,6 +82,7 @@ _KNOWN_REQUIRED = int(
     | RequiredFeature.BIT_PACKING
     | RequiredFeature.BLOCKS
     | RequiredFeature.CHECKPOINTS
+    | RequiredFeature.DECIMAL_FLOATS
 )  # format 1.3
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 

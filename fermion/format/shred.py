@@ -37,9 +37,9 @@ from fermion.format import bitpack
 from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
+from fermion.format.decimal_floats import encode_floats
 from fermion.format.encodings import (
     dictionary_page,
-    encode_byte_split,
     encode_ints,
     few_distinct,
     has_checkpoints,
@@ -134,6 +134,8 @@ class _Encoder:
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
             if encoding != Encoding.DERIVED and has_checkpoints(payload):
                 self.features |= RequiredFeature.CHECKPOINTS
+        if encoding == Encoding.FLOAT_DECIMAL:
+            self.features |= RequiredFeature.DECIMAL_FLOATS
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
         return EncodedPage(data, num_values)
@@ -202,7 +204,8 @@ def shred_column(
     """Encode one column's values for one stripe into a chunk per stream (file order).
 
     Returns the chunks and the required feature flags their pages need (ENCODINGS and
-    BIT_PACKING for encoded pages, BLOCKS for blocked zstd pages).
+    BIT_PACKING for encoded pages, DECIMAL_FLOATS for FLOAT_DECIMAL pages, BLOCKS for
+    blocked zstd pages).
     ``batch_bounds`` (batch mode) are the row boundaries ``[0, ..., len(array)]`` of the
     stripe's batches: every page of every stream is then cut at batch boundaries, mapped
     to each nested level's values through the parent offsets.
@@ -313,12 +316,18 @@ def _int_encoder(
 
 
 def _float_encoder(
-    payload_of: Callable[[int, int], bytes | memoryview], width: int, on: bool
+    payload_of: Callable[[int, int], bytes | memoryview], width: int, on: bool, compressed: bool
 ) -> Encode:
+    """float32/float64 values: PLAIN, BYTE_SPLIT or FLOAT_DECIMAL (``encode_floats``)."""
+
     def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
         plain = payload_of(a, b)
-        split = encode_byte_split(plain, width) if on else None
-        return (Encoding.BYTE_SPLIT, split) if split is not None else (Encoding.PLAIN, plain)
+        if not on:
+            return Encoding.PLAIN, plain
+        valid = None
+        if values is not None and values.null_count:
+            valid = values.is_valid().to_numpy(zero_copy_only=False)
+        return encode_floats(plain, width, valid, compressed=compressed)
 
     return encode
 
@@ -475,7 +484,7 @@ def _shred(
                 fixed_bytes, ints, valid, width, domain[1], enc.compressed, enc.checkpoints
             )
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
-            encoder = _float_encoder(fixed_bytes, width, enc.encode)
+            encoder = _float_encoder(fixed_bytes, width, enc.encode, enc.compressed)
         else:
             encoder = _plain(fixed_bytes)
         cuts = _count_cuts(n, per_page, bounds)

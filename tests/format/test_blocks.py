@@ -54,7 +54,7 @@ import zstandard
 
 import fermion
 from fermion.format import bitpack
-from fermion.format.encodings import _header
+from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
     BlockedBody,
