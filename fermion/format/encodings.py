@@ -72,7 +72,9 @@ HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
 CHECKPOINT_INTERVAL = 256  # packed integers between two running-sum checkpoints (1.3)
 _local = threading.local()
 _BYTE_WIDTHS = (0, 1, 2, 4, 8)  # format 1.1: widths in bytes
-_BITS = EncodingFlag.BITS
+_BITS = int(EncodingFlag.BITS)  # plain ints: IntFlag operators cost microseconds each
+_LENGTHS = int(EncodingFlag.LENGTHS)
+_CHECKPOINTS = int(EncodingFlag.CHECKPOINTS)
 
 
 def _bits_for(span: int) -> int:
@@ -278,7 +280,7 @@ def _pack(values: np.ndarray, bits: int) -> bytes:
 def has_checkpoints(payload: bytes | memoryview) -> bool:
     """Whether an encoded payload's header sets CHECKPOINTS."""
     return len(payload) >= HEADER_SIZE and bool(
-        payload[HEADER_SIZE - 1] & EncodingFlag.CHECKPOINTS  # EncodingHeader.flags
+        payload[HEADER_SIZE - 1] & _CHECKPOINTS  # EncodingHeader.flags
     )
 
 
@@ -294,7 +296,7 @@ def checkpoint_layout(enc: Encoding, h: np.void) -> tuple[int, int, int]:
     n, bits = int(h["count"]), packed_bits(h)
     packed = max(n - 1, 0) if enc == Encoding.DELTA else n
     end = HEADER_SIZE + bitpack.packed_size(packed, bits)
-    if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+    if not int(h["flags"]) & _CHECKPOINTS:
         return 0, 0, end
     m = packed // CHECKPOINT_INTERVAL
     return m, bitpack.bits_for(m * CHECKPOINT_INTERVAL * ((1 << bits) - 1)), end
@@ -405,10 +407,8 @@ def _encode_as(
 def int_payload_size(enc: Encoding, h: np.void) -> int:
     """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
     n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
-    if int(h["flags"]) & EncodingFlag.CHECKPOINTS:  # only after DELTA deltas, FOR lengths
-        if enc != Encoding.DELTA and not (
-            enc == Encoding.FOR and int(h["flags"]) & EncodingFlag.LENGTHS
-        ):
+    if int(h["flags"]) & _CHECKPOINTS:  # only after DELTA deltas, FOR lengths
+        if enc != Encoding.DELTA and not (enc == Encoding.FOR and int(h["flags"]) & _LENGTHS):
             return -1
         m, ck_bits, at = checkpoint_layout(enc, h)
         return at + bitpack.packed_size(m, ck_bits)

@@ -46,6 +46,8 @@ from fermion.format.structs import Compression, Encoding, EncodingFlag
 __all__ = ["PagePayload", "binary_values", "fixed_values", "gather_ranges"]
 
 _H = encodings.HEADER_SIZE
+_LENGTHS = int(EncodingFlag.LENGTHS)  # plain ints: IntFlag operators cost microseconds
+_CHECKPOINTS = int(EncodingFlag.CHECKPOINTS)
 
 
 class PagePayload:
@@ -77,6 +79,11 @@ class PagePayload:
         else:
             self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
 
+    @property
+    def blocked(self) -> bool:
+        """Whether the payload is decompressed block by block as bytes are needed."""
+        return self._blocked is not None
+
     def need(self, begins: np.ndarray, ends: np.ndarray) -> None:
         """Make decoded bytes ``[begins[i], ends[i])`` available in :attr:`buf`."""
         begins = np.asarray(begins, dtype=np.int64)
@@ -95,8 +102,19 @@ class PagePayload:
         self._blocked.decompress_into(self.buf, todo)
         self._done[todo] = True
 
+    def need_range(self, begin: int, end: int) -> None:
+        """:meth:`need` for one range ``[begin, end)``."""
+        if begin < 0 or end > self.size or end < begin:
+            raise InvalidFileError(f"{self.where}: values lie outside the page payload")
+        if self._blocked is not None and end > begin:
+            size = self._blocked.block_size
+            blocks = np.arange(begin // size, (end - 1) // size + 1)
+            todo = blocks[~self._done[blocks]]
+            self._blocked.decompress_into(self.buf, todo)
+            self._done[todo] = True
+
     def need_all(self) -> np.ndarray:
-        self.need(np.array([0]), np.array([self.size]))
+        self.need_range(0, self.size)
         return self.buf
 
     def header(self, at: int = 0) -> np.void:
@@ -104,7 +122,7 @@ class PagePayload:
         have a nested one), checked against the page's value count."""
         if at >= self.size:
             raise InvalidFileError(f"{self.where}: encoded payload shorter than its header")
-        self.need(np.array([at]), np.array([min(at + _H, self.size)]))
+        self.need_range(at, min(at + _H, self.size))
         h = encodings.read_header(self.buf[at : at + _H].tobytes(), self.where)
         if int(h["count"]) != self.values:
             raise InvalidFileError(f"{self.where}: encoded page holds {int(h['count'])} values")
@@ -130,14 +148,14 @@ def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndar
     """Bit-packed integers ``rows`` of a section starting at payload byte ``offset``."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.uint64)
-    first = offset + (rows * bits) // 8
-    p.need(first, offset + ((rows + 1) * bits + 7) // 8)
+    if p.blocked:  # gather checks its own bounds: only the blocks need preparing
+        p.need(offset + (rows * bits) // 8, offset + ((rows + 1) * bits + 7) // 8)
     return bitpack.gather(p.buf, offset, bits, rows, p.where)
 
 
 def _check_plain_size(p: PagePayload, h: np.void, width: int) -> None:
     """As the full decoder: the header must decode to the page's values at ``width`` bytes."""
-    lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
+    lengths = bool(int(h["flags"]) & _LENGTHS)
     plain = (p.values + 1 if lengths else p.values) * int(h["out_width"])
     if plain != p.values * width:
         raise InvalidFileError(f"{p.where}: encoded values decode to {plain} bytes")
@@ -167,7 +185,7 @@ def _ints_at(
         entries = int(h["aux"])
         indices = _packed(p, at + _H, bits, rows).astype(np.int64)
         start = at + _H + bitpack.packed_size(p.values, bits)
-        p.need(np.array([start]), np.array([p.size]))
+        p.need_range(start, p.size)
         distinct = bitpack.unpack(p.buf, start, encodings.packed_bits(h, "aux_width"), entries)
         if entries <= 0 or (
             len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
@@ -184,7 +202,7 @@ def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes
     (gathered, or DELTA prefix sums), then the exceptions among the rows are patched in;
     None: the nested encoding has no random access (RLE)."""
     p.header()
-    p.need(np.array([0]), np.array([min(decimal_floats.PREFIX_SIZE, p.size)]))
+    p.need_range(0, min(decimal_floats.PREFIX_SIZE, p.size))
     prefix = p.buf[: decimal_floats.PREFIX_SIZE]
     layout = decimal_floats.read_layout(prefix, p.size, p.values, p.where)
     if layout.width != width:
@@ -197,7 +215,7 @@ def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes
     decimal_floats.check_ints(k, p.where)
     out = decimal_floats.decimal_kernel(k, layout.exponent, width)
     if layout.exceptions and len(rows):
-        p.need(np.array([decimal_floats.PREFIX_SIZE]), np.array([layout.nested_at]))
+        p.need_range(decimal_floats.PREFIX_SIZE, layout.nested_at)
         positions = decimal_floats.exception_positions(p.buf, layout, p.values, p.where)
         at = np.minimum(np.searchsorted(positions, rows), len(positions) - 1)
         hit = positions[at] == rows
@@ -233,9 +251,9 @@ def _sums(p: PagePayload, h: np.void, enc: Encoding, rows: np.ndarray, at: int =
     start = at + _H  # the packed integers
     m, ck_bits, ck_at = encodings.checkpoint_layout(enc, h)
     ck_at += at
-    if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+    if not int(h["flags"]) & _CHECKPOINTS:
         last = int(rows[-1])
-        p.need(np.array([start]), np.array([start + bitpack.packed_size(last, bits)]))
+        p.need_range(start, start + bitpack.packed_size(last, bits))
         packed = bitpack.unpack(p.buf, start, bits, last, p.where).view(np.int64)
         return _sums_before(packed, rows)
     interval = encodings.CHECKPOINT_INTERVAL
@@ -284,7 +302,7 @@ def _lengths_prefix(
         return None
     h = p.header()
     if (
-        not int(h["flags"]) & EncodingFlag.LENGTHS
+        not int(h["flags"]) & _LENGTHS
         or int(h["out_width"]) != offset_width
         or p.size != encodings.int_payload_size(p.encoding, h)
     ):
@@ -393,7 +411,7 @@ def _dictionary_values(p: PagePayload, rows: np.ndarray) -> tuple[np.ndarray, by
     if body > p.size:
         raise InvalidFileError(f"{p.where}: dictionary offsets run past the payload")
     indices = _packed(p, _H, bits, rows).astype(np.int64)
-    p.need(np.array([start]), np.array([p.size]))
+    p.need_range(start, p.size)
     dict_offsets = np.frombuffer(p.buf.data, dtype="<i8", count=entries + 1, offset=start)
     if (
         dict_offsets[0] != 0
