@@ -277,29 +277,28 @@ def plan_column(
             streams.insert(0, (ospec.index, odesc, StreamType.OFFSETS))
         else:
             return ColumnPlan(p, all_pages(m, tree, s, None), None)
+    by_points = point_reads and sel.points is not None and tree.kind in (Kind.FIXED, Kind.BINARY)
+    wanted_list = wanted.tolist()
     for k, desc, stream_type in streams:
-        offs = desc.page_offsets(s)
-        pm = desc.pages(s)
-        for i in wanted:
-            values = int(pm[i]["row_count"])
-            size = expected_size(tree, stream_type, values)
-            pages.append(
-                PageRequest(
-                    k,
-                    int(i),
-                    int(offs[i]),
-                    int(pm[i]["page_size"]),
-                    values,
-                    size,
-                    _contiguous(tree, stream_type),
-                )
-            )
-    if point_reads and sel.points is not None and tree.kind in (Kind.FIXED, Kind.BINARY):
+        pm = desc.pages(s)[wanted]
+        # point reads hand pages over undecoded: never decoded into a run buffer
+        contiguous = not by_points and _contiguous(tree, stream_type)
+        for i, offset, size, values in zip(
+            wanted_list,
+            desc.page_offsets(s)[wanted].tolist(),
+            pm["page_size"].tolist(),
+            pm["row_count"].tolist(),
+            strict=True,
+        ):
+            plain = expected_size(tree, stream_type, values)
+            pages.append(PageRequest(k, i, offset, size, values, plain, contiguous))
+    if by_points:
+        assert sel.points is not None
         page_of = np.searchsorted(ends, sel.points, side="right")
         cut = np.flatnonzero(np.diff(page_of)) + 1
         groups = np.split(sel.points - starts[page_of], cut)
         points = {int(page_of[g]): rows for g, rows in zip([0, *cut], groups, strict=True)}
-        return ColumnPlan(p, [q._replace(contiguous=False) for q in pages], None, points)
+        return ColumnPlan(p, pages, None, points)
     w = [int(x) for x in wanted]
     runs = []
     i = 0
