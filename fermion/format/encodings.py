@@ -51,6 +51,8 @@ __all__ = [
     "has_checkpoints",
     "decode_byte_split",
     "decode_dictionary",
+    "dictionary_parts",
+    "materialize_dictionary",
     "decode_ints",
     "encode_byte_split",
     "dictionary_page",
@@ -571,10 +573,11 @@ def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
     return payload, encoded.dictionary
 
 
-def decode_dictionary(
+def dictionary_parts(
     payload: memoryview | bytes, where: str = "page"
-) -> tuple[np.ndarray, pa.Buffer]:
-    """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
+) -> tuple[np.ndarray, pa.Array]:
+    """A DICTIONARY page as (int64 indices, its distinct values as a large_binary array),
+    validated, without materialising the values."""
     h = read_header(payload, where)
     n, entries, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
     if entries < 0 or entries > n:
@@ -595,11 +598,25 @@ def decode_dictionary(
         or (indices >= entries).any()
     ):
         raise InvalidFileError(f"{where}: corrupt dictionary page")
-    lengths = np.diff(dict_offsets)[indices]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
     dictionary = pa.Array.from_buffers(
         pa.large_binary(), entries, [None, pa.py_buffer(dict_offsets), pa.py_buffer(body)]
     )
+    return indices, dictionary
+
+
+def materialize_dictionary(
+    indices: np.ndarray, dictionary: pa.Array
+) -> tuple[np.ndarray, pa.Buffer]:
+    """(int64 offsets starting at 0, the values' bytes) of a DICTIONARY page's values."""
+    offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+    dict_offsets = np.frombuffer(dictionary.buffers()[1], dtype="<i8", count=len(dictionary) + 1)
+    np.cumsum(np.diff(dict_offsets)[indices], out=offsets[1:])
     taken = dictionary.take(pa.array(indices))
     return offsets, taken.buffers()[2] or pa.py_buffer(b"")
+
+
+def decode_dictionary(
+    payload: memoryview | bytes, where: str = "page"
+) -> tuple[np.ndarray, pa.Buffer]:
+    """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
+    return materialize_dictionary(*dictionary_parts(payload, where))

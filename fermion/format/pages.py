@@ -61,12 +61,27 @@ ENCODED_COMPRESS_RATIO = 0.75  # encoded pages of point-read columns: at least 2
 _MAX_RATIO = 1 << 12  # a size hint beyond this many times the stored bytes is not trusted
 
 
-@dataclass(frozen=True)
 class DictionaryPage:
-    """A decoded DICTIONARY page of a BINARY node: offsets (int64, from 0) and value bytes."""
+    """A decoded DICTIONARY page of a BINARY node: its indices and distinct values, and,
+    materialised on first use, the values' offsets (int64, from 0) and bytes."""
 
-    offsets: np.ndarray
-    data: pa.Buffer
+    def __init__(self, indices: np.ndarray, dictionary: pa.Array) -> None:
+        self.indices = indices  # int64, each below len(dictionary)
+        self.dictionary = dictionary  # large_binary
+        self._plain: tuple[np.ndarray, pa.Buffer] | None = None
+
+    def _materialized(self) -> tuple[np.ndarray, pa.Buffer]:
+        if self._plain is None:
+            self._plain = encodings.materialize_dictionary(self.indices, self.dictionary)
+        return self._plain
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self._materialized()[0]
+
+    @property
+    def data(self) -> pa.Buffer:
+        return self._materialized()[1]
 
 
 class _Derived:
@@ -446,7 +461,7 @@ def decode_payload(
     if int(h["count"]) != values:
         raise InvalidFileError(f"{where}: encoded page holds {int(h['count'])} values")
     if encoding == Encoding.DICTIONARY:
-        return DictionaryPage(*encodings.decode_dictionary(payload, where))
+        return DictionaryPage(*encodings.dictionary_parts(payload, where))
     out_width = int(h["out_width"])
     lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
     plain_size = (values + 1 if lengths else values) * out_width

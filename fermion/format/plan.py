@@ -23,9 +23,11 @@ import pyarrow as pa
 from fermion.errors import InvalidFileError
 from fermion.format.assemble import (
     StripeContext,
+    assemble_dictionary,
     assemble_flat,
     assemble_node,
     assemble_points,
+    dictionary_encoded,
     pruned_type,
     validity_of,
 )
@@ -58,6 +60,7 @@ class Projection:
     info: ColumnInfo
     tree: Node
     selected: set[int] | None  # None: the whole column
+    dictionary: bool = False  # a BINARY column returned dictionary-encoded (read_dictionary)
 
     @property
     def flat(self) -> bool:
@@ -66,7 +69,10 @@ class Projection:
     @property
     def field(self) -> pa.Field:
         f = self.info.field
-        return pa.field(f.name, pruned_type(self.tree, self.selected), f.nullable, f.metadata)
+        t = pruned_type(self.tree, self.selected)
+        if self.dictionary:
+            t = pa.dictionary(pa.int32(), without_views(t))
+        return pa.field(f.name, t, f.nullable, f.metadata)
 
 
 @dataclass
@@ -145,7 +151,10 @@ class ColumnPlan:
             bitmap = validity_of(ctx, self.proj.tree, n)
             return assemble_points(ctx, self.proj.tree, self.points, sel.points, bitmap)
         if self.runs is None:
-            return select_rows(assemble_node(ctx, self.proj.tree, n), [(0, n)], sel)
+            arr = assemble_node(ctx, self.proj.tree, n)
+            if self.proj.dictionary:
+                arr = dictionary_encoded(arr)
+            return select_rows(arr, [(0, n)], sel)
         tree = self.proj.tree
         cache: list[tuple[object | None, int]] = []
 
@@ -154,7 +163,8 @@ class ColumnPlan:
                 cache.append(validity_of(ctx, tree, n))
             return cache[0]
 
-        pieces = [assemble_flat(ctx, tree, n, run, rows, validity) for run, rows in self.runs]
+        build = assemble_dictionary if self.proj.dictionary else assemble_flat
+        pieces = [build(ctx, tree, n, run, rows, validity) for run, rows in self.runs]
         arr = pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
         return select_rows(arr, [rows for _, rows in self.runs], sel)
 
@@ -277,12 +287,18 @@ def plan_column(
             streams.insert(0, (ospec.index, odesc, StreamType.OFFSETS))
         else:
             return ColumnPlan(p, all_pages(m, tree, s, None), None)
-    by_points = point_reads and sel.points is not None and tree.kind in (Kind.FIXED, Kind.BINARY)
+    by_points = (
+        point_reads
+        and sel.points is not None
+        and tree.kind in (Kind.FIXED, Kind.BINARY)
+        and not p.dictionary  # its DICTIONARY pages are kept whole, not gathered
+    )
     wanted_list = wanted.tolist()
     for k, desc, stream_type in streams:
         pm = desc.pages(s)[wanted]
         # point reads hand pages over undecoded: never decoded into a run buffer
-        contiguous = not by_points and _contiguous(tree, stream_type)
+        # nor is a dictionary-encoded read's: each of its pages is encoded on its own
+        contiguous = not by_points and not p.dictionary and _contiguous(tree, stream_type)
         for i, offset, size, values in zip(
             wanted_list,
             desc.page_offsets(s)[wanted].tolist(),

@@ -42,7 +42,7 @@ from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
 from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
-from fermion.format.layout import Kind, Node, build_tree
+from fermion.format.layout import Kind, Node, build_tree, without_views
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.pages import decode_page
 from fermion.format.plan import (
@@ -277,6 +277,29 @@ class FileReader:
         return tree
 
     def _resolve(self, columns: Sequence[str] | None) -> list[Projection]:
+        projs = self._projections(columns)
+        wanted = self.options.read_dictionary
+        if wanted:
+            self._check_read_dictionary(wanted)
+            for p in projs:
+                p.dictionary = p.selected is None and p.info.field.name in wanted
+        return projs
+
+    def _check_read_dictionary(self, names: Sequence[str]) -> None:
+        """Every ``read_dictionary`` name is a top-level string or binary column."""
+        found = self._index.lookup(list(names))
+        missing = [n for n, c in zip(names, found, strict=True) if c is None]
+        if missing:
+            raise ColumnNotFoundError(f"read_dictionary: no column {missing[0]!r} in the file")
+        for info in self._index.columns([c for c in found if c is not None]):
+            tree = self._tree(info)
+            if tree.kind != Kind.BINARY or isinstance(tree.type, pa.ExtensionType):
+                raise InvalidArgumentError(
+                    f"read_dictionary: column {info.field.name!r} is {tree.type}, "
+                    "not a string or binary column"
+                )
+
+    def _projections(self, columns: Sequence[str] | None) -> list[Projection]:
         if columns is None:
             infos = self._index.columns(range(self.num_columns))
             return [Projection(i, self._tree(i), None) for i in infos]
@@ -601,7 +624,7 @@ class FileReader:
             batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
-                    table = pa.Table.from_batches([batch]).filter(filter)
+                    table = _filtered(pa.Table.from_batches([batch]), filter)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                     raise InvalidArgumentError(f"cannot apply filter {filter}: {exc}") from None
                 batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
@@ -864,6 +887,15 @@ def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
         keep.add(node.index)
     keep.update(n.index for n in node.walk())
     return keep
+
+
+def _filtered(table: pa.Table, expr: pc.Expression) -> pa.Table:
+    """``table.filter(expr)``, also for view columns (Arrow has no filter kernel for
+    string_view and binary_view: they are filtered as their plain types)."""
+    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
+    if plain == table.schema:
+        return table.filter(expr)
+    return table.cast(plain).filter(expr).cast(table.schema)
 
 
 def read_table(
