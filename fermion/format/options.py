@@ -137,6 +137,10 @@ class ReadOptions:
             the page CRC32, which covers bytes never decoded, is then not verified.
             False: ``take`` decodes (and checksums) every page it touches whole.
         threads: worker threads for page decompression and decoding.
+        memory_map: read a local file through a read-only memory mapping (no copies, only
+            the pages touched are faulted in); False: ``os.pread`` into fresh buffers. A
+            mapped file must not be truncated while it is read (Fermion files are
+            immutable once written).
         read_dictionary: names of top-level string or binary columns to return
             dictionary-encoded (``dictionary<int32, value type>``, like pyarrow.parquet's
             ``read_dictionary``): DICTIONARY pages are not expanded, their distinct values
@@ -150,6 +154,7 @@ class ReadOptions:
     verify_checksums: bool = True
     point_reads: bool = True
     threads: int = 0
+    memory_map: bool = True
     read_dictionary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

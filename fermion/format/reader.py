@@ -138,7 +138,7 @@ class FileReader:
 
     def __init__(self, source: Any, **options: Any) -> None:
         self.options: ReadOptions = split_options(ReadOptions, options)
-        self.source: ByteSource = open_source(source)
+        self.source: ByteSource = open_source(source, memory_map=self.options.memory_map)
         self._stripes = StripeReader(self.source, self.options)
         self._cmbs: dict[int, ColumnMeta] = {}
         self._trees: dict[int, Node] = {}
