@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format.reader import _FilterInfo
+from fermion.format.filters import FilterInfo
 from tests.format.test_encodings import encodings_of
 
 
@@ -81,11 +81,11 @@ def test_selective_filter_reads_few_pages(sorted_file) -> None:
 def test_stripe_pruning_skips_whole_stripes(sorted_file) -> None:
     path, _ = sorted_file
     with fermion.FileReader(path) as r:
-        kept = r._prune_stripes(
+        kept = r._pruner.stripes(
             r._resolve(["id"]),
             r._column_metas(r._resolve(["id"])),
             np.array([25_000] * 4),
-            _FilterInfo(pc.field("id") >= 80_000),
+            FilterInfo(pc.field("id") >= 80_000),
         )
         assert kept == [3]
 
