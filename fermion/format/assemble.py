@@ -17,12 +17,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
 from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.encodings import int_domain
-from fermion.format.layout import Kind, Node, is_view, view_storage
+from fermion.format.layout import Kind, Node, is_view, view_storage, without_views
 from fermion.format.offsets import join_run
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
 from fermion.format.points import binary_values, fixed_values
@@ -31,7 +32,9 @@ from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 __all__ = [
     "PageKey",
     "StripeContext",
+    "assemble_dictionary",
     "assemble_flat",
+    "dictionary_encoded",
     "assemble_node",
     "assemble_points",
     "pruned_type",
@@ -396,6 +399,82 @@ def assemble_flat(
         return _finish(node, arr, t)
     data = _fixed_data(ctx, node, n, pages)
     return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)
+
+
+def dictionary_encoded(arr: pa.Array) -> pa.DictionaryArray:
+    """``arr`` (string or binary, views allowed) as ``dictionary<int32, value type>``."""
+    plain = without_views(arr.type)
+    if plain != arr.type:
+        arr = arr.cast(plain)
+    encoded = pc.dictionary_encode(arr)
+    if encoded.type.index_type != pa.int32():
+        encoded = encoded.cast(pa.dictionary(pa.int32(), plain))
+    return encoded
+
+
+def assemble_dictionary(
+    ctx: StripeContext,
+    node: Node,
+    stripe_rows: int,
+    run: tuple[int, int],
+    rows: tuple[int, int],
+    full_validity: Callable[[], tuple[object | None, int]] | None = None,
+) -> pa.Array:
+    """:func:`assemble_flat` of a BINARY column, dictionary-encoded (``read_dictionary``).
+
+    DICTIONARY pages give their indices and distinct values as they are; other pages are
+    assembled and encoded on read. The pages' dictionaries are merged into one per call
+    (distinct values, first-seen order) and every page's indices remapped onto it.
+    """
+    if run[0] == run[1]:  # no DATA pages: empty strings, or nulls
+        return dictionary_encoded(assemble_flat(ctx, node, stripe_rows, run, rows, full_validity))
+    value_type = without_views(node.type)
+    found = ctx.desc(node, StreamType.DATA)
+    assert found is not None
+    k, _ = found
+    counts = _page_row_counts(ctx, node)
+    first_row = int(counts[: run[0]].sum())
+    a, b = rows
+    pieces: list[tuple[np.ndarray, pa.Array]] = []  # (indices, dictionary) per page
+    for p in range(*run):
+        start = first_row
+        first_row += int(counts[p])
+        raw = ctx.pages.get((k, p))
+        if isinstance(raw, DictionaryPage):
+            if len(raw.indices) != int(counts[p]):
+                raise ctx.fail(f"dictionary page {p} holds {len(raw.indices)} values")
+            pieces.append((raw.indices, raw.dictionary))
+            continue
+        arr = dictionary_encoded(
+            assemble_flat(ctx, node, stripe_rows, (p, p + 1), (start, first_row), full_validity)
+        )
+        indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        pieces.append((indices, arr.dictionary))
+    validity, nulls = (full_validity or (lambda: validity_of(ctx, node, stripe_rows)))()
+    if validity is not None and (a or b - a != stripe_rows):
+        validity = slice_bitmap(validity, a, b - a)
+        nulls = -1 if nulls != stripe_rows else b - a
+    dicts = [d.cast(value_type) if d.type != value_type else d for _, d in pieces]
+    merged = pa.concat_arrays(dicts) if len(dicts) > 1 else dicts[0]
+    dictionary = pc.unique(merged)
+    remaps = [pc.index_in(d, value_set=dictionary).to_numpy(zero_copy_only=False) for d in dicts]
+    indices = np.concatenate([r[i] for r, (i, _) in zip(remaps, pieces, strict=True)])
+    indices = indices.astype(np.int32)
+    if len(indices) != b - a:
+        raise ctx.fail(f"pages hold {len(indices)} values, expected {b - a}")
+    arr = _from_buffers(ctx, pa.int32(), b - a, [validity, pa.py_buffer(indices)], nulls)
+    return pa.DictionaryArray.from_arrays(arr, dictionary)
+
+
+def _page_row_counts(ctx: StripeContext, node: Node) -> np.ndarray:
+    found = ctx.desc(node, StreamType.DATA)
+    assert found is not None
+    desc = found[1]
+    return (
+        desc.pages(ctx.stripe)["row_count"].astype(np.int64)
+        if desc.full is not None
+        else np.zeros(0, np.int64)
+    )
 
 
 def _select_validity(

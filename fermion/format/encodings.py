@@ -16,7 +16,9 @@ widths, which are the byte-aligned case of the same bit stream. String OFFSETS p
 store value *lengths* through the same codec; string DATA pages with few distinct values
 become DICTIONARY pages (packed indices + the distinct values), their OFFSETS page then
 being DERIVED (no payload). Float pages use BYTE_SPLIT when a sample says zstd compresses
-it better. zstd is applied on top by the page layer only when it pays.
+it better, or FLOAT_DECIMAL when they are decimals (:mod:`fermion.format.decimal_floats`,
+whose integers go through the integer codec). zstd is applied on top by the page layer
+only when it pays.
 
 Example:
     >>> import numpy as np
@@ -42,17 +44,22 @@ from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
     "CHECKPOINT_INTERVAL",
+    "FLOAT_SAMPLE_BYTES",
     "HEADER_SIZE",
+    "byte_split_sizes",
     "checkpoint_layout",
     "has_checkpoints",
     "decode_byte_split",
     "decode_dictionary",
     "decode_for_into",
+    "dictionary_parts",
+    "materialize_dictionary",
     "decode_ints",
     "encode_byte_split",
     "dictionary_page",
     "encode_dictionary",
     "encode_ints",
+    "encoding_header",
     "few_distinct",
     "ints_from_plain",
     "ints_to_plain",
@@ -61,13 +68,17 @@ __all__ = [
     "int_payload_size",
     "packed_bits",
     "read_header",
+    "sample_size",
+    "split_planes",
 ]
 
 HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
 CHECKPOINT_INTERVAL = 256  # packed integers between two running-sum checkpoints (1.3)
 _local = threading.local()
 _BYTE_WIDTHS = (0, 1, 2, 4, 8)  # format 1.1: widths in bytes
-_BITS = EncodingFlag.BITS
+_BITS = int(EncodingFlag.BITS)  # plain ints: IntFlag operators cost microseconds each
+_LENGTHS = int(EncodingFlag.LENGTHS)
+_CHECKPOINTS = int(EncodingFlag.CHECKPOINTS)
 
 
 def _bits_for(span: int) -> int:
@@ -75,7 +86,7 @@ def _bits_for(span: int) -> int:
     return bitpack.bits_for(span) if span < (1 << 64) else 128
 
 
-def _header(
+def encoding_header(
     enc: Encoding,
     *,
     count: int,
@@ -86,13 +97,14 @@ def _header(
     aux_width: int = 0,
     flags: int = 0,
 ) -> bytes:
+    """The 24 bytes of an EncodingHeader with the given fields (others 0)."""
     h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
     h["base"], h["aux"], h["count"] = base, aux, count
     h["width"], h["aux_width"], h["out_width"], h["flags"] = width, aux_width, out_width, flags
     return h.tobytes()
 
 
-def read_header(payload: memoryview | bytes, where: str = "page") -> np.void:
+def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> np.void:
     """The EncodingHeader at the start of an encoded payload (validated sizes)."""
     if len(payload) < HEADER_SIZE:
         raise InvalidFileError(f"{where}: encoded payload shorter than its header")
@@ -169,7 +181,7 @@ _SAMPLE_VALUES = 4096
 _BINCOUNT_SPAN = 1 << 20  # distinct counting by bincount up to this value span
 
 
-def _sample_size(data: bytes) -> int:
+def sample_size(data: bytes | memoryview) -> int:
     """zstd (level 1) size of a sample; compressor objects are per thread (not thread-safe)."""
     comp = getattr(_local, "sampler", None)
     if comp is None:
@@ -194,7 +206,8 @@ def encode_ints(
     dictionary, RLE). Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
     With ``checkpoints``, DELTA pages and FOR pages of ``lengths`` carry running sums
     every :data:`CHECKPOINT_INTERVAL` values, so that one value (or offset) can be read
-    without summing everything before it (flag CHECKPOINTS, format 1.3).
+    without summing everything before it (flag CHECKPOINTS, format 1.3); lengths are then
+    CONSTANT or FOR only (the encodings whose offsets point reads compute).
     """
     n = len(values)
     flags = _BITS | (EncodingFlag.SIGNED if signed else 0)
@@ -208,7 +221,7 @@ def encode_ints(
     if mn == mx:
         if HEADER_SIZE >= plain_size:
             return Encoding.PLAIN, b""
-        return Encoding.CONSTANT, _header(
+        return Encoding.CONSTANT, encoding_header(
             Encoding.CONSTANT,
             count=n,
             out_width=out_width,
@@ -237,6 +250,8 @@ def encode_ints(
     run_bits = runs * (span_bits + _bits_for(n))
     if runs * 4 <= n and span_bits < 64 and run_bits < n * for_bits:
         candidates.append(Encoding.RLE)
+    if lengths and checkpoints:  # point reads sum FOR lengths from checkpoints (only)
+        candidates = [e for e in candidates if e == Encoding.FOR]
     if not candidates:
         return Encoding.PLAIN, b""
 
@@ -247,7 +262,7 @@ def encode_ints(
         best = candidates[0]
     elif compressed:
         sample = values[:_SAMPLE_VALUES]
-        sizes = [_sample_size(build(enc, sample)) for enc in candidates]
+        sizes = [sample_size(build(enc, sample)) for enc in candidates]
         best = candidates[int(np.argmin(sizes))]
     else:
         raw = {
@@ -282,7 +297,7 @@ def _pack(values: np.ndarray, bits: int) -> bytes:
 def has_checkpoints(payload: bytes | memoryview) -> bool:
     """Whether an encoded payload's header sets CHECKPOINTS."""
     return len(payload) >= HEADER_SIZE and bool(
-        payload[HEADER_SIZE - 1] & EncodingFlag.CHECKPOINTS  # EncodingHeader.flags
+        payload[HEADER_SIZE - 1] & _CHECKPOINTS  # EncodingHeader.flags
     )
 
 
@@ -298,7 +313,7 @@ def checkpoint_layout(enc: Encoding, h: np.void) -> tuple[int, int, int]:
     n, bits = int(h["count"]), packed_bits(h)
     packed = max(n - 1, 0) if enc == Encoding.DELTA else n
     end = HEADER_SIZE + bitpack.packed_size(packed, bits)
-    if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+    if not int(h["flags"]) & _CHECKPOINTS:
         return 0, 0, end
     m = packed // CHECKPOINT_INTERVAL
     return m, bitpack.bits_for(m * CHECKPOINT_INTERVAL * ((1 << bits) - 1)), end
@@ -342,7 +357,7 @@ def _encode_as(
         bits = _for_bits(int(values.max()) - vmin)
         packed = values - vmin
         with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -357,7 +372,7 @@ def _encode_as(
         bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
         packed = deltas - dmn
         with_sums = sums and n - 1 >= CHECKPOINT_INTERVAL
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -375,7 +390,7 @@ def _encode_as(
         distinct = np.flatnonzero(present)
         index_bits = _bits_for(entries - 1)
         value_bits = _bits_for(int(distinct[-1]))
-        head = _header(
+        head = encoding_header(
             enc,
             count=n,
             out_width=out_width,
@@ -394,7 +409,7 @@ def _encode_as(
     len_bits = _bits_for(int(run_lengths.max()))
     vmin = int(run_values.min())
     bits = _bits_for(int(run_values.max()) - vmin)
-    head = _header(
+    head = encoding_header(
         enc,
         count=n,
         out_width=out_width,
@@ -410,10 +425,8 @@ def _encode_as(
 def int_payload_size(enc: Encoding, h: np.void) -> int:
     """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
     n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
-    if int(h["flags"]) & EncodingFlag.CHECKPOINTS:  # only after DELTA deltas, FOR lengths
-        if enc != Encoding.DELTA and not (
-            enc == Encoding.FOR and int(h["flags"]) & EncodingFlag.LENGTHS
-        ):
+    if int(h["flags"]) & _CHECKPOINTS:  # only after DELTA deltas, FOR lengths
+        if enc != Encoding.DELTA and not (enc == Encoding.FOR and int(h["flags"]) & _LENGTHS):
             return -1
         m, ck_bits, at = checkpoint_layout(enc, h)
         return at + bitpack.packed_size(m, ck_bits)
@@ -521,22 +534,36 @@ def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "
 
 # -- floats -----------------------------------------------------------------------------
 
-_SAMPLE_BYTES = 16 << 10
+FLOAT_SAMPLE_BYTES = 16 << 10  # float pages choose their encoding on this many bytes
 
 
-def encode_byte_split(data: memoryview | bytes, width: int) -> bytes | None:
+def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes:
+    """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ..."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return np.ascontiguousarray(raw.reshape(-1, width).T).tobytes()
+
+
+def byte_split_sizes(data: memoryview | bytes, width: int) -> tuple[int, int]:
+    """zstd sizes of the first 16 KiB of float values, (plain, BYTE_SPLIT)."""
+    raw = np.frombuffer(data, dtype=np.uint8, count=(len(data) // width) * width)
+    sample = raw[: (FLOAT_SAMPLE_BYTES // width) * width]
+    return sample_size(sample.tobytes()), sample_size(split_planes(sample, width))
+
+
+def encode_byte_split(
+    data: memoryview | bytes, width: int, sizes: tuple[int, int] | None = None
+) -> bytes | None:
     """BYTE_SPLIT payload for float values, or None when a sample says plain compresses
-    better (e.g. quantised prices) or the page is too small to matter."""
+    better (e.g. quantised prices) or the page is too small to matter. ``sizes``: the
+    sample's :func:`byte_split_sizes`, when already known."""
     n = len(data) // width
     if n < 64 or width not in (4, 8):
         return None
-    raw = np.frombuffer(data, dtype=np.uint8, count=n * width)
-    sample = raw[: (_SAMPLE_BYTES // width) * width]
-    split_sample = np.ascontiguousarray(sample.reshape(-1, width).T)
-    if _sample_size(split_sample.tobytes()) >= _sample_size(sample.tobytes()):
+    plain, split = sizes if sizes is not None else byte_split_sizes(data, width)
+    if split >= plain:
         return None
-    planes = np.ascontiguousarray(raw.reshape(n, width).T)
-    return _header(Encoding.BYTE_SPLIT, count=n, out_width=width) + planes.tobytes()
+    head = encoding_header(Encoding.BYTE_SPLIT, count=n, out_width=width)
+    return head + split_planes(np.frombuffer(data, dtype=np.uint8, count=n * width), width)
 
 
 def decode_byte_split(payload: memoryview | bytes, where: str = "page") -> bytes:
@@ -589,15 +616,18 @@ def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
     base = int(offsets[0])
     data_buf = dictionary.buffers()[2]
     data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
-    head = _header(Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS)
+    head = encoding_header(
+        Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS
+    )
     payload = b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
     return payload, encoded.dictionary
 
 
-def decode_dictionary(
+def dictionary_parts(
     payload: memoryview | bytes, where: str = "page"
-) -> tuple[np.ndarray, pa.Buffer]:
-    """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
+) -> tuple[np.ndarray, pa.Array]:
+    """A DICTIONARY page as (int64 indices, its distinct values as a large_binary array),
+    validated, without materialising the values."""
     h = read_header(payload, where)
     n, entries, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
     if entries < 0 or entries > n:
@@ -618,11 +648,25 @@ def decode_dictionary(
         or (indices >= entries).any()
     ):
         raise InvalidFileError(f"{where}: corrupt dictionary page")
-    lengths = np.diff(dict_offsets)[indices]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
     dictionary = pa.Array.from_buffers(
         pa.large_binary(), entries, [None, pa.py_buffer(dict_offsets), pa.py_buffer(body)]
     )
+    return indices, dictionary
+
+
+def materialize_dictionary(
+    indices: np.ndarray, dictionary: pa.Array
+) -> tuple[np.ndarray, pa.Buffer]:
+    """(int64 offsets starting at 0, the values' bytes) of a DICTIONARY page's values."""
+    offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+    dict_offsets = np.frombuffer(dictionary.buffers()[1], dtype="<i8", count=len(dictionary) + 1)
+    np.cumsum(np.diff(dict_offsets)[indices], out=offsets[1:])
     taken = dictionary.take(pa.array(indices))
     return offsets, taken.buffers()[2] or pa.py_buffer(b"")
+
+
+def decode_dictionary(
+    payload: memoryview | bytes, where: str = "page"
+) -> tuple[np.ndarray, pa.Buffer]:
+    """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
+    return materialize_dictionary(*dictionary_parts(payload, where))

@@ -137,6 +137,14 @@ class ReadOptions:
             the page CRC32, which covers bytes never decoded, is then not verified.
             False: ``take`` decodes (and checksums) every page it touches whole.
         threads: worker threads for page decompression and decoding.
+        memory_map: read a local file through a read-only memory mapping (no copies, only
+            the pages touched are faulted in); False: ``os.pread`` into fresh buffers. A
+            mapped file must not be truncated while it is read (Fermion files are
+            immutable once written).
+        read_dictionary: names of top-level string or binary columns to return
+            dictionary-encoded (``dictionary<int32, value type>``, like pyarrow.parquet's
+            ``read_dictionary``): DICTIONARY pages are not expanded, their distinct values
+            are merged per stripe; other pages of those columns are encoded on read.
     """
 
     prefetch_bytes: int = PREFETCH_BYTES_DEFAULT
@@ -146,6 +154,8 @@ class ReadOptions:
     verify_checksums: bool = True
     point_reads: bool = True
     threads: int = 0
+    memory_map: bool = True
+    read_dictionary: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("prefetch_bytes", "eager_load_threshold", "coalesce_gap"):
@@ -153,6 +163,10 @@ class ReadOptions:
                 raise InvalidArgumentError(f"{name} must be >= 0")
         if self.metadata_coalesce_gap < 0 or self.threads < 0:
             raise InvalidArgumentError("metadata_coalesce_gap and threads must be >= 0")
+        names = self.read_dictionary
+        if isinstance(names, str) or not all(isinstance(c, str) for c in names):
+            raise InvalidArgumentError("read_dictionary must be a list of column names")
+        object.__setattr__(self, "read_dictionary", tuple(names))  # a list is welcome too
 
     @property
     def worker_threads(self) -> int:

@@ -28,7 +28,7 @@ import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format import encodings
+from fermion.format import decimal_floats, encodings
 from fermion.format.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.structs import (
     BLOCK_TABLE_DTYPE,
@@ -39,6 +39,7 @@ from fermion.format.structs import (
 )
 
 __all__ = [
+    "ENCODED_COMPRESS_RATIO",
     "CODECS",
     "DERIVED",
     "BlockedBody",
@@ -59,15 +60,31 @@ __all__ = [
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
 _COMPRESS_RATIO = 0.9  # keep zstd only if it saves at least 10% (else decode is pure cost)
+ENCODED_COMPRESS_RATIO = 0.75  # encoded pages of point-read columns: at least 25%
 _MAX_RATIO = 1 << 12  # a size hint beyond this many times the stored bytes is not trusted
 
 
-@dataclass(frozen=True)
 class DictionaryPage:
-    """A decoded DICTIONARY page of a BINARY node: offsets (int64, from 0) and value bytes."""
+    """A decoded DICTIONARY page of a BINARY node: its indices and distinct values, and,
+    materialised on first use, the values' offsets (int64, from 0) and bytes."""
 
-    offsets: np.ndarray
-    data: pa.Buffer
+    def __init__(self, indices: np.ndarray, dictionary: pa.Array) -> None:
+        self.indices = indices  # int64, each below len(dictionary)
+        self.dictionary = dictionary  # large_binary
+        self._plain: tuple[np.ndarray, pa.Buffer] | None = None
+
+    def _materialized(self) -> tuple[np.ndarray, pa.Buffer]:
+        if self._plain is None:
+            self._plain = encodings.materialize_dictionary(self.indices, self.dictionary)
+        return self._plain
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self._materialized()[0]
+
+    @property
+    def data(self) -> pa.Buffer:
+        return self._materialized()[1]
 
 
 class _Derived:
@@ -242,14 +259,16 @@ def encode_page(
     encoding: Encoding = Encoding.PLAIN,
     block_size: int = 0,
     block_overhead: float = 0.1,
+    keep_ratio: float = _COMPRESS_RATIO,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
     With zstd and a ``block_size``, a payload larger than one block is compressed as
     independent blocks (ZSTD_BLOCKS) when they are at most ``block_overhead`` (a fraction)
     larger than one zstd frame of the page, else as one frame: data whose redundancy spans
-    more than a block (long repeated text) keeps its ratio. A compressed body that does not
-    save at least 10% of the payload is not kept: the page is stored uncompressed.
+    more than a block (long repeated text) keeps its ratio. A compressed body larger than
+    ``keep_ratio`` times the payload (default 0.9: it must save at least 10%) is not kept:
+    the page is stored uncompressed.
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
@@ -263,7 +282,7 @@ def encode_page(
             blocked = _compress_blocks(payload, level, block_size)
             if always or len(blocked) <= len(compressed) * (1 + block_overhead):
                 compressed, chosen = blocked, Compression.ZSTD_BLOCKS
-        if len(compressed) <= len(payload) * _COMPRESS_RATIO:
+        if len(compressed) <= len(payload) * keep_ratio:
             body, used = compressed, chosen
     header = np.zeros(1, dtype=PAGE_HEADER_DTYPE)
     header["encoding"] = encoding
@@ -424,6 +443,15 @@ def decode_page_into(
     out[:] = np.frombuffer(payload, dtype=np.uint8)
 
 
+_LENGTH_ENCODINGS = (
+    Encoding.CONSTANT,
+    Encoding.FOR,
+    Encoding.DELTA,
+    Encoding.RLE,
+    Encoding.INT_DICTIONARY,
+)  # the integer codec: what value lengths (OFFSETS pages, flag LENGTHS) may be encoded as
+
+
 def decode_offsets_into(
     page: memoryview,
     out: np.ndarray,
@@ -453,7 +481,7 @@ def decode_offsets_into(
             )
         plain_into(np.frombuffer(payload, dtype=out.dtype), out, where)
         return
-    if head.encoding in (Encoding.DERIVED, Encoding.DICTIONARY, Encoding.BYTE_SPLIT):
+    if head.encoding not in _LENGTH_ENCODINGS:
         raise InvalidFileError(f"{where}: a {head.encoding.name} page in an offsets run")
     h = encodings.read_header(payload, where)
     if int(h["count"]) != expected_values:
@@ -480,8 +508,9 @@ def decode_payload(
     """Decode a decompressed payload; plain results are checked against ``expected_size``
     (encoded payloads before they are decoded, from their header).
 
-    With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded values are
-    written there directly and None is returned; other payloads are returned as usual.
+    With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded and
+    FLOAT_DECIMAL values are written there directly and None is returned; other payloads
+    are returned as usual.
     """
     if encoding == Encoding.PLAIN:
         if expected_size is not None and len(payload) != expected_size:
@@ -497,7 +526,7 @@ def decode_payload(
     if int(h["count"]) != values:
         raise InvalidFileError(f"{where}: encoded page holds {int(h['count'])} values")
     if encoding == Encoding.DICTIONARY:
-        return DictionaryPage(*encodings.decode_dictionary(payload, where))
+        return DictionaryPage(*encodings.dictionary_parts(payload, where))
     out_width = int(h["out_width"])
     lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
     plain_size = (values + 1 if lengths else values) * out_width
@@ -505,6 +534,9 @@ def decode_payload(
         raise InvalidFileError(f"{where}: encoded values decode to {plain_size} bytes")
     if encoding == Encoding.BYTE_SPLIT:
         return encodings.decode_byte_split(payload, where)
+    if encoding == Encoding.FLOAT_DECIMAL:
+        target = into if into is not None and len(into) == plain_size else None
+        return decimal_floats.decode_float_decimal(payload, values, where, target)
     signed = bool(int(h["flags"]) & EncodingFlag.SIGNED)
     if into is not None and len(into) == plain_size and not lengths:
         if encoding == Encoding.FOR and out_width <= 8:  # no int64 values in between

@@ -23,9 +23,11 @@ import pyarrow as pa
 from fermion.errors import InvalidFileError
 from fermion.format.assemble import (
     StripeContext,
+    assemble_dictionary,
     assemble_flat,
     assemble_node,
     assemble_points,
+    dictionary_encoded,
     pruned_type,
     validity_of,
 )
@@ -57,6 +59,7 @@ class Projection:
     info: ColumnInfo
     tree: Node
     selected: set[int] | None  # None: the whole column
+    dictionary: bool = False  # a BINARY column returned dictionary-encoded (read_dictionary)
 
     @property
     def flat(self) -> bool:
@@ -65,7 +68,10 @@ class Projection:
     @property
     def field(self) -> pa.Field:
         f = self.info.field
-        return pa.field(f.name, pruned_type(self.tree, self.selected), f.nullable, f.metadata)
+        t = pruned_type(self.tree, self.selected)
+        if self.dictionary:
+            t = pa.dictionary(pa.int32(), without_views(t))
+        return pa.field(f.name, t, f.nullable, f.metadata)
 
 
 @dataclass
@@ -144,7 +150,10 @@ class ColumnPlan:
             bitmap = validity_of(ctx, self.proj.tree, n)
             return assemble_points(ctx, self.proj.tree, self.points, sel.points, bitmap)
         if self.runs is None:
-            return select_rows(assemble_node(ctx, self.proj.tree, n), [(0, n)], sel)
+            arr = assemble_node(ctx, self.proj.tree, n)
+            if self.proj.dictionary:
+                arr = dictionary_encoded(arr)
+            return select_rows(arr, [(0, n)], sel)
         tree = self.proj.tree
         cache: list[tuple[object | None, int]] = []
 
@@ -153,7 +162,8 @@ class ColumnPlan:
                 cache.append(validity_of(ctx, tree, n))
             return cache[0]
 
-        pieces = [assemble_flat(ctx, tree, n, run, rows, validity) for run, rows in self.runs]
+        build = assemble_dictionary if self.proj.dictionary else assemble_flat
+        pieces = [build(ctx, tree, n, run, rows, validity) for run, rows in self.runs]
         arr = pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
         return select_rows(arr, [rows for _, rows in self.runs], sel)
 
@@ -283,29 +293,35 @@ def plan_column(
             streams.insert(0, (ospec.index, odesc, StreamType.OFFSETS))
         else:
             return ColumnPlan(p, all_pages(m, tree, s, None), None)
+    by_points = (
+        point_reads
+        and sel.points is not None
+        and tree.kind in (Kind.FIXED, Kind.BINARY)
+        and not p.dictionary  # its DICTIONARY pages are kept whole, not gathered
+    )
+    wanted_list = wanted.tolist()
     for k, desc, stream_type in streams:
-        offs = desc.page_offsets(s)
-        pm = desc.pages(s)
-        for i in wanted:
-            values = int(pm[i]["row_count"])
-            size = expected_size(tree, stream_type, values)
-            pages.append(
-                PageRequest(
-                    k,
-                    int(i),
-                    int(offs[i]),
-                    int(pm[i]["page_size"]),
-                    values,
-                    size,
-                    *_run_fields(tree, stream_type),
-                )
-            )
-    if point_reads and sel.points is not None and tree.kind in (Kind.FIXED, Kind.BINARY):
+        pm = desc.pages(s)[wanted]
+        # point reads hand pages over undecoded: never decoded into a run buffer
+        # nor is a dictionary-encoded read's: each of its pages is encoded on its own
+        contiguous, offsets_width = _run_fields(tree, stream_type)
+        contiguous = contiguous and not by_points and not p.dictionary
+        for i, offset, size, values in zip(
+            wanted_list,
+            desc.page_offsets(s)[wanted].tolist(),
+            pm["page_size"].tolist(),
+            pm["row_count"].tolist(),
+            strict=True,
+        ):
+            plain = expected_size(tree, stream_type, values)
+            pages.append(PageRequest(k, i, offset, size, values, plain, contiguous, offsets_width))
+    if by_points:
+        assert sel.points is not None
         page_of = np.searchsorted(ends, sel.points, side="right")
         cut = np.flatnonzero(np.diff(page_of)) + 1
         groups = np.split(sel.points - starts[page_of], cut)
         points = {int(page_of[g]): rows for g, rows in zip([0, *cut], groups, strict=True)}
-        return ColumnPlan(p, [q._replace(contiguous=False) for q in pages], None, points)
+        return ColumnPlan(p, pages, None, points)
     w = [int(x) for x in wanted]
     runs = []
     i = 0

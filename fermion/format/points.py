@@ -5,7 +5,8 @@ pages whole costs as much as a scan. Instead, for a flat fixed-width or binary c
 
 - an uncompressed page is read at value level: PLAIN values by offset, bit-packed FOR and
   INT_DICTIONARY values by :func:`fermion.format.bitpack.gather`, BYTE_SPLIT values plane
-  by plane, CONSTANT from its header;
+  by plane, CONSTANT from its header; FLOAT_DECIMAL values from their integers (read as
+  those of an integer page) and the page's exceptions;
 - of a ZSTD_BLOCKS page only the blocks holding the wanted bytes are decompressed (each
   checked by its zstd content checksum); a single-frame ZSTD page is decompressed whole;
 - DELTA pages (and FOR-encoded string lengths) decode only up to the last wanted row;
@@ -33,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, encodings
+from fermion.format import bitpack, decimal_floats, encodings
 from fermion.format.pages import (
     BlockedBody,
     decode_payload,
@@ -45,6 +46,8 @@ from fermion.format.structs import Compression, Encoding, EncodingFlag
 __all__ = ["PagePayload", "binary_values", "fixed_values", "gather_ranges"]
 
 _H = encodings.HEADER_SIZE
+_LENGTHS = int(EncodingFlag.LENGTHS)  # plain ints: IntFlag operators cost microseconds
+_CHECKPOINTS = int(EncodingFlag.CHECKPOINTS)
 
 
 class PagePayload:
@@ -70,10 +73,16 @@ class PagePayload:
         self._blocked: BlockedBody | None = None
         if self.head.compression == Compression.ZSTD_BLOCKS:
             self._blocked = BlockedBody(self.head.body, self.size, where)
-            self.buf = np.zeros(self.size, dtype=np.uint8)
+            # filled block by block by need(); nothing is read before it is written there
+            self.buf = np.empty(self.size, dtype=np.uint8)
             self._done = np.zeros(self._blocked.num_blocks, dtype=bool)
         else:
             self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
+
+    @property
+    def blocked(self) -> bool:
+        """Whether the payload is decompressed block by block as bytes are needed."""
+        return self._blocked is not None
 
     def need(self, begins: np.ndarray, ends: np.ndarray) -> None:
         """Make decoded bytes ``[begins[i], ends[i])`` available in :attr:`buf`."""
@@ -93,14 +102,28 @@ class PagePayload:
         self._blocked.decompress_into(self.buf, todo)
         self._done[todo] = True
 
+    def need_range(self, begin: int, end: int) -> None:
+        """:meth:`need` for one range ``[begin, end)``."""
+        if begin < 0 or end > self.size or end < begin:
+            raise InvalidFileError(f"{self.where}: values lie outside the page payload")
+        if self._blocked is not None and end > begin:
+            size = self._blocked.block_size
+            blocks = np.arange(begin // size, (end - 1) // size + 1)
+            todo = blocks[~self._done[blocks]]
+            self._blocked.decompress_into(self.buf, todo)
+            self._done[todo] = True
+
     def need_all(self) -> np.ndarray:
-        self.need(np.array([0]), np.array([self.size]))
+        self.need_range(0, self.size)
         return self.buf
 
-    def header(self) -> np.void:
-        """The EncodingHeader of an encoded page, checked against the page's value count."""
-        self.need(np.array([0]), np.array([min(_H, self.size)]))
-        h = encodings.read_header(self.buf[:_H].tobytes(), self.where)
+    def header(self, at: int = 0) -> np.void:
+        """The EncodingHeader at payload byte ``at`` (0: the page's; FLOAT_DECIMAL pages
+        have a nested one), checked against the page's value count."""
+        if at >= self.size:
+            raise InvalidFileError(f"{self.where}: encoded payload shorter than its header")
+        self.need_range(at, min(at + _H, self.size))
+        h = encodings.read_header(self.buf[at : at + _H].tobytes(), self.where)
         if int(h["count"]) != self.values:
             raise InvalidFileError(f"{self.where}: encoded page holds {int(h['count'])} values")
         return h
@@ -125,14 +148,14 @@ def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndar
     """Bit-packed integers ``rows`` of a section starting at payload byte ``offset``."""
     if len(rows) == 0:
         return np.zeros(0, dtype=np.uint64)
-    first = offset + (rows * bits) // 8
-    p.need(first, offset + ((rows + 1) * bits + 7) // 8)
+    if p.blocked:  # gather checks its own bounds: only the blocks need preparing
+        p.need(offset + (rows * bits) // 8, offset + ((rows + 1) * bits + 7) // 8)
     return bitpack.gather(p.buf, offset, bits, rows, p.where)
 
 
 def _check_plain_size(p: PagePayload, h: np.void, width: int) -> None:
     """As the full decoder: the header must decode to the page's values at ``width`` bytes."""
-    lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
+    lengths = bool(int(h["flags"]) & _LENGTHS)
     plain = (p.values + 1 if lengths else p.values) * int(h["out_width"])
     if plain != p.values * width:
         raise InvalidFileError(f"{p.where}: encoded values decode to {plain} bytes")
@@ -142,29 +165,63 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
     """Plain bytes of ``rows`` from an integer-encoded page; None: no random access."""
     h = p.header()
     _check_plain_size(p, h, width)
-    if p.size != encodings.int_payload_size(p.encoding, h):
-        raise InvalidFileError(f"{p.where}: {p.encoding.name} payload size does not match")
+    ints = _ints_at(p, 0, h, p.encoding, rows)
+    return None if ints is None else encodings.ints_to_plain(ints, width, signed)
+
+
+def _ints_at(
+    p: PagePayload, at: int, h: np.void, enc: Encoding, rows: np.ndarray
+) -> np.ndarray | None:
+    """The int64 values at ``rows`` of the integer-codec payload (header ``h``, encoding
+    ``enc``) that fills page payload bytes ``[at, size)``; None: no random access (RLE)."""
+    if p.size - at != encodings.int_payload_size(enc, h):
+        raise InvalidFileError(f"{p.where}: {enc.name} payload size does not match")
     bits = encodings.packed_bits(h)
-    if p.encoding == Encoding.CONSTANT:
-        ints = np.full(len(rows), int(h["base"]), dtype=np.int64)
-    elif p.encoding == Encoding.FOR:
-        ints = _packed(p, _H, bits, rows).astype(np.int64) + int(h["base"])
-    elif p.encoding == Encoding.INT_DICTIONARY:
+    if enc == Encoding.CONSTANT:
+        return np.full(len(rows), int(h["base"]), dtype=np.int64)
+    if enc == Encoding.FOR:
+        return _packed(p, at + _H, bits, rows).astype(np.int64) + int(h["base"])
+    if enc == Encoding.INT_DICTIONARY:
         entries = int(h["aux"])
-        indices = _packed(p, _H, bits, rows).astype(np.int64)
-        start = _H + bitpack.packed_size(p.values, bits)
-        p.need(np.array([start]), np.array([p.size]))
+        indices = _packed(p, at + _H, bits, rows).astype(np.int64)
+        start = at + _H + bitpack.packed_size(p.values, bits)
+        p.need_range(start, p.size)
         distinct = bitpack.unpack(p.buf, start, encodings.packed_bits(h, "aux_width"), entries)
         if entries <= 0 or (
             len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
         ):  # 64-bit indices above 2**63 - 1 are negative here
             raise InvalidFileError(f"{p.where}: dictionary index out of range")
-        ints = distinct.astype(np.int64)[indices] + int(h["base"])
-    elif p.encoding == Encoding.DELTA:
-        ints = _prefix_sums(p, h, rows)
-    else:
+        return distinct.astype(np.int64)[indices] + int(h["base"])
+    if enc == Encoding.DELTA:
+        return _prefix_sums(p, h, rows, at)
+    return None
+
+
+def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes | None:
+    """Plain bytes of ``rows`` from a FLOAT_DECIMAL page: only their integers k are read
+    (gathered, or DELTA prefix sums), then the exceptions among the rows are patched in;
+    None: the nested encoding has no random access (RLE)."""
+    p.header()
+    p.need_range(0, min(decimal_floats.PREFIX_SIZE, p.size))
+    prefix = p.buf[: decimal_floats.PREFIX_SIZE]
+    layout = decimal_floats.read_layout(prefix, p.size, p.values, p.where)
+    if layout.width != width:
+        raise InvalidFileError(f"{p.where}: encoded values decode to {layout.width}-byte values")
+    nested = p.header(layout.nested_at)
+    decimal_floats.check_nested_header(nested, p.values, p.where)
+    k = _ints_at(p, layout.nested_at, nested, layout.int_encoding, rows)
+    if k is None:
         return None
-    return encodings.ints_to_plain(ints, width, signed)
+    decimal_floats.check_ints(k, p.where)
+    out = decimal_floats.decimal_kernel(k, layout.exponent, width)
+    if layout.exceptions and len(rows):
+        p.need_range(decimal_floats.PREFIX_SIZE, layout.nested_at)
+        positions = decimal_floats.exception_positions(p.buf, layout, p.values, p.where)
+        at = np.minimum(np.searchsorted(positions, rows), len(positions) - 1)
+        hit = positions[at] == rows
+        patch = decimal_floats.exception_values(p.buf, layout)[at[hit]]
+        out.view(patch.dtype)[hit] = patch
+    return out.tobytes()
 
 
 def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -179,9 +236,10 @@ def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
-    """``packed[:r].sum()`` (wrapping in int64) for the sorted, unique ``rows`` of a DELTA
-    page's deltas or a FOR page's lengths, without decoding the whole page.
+def _sums(p: PagePayload, h: np.void, enc: Encoding, rows: np.ndarray, at: int = 0) -> np.ndarray:
+    """``packed[:r].sum()`` (wrapping in int64) for the sorted, unique ``rows`` of the
+    deltas of a DELTA payload or the lengths of a FOR payload (header ``h``) at payload
+    byte ``at``, without decoding the whole payload.
 
     With CHECKPOINTS (format 1.3) each sum is the checkpoint before ``r`` plus fewer than
     :data:`~fermion.format.encodings.CHECKPOINT_INTERVAL` packed integers; without, every
@@ -190,35 +248,47 @@ def _sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
     bits = encodings.packed_bits(h)
     if len(rows) == 0:
         return np.zeros(0, dtype=np.int64)
-    m, ck_bits, at = encodings.checkpoint_layout(p.encoding, h)
-    if not int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+    start = at + _H  # the packed integers
+    m, ck_bits, ck_at = encodings.checkpoint_layout(enc, h)
+    ck_at += at
+    if not int(h["flags"]) & _CHECKPOINTS:
         last = int(rows[-1])
-        p.need(np.array([_H]), np.array([_H + bitpack.packed_size(last, bits)]))
-        packed = bitpack.unpack(p.buf, _H, bits, last, p.where).view(np.int64)
+        p.need_range(start, start + bitpack.packed_size(last, bits))
+        packed = bitpack.unpack(p.buf, start, bits, last, p.where).view(np.int64)
         return _sums_before(packed, rows)
     interval = encodings.CHECKPOINT_INTERVAL
     segment = rows // interval  # <= m: rows never exceed the packed integers' count
     out = np.zeros(len(rows), dtype=np.int64)
     later = segment > 0
     if bool(later.any()):
-        out[later] = _packed(p, at, ck_bits, segment[later] - 1).view(np.int64)
-    lengths = rows - segment * interval
-    total = int(lengths.sum())
-    if total:
-        ends = np.cumsum(lengths)
-        at_rows = np.arange(total, dtype=np.int64) + np.repeat(
-            segment * interval - (ends - lengths), lengths
-        )
-        running = np.concatenate([[0], np.cumsum(_packed(p, _H, bits, at_rows).view(np.int64))])
-        with np.errstate(over="ignore"):
-            out += running[ends] - running[ends - lengths]
+        out[later] = _packed(p, ck_at, ck_bits, segment[later] - 1).view(np.int64)
+    # each wanted row's whole segment, unpacked at once: a segment is interval * bits / 8
+    # whole bytes (interval is a multiple of 8), so the segments' bytes, concatenated, are
+    # one bit stream; the last segment of the page may be short (zero-padded here)
+    segments, slot = np.unique(segment, return_inverse=True)
+    seg_bytes = interval * bits // 8
+    begins = start + segments * seg_bytes
+    ends = np.minimum(begins + seg_bytes, ck_at)
+    p.need(begins, ends)
+    stream = np.zeros(len(segments) * seg_bytes + 8, dtype=np.uint8)
+    stream[: int((ends - begins).sum())] = gather_ranges(p.buf, begins, ends - begins)
+    short = ends - begins < seg_bytes  # only the page's last segment can be short
+    if bool(short[:-1].any()):
+        raise InvalidFileError(f"{p.where}: packed integers run past the payload")
+    packed = bitpack.unpack(stream, 0, bits, len(segments) * interval, p.where)
+    running = np.cumsum(packed.view(np.int64).reshape(len(segments), interval), axis=1)
+    within = rows - segment * interval  # integers of the segment before the row
+    with np.errstate(over="ignore"):
+        has = within > 0
+        out[has] += running[slot[has], within[has] - 1]
     return out
 
 
-def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray) -> np.ndarray:
-    """DELTA values at ``rows``: ``v[r] = base + r * aux + sum(packed[:r])``, in int64
-    arithmetic that wraps exactly as the full decoder's running sum does."""
-    sums = _sums(p, h, rows)
+def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray, at: int = 0) -> np.ndarray:
+    """DELTA values at ``rows`` of the DELTA payload at payload byte ``at``:
+    ``v[r] = base + r * aux + sum(packed[:r])``, in int64 arithmetic that wraps exactly as
+    the full decoder's running sum does."""
+    sums = _sums(p, h, Encoding.DELTA, rows, at)
     with np.errstate(over="ignore"):
         return sums + rows * int(h["aux"]) + int(h["base"])
 
@@ -232,7 +302,7 @@ def _lengths_prefix(
         return None
     h = p.header()
     if (
-        not int(h["flags"]) & EncodingFlag.LENGTHS
+        not int(h["flags"]) & _LENGTHS
         or int(h["out_width"]) != offset_width
         or p.size != encodings.int_payload_size(p.encoding, h)
     ):
@@ -243,7 +313,7 @@ def _lengths_prefix(
     if len(rows) and int(lengths.min()) < 0:
         raise InvalidFileError(f"{p.where}: negative value lengths")
     with np.errstate(over="ignore"):
-        begins = _sums(p, h, rows) + rows * base
+        begins = _sums(p, h, Encoding.FOR, rows) + rows * base
         return begins, begins + lengths
 
 
@@ -275,6 +345,10 @@ def fixed_values(
         at = (planes[None, :] + rows[:, None]).ravel()  # value-major: plane bytes in order
         p.need(at, at + 1)
         return p.buf[at].tobytes()
+    if p.encoding == Encoding.FLOAT_DECIMAL:
+        decimals = _float_decimal_values(p, rows, width)
+        if decimals is not None:
+            return decimals
     if int_domain is not None and p.encoding in (
         Encoding.CONSTANT,
         Encoding.FOR,
@@ -337,7 +411,7 @@ def _dictionary_values(p: PagePayload, rows: np.ndarray) -> tuple[np.ndarray, by
     if body > p.size:
         raise InvalidFileError(f"{p.where}: dictionary offsets run past the payload")
     indices = _packed(p, _H, bits, rows).astype(np.int64)
-    p.need(np.array([start]), np.array([p.size]))
+    p.need_range(start, p.size)
     dict_offsets = np.frombuffer(p.buf.data, dtype="<i8", count=entries + 1, offset=start)
     if (
         dict_offsets[0] != 0

@@ -40,11 +40,10 @@ from fermion.errors import (
 )
 from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
-from fermion.format.bloom import hash_values, may_contain
 from fermion.format.cmb import ColumnMeta, parse_cmb
-from fermion.format.layout import Kind, Node, build_tree
+from fermion.format.filters import FilterInfo, Pruner
+from fermion.format.layout import Kind, Node, build_tree, without_views
 from fermion.format.options import ReadOptions, split_options
-from fermion.format.pages import decode_page
 from fermion.format.plan import (
     Projection,
     Ranges,
@@ -52,25 +51,15 @@ from fermion.format.plan import (
     select_rows,
     take_values,
 )
-from fermion.format.pruning import (
-    equality_constraints,
-    guarantee_for,
-    referenced_fields,
-    segments_that_may_match,
-)
 from fermion.format.schema import ColumnInfo, SchemaIndex
-from fermion.format.stats import bound_scalars, stats_kind
 from fermion.format.stripes import StripeReader
 from fermion.format.structs import (
-    CHUNK_ALL_NULL,
     CIT_DTYPE,
     FILE_HEADER_DTYPE,
     FOOTER_DTYPE,
     FORMAT_VERSION_MAJOR,
     MAGIC,
-    DescType,
     RequiredFeature,
-    StreamType,
 )
 from fermion.io.source import ByteSource, open_source
 
@@ -82,6 +71,7 @@ _KNOWN_REQUIRED = int(
     | RequiredFeature.BIT_PACKING
     | RequiredFeature.BLOCKS
     | RequiredFeature.CHECKPOINTS
+    | RequiredFeature.DECIMAL_FLOATS
 )  # format 1.3
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 
@@ -100,22 +90,6 @@ class FileMetadata:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-class _FilterInfo:
-    """One read's filter, analysed once: referenced columns now, ``==``/``isin`` constraints
-    (for bloom filters) on first use."""
-
-    def __init__(self, expr: pc.Expression) -> None:
-        self.expr = expr
-        self.names = referenced_fields(expr)
-        self._constraints: dict[str, pa.Array] | None = None
-
-    @property
-    def constraints(self) -> dict[str, pa.Array]:
-        if self._constraints is None:
-            self._constraints = equality_constraints(self.expr)
-        return self._constraints
 
 
 class FileReader:
@@ -137,7 +111,7 @@ class FileReader:
 
     def __init__(self, source: Any, **options: Any) -> None:
         self.options: ReadOptions = split_options(ReadOptions, options)
-        self.source: ByteSource = open_source(source)
+        self.source: ByteSource = open_source(source, memory_map=self.options.memory_map)
         self._stripes = StripeReader(self.source, self.options)
         self._cmbs: dict[int, ColumnMeta] = {}
         self._trees: dict[int, Node] = {}
@@ -149,6 +123,11 @@ class FileReader:
             self.source.close()
             raise
         self._batch_index: BatchIndex | None = None
+        self._pruner = Pruner(
+            self.source,
+            self.options.verify_checksums,
+            self.batches if self.batch_mode else None,
+        )
 
     # -- open -------------------------------------------------------------------------
     def _open(self) -> None:
@@ -276,6 +255,29 @@ class FileReader:
         return tree
 
     def _resolve(self, columns: Sequence[str] | None) -> list[Projection]:
+        projs = self._projections(columns)
+        wanted = self.options.read_dictionary
+        if wanted:
+            self._check_read_dictionary(wanted)
+            for p in projs:
+                p.dictionary = p.selected is None and p.info.field.name in wanted
+        return projs
+
+    def _check_read_dictionary(self, names: Sequence[str]) -> None:
+        """Every ``read_dictionary`` name is a top-level string or binary column."""
+        found = self._index.lookup(list(names))
+        missing = [n for n, c in zip(names, found, strict=True) if c is None]
+        if missing:
+            raise ColumnNotFoundError(f"read_dictionary: no column {missing[0]!r} in the file")
+        for info in self._index.columns([c for c in found if c is not None]):
+            tree = self._tree(info)
+            if tree.kind != Kind.BINARY or isinstance(tree.type, pa.ExtensionType):
+                raise InvalidArgumentError(
+                    f"read_dictionary: column {info.field.name!r} is {tree.type}, "
+                    "not a string or binary column"
+                )
+
+    def _projections(self, columns: Sequence[str] | None) -> list[Projection]:
         if columns is None:
             infos = self._index.columns(range(self.num_columns))
             return [Projection(i, self._tree(i), None) for i in infos]
@@ -569,7 +571,7 @@ class FileReader:
         out_schema = self._output_schema(projs, full, virtual, columns)
         filter_projs: list[Projection] = []
         computed = list(virtual)  # virtual columns to compute: projected, then filter-only
-        info = _FilterInfo(filter) if filter is not None else None
+        info = FilterInfo(filter) if filter is not None else None
         if info is not None:
             names = sorted(info.names)
             if self.batch_mode:
@@ -584,14 +586,14 @@ class FileReader:
         rows = self._stripe_rows(metas)
         stripes: Sequence[int] = range(len(rows))
         if info is not None:
-            stripes = self._prune_stripes(all_projs, metas, rows, info)
+            stripes = self._pruner.stripes(all_projs, metas, rows, info)
 
         def jobs() -> Iterator[tuple[int, int, Selection]]:
             for s in stripes:
                 n = int(rows[s])
                 selection = Selection(ranges=[(0, n)])
                 if info is not None:
-                    selection = Selection(ranges=self._prune_pages(all_projs, metas, s, n, info))
+                    selection = Selection(ranges=self._pruner.pages(all_projs, metas, s, n, info))
                     if not selection.ranges:
                         continue
                 yield s, n, selection
@@ -600,7 +602,7 @@ class FileReader:
             batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
-                    table = pa.Table.from_batches([batch]).filter(filter)
+                    table = _filtered(pa.Table.from_batches([batch]), filter)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                     raise InvalidArgumentError(f"cannot apply filter {filter}: {exc}") from None
                 batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
@@ -617,210 +619,6 @@ class FileReader:
                 for start in range(0, batch.num_rows, batch_size):
                     yield batch.slice(start, batch_size)
 
-    # -- pruning ----------------------------------------------------------------------
-    def _stats_columns(
-        self, projs: Sequence[Projection], metas: Sequence[ColumnMeta], filter_names: set[str]
-    ) -> list[tuple[Projection, ColumnMeta]]:
-        seen: set[int] = set()
-        out = []
-        for p, m in zip(projs, metas, strict=True):
-            if p.info.field.name in filter_names and p.info.index not in seen and p.flat:
-                seen.add(p.info.index)
-                out.append((p, m))
-        return out
-
-    def _prune_stripes(
-        self,
-        projs: Sequence[Projection],
-        metas: Sequence[ColumnMeta],
-        rows: np.ndarray,
-        info: _FilterInfo,
-    ) -> list[int]:
-        names = info.names
-        cols = self._stats_columns(projs, metas, names)
-        vnames = self._virtual_names(names)
-        if not cols and not vnames:
-            return list(range(len(rows)))
-        fields = self._filter_fields(projs, [p for p, _ in cols], names, vnames)
-        guarantees = []
-        for s in range(len(rows)):
-            parts = [self._chunk_guarantee(p, m, s, int(rows[s])) for p, m in cols]
-            if vnames:
-                parts.append(self.batches().stripe_guarantee(s, vnames))
-            guarantees.append(_and(parts))
-        return segments_that_may_match(pa.schema(fields), guarantees, info.expr)
-
-    @staticmethod
-    def _filter_fields(
-        projs: Sequence[Projection],
-        with_stats: Sequence[Projection],
-        names: set[str],
-        vnames: set[str],
-    ) -> list[pa.Field]:
-        """Fields to bind the filter to: those with statistics, every other referenced
-        column (no guarantee), then the virtual columns."""
-        fields = [p.info.field for p in with_stats]
-        seen = {f.name for f in fields}
-        for p in projs:
-            name = p.info.field.name
-            if name in names and name not in seen:
-                seen.add(name)
-                fields.append(p.info.field)
-        return fields + virtual_fields(sorted(vnames))
-
-    def _virtual_names(self, names: set[str]) -> set[str]:
-        return names & set(VIRTUAL_COLUMNS) if self.batch_mode else set()
-
-    def _chunk_guarantee(
-        self, p: Projection, m: ColumnMeta, s: int, n: int
-    ) -> pc.Expression | None:
-        name, t = p.info.field.name, p.info.field.type
-        if not m.present:
-            return guarantee_for(name, t, None, n, n)
-        vk = p.tree.stream(StreamType.VALIDITY)
-        dk = p.tree.stream(StreamType.DATA)
-        assert vk is not None and dk is not None
-        vdesc, ddesc = m.streams[vk.index], m.streams[dk.index]
-        if ddesc.full is None:
-            nulls = n if vdesc.desc_type == DescType.FORCE_NULL else 0
-            if vdesc.simple is not None and int(vdesc.simple[s]["length"]) == CHUNK_ALL_NULL:
-                nulls = n
-            return guarantee_for(name, t, None, nulls, n) if nulls in (0, n) else None
-        d = ddesc.full[s]
-        bounds = bound_scalars(
-            t, stats_kind(t), int(d["chunk_min"]), int(d["chunk_max"]), int(d["stats_flags"])
-        )
-        return guarantee_for(name, t, bounds, int(d["null_count"]), n)
-
-    def _prune_pages(
-        self,
-        projs: Sequence[Projection],
-        metas: Sequence[ColumnMeta],
-        s: int,
-        n: int,
-        info: _FilterInfo,
-    ) -> Ranges:
-        names = info.names
-        cols = [
-            (p, m)
-            for p, m in self._stats_columns(projs, metas, names)
-            if m.present and m.streams[p.tree.stream(StreamType.DATA).index].full is not None  # type: ignore[union-attr]
-        ]
-        vnames = self._virtual_names(names)
-        if not cols and not vnames:
-            return [(0, n)]
-        per_col = []
-        cuts = {0, n}
-        metas_by_index = {p.info.index: m for p, m in cols}
-        if vnames:  # batch mode: segments as fine as the pages the projection would read
-            for p, m in zip(projs, metas, strict=True):
-                dspec = p.tree.stream(StreamType.DATA)
-                if p.flat and m.present and dspec is not None:
-                    desc = m.streams[dspec.index]
-                    if desc.full is not None and int(desc.full[s]["num_pages"]):
-                        ends = np.cumsum(desc.pages(s)["row_count"].astype(np.int64))
-                        cuts.update(int(e) for e in ends if 0 < e < n)
-        for p, m in cols:
-            desc = m.streams[p.tree.stream(StreamType.DATA).index]  # type: ignore[union-attr]
-            pages = desc.pages(s)
-            if int(desc.full[s]["num_pages"]) == 0:  # type: ignore[index]
-                continue
-            ends = np.cumsum(pages["row_count"].astype(np.int64))
-            cuts.update(int(e) for e in ends)
-            per_col.append((p, pages, ends))
-        if not per_col and not vnames:
-            return [(0, n)]
-        bounds = np.array(sorted(cuts), dtype=np.int64)
-        seg_starts, seg_ends = bounds[:-1], bounds[1:]
-        guarantees: list[pc.Expression | None] = [None] * len(seg_starts)
-        parts: list[list[pc.Expression | None]] = [[] for _ in seg_starts]
-        for p, pages, ends in per_col:
-            t = p.info.field.type
-            kind = stats_kind(t)
-            page_of = np.searchsorted(ends, seg_starts, side="right")
-            cache: dict[int, pc.Expression | None] = {}
-            for i, pg in enumerate(page_of):
-                g = cache.get(int(pg), False)
-                if g is False:
-                    meta = pages[int(pg)]
-                    bounds_s = bound_scalars(
-                        t,
-                        kind,
-                        int(meta["min_val"]),
-                        int(meta["max_val"]),
-                        int(meta["stats_flags"]),
-                    )
-                    g = guarantee_for(
-                        p.info.field.name,
-                        t,
-                        bounds_s,
-                        int(meta["null_count"]),
-                        int(meta["row_count"]),
-                    )
-                    cache[int(pg)] = g
-                parts[i].append(g)
-        if vnames:
-            vg = self.batches().segment_guarantees(s, seg_starts, seg_ends, vnames)
-            for i, g in enumerate(vg):
-                parts[i].append(g)
-        guarantees = [_and(ps) for ps in parts]
-        fields = self._filter_fields(projs, [p for p, _, _ in per_col], names, vnames)
-        kept = segments_that_may_match(pa.schema(fields), guarantees, info.expr)
-        excluded = self._bloom_excluded(per_col, metas_by_index, s, seg_starts, info)
-        kept = [i for i in kept if i not in excluded]
-        ranges: Ranges = []
-        for i in sorted(kept):
-            a, b = int(seg_starts[i]), int(seg_ends[i])
-            if ranges and ranges[-1][1] == a:
-                ranges[-1] = (ranges[-1][0], b)
-            else:
-                ranges.append((a, b))
-        return ranges
-
-    def _bloom_excluded(
-        self,
-        per_col: Sequence[tuple[Projection, np.ndarray, np.ndarray]],
-        metas: dict[int, ColumnMeta],
-        s: int,
-        seg_starts: np.ndarray,
-        info: _FilterInfo,
-    ) -> set[int]:
-        """Segments whose page of some ``==``/``isin`` column cannot hold a wanted value."""
-        excluded: set[int] = set()
-        for p, pages, ends in per_col:
-            if p.tree.bloom is None:
-                continue
-            values = info.constraints.get(p.info.field.name)
-            if values is None:
-                continue
-            desc = metas[p.info.index].streams[p.tree.bloom.index]
-            if desc.simple is None:
-                continue
-            d = desc.simple[s]
-            length = int(d["length"])
-            if length == 0:
-                continue
-            if int(d["num_values"]) != len(pages):
-                raise InvalidFileError(f"column {p.info.field.name!r}: bloom page count mismatch")
-            try:
-                wanted = values.cast(p.info.field.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                continue  # the filter itself will report the type mismatch
-            raw = self.source.read(int(d["offset"]), length)
-            payload = decode_page(
-                raw,
-                expected_values=len(pages),
-                expected_size=None,
-                where=f"{self.source.name}: bloom page at {int(d['offset'])}",
-                verify_crc=self.options.verify_checksums,
-            )
-            if not isinstance(payload, bytes | memoryview):
-                raise InvalidFileError("a bloom page must be plain")
-            maybe = may_contain(payload, hash_values(wanted), len(pages))
-            page_of = np.searchsorted(ends, seg_starts, side="right")
-            excluded.update(i for i, pg in enumerate(page_of) if not maybe[int(pg)])
-        return excluded
-
     # -- inspection -------------------------------------------------------------------
     def describe(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """A JSON-able description of the file (for ``fermion inspect``)."""
@@ -836,14 +634,6 @@ def _order(
     if not virtual or columns is None:
         return list(range(len(projs) + len(virtual)))
     return output_order(columns, [p.info.field.name for p in projs], virtual)
-
-
-def _and(parts: Sequence[pc.Expression | None]) -> pc.Expression | None:
-    out: pc.Expression | None = None
-    for p in parts:
-        if p is not None:
-            out = p if out is None else out & p
-    return out
 
 
 def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
@@ -863,6 +653,15 @@ def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
         keep.add(node.index)
     keep.update(n.index for n in node.walk())
     return keep
+
+
+def _filtered(table: pa.Table, expr: pc.Expression) -> pa.Table:
+    """``table.filter(expr)``, also for view columns (Arrow has no filter kernel for
+    string_view and binary_view: they are filtered as their plain types)."""
+    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
+    if plain == table.schema:
+        return table.filter(expr)
+    return table.cast(plain).filter(expr).cast(table.schema)
 
 
 def read_table(

@@ -38,9 +38,9 @@ from fermion.format import bitpack
 from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
+from fermion.format.decimal_floats import encode_floats
 from fermion.format.encodings import (
     dictionary_page,
-    encode_byte_split,
     encode_ints,
     few_distinct,
     has_checkpoints,
@@ -49,7 +49,7 @@ from fermion.format.encodings import (
 )
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
-from fermion.format.pages import encode_page
+from fermion.format.pages import ENCODED_COMPRESS_RATIO, encode_page
 from fermion.format.stats import (
     Stats,
     StatsKind,
@@ -123,13 +123,23 @@ class _Encoder:
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
             encoding=encoding,
-            block_size=self.block_size if blocks else 0,
+            # blocks pay when a block holds few values: a take then decompresses a block
+            # per wanted value, not every block (bit-packed integers are one frame)
+            block_size=self.block_size
+            if blocks and len(payload) >= _BLOCK_VALUE_BYTES * num_values
+            else 0,
             block_overhead=self.opts.compression_block_overhead,
+            # bit-packed values that point reads gather: zstd only where it saves a quarter
+            keep_ratio=ENCODED_COMPRESS_RATIO
+            if self.checkpoints and encoding not in (Encoding.PLAIN, Encoding.DERIVED)
+            else 0.9,
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
             if encoding != Encoding.DERIVED and has_checkpoints(payload):
                 self.features |= RequiredFeature.CHECKPOINTS
+        if encoding == Encoding.FLOAT_DECIMAL:
+            self.features |= RequiredFeature.DECIMAL_FLOATS
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
         return EncodedPage(data, num_values)
@@ -198,7 +208,8 @@ def shred_column(
     """Encode one column's values for one stripe into a chunk per stream (file order).
 
     Returns the chunks and the required feature flags their pages need (ENCODINGS and
-    BIT_PACKING for encoded pages, BLOCKS for blocked zstd pages).
+    BIT_PACKING for encoded pages, DECIMAL_FLOATS for FLOAT_DECIMAL pages, BLOCKS for
+    blocked zstd pages).
     ``batch_bounds`` (batch mode) are the row boundaries ``[0, ..., len(array)]`` of the
     stripe's batches: every page of every stream is then cut at batch boundaries, mapped
     to each nested level's values through the parent offsets.
@@ -259,6 +270,7 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
 
 
 _MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
+_BLOCK_VALUE_BYTES = 8  # pages of fewer payload bytes per value are never blocked
 # columns that are not flat (nested, dictionary, extension types) are read stripe by stripe
 # whole: their pages are 4x page_size (fewer pages, less per-page work on every read)
 _WHOLE_READ_PAGE_GROWTH = 4
@@ -316,12 +328,18 @@ def _int_encoder(
 
 
 def _float_encoder(
-    payload_of: Callable[[int, int], bytes | memoryview], width: int, on: bool
+    payload_of: Callable[[int, int], bytes | memoryview], width: int, on: bool, compressed: bool
 ) -> Encode:
+    """float32/float64 values: PLAIN, BYTE_SPLIT or FLOAT_DECIMAL (``encode_floats``)."""
+
     def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
         plain = payload_of(a, b)
-        split = encode_byte_split(plain, width) if on else None
-        return (Encoding.BYTE_SPLIT, split) if split is not None else (Encoding.PLAIN, plain)
+        if not on:
+            return Encoding.PLAIN, plain
+        valid = None
+        if values is not None and values.null_count:
+            valid = values.is_valid().to_numpy(zero_copy_only=False)
+        return encode_floats(plain, width, valid, compressed=compressed)
 
     return encode
 
@@ -478,7 +496,7 @@ def _shred(
                 fixed_bytes, ints, valid, width, domain[1], enc.compressed, enc.checkpoints
             )
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
-            encoder = _float_encoder(fixed_bytes, width, enc.encode)
+            encoder = _float_encoder(fixed_bytes, width, enc.encode, enc.compressed)
         else:
             encoder = _plain(fixed_bytes)
         cuts = _count_cuts(n, per_page, bounds)

@@ -191,7 +191,11 @@ class StripeReader:
             assert column_plan is not None
             return column_plan.assemble(ctx, n, sel)
 
-        if parallel and len(projs) > 1:  # numpy and Arrow release the GIL while assembling
+        # numpy and Arrow release the GIL while assembling whole pages; point reads are many
+        # small calls that hold it, so two threads assembling them only queue for it (take
+        # of 1,000 lineitem rows: 95 ms in one thread, 103 ms in two)
+        points = any(plan is not None and plan.points is not None for plan in plans)
+        if parallel and len(projs) > 1 and not points:
             # the columns with the most bytes first, so that the longest task never starts last
             weight = [0] * len(projs)
             for j, req in requests:

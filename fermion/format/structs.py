@@ -36,6 +36,7 @@ __all__ = [
     "DescType",
     "ENCODING_HEADER_DTYPE",
     "Encoding",
+    "FLOAT_DECIMAL_HEADER_DTYPE",
     "EncodingFlag",
     "HASH_SLOT_DTYPE",
     "MAGIC",
@@ -96,6 +97,7 @@ class Encoding(enum.IntEnum):
     BYTE_SPLIT = 6  # floats: byte k of every value, then byte k+1, ...
     DERIVED = 7  # BINARY OFFSETS page with no payload: offsets come from the DATA page
     INT_DICTIONARY = 8  # integers: bit-packed indices + the distinct values (FOR, bit-packed)
+    FLOAT_DECIMAL = 9  # floats: integers k with v == k / 10**e (integer codec) + exceptions
 
 
 class EncodingFlag(enum.IntFlag):
@@ -122,6 +124,7 @@ class RequiredFeature(enum.IntFlag):
     ENCODINGS = 1 << 1  # pages use encodings other than PLAIN (format 1.1)
     BIT_PACKING = 1 << 2  # encoded pages pack integers at bit widths (format 1.2)
     BLOCKS = 1 << 3  # pages compressed as independent zstd blocks (format 1.2)
+    DECIMAL_FLOATS = 1 << 4  # float pages encoded FLOAT_DECIMAL (format 1.3)
     CHECKPOINTS = 1 << 5  # encoded pages carry running-sum checkpoints (format 1.3)
 
 
@@ -311,9 +314,11 @@ COLUMN_ENTRY_DTYPE = _dtype(
 
 ENCODING_HEADER_DTYPE = _dtype(
     [
-        ("base", "<i8"),  # CONSTANT: the value; FOR/RLE: the minimum; DELTA: the first value
+        ("base", "<i8"),  # CONSTANT: the value; FOR/RLE: the minimum; DELTA: the first value;
+        #                   FLOAT_DECIMAL: the exponent
         ("aux", "<i8"),  # DELTA: the minimum delta; RLE: the number of runs;
-        #                  DICTIONARY, INT_DICTIONARY: the number of distinct values
+        #                  DICTIONARY, INT_DICTIONARY: the number of distinct values;
+        #                  FLOAT_DECIMAL: the number of exceptions
         ("count", "<u4"),  # values in the page
         ("width", "u1"),  # bits (flag BITS) or bytes per packed integer (values, indices)
         ("aux_width", "u1"),  # RLE: run lengths; INT_DICTIONARY: distinct values (ditto)
@@ -321,6 +326,18 @@ ENCODING_HEADER_DTYPE = _dtype(
         ("flags", "u1"),  # EncodingFlag
     ],
     24,
+)
+
+# FLOAT_DECIMAL payload: EncodingHeader (base = exponent, aux = exceptions), this header,
+# the exceptions' u32 positions and raw values, then the nested integer-codec payload of k.
+FLOAT_DECIMAL_HEADER_DTYPE = _dtype(
+    [
+        ("int_encoding", "u1"),  # Encoding of the nested payload: CONSTANT/FOR/DELTA/RLE/INT_DICT
+        ("reserved1", "u1"),  # 0
+        ("reserved2", "<u2"),  # 0
+        ("reserved4", "<u4"),  # 0
+    ],
+    8,
 )
 
 # ZSTD_BLOCKS page body: this table, then num_blocks u32 frame ends (relative to the first

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import mmap
 import os
 import stat
 import threading
@@ -63,7 +64,7 @@ class ByteSource(ABC):
     stats: IOStats
 
     @abstractmethod
-    def _read_at(self, offset: int, length: int) -> bytes:
+    def _read_at(self, offset: int, length: int) -> bytes | memoryview:
         """Read ``length`` bytes at ``offset`` (bounds already checked)."""
 
     def read(self, offset: int, length: int) -> memoryview:
@@ -101,11 +102,19 @@ class ByteSource(ABC):
 
 
 class LocalSource(ByteSource):
-    """A local file read with ``os.pread`` (thread-safe, no seek state)."""
+    """A local file read with ``os.pread`` (thread-safe, no seek state), or, with
+    ``memory_map``, served from a read-only mapping of the file: a range is then a view of
+    the page cache (no copy, and only the bytes a reader touches are faulted in).
 
-    def __init__(self, path: str) -> None:
+    A mapping assumes the file is not truncated while it is read (Fermion files are
+    immutable once written; a file truncated under a mapping makes the process fault on
+    access, as with any memory-mapped reader). Views handed out keep the mapping alive.
+    """
+
+    def __init__(self, path: str, memory_map: bool = False) -> None:
         self.name = path
         self._fd = -1
+        self._view: memoryview | None = None
         try:
             self._fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -116,8 +125,12 @@ class LocalSource(ByteSource):
             raise InvalidArgumentError(f"{path}: is a directory, not a file")
         self.size = info.st_size
         self.stats = IOStats()
+        if memory_map and self.size > 0 and stat.S_ISREG(info.st_mode):
+            self._view = memoryview(mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ))
 
-    def _read_at(self, offset: int, length: int) -> bytes:
+    def _read_at(self, offset: int, length: int) -> bytes | memoryview:
+        if self._view is not None:
+            return self._view[offset : offset + length]
         data = os.pread(self._fd, length, offset)
         if len(data) == length:
             return data
@@ -135,6 +148,9 @@ class LocalSource(ByteSource):
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        # the mapping itself is released with the last view of it (arrays built on pages
+        # may still hold some): unmapping under them would fault
+        self._view = None
 
     def __del__(self) -> None:
         try:
@@ -175,8 +191,9 @@ def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
     return fs, path
 
 
-def open_source(source: Any) -> ByteSource:
-    """Open a path, URL or ``(fsspec filesystem, path)`` pair for random-access reads."""
+def open_source(source: Any, memory_map: bool = False) -> ByteSource:
+    """Open a path, URL or ``(fsspec filesystem, path)`` pair for random-access reads
+    (a local file memory-mapped with ``memory_map``, see :class:`LocalSource`)."""
     if isinstance(source, ByteSource):
         return source
     if isinstance(source, tuple) and len(source) == 2:
@@ -184,5 +201,5 @@ def open_source(source: Any) -> ByteSource:
         return FsspecSource(fs, path)
     fs, path = resolve(source)
     if fs is None:
-        return LocalSource(path)
+        return LocalSource(path, memory_map=memory_map)
     return FsspecSource(fs, path)

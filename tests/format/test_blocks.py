@@ -54,7 +54,7 @@ import zstandard
 
 import fermion
 from fermion.format import bitpack
-from fermion.format.encodings import _header
+from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
     BlockedBody,
@@ -852,3 +852,48 @@ def test_block_overhead_must_be_a_non_negative_fraction(tmp_path: Path, overhead
         fermion.write_table(
             pa.table({"x": [1, 2]}), tmp_path / "o.fermion", compression_block_overhead=overhead
         )
+
+
+def _page_compressions(path: Path) -> dict[str, set[str]]:
+    d = fermion.FileReader(path).describe()
+    return {
+        s["path"] + "/" + s["stream_type"]: {c for ch in s["chunks"] for c in ch["compressions"]}
+        for col in d["columns"]
+        for s in col["streams"]
+        if any(ch.get("compressions") for ch in s["chunks"])
+    }
+
+
+def test_which_pages_are_blocked_and_which_keep_zstd(tmp_path: Path) -> None:
+    """Format 1.3 writers block only pages of at least 8 payload bytes per value (a block
+    then holds at most 4,096 values), and keep zstd on an encoded page of a point-read
+    column only if it saves a quarter (other pages: a tenth)."""
+    n = 400_000
+    rng = np.random.default_rng(21)
+    nine = rng.integers(0, 9, n)  # FOR at 4 bits: zstd saves about a fifth, not a quarter
+    table = pa.table(
+        {
+            "packed": pa.array(nine),
+            "plain": pa.array(nine),  # 8 bytes per value, PLAIN
+            "sorted": pa.array(np.cumsum(np.tile([0, 0, 1, 0, 3], n // 5))),  # DELTA
+            "text": pa.array([f"row {i % 5000} " + "x" * int(k) for i, k in enumerate(nine)]),
+            "nested": pa.array([[int(v)] for v in nine], pa.list_(pa.int64())),
+        }
+    )
+    path = tmp_path / "mixed.fermion"
+    fermion.write_table(
+        table, path, column_encodings={"plain": "plain"}, compression_block_overhead=ALWAYS_BLOCKS
+    )
+    got = _page_compressions(path)
+    assert got["packed/DATA"] == {"NONE"}  # encoded, saves < 25%: stored as is
+    assert got["plain/DATA"] == {"ZSTD_BLOCKS"}  # 8 bytes per value
+    assert got["sorted/DATA"] == {"ZSTD"}  # one frame: a block would hold ~100k deltas
+    assert got["text/DATA"] == {"ZSTD_BLOCKS"}
+    assert got["text/OFFSETS"] <= {"ZSTD", "NONE"}  # lengths: never blocked
+    assert got["nested.item/DATA"] == {"ZSTD"}  # not a point-read column: the 10% rule
+    # the quarter rule at the page level: the same payload, kept or not by keep_ratio
+    payload = np.repeat(np.arange(4096, dtype=np.uint16), 4).tobytes()
+    for ratio, kept in ((0.9, True), (0.01, False)):
+        page = encode_page(payload, num_values=16384, codec=Compression.ZSTD, keep_ratio=ratio)
+        assert (page[5] == Compression.ZSTD) is kept
+    assert fermion.read_table(path).equals(table)

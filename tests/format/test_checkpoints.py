@@ -101,6 +101,17 @@ def test_only_delta_and_length_pages_get_checkpoints() -> None:
     assert enc == Encoding.DELTA and not encodings.has_checkpoints(payload)  # not asked for
 
 
+def test_point_read_length_pages_are_for_only() -> None:
+    """Lengths with few distinct values would be INT_DICTIONARY; with checkpoints (a
+    point-read string column) they are FOR, whose offsets point reads compute."""
+    lengths = np.random.default_rng(2).choice(np.array([3, 900, 70_000]), 5000).astype(np.int64)
+    enc, _ = encodings.encode_ints(lengths, out_width=8, lengths=True, compressed=False)
+    assert enc == Encoding.INT_DICTIONARY
+    enc, payload = encode(lengths, lengths=True)
+    assert enc == Encoding.FOR and encodings.has_checkpoints(payload)
+    assert np.array_equal(encodings.decode_ints(payload, enc), lengths)
+
+
 def test_the_format_md_example_layout() -> None:
     """FORMAT.md §5.1: a DELTA page of 1,000 values at w = 3 is exactly 404 bytes."""
     deltas = np.tile(np.array([0, 7, 3, 5], dtype=np.int64), 250)[:999]

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format import encodings, structs
+from fermion.format import decimal_floats, encodings, structs
 from fermion.format.pages import BlockedBody, decompress_body, read_page_head
 from fermion.format.plan import take_values as _take
 from tests.format.test_roundtrip import assert_same
@@ -23,7 +23,7 @@ CASES = sorted(GOLDEN.glob("v*/*.fermion"))
 
 def test_golden_files_exist() -> None:
     versions = {p.parent.name for p in CASES}
-    assert {"v1_0", "v1_1", "v1_2"} <= versions
+    assert {"v1_0", "v1_1", "v1_2", "v1_3"} <= versions
     assert any(p.stem == "batch_mode" for p in CASES)
     assert len(CASES) >= 5
 
@@ -86,6 +86,7 @@ def _doc_table(section: str) -> list[tuple[int, str]]:
         ("**FullChunkDesc** (48 B):", structs.FULL_CHUNK_DESC_DTYPE),
         ("### 5.1 Encodings", structs.ENCODING_HEADER_DTYPE),
         ("**BlockTable** (8 B):", structs.BLOCK_TABLE_DTYPE),
+        ("**FloatDecimalHeader** (8 B):", structs.FLOAT_DECIMAL_HEADER_DTYPE),
     ],
 )
 def test_format_md_matches_structs(section: str, dtype: np.dtype) -> None:
@@ -135,16 +136,20 @@ def test_format_md_lists_struct_sizes() -> None:
         ("HashSlot", structs.HASH_SLOT_DTYPE),
         ("EncodingHeader", structs.ENCODING_HEADER_DTYPE),
         ("BlockTable", structs.BLOCK_TABLE_DTYPE),
+        ("FloatDecimalHeader", structs.FLOAT_DECIMAL_HEADER_DTYPE),
     ]:
         assert re.search(rf"{label}\**\s*\({dtype.itemsize} B\)", text), label
 
 
-def test_v1_1_golden_file_covers_every_encoding() -> None:
-    d = fermion.FileReader(GOLDEN / "v1_1" / "encoded_shapes.fermion").describe()
+@pytest.mark.parametrize(
+    "version,last", [("v1_1", structs.Encoding.INT_DICTIONARY), ("v1_3", max(structs.Encoding))]
+)
+def test_encoded_shapes_golden_file_covers_every_encoding(version: str, last: int) -> None:
+    d = fermion.FileReader(GOLDEN / version / "encoded_shapes.fermion").describe()
     used = {
         e for c in d["columns"] for s in c["streams"] for ch in s["chunks"] for e in ch["encodings"]
     }
-    assert used == {e.name for e in structs.Encoding}
+    assert used == {e.name for e in structs.Encoding if e <= last}
 
 
 # -- format 1.2: blocked zstd pages and bit-packed pages --------------------------------
@@ -166,9 +171,18 @@ def _page_fact(page: memoryview, values: int, where: str) -> dict:
         body = BlockedBody(head.body, head.size, where)
         fact.update(blocks=body.num_blocks, block_size=body.block_size)
     if head.encoding not in (structs.Encoding.PLAIN, structs.Encoding.DERIVED):
-        h = encodings.read_header(bytes(decompress_body(head, where)), where)
+        payload = bytes(decompress_body(head, where))
+        h = encodings.read_header(payload, where)
         if int(h["flags"]) & structs.EncodingFlag.BITS:
             fact["bits"] = encodings.packed_bits(h)
+        if head.encoding == structs.Encoding.FLOAT_DECIMAL:
+            layout = decimal_floats.read_layout(payload, len(payload), values, where)
+            fact.update(
+                exponent=layout.exponent,
+                exceptions=layout.exceptions,
+                width=layout.width,
+                nested=layout.int_encoding.name,
+            )
     return fact
 
 
@@ -246,3 +260,110 @@ def test_v1_2_blocked_golden_file_reads_back(point_reads: bool, monkeypatch) -> 
                 assert 1 <= len(calls) <= 3, (name, calls)
             else:
                 assert len(calls) >= 32, (name, calls)
+
+
+# -- format 1.3: FLOAT_DECIMAL pages ----------------------------------------------------
+
+DECIMALS = GOLDEN / "v1_3" / "decimal_floats.fermion"
+_DECIMAL_COLUMNS = ("price", "milli32", "constant", "ticks", "runs", "levels32", "whole")
+
+
+def test_v1_3_golden_file_has_float_decimal_pages(capsys) -> None:
+    from fermion.cli import main
+
+    assert main(["inspect", "--json", str(DECIMALS)]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert described["format_version"] == "1.3"
+    data_encodings = {
+        c["name"]: {
+            e
+            for s in c["streams"]
+            if s["stream_type"] == "DATA"
+            for ch in s["chunks"]
+            for e in ch["encodings"]
+        }
+        for c in described["columns"]
+    }
+    for column in (*_DECIMAL_COLUMNS, "micro", "tiny"):
+        assert data_encodings[column] == {"FLOAT_DECIMAL"}, column
+    assert {"FLOAT_DECIMAL", "BYTE_SPLIT"} <= data_encodings["mixed"]
+    assert data_encodings["random"] == {"BYTE_SPLIT"}
+    with fermion.FileReader(DECIMALS) as r:
+        required = structs.RequiredFeature(r.metadata.required_features)
+    assert required == (
+        structs.RequiredFeature.ENCODINGS
+        | structs.RequiredFeature.BIT_PACKING
+        | structs.RequiredFeature.DECIMAL_FLOATS
+    )
+    facts = [f for f in _page_facts(DECIMALS) if f["encoding"] == "FLOAT_DECIMAL"]
+    nested = {(f["column"], f["nested"]) for f in facts}
+    assert {
+        ("constant", "CONSTANT"),
+        ("price", "FOR"),
+        ("ticks", "DELTA"),
+        ("runs", "RLE"),
+        ("levels32", "INT_DICTIONARY"),
+    } <= nested
+    assert {f["exponent"] for f in facts} == {0, 1, 2, 3, 6, 15}
+    assert {f["width"] for f in facts} == {4, 8}
+    assert all(f["exceptions"] > 0 for f in facts if f["column"] == "price")
+    assert all(f["exceptions"] == 0 for f in facts if f["column"] != "price")
+
+
+@pytest.mark.parametrize("point_reads", [True, False])
+def test_v1_3_decimal_golden_file_reads_back(point_reads: bool) -> None:
+    expected = pa.ipc.open_file(str(DECIMALS.with_suffix(".arrow"))).read_all()
+    assert_same(fermion.read_table(DECIMALS, point_reads=point_reads), expected)
+    idx = [5_999, 0, 3_999, 4_000, 1_234, 1_234, 3, 1_023, 1_024, 2_047]
+    with fermion.FileReader(DECIMALS, point_reads=point_reads) as r:
+        assert_same(r.take(idx), expected.take(idx))
+        for name in expected.column_names:
+            assert_same(r.take(idx, columns=[name]), expected.select([name]).take(idx))
+
+
+# -- format 1.3: checkpoints ------------------------------------------------------------
+
+CHECKPOINTED = GOLDEN / "v1_3" / "checkpoints.fermion"
+
+
+def test_v1_3_golden_file_has_checkpointed_pages() -> None:
+    with fermion.FileReader(CHECKPOINTED) as r:
+        required = structs.RequiredFeature(r.metadata.required_features)
+    assert required & structs.RequiredFeature.CHECKPOINTS
+    data = memoryview(CHECKPOINTED.read_bytes())
+    flagged: dict[tuple[str, str], set[bool]] = {}
+    with fermion.FileReader(CHECKPOINTED) as r:
+        projs = r._resolve(None)
+        for p, m in zip(projs, r._column_metas(projs), strict=True):
+            for spec in p.tree.all_streams():
+                desc = m.streams[spec.index]
+                if desc.full is None:
+                    continue
+                key = (p.info.field.name, structs.StreamType(spec.stream_type).name)
+                for s in range(r.num_stripes):
+                    for off, meta in zip(desc.page_offsets(s), desc.pages(s), strict=True):
+                        page = data[int(off) : int(off) + int(meta["page_size"])]
+                        head = read_page_head(
+                            page,
+                            expected_values=int(meta["row_count"]),
+                            expected_size=None,
+                            where="g",
+                        )
+                        if head.encoding in (structs.Encoding.DELTA, structs.Encoding.FOR):
+                            payload = decompress_body(head, "g")
+                            flagged.setdefault(key, set()).add(encodings.has_checkpoints(payload))
+    assert flagged[("key", "DATA")] == {True}
+    assert flagged[("wrapping", "DATA")] == {True}
+    assert flagged[("text", "OFFSETS")] == {True}
+    assert True not in flagged.get(("short", "DATA"), set())
+    assert all(True not in v for (column, _), v in flagged.items() if column == "nested")
+
+
+@pytest.mark.parametrize("point_reads", [True, False])
+def test_v1_3_checkpoints_golden_file_reads_back(point_reads: bool) -> None:
+    expected = pa.ipc.open_file(str(CHECKPOINTED.with_suffix(".arrow"))).read_all()
+    assert_same(fermion.read_table(CHECKPOINTED, point_reads=point_reads), expected)
+    idx = [8_999, 0, 5_999, 6_000, 255, 256, 257, 4_097, 4_097, 1, 7_777]
+    with fermion.FileReader(CHECKPOINTED, point_reads=point_reads) as r:
+        for name in expected.column_names:
+            assert_same(r.take(idx, columns=[name]), expected.select([name]).take(idx))

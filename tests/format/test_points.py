@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack
+from fermion.format import bitpack, encodings
 from fermion.format.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
 from fermion.format.pages import BlockedBody, encode_page
-from fermion.format.points import PagePayload
+from fermion.format.points import PagePayload, binary_values
 from fermion.format.structs import PAGE_HEADER_DTYPE, Compression, Encoding, StreamType
 from tests.format.conftest import all_types_table
 from tests.format.test_batch import assert_same as assert_same_decoded
@@ -491,11 +491,12 @@ def test_take_decompresses_only_the_blocks_holding_the_rows(tmp_path: Path, coun
         r.take(idx, columns=["x"])
     assert sum(count_blocks.values()) == -(-n * 8 // block)  # whole page: every block
 
-    # strings: the data blocks holding the values, the lengths up to the last wanted row
+    # strings: the data blocks holding the values; the lengths page (under a byte per
+    # value) is one zstd frame, as blocks of tens of thousands of lengths would not pay
     (spage,) = page_spans(path, "s")
     (opage,) = page_spans(path, "s", StreamType.OFFSETS)
     assert (spage["encoding"], spage["compression"]) == (Encoding.PLAIN, Compression.ZSTD_BLOCKS)
-    assert (opage["encoding"], opage["compression"]) == (Encoding.FOR, Compression.ZSTD_BLOCKS)
+    assert (opage["encoding"], opage["compression"]) == (Encoding.FOR, Compression.ZSTD)
     count_blocks.clear()
     with fermion.FileReader(path) as r:
         got = r.take(idx, columns=["s"])
@@ -505,27 +506,55 @@ def test_take_decompresses_only_the_blocks_holding_the_rows(tmp_path: Path, coun
     wanted = set()
     for i in idx:
         wanted.update(range(int(offs[i]) // block, (int(offs[i + 1]) - 1) // block + 1))
-    data_calls = {k: c for (size, k), c in count_blocks.items() if size == data_size}
-    assert data_calls == dict.fromkeys(wanted, 1)
-    # lengths: the blocks of each wanted row's checkpoint segment and of its checkpoint
-    lengths = [len(w) for w in words]
-    bits = bitpack.bits_for(max(lengths) - min(lengths))
+    assert count_blocks == Counter({(data_size, k): 1 for k in wanted})
+
+
+def test_blocked_length_pages_decompress_only_the_checkpoint_segments(count_blocks) -> None:
+    """A blocked FOR length page (as 1.2 writers wrote them, or any writer may): a take
+    decompresses the blocks of each wanted row's length, its checkpoint segment (whole)
+    and its checkpoint, nothing else."""
+    n, block = 200_000, 4096
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(10, 30, n).astype(np.int64)
+    enc, payload = encodings.encode_ints(
+        lengths, out_width=4, lengths=True, compressed=False, checkpoints=True
+    )
+    assert enc == Encoding.FOR and encodings.has_checkpoints(payload)
+    offsets_page = memoryview(
+        encode_page(
+            payload,
+            num_values=n,
+            codec=Compression.ZSTD,
+            encoding=enc,
+            block_size=block,
+            block_overhead=ALWAYS_BLOCKS,
+            keep_ratio=ALWAYS_BLOCKS,  # random lengths: zstd saves nothing, keep it anyway
+        )
+    )
+    assert offsets_page[5] == Compression.ZSTD_BLOCKS
+    offs = np.concatenate([[0], np.cumsum(lengths)])
+    data = (np.arange(int(offs[-1])) % 251).astype(np.uint8).tobytes()
+    data_page = memoryview(encode_page(data, num_values=n, codec=Compression.NONE))
+    idx = np.array([3, 77_777, 150_000, 150_001])
+    got_lengths, got = binary_values(offsets_page, data_page, idx, n, 4, "p")
+    assert got_lengths.tolist() == lengths[idx].tolist()
+    assert got == b"".join(data[offs[i] : offs[i + 1]] for i in idx)
+    bits = bitpack.bits_for(int(lengths.max() - lengths.min()))
     interval = CHECKPOINT_INTERVAL
     ck_bits = bitpack.bits_for((n // interval) * interval * ((1 << bits) - 1))
     ck_at = HEADER_SIZE + bitpack.packed_size(n, bits)
-    wanted_bytes = set()
-    for i in set(idx):
+    wanted_bytes = set(range(HEADER_SIZE))  # the EncodingHeader
+    for i in idx.tolist():
         seg = i // interval
-        wanted_bytes.update(
-            range(HEADER_SIZE + seg * interval * bits // 8, HEADER_SIZE + ((i + 1) * bits + 7) // 8)
-        )
+        wanted_bytes.add(HEADER_SIZE + i * bits // 8)
+        first = HEADER_SIZE + seg * interval * bits // 8
+        wanted_bytes.update(range(first, min(first + interval * bits // 8, ck_at)))
         if seg:
             wanted_bytes.update(
                 range(ck_at + (seg - 1) * ck_bits // 8, ck_at + (seg * ck_bits + 7) // 8)
             )
-    offsets_calls = {k: c for (size, k), c in count_blocks.items() if size != data_size}
-    assert offsets_calls == dict.fromkeys({b // block for b in wanted_bytes}, 1)
-    assert len(offsets_calls) == 4  # of 31 blocks of lengths
+    assert count_blocks == Counter({(len(payload), b // block): 1 for b in wanted_bytes})
+    assert len(count_blocks) < 8  # of 31 blocks of lengths
 
 
 def test_take_reads_a_blocked_page_block_by_block(tmp_path: Path) -> None:
@@ -545,8 +574,7 @@ def test_take_reads_a_blocked_page_block_by_block(tmp_path: Path) -> None:
     p.need(np.array([2048 + 5]), np.array([2048 + 13]))
     done = np.flatnonzero(p._done).tolist()
     assert done == [2]
-    assert bytes(p.buf[2048:3072]) == payload[2048:3072]
-    assert not p.buf[:2048].any()  # the other blocks were never decompressed
+    assert bytes(p.buf[2048:3072]) == payload[2048:3072]  # the other blocks: never decompressed
     p.need(np.array([1020, 2050]), np.array([1030, 2060]))  # straddles blocks 0 and 1
     assert np.flatnonzero(p._done).tolist() == [0, 1, 2]
     assert bytes(p.buf[:3072]) == payload[:3072]
@@ -622,18 +650,18 @@ def test_encoded_pages_decode_only_the_gathered_values(
         count_unpacks.clear()
         got = r.take([10, 5], columns=["sorted"])
         assert_same(got, arrow_take(table.select(["sorted"]), [10, 5]))
-        # both rows in the first checkpoint segment: 5 + 10 deltas gathered, none unpacked
-        assert [c for _, c in count_unpacks] == [-15]
+        # both rows in the first checkpoint segment: its 256 deltas, nothing else
+        assert [c for _, c in count_unpacks] == [256]
         count_unpacks.clear()
         got = r.take([40_000, 1_000], columns=["sorted"])
         assert_same(got, arrow_take(table.select(["sorted"]), [40_000, 1_000]))
-        # two checkpoints, then the deltas since each: 40_000 % 256 + 1_000 % 256
-        assert [c for _, c in count_unpacks] == [-2, -(40_000 % 256 + 1_000 % 256)]
+        # two checkpoints gathered, then the two rows' segments of 256 deltas
+        assert [c for _, c in count_unpacks] == [-2, 512]
         count_unpacks.clear()
         got = r.take([20, 3], columns=["lengths"])
         assert_same(got, arrow_take(table.select(["lengths"]), [20, 3]))
-        # the two lengths, then the lengths before each row (first segment: no checkpoint)
-        assert [c for _, c in count_unpacks] == [-2, -23]
+        # the two lengths, then their segment (the first: no checkpoint)
+        assert [c for _, c in count_unpacks] == [-2, 256]
         assert no_whole_pages == []
     count_unpacks.clear()
     with fermion.FileReader(path, point_reads=False) as r:

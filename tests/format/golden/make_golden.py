@@ -57,7 +57,63 @@ def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
                 "max_stripe_rows": 5_000,
             },
         ),
+        # 1.3: FLOAT_DECIMAL pages (float32 and float64, exceptions, nulls, every nested
+        # integer encoding, exponents 0 to 15, fallbacks) in two stripes, uncompressed so
+        # that the nested encodings are chosen by raw size
+        "decimal_floats": (
+            decimal_floats_table(6_000),
+            {"page_size": 8 << 10, "max_stripe_rows": 4_000, "compression": "none"},
+        ),
+        # 1.3: CHECKPOINTS on DELTA pages (sorted keys, one with 64-bit deltas whose sums
+        # wrap) and FOR length pages (text), next to pages too short for a checkpoint and
+        # a nested column (never checkpointed), two stripes
+        "checkpoints": (
+            checkpoints_table(9_000),
+            {"page_size": 8 << 10, "max_stripe_rows": 6_000},
+        ),
     }
+
+
+def checkpoints_table(n: int) -> pa.Table:
+    rng = np.random.default_rng(23)
+    words = np.array(["north", "east", "south", "west", "up", "down", "left", "right"])
+    return pa.table(
+        {
+            "key": pa.array(np.cumsum(rng.integers(0, 40, n)) + 10**12),
+            # 55-bit deltas: the values wrap around int64 (and the sums modulo 2**64)
+            "wrapping": pa.array(np.cumsum(rng.integers(0, 2**55, n, dtype=np.int64))),
+            "text": pa.array([" ".join(rng.choice(words, 1 + i % 6)) for i in range(n)]),
+            "short": pa.array(np.arange(n, dtype=np.int32) * 3 % 200),  # small FOR pages
+            "nested": pa.array([list(range(i, i + i % 3)) for i in range(n)], pa.list_(pa.int64())),
+        }
+    )
+
+
+def decimal_floats_table(n: int) -> pa.Table:
+    """Format 1.3: float columns that are decimals in disguise, and some that are not."""
+    rng = np.random.default_rng(19)
+    price = np.round(rng.random(n) * 1000, 2)
+    odd = rng.choice(n, n // 100, replace=False)  # exceptions: 1 value in 100
+    price[odd] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0, 1 / 3]), len(odd))
+    milli = np.round(rng.normal(20, 5, n), 3).astype(np.float32)
+    levels = np.array([0.5, 1.25, 2.75, 10.125, 300.0], dtype=np.float32)
+    mixed = np.round(rng.random(n) * 100, 1)
+    mixed[n // 2 :] = rng.random(n - n // 2)  # decimal pages, then random ones
+    return pa.table(
+        {
+            "price": pa.array(price, mask=rng.random(n) < 0.1),  # FOR, exceptions, nulls
+            "milli32": pa.array(milli, mask=rng.random(n) < 0.05),  # float32, e = 3
+            "constant": pa.array(np.full(n, 2.5)),  # CONSTANT
+            "ticks": pa.array(np.round(1000 + np.cumsum(rng.integers(0, 4, n)) * 0.25, 2)),
+            "runs": pa.array(np.repeat(np.round(rng.random(n // 200 + 1) * 1e4, 1), 200)[:n]),
+            "levels32": pa.array(rng.choice(levels, n)),  # INT_DICTIONARY
+            "whole": pa.array(rng.integers(-(10**6), 10**6, n).astype(np.float64)),  # e = 0
+            "micro": pa.array(np.round(rng.random(n), 6)),  # e = 6
+            "tiny": pa.array(np.round(rng.random(n) * 1e-12, 15)),  # e = 15
+            "mixed": pa.array(mixed),  # FLOAT_DECIMAL and BYTE_SPLIT pages
+            "random": pa.array(rng.random(n)),  # BYTE_SPLIT
+        }
+    )
 
 
 def blocked_table(n: int) -> pa.Table:

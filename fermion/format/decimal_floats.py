@@ -1,0 +1,315 @@
+"""FLOAT_DECIMAL (format 1.3): float pages whose values are decimals in disguise.
+
+Many float columns hold decimals (prices such as 12.34, measurements with three
+decimals). For such a page there is an exponent ``e`` in 0..18 such that (nearly) every
+value ``v`` has an integer ``k = round(v * 10**e)``, ``|k| < 2**53``, from which exactly
+one kernel gives ``v`` back bit for bit::
+
+    float64(k) / float64(10**e)      IEEE division, round to nearest even
+    then, for float32 columns, a cast to float32 (round to nearest even)
+
+The integers go through the integer codec (:func:`~fermion.format.encodings.encode_ints`:
+CONSTANT, FOR, DELTA, RLE or INT_DICTIONARY, bit-packed). The few values that do not
+round-trip (NaN, infinities, -0.0, values with more digits) are *exceptions*, stored as
+their positions and raw bit patterns (as ALP does); a writer accepts at most one in 32
+values. The encoder checks every value with the decoder's kernel, so decoding is exact
+by construction. Payload (docs/FORMAT.md §5.3)::
+
+    EncodingHeader (24 B)      base = e, aux = x exceptions, count = n, out_width = 4 | 8
+    FloatDecimalHeader (8 B)   int_encoding: the nested payload's Encoding
+    u32 positions[x]           strictly increasing, each < n
+    raw values[x]              out_width bytes each: the exceptions' bit patterns
+    nested payload             the integer codec's payload of the n integers k (count n,
+                               out_width 8, flags SIGNED | BITS), to the end
+
+Example:
+    >>> import numpy as np
+    >>> v = np.round(np.linspace(-50, 50, 1000), 2)
+    >>> v[7] = float("nan")
+    >>> enc, payload = encode_floats(v.tobytes(), 8, None, compressed=False)
+    >>> enc.name, read_layout(payload, len(payload), 1000, "p")[:2], len(payload) < v.nbytes
+    ('FLOAT_DECIMAL', (2, 1), True)
+    >>> bytes(decode_float_decimal(payload, 1000)) == v.tobytes()  # NaN too, bit for bit
+    True
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from fermion.errors import InvalidFileError
+from fermion.format import bitpack, encodings
+from fermion.format.encodings import FLOAT_SAMPLE_BYTES, HEADER_SIZE
+from fermion.format.structs import FLOAT_DECIMAL_HEADER_DTYPE, Encoding, EncodingFlag
+
+__all__ = [
+    "INT_ENCODINGS",
+    "K_LIMIT",
+    "MAX_EXPONENT",
+    "NESTED_FLAGS",
+    "PREFIX_SIZE",
+    "FloatDecimalLayout",
+    "check_ints",
+    "check_nested_header",
+    "decimal_kernel",
+    "decode_float_decimal",
+    "encode_float_decimal",
+    "encode_floats",
+    "exception_positions",
+    "exception_values",
+    "find_exponent",
+    "read_layout",
+]
+
+MAX_EXPONENT = 18
+K_LIMIT = 1 << 53  # |k| < 2**53: float64(k) is exact
+PREFIX_SIZE = HEADER_SIZE + FLOAT_DECIMAL_HEADER_DTYPE.itemsize  # the exceptions start here
+INT_ENCODINGS = frozenset(
+    {Encoding.CONSTANT, Encoding.FOR, Encoding.DELTA, Encoding.RLE, Encoding.INT_DICTIONARY}
+)
+NESTED_FLAGS = EncodingFlag.SIGNED | EncodingFlag.BITS  # the nested header's flags, exactly
+_POW10 = np.array([float(10**e) for e in range(MAX_EXPONENT + 1)])  # each exact in float64
+_ALL_EXPONENTS = np.arange(MAX_EXPONENT + 1)[:, None]  # broadcast: one row per exponent
+_EXPONENT_SAMPLE = 1024  # values (strided over the page) the exponent is chosen on
+_MAX_EXCEPTIONS = 32  # a writer stores at most one exception per this many values
+_MIN_SAVING = 0.9  # FLOAT_DECIMAL must save 10% over its rival (its decoding costs more)
+_FLOAT: dict[int, np.dtype] = {4: np.dtype("<f4"), 8: np.dtype("<f8")}
+_UINT: dict[int, np.dtype] = {4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+
+def decimal_kernel(k: np.ndarray, e: int | np.ndarray, width: int) -> np.ndarray:
+    """The decoding kernel: ``float64(k) / float64(10**e)`` (IEEE division, round to
+    nearest even), cast to float32 (round to nearest even) when ``width`` is 4. (``e``
+    may be an array of exponents broadcast against ``k``.)"""
+    out = np.divide(k, _POW10[e], dtype=np.float64)
+    return out.astype(_FLOAT[width], copy=False)  # little-endian, as stored
+
+
+def _to_decimal(values: np.ndarray, e: int | np.ndarray, width: int) -> tuple[np.ndarray, ...]:
+    """(k, round-trips, fits) per value at exponent ``e``: ``k = rint(v * 10**e)`` where
+    ``|k| < 2**53`` (fits; else 0); a value round-trips when the kernel returns its exact
+    bit pattern (so NaN, infinities and -0.0 never do). With a column of exponents
+    (:data:`_ALL_EXPONENTS`) the results have one row per exponent."""
+    with np.errstate(all="ignore"):
+        scaled = np.multiply(values, _POW10[e], dtype=np.float64)
+        np.rint(scaled, out=scaled)
+        fits = np.abs(scaled) < K_LIMIT  # False for NaN and infinities
+        k = np.where(fits, scaled, 0.0).astype(np.int64)
+        back = decimal_kernel(k, e, width)
+    same = back.view(_UINT[width]) == values.view(_UINT[width])
+    return k, fits & same, fits
+
+
+def find_exponent(values: np.ndarray, valid: np.ndarray | None, width: int) -> int | None:
+    """The exponent for a page of floats, chosen on a strided sample of its non-null values
+    (slots ``0, s, 2s, ...`` with ``s = max(1, n // 1024)``).
+
+    Exponents are tried from 0 up, stopping at the first one every sampled value
+    round-trips with; among those with at most one exception in 32, the one with the
+    smallest estimated size (k bit-packed at the sample's span, plus the exceptions) wins.
+    None when there is none (e.g. random or high-precision values).
+    """
+    step = max(1, len(values) // _EXPONENT_SAMPLE)
+    picked = np.arange(0, len(values), step)
+    if valid is not None:
+        picked = picked[valid[picked]]
+    sample = values[picked]
+    m = len(sample)
+    allowed = m // _MAX_EXCEPTIONS
+    k, ok, fits = _to_decimal(sample, _ALL_EXPONENTS, width)  # every exponent at once
+    unfit = m - np.count_nonzero(fits, axis=1)
+    misses = m - np.count_nonzero(ok, axis=1)
+    best, best_cost = None, 0
+    for e in range(MAX_EXPONENT + 1):
+        if unfit[e] > allowed:
+            break  # |v * 10**e| grows with e: no larger exponent fits more values
+        if misses[e] > allowed:
+            continue
+        good = k[e][ok[e]]
+        span = int(good.max()) - int(good.min()) if len(good) else 0
+        cost = m * bitpack.bits_for(span) + int(misses[e]) * (32 + 8 * width)
+        if best is None or cost < best_cost:
+            best, best_cost = e, cost
+        if misses[e] == 0:
+            break
+    return best
+
+
+def encode_float_decimal(
+    values: np.ndarray, valid: np.ndarray | None, e: int, width: int, *, compressed: bool
+) -> bytes | None:
+    """FLOAT_DECIMAL payload of ``values`` (float32 or float64) at exponent ``e``.
+
+    None when more than one non-null value in 32 would be an exception or the integers
+    only encode as PLAIN. Null and exception slots get the smallest k of the page (their
+    decoded contents are unspecified or overwritten).
+    """
+    n = len(values)
+    k, ok, _ = _to_decimal(values, e, width)
+    keep = ok if valid is None else ok & valid
+    missed = ~ok if valid is None else ~ok & valid
+    positions = np.flatnonzero(missed)
+    if len(positions) > n // _MAX_EXCEPTIONS:
+        return None
+    if not keep.all():
+        k[~keep] = int(k[keep].min()) if keep.any() else 0
+    int_encoding, nested = encodings.encode_ints(k, out_width=8, signed=True, compressed=compressed)
+    if int_encoding == Encoding.PLAIN:
+        return None
+    head = encodings.encoding_header(
+        Encoding.FLOAT_DECIMAL, count=n, out_width=width, base=e, aux=len(positions)
+    )
+    sub = np.zeros(1, dtype=FLOAT_DECIMAL_HEADER_DTYPE)
+    sub["int_encoding"] = int_encoding
+    exceptions = values[positions].astype(_FLOAT[width])
+    return b"".join(
+        [head, sub.tobytes(), positions.astype("<u4").tobytes(), exceptions.tobytes(), nested]
+    )
+
+
+def encode_floats(
+    data: memoryview | bytes, width: int, valid: np.ndarray | None, *, compressed: bool
+) -> tuple[Encoding, bytes | memoryview]:
+    """Choose PLAIN, BYTE_SPLIT or FLOAT_DECIMAL for a page of float values.
+
+    FLOAT_DECIMAL is tried only when :func:`find_exponent` finds an exponent on a small
+    sample (a cheap test that fails quickly on random values). With ``compressed`` it must
+    then be at least 10% smaller than both plain and BYTE_SPLIT after zstd on the page's
+    first 16 KiB (the sample BYTE_SPLIT is chosen on), and in any case the whole page's
+    payload must have at most one exception in 32 and be at least 10% smaller than the
+    plain values; otherwise BYTE_SPLIT or PLAIN is chosen as before. ``valid``: the
+    page's validity (None: no nulls).
+    """
+    n = len(data) // width
+    if n < 64 or width not in (4, 8):
+        return Encoding.PLAIN, data
+    values = np.frombuffer(data, dtype=_FLOAT[width], count=n)
+    e = find_exponent(values, valid, width)
+    sizes = None  # zstd sizes of the sample, plain and BYTE_SPLIT, once computed
+    if e is not None:
+        if compressed:
+            sizes = encodings.byte_split_sizes(data, width)
+        payload = _decimal_if_smaller(values, valid, e, width, sizes)
+        if payload is not None:
+            return Encoding.FLOAT_DECIMAL, payload
+    split = encodings.encode_byte_split(data, width, sizes)
+    return (Encoding.BYTE_SPLIT, split) if split is not None else (Encoding.PLAIN, data)
+
+
+def _decimal_if_smaller(
+    values: np.ndarray,
+    valid: np.ndarray | None,
+    e: int,
+    width: int,
+    sizes: tuple[int, int] | None,
+) -> bytes | None:
+    """The FLOAT_DECIMAL payload when it saves 10%: after zstd on the sample when
+    ``sizes`` (the sample's zstd sizes plain and BYTE_SPLIT) are given, and raw."""
+    whole = None
+    if sizes is not None:
+        m = FLOAT_SAMPLE_BYTES // width
+        head = values[:m]
+        sample = encode_float_decimal(
+            head, None if valid is None else valid[:m], e, width, compressed=True
+        )
+        if sample is None or encodings.sample_size(sample) > _MIN_SAVING * min(sizes):
+            return None
+        whole = sample if len(values) <= m else None  # the sample was the whole page
+    payload = whole or encode_float_decimal(values, valid, e, width, compressed=sizes is not None)
+    if payload is None or len(payload) > _MIN_SAVING * values.nbytes:
+        return None
+    return payload
+
+
+# -- decoding ---------------------------------------------------------------------------
+
+
+class FloatDecimalLayout(NamedTuple):
+    """A FLOAT_DECIMAL payload's validated header fields and section offsets."""
+
+    exponent: int
+    exceptions: int  # x: exception positions and values
+    width: int  # bytes per float (4 or 8)
+    int_encoding: Encoding  # of the nested integer payload
+    values_at: int  # the exceptions' raw values start here
+    nested_at: int  # the nested integer payload starts here and runs to the end
+
+
+def read_layout(
+    prefix: memoryview | bytes | np.ndarray, size: int, count: int, where: str
+) -> FloatDecimalLayout:
+    """The layout of a FLOAT_DECIMAL payload of ``size`` bytes holding ``count`` values,
+    from its first 32 bytes (``prefix``; more is ignored)."""
+    if len(prefix) < PREFIX_SIZE or size < PREFIX_SIZE:
+        raise InvalidFileError(f"{where}: FLOAT_DECIMAL payload shorter than its headers")
+    h = encodings.read_header(prefix, where)
+    n, e, x, width = int(h["count"]), int(h["base"]), int(h["aux"]), int(h["out_width"])
+    if n != count:
+        raise InvalidFileError(f"{where}: encoded page holds {n} values")
+    if width not in (4, 8) or int(h["width"]) or int(h["aux_width"]) or int(h["flags"]):
+        raise InvalidFileError(f"{where}: invalid FLOAT_DECIMAL header")
+    if not 0 <= e <= MAX_EXPONENT:
+        raise InvalidFileError(f"{where}: FLOAT_DECIMAL exponent {e} outside 0..18")
+    if not 0 <= x <= n:
+        raise InvalidFileError(f"{where}: {x} FLOAT_DECIMAL exceptions for {n} values")
+    sub = np.frombuffer(prefix, dtype=FLOAT_DECIMAL_HEADER_DTYPE, count=1, offset=HEADER_SIZE)[0]
+    int_id = int(sub["int_encoding"])
+    if int_id not in INT_ENCODINGS or int(sub["reserved1"] | sub["reserved2"] | sub["reserved4"]):
+        raise InvalidFileError(f"{where}: invalid FLOAT_DECIMAL nested encoding {int_id}")
+    values_at = PREFIX_SIZE + 4 * x
+    nested_at = values_at + width * x
+    if nested_at + HEADER_SIZE > size:
+        raise InvalidFileError(f"{where}: FLOAT_DECIMAL exceptions run past the payload")
+    return FloatDecimalLayout(e, x, width, Encoding(int_id), values_at, nested_at)
+
+
+def check_nested_header(h: np.void, count: int, where: str) -> None:
+    """The nested integer payload holds ``count`` values of 8 bytes, flags SIGNED | BITS."""
+    if int(h["count"]) != count or int(h["out_width"]) != 8 or int(h["flags"]) != NESTED_FLAGS:
+        raise InvalidFileError(f"{where}: FLOAT_DECIMAL integers with an invalid header")
+
+
+def check_ints(k: np.ndarray, where: str) -> None:
+    """Every integer k of a FLOAT_DECIMAL page satisfies ``|k| < 2**53``."""
+    if len(k) and (int(k.min()) <= -K_LIMIT or int(k.max()) >= K_LIMIT):
+        raise InvalidFileError(f"{where}: FLOAT_DECIMAL integer beyond 2**53")
+
+
+def exception_positions(
+    buf: memoryview | bytes | np.ndarray, layout: FloatDecimalLayout, count: int, where: str
+) -> np.ndarray:
+    """The exceptions' positions (int64), checked: strictly increasing, each < ``count``."""
+    pos = np.frombuffer(buf, dtype="<u4", count=layout.exceptions, offset=PREFIX_SIZE)
+    pos = pos.astype(np.int64)
+    if len(pos) and (int(pos[-1]) >= count or bool(np.any(pos[1:] <= pos[:-1]))):
+        raise InvalidFileError(f"{where}: FLOAT_DECIMAL exception positions out of order")
+    return pos
+
+
+def exception_values(
+    buf: memoryview | bytes | np.ndarray, layout: FloatDecimalLayout
+) -> np.ndarray:
+    """The exceptions' bit patterns (unsigned integers of the float width)."""
+    dtype = _UINT[layout.width]
+    return np.frombuffer(buf, dtype=dtype, count=layout.exceptions, offset=layout.values_at)
+
+
+def decode_float_decimal(
+    payload: memoryview | bytes, count: int, where: str = "page", into: np.ndarray | None = None
+) -> memoryview | None:
+    """Decode a FLOAT_DECIMAL payload of ``count`` values to their plain bytes (written into
+    ``into``, a byte buffer of exactly that size, when given; then None is returned)."""
+    layout = read_layout(payload, len(payload), count, where)
+    nested = memoryview(payload)[layout.nested_at :]
+    check_nested_header(encodings.read_header(nested, where), count, where)
+    k = encodings.decode_ints(nested, layout.int_encoding, where)
+    check_ints(k, where)
+    positions = exception_positions(payload, layout, count, where)
+    out = decimal_kernel(k, layout.exponent, layout.width)
+    out.view(_UINT[layout.width])[positions] = exception_values(payload, layout)
+    if into is not None:
+        into[:] = out.view(np.uint8)
+        return None
+    return out.data.cast("B")
