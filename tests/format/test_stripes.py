@@ -20,8 +20,8 @@ raise ``fermion.InvalidFileError``:
   stream, the LENGTHS flag cleared; and one re-encoded with a single length of -1 and
   another one higher (same size, the child's value count still right: only the checks on
   the way into the run catch it);
-- a page header naming DERIVED, DICTIONARY or BYTE_SPLIT for a list's OFFSETS page, or
-  claiming one more value or a shorter decoded size;
+- a page header naming DERIVED, DICTIONARY, BYTE_SPLIT or FLOAT_DECIMAL for a list's
+  OFFSETS page, or claiming one more value or a shorter decoded size;
 - a zstd-compressed OFFSETS page with a corrupt frame;
 - a FOR DATA page of nested leaves (inside its run) claiming one more value, a wider bit
   width, 4-byte values, PLAIN, or a shorter decoded size;
@@ -327,6 +327,7 @@ FOR_LIES = {
     "header says DERIVED": set_header(encoding=_const(Encoding.DERIVED)),
     "header says DICTIONARY": set_header(encoding=_const(Encoding.DICTIONARY)),
     "header says BYTE_SPLIT": set_header(encoding=_const(Encoding.BYTE_SPLIT)),
+    "header says FLOAT_DECIMAL": set_header(encoding=_const(Encoding.FLOAT_DECIMAL)),
     "one more value": set_header(num_values=_add(1)),
     "shorter decoded size": set_header(decoded_size=_add(-1)),
 }
