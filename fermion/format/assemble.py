@@ -55,6 +55,7 @@ class StripeContext:
     selected: set[int] | None = None  # node indices to materialise (None: all)
     # (stream, first page) -> (buffer, end page): adjacent pages decoded into one buffer
     merged: dict[PageKey, tuple[Any, int]] = field(default_factory=dict)
+    joined: set[PageKey] = field(default_factory=set)  # OFFSETS runs already rebased
 
     def desc(self, node: Node, stream_type: StreamType) -> tuple[int, StreamDesc] | None:
         spec = node.stream(stream_type)
@@ -178,8 +179,10 @@ def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
     for piece in _pieces(ctx, k, pages):
         p = piece.first
         if piece.run is not None:
-            entries = counts[p : piece.end].tolist()
-            join_run(piece.run, entries, ctx.where(f"offsets pages {p}..{piece.end - 1}"))
+            if (k, p) not in ctx.joined:  # rebased in place: exactly once
+                entries = counts[p : piece.end].tolist()
+                join_run(piece.run, entries, ctx.where(f"offsets pages {p}..{piece.end - 1}"))
+                ctx.joined.add((k, p))
             parts.append(piece.run)
             runs += 1
             continue
