@@ -268,7 +268,7 @@ class BlockedBody:
         """
         if len(blocks) < 2:
             return [self.decompress(k) for k in blocks]
-        frames = []
+        frames: list[bytes | bytearray | memoryview] = []
         sizes = np.empty(len(blocks), dtype="=u8")
         for i, k in enumerate(blocks):
             frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
