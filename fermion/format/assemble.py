@@ -377,6 +377,22 @@ def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
     raise ctx.fail(f"unknown node kind {kind}")
 
 
+def _rows_validity(
+    ctx: StripeContext,
+    node: Node,
+    stripe_rows: int,
+    rows: tuple[int, int],
+    full_validity: Callable[[], tuple[object | None, int]] | None,
+) -> tuple[object | None, int]:
+    """(bitmap or None, null count or -1) of rows ``[a, b)`` of the stripe's column."""
+    a, b = rows
+    validity, nulls = (full_validity or (lambda: validity_of(ctx, node, stripe_rows)))()
+    if validity is not None and (a or b - a != stripe_rows):
+        validity = slice_bitmap(validity, a, b - a)
+        nulls = -1 if nulls != stripe_rows else b - a
+    return validity, nulls
+
+
 def assemble_flat(
     ctx: StripeContext,
     node: Node,
@@ -388,10 +404,7 @@ def assemble_flat(
     """Rows ``rows`` of a flat column from its DATA (and OFFSETS) pages ``run = [p, q)``."""
     a, b = rows
     n = b - a
-    validity, nulls = (full_validity or (lambda: validity_of(ctx, node, stripe_rows)))()
-    if validity is not None and (a or n != stripe_rows):
-        validity = slice_bitmap(validity, a, n)
-        nulls = -1 if nulls != stripe_rows else n
+    validity, nulls = _rows_validity(ctx, node, stripe_rows, rows, full_validity)
     pages = range(*run)
     t = node.type
     storage_t = node.storage
@@ -453,10 +466,7 @@ def assemble_dictionary(
         )
         indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         pieces.append((indices, arr.dictionary))
-    validity, nulls = (full_validity or (lambda: validity_of(ctx, node, stripe_rows)))()
-    if validity is not None and (a or b - a != stripe_rows):
-        validity = slice_bitmap(validity, a, b - a)
-        nulls = -1 if nulls != stripe_rows else b - a
+    validity, nulls = _rows_validity(ctx, node, stripe_rows, rows, full_validity)
     dicts = [d.cast(value_type) if d.type != value_type else d for _, d in pieces]
     merged = pa.concat_arrays(dicts) if len(dicts) > 1 else dicts[0]
     dictionary = pc.unique(merged)

@@ -40,7 +40,7 @@ from fermion.format.batch import (
 )
 from fermion.format.cmb import ColumnMeta, parse_cmb
 from fermion.format.pages import decode_page
-from fermion.format.pruning import guarantee_for
+from fermion.format.pruning import and_all, guarantee_for
 from fermion.format.structs import CIT_DTYPE, DescType, StatsFlag
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ class BatchIndex:
         if BATCH_INDEX in names:
             bounds = (0, max(0, int(self.max_lengths[s]) - 1))
             parts.append(guarantee_for(BATCH_INDEX, pa.int32(), bounds, 0, n))
-        return _and(parts)
+        return and_all(parts)
 
     def segment_guarantees(
         self, s: int, starts: np.ndarray, ends: np.ndarray, names: set[str]
@@ -176,16 +176,8 @@ class BatchIndex:
             if BATCH_INDEX in names:
                 hi = int(b.lengths[i : j + 1].max()) - 1
                 parts.append(guarantee_for(BATCH_INDEX, pa.int32(), (0, hi), 0, int(e - a)))
-            out.append(_and(parts))
+            out.append(and_all(parts))
         return out
-
-
-def _and(parts: Sequence[pc.Expression | None]) -> pc.Expression | None:
-    out: pc.Expression | None = None
-    for p in parts:
-        if p is not None:
-            out = p if out is None else out & p
-    return out
 
 
 def output_order(

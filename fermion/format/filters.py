@@ -9,8 +9,6 @@ Example:
     >>> import pyarrow.compute as pc
     >>> sorted(FilterInfo(pc.field("a") == 1).names)
     ['a']
-    >>> and_all([None, pc.field("a") > 1]) is not None, and_all([None]) is None
-    (True, True)
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from fermion.format.cmb import ColumnMeta
 from fermion.format.pages import decode_page
 from fermion.format.plan import Projection, Ranges
 from fermion.format.pruning import (
+    and_all,
     equality_constraints,
     guarantee_for,
     referenced_fields,
@@ -38,7 +37,7 @@ from fermion.format.stats import bound_scalars, stats_kind
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 from fermion.io.source import ByteSource
 
-__all__ = ["FilterInfo", "Pruner", "and_all"]
+__all__ = ["FilterInfo", "Pruner"]
 
 
 class FilterInfo:
@@ -279,12 +278,3 @@ class Pruner:
             page_of = np.searchsorted(ends, seg_starts, side="right")
             excluded.update(i for i, pg in enumerate(page_of) if not maybe[int(pg)])
         return excluded
-
-
-def and_all(parts: Sequence[pc.Expression | None]) -> pc.Expression | None:
-    """The conjunction of the known parts (None: nothing known)."""
-    out: pc.Expression | None = None
-    for p in parts:
-        if p is not None:
-            out = p if out is None else out & p
-    return out

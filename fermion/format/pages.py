@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import pyarrow as pa
@@ -155,6 +155,42 @@ def _zstd_decompress(body: memoryview, size: int, checksum: bool = False) -> byt
     return out
 
 
+def _frame_size(frame: memoryview) -> int:
+    """Bytes of the zstd frame at the start of ``frame``, from its header and block headers
+    (zstd format: 3-byte block headers, last-block bit, RLE blocks of one byte), plus its
+    4-byte content checksum; -1 when the blocks run past ``frame`` or use the reserved
+    block type."""
+    pos = zstandard.frame_header_size(frame)
+    end = len(frame)
+    while pos + 3 <= end:
+        head = frame[pos] | frame[pos + 1] << 8 | frame[pos + 2] << 16
+        kind = (head >> 1) & 3
+        if kind == 3:
+            return -1
+        pos += 3 + (1 if kind == 1 else head >> 3)
+        if head & 1:
+            return pos + 4  # the content checksum (every block frame has one)
+    return -1
+
+
+def _check_frame(frame: memoryview, size: int, where: str) -> None:
+    """The checks :func:`_zstd_decompress` makes before decompressing a block's frame: its
+    header declares ``size`` bytes and a content checksum, and the frame fills ``frame``
+    exactly (no bytes after it)."""
+    try:
+        params = zstandard.get_frame_parameters(frame)
+        declared = params.content_size
+        exact = params.has_checksum and _frame_size(frame) == len(frame)
+    except zstandard.ZstdError as exc:
+        raise InvalidFileError(f"{where}: corrupt zstd frame header: {exc}") from None
+    if not params.has_checksum:
+        raise InvalidFileError(f"{where}: zstd block frame carries no content checksum")
+    if declared != size:
+        raise InvalidFileError(f"{where}: zstd frame declares {declared} bytes, block {size}")
+    if not exact:
+        raise InvalidFileError(f"{where}: zstd block frame does not fill its range exactly")
+
+
 def _compress_blocks(payload: bytes | memoryview, level: int, block_size: int) -> bytes:
     """A ZSTD_BLOCKS body: BlockTable, frame ends (u32), then one frame per block."""
     data = memoryview(payload).cast("B")
@@ -225,14 +261,43 @@ class BlockedBody:
         frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
         return _zstd_decompress(frame, self.block_bytes(k), checksum=True)
 
+    def decompress_many(self, blocks: Sequence[int]) -> list[Any]:
+        """The decoded bytes of each of ``blocks``, in order.
+
+        Several blocks are decompressed by one call that releases the GIL once (not once
+        per block), after the same checks as :meth:`decompress`: each frame's header
+        declares its block's size and a content checksum (verified while decompressing),
+        and the frame fills its range exactly (:func:`_frame_size`).
+        """
+        if len(blocks) < 2:
+            return [self.decompress(k) for k in blocks]
+        frames: list[bytes | bytearray | memoryview] = []
+        sizes = np.empty(len(blocks), dtype="=u8")
+        for i, k in enumerate(blocks):
+            frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
+            sizes[i] = size = self.block_bytes(k)
+            _check_frame(frame, size, self.where)
+            frames.append(frame)
+        try:
+            got = _zstd_decompressor().multi_decompress_to_buffer(
+                frames, decompressed_sizes=sizes.tobytes()
+            )
+        except zstandard.ZstdError as exc:
+            raise InvalidFileError(f"{self.where}: corrupt zstd block: {exc}") from None
+        parts = [got[i] for i in range(len(blocks))]
+        if any(len(part) != int(n) for part, n in zip(parts, sizes, strict=True)):
+            raise InvalidFileError(f"{self.where}: a zstd block has the wrong size")
+        return parts
+
     def decompress_into(self, out: np.ndarray, blocks: np.ndarray) -> None:
         """Write the given blocks at their decoded offsets into ``out`` (size bytes)."""
-        for k in blocks.tolist():
+        ks = blocks.tolist()
+        for k, part in zip(ks, self.decompress_many(ks), strict=True):
             at = k * self.block_size
-            out[at : at + self.block_bytes(k)] = np.frombuffer(self.decompress(k), np.uint8)
+            out[at : at + self.block_bytes(k)] = np.frombuffer(part, np.uint8)
 
     def decompress_all(self) -> bytes:
-        return b"".join([self.decompress(k) for k in range(self.num_blocks)])
+        return b"".join(self.decompress_many(range(self.num_blocks)))
 
 
 def _none_compress(data: bytes | memoryview, level: int) -> bytes:

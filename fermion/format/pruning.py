@@ -30,6 +30,7 @@ import pyarrow.fs as pafs
 from fermion.errors import InvalidArgumentError
 
 __all__ = [
+    "and_all",
     "equality_constraints",
     "guarantee_for",
     "referenced_fields",
@@ -254,3 +255,17 @@ def segments_that_may_match(
         return [int(frag.path.rsplit("/", 1)[1]) for frag in kept]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidArgumentError(f"filter {filter} does not apply to {schema}: {exc}") from None
+
+
+def and_all(parts: Sequence[pc.Expression | None]) -> pc.Expression | None:
+    """The conjunction of the known parts (None: nothing known).
+
+    Example:
+        >>> and_all([None]) is None, and_all([None, pc.field("a") > 1]) is not None
+        (True, True)
+    """
+    out: pc.Expression | None = None
+    for p in parts:
+        if p is not None:
+            out = p if out is None else out & p
+    return out

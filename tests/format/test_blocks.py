@@ -897,3 +897,40 @@ def test_which_pages_are_blocked_and_which_keep_zstd(tmp_path: Path) -> None:
         page = encode_page(payload, num_values=16384, codec=Compression.ZSTD, keep_ratio=ratio)
         assert (page[5] == Compression.ZSTD) is kept
     assert fermion.read_table(path).equals(table)
+
+
+def _two_block_body(first: bytes, second: bytes, block: int) -> memoryview:
+    table = np.zeros(1, dtype=BLOCK_TABLE_DTYPE)
+    table["block_size"], table["num_blocks"] = block, 2
+    ends = np.array([len(first), len(first) + len(second)], dtype="<u4")
+    return memoryview(table.tobytes() + ends.tobytes() + first + second)
+
+
+@pytest.mark.parametrize(
+    "lie",
+    ["stray bytes after a frame", "no content checksum", "reserved block type", "cut short"],
+)
+def test_batched_block_decompression_keeps_every_frame_check(lie: str) -> None:
+    """``decompress_many`` (several blocks in one GIL-free call) refuses what one-block
+    decompression refuses."""
+    block = 4096
+    payload = bytes(range(256)) * 32  # 2 blocks
+    comp = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
+    first, second = comp.compress(payload[:block]), comp.compress(payload[block:])
+    good = BlockedBody(_two_block_body(first, second, block), len(payload), "p")
+    assert b"".join(bytes(x) for x in good.decompress_many([0, 1])) == payload
+    if lie == "stray bytes after a frame":
+        first += b"\x00\x01\x02"
+    elif lie == "no content checksum":
+        plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True)
+        first = plain.compress(payload[:block])
+    elif lie == "reserved block type":
+        at = zstandard.frame_header_size(first)
+        first = first[:at] + bytes([first[at] | 0b110]) + first[at + 1 :]
+    else:
+        first = first[:-5]
+    body = BlockedBody(_two_block_body(first, second, block), len(payload), "p")
+    with pytest.raises(fermion.InvalidFileError):
+        body.decompress_many([0, 1])
+    with pytest.raises(fermion.InvalidFileError):
+        body.decompress(0)

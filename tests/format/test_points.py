@@ -451,15 +451,17 @@ def test_property_points_equal_whole_pages(
 
 @pytest.fixture
 def count_blocks(monkeypatch) -> Counter:
-    """Counts ``BlockedBody.decompress`` calls by (decoded page size, block)."""
+    """Counts blocks decompressed (``BlockedBody.decompress_many``, through which every
+    block goes) by (decoded page size, block)."""
     calls: Counter = Counter()
-    original = BlockedBody.decompress
+    original = BlockedBody.decompress_many
 
-    def counted(self: BlockedBody, k: int) -> bytes:
-        calls[(self.size, k)] += 1
-        return original(self, k)
+    def counted(self: BlockedBody, blocks) -> list:
+        for k in blocks:
+            calls[(self.size, int(k))] += 1
+        return original(self, blocks)
 
-    monkeypatch.setattr(BlockedBody, "decompress", counted)
+    monkeypatch.setattr(BlockedBody, "decompress_many", counted)
     return calls
 
 
