@@ -73,6 +73,7 @@ NESTED_FLAGS = EncodingFlag.SIGNED | EncodingFlag.BITS  # the nested header's fl
 _POW10 = np.array([float(10**e) for e in range(MAX_EXPONENT + 1)])  # each exact in float64
 _ALL_EXPONENTS = np.arange(MAX_EXPONENT + 1)[:, None]  # broadcast: one row per exponent
 _EXPONENT_SAMPLE = 1024  # values (strided over the page) the exponent is chosen on
+_QUICK_SAMPLE = 16  # of those, a first pass that rejects random values cheaply
 _MAX_EXCEPTIONS = 32  # a writer stores at most one exception per this many values
 _MIN_SAVING = 0.9  # FLOAT_DECIMAL must save 10% over its rival (its decoding costs more)
 _FLOAT: dict[int, np.dtype] = {4: np.dtype("<f4"), 8: np.dtype("<f8")}
@@ -109,15 +110,26 @@ def find_exponent(values: np.ndarray, valid: np.ndarray | None, width: int) -> i
     Exponents are tried from 0 up, stopping at the first one every sampled value
     round-trips with; among those with at most one exception in 32, the one with the
     smallest estimated size (k bit-packed at the sample's span, plus the exceptions) wins.
-    None when there is none (e.g. random or high-precision values).
+    None when there is none (e.g. random or high-precision values), or when even that one
+    would not be 10% smaller than the plain values (e.g. random float32, whose values do
+    round-trip at 8 or 9 decimals, as ~30-bit integers). A first pass over 16 of the
+    sampled values rejects such pages cheaply.
     """
     step = max(1, len(values) // _EXPONENT_SAMPLE)
     picked = np.arange(0, len(values), step)
     if valid is not None:
         picked = picked[valid[picked]]
     sample = values[picked]
+    quick = sample[:: max(1, len(sample) // _QUICK_SAMPLE)]
+    # the quick pass allows 8x the exceptions: few values, periodic ones may cluster there
+    if len(quick) < len(sample) and _best_exponent(quick, width, 8) is None:
+        return None
+    return _best_exponent(sample, width)
+
+
+def _best_exponent(sample: np.ndarray, width: int, slack: int = 1) -> int | None:
     m = len(sample)
-    allowed = m // _MAX_EXCEPTIONS
+    allowed = m * slack // _MAX_EXCEPTIONS
     k, ok, fits = _to_decimal(sample, _ALL_EXPONENTS, width)  # every exponent at once
     unfit = m - np.count_nonzero(fits, axis=1)
     misses = m - np.count_nonzero(ok, axis=1)
@@ -134,6 +146,8 @@ def find_exponent(values: np.ndarray, valid: np.ndarray | None, width: int) -> i
             best, best_cost = e, cost
         if misses[e] == 0:
             break
+    if best is not None and best_cost > _MIN_SAVING * m * 8 * width:
+        return None  # could not save 10% over the plain values
     return best
 
 
@@ -170,7 +184,12 @@ def encode_float_decimal(
 
 
 def encode_floats(
-    data: memoryview | bytes, width: int, valid: np.ndarray | None, *, compressed: bool
+    data: memoryview | bytes,
+    width: int,
+    valid: np.ndarray | None,
+    *,
+    compressed: bool,
+    decimal: bool = True,
 ) -> tuple[Encoding, bytes | memoryview]:
     """Choose PLAIN, BYTE_SPLIT or FLOAT_DECIMAL for a page of float values.
 
@@ -180,13 +199,13 @@ def encode_floats(
     first 16 KiB (the sample BYTE_SPLIT is chosen on), and in any case the whole page's
     payload must have at most one exception in 32 and be at least 10% smaller than the
     plain values; otherwise BYTE_SPLIT or PLAIN is chosen as before. ``valid``: the
-    page's validity (None: no nulls).
+    page's validity (None: no nulls). ``decimal=False`` skips FLOAT_DECIMAL.
     """
     n = len(data) // width
     if n < 64 or width not in (4, 8):
         return Encoding.PLAIN, data
     values = np.frombuffer(data, dtype=_FLOAT[width], count=n)
-    e = find_exponent(values, valid, width)
+    e = find_exponent(values, valid, width) if decimal else None
     sizes = None  # zstd sizes of the sample, plain and BYTE_SPLIT, once computed
     if e is not None:
         if compressed:

@@ -130,8 +130,9 @@ class _Encoder:
             else 0,
             block_overhead=self.opts.compression_block_overhead,
             # bit-packed values that point reads gather: zstd only where it saves a quarter
+            # (BYTE_SPLIT is a transform for zstd: the usual rule)
             keep_ratio=ENCODED_COMPRESS_RATIO
-            if self.checkpoints and encoding not in (Encoding.PLAIN, Encoding.DERIVED)
+            if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
             else 0.9,
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
@@ -270,6 +271,8 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
 
 
 _MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
+_USUAL_ZSTD_RULE = (Encoding.PLAIN, Encoding.DERIVED, Encoding.BYTE_SPLIT)
+_DECIMAL_TRIES = 2  # float pages in a row not FLOAT_DECIMAL before a chunk stops trying
 _BLOCK_VALUE_BYTES = 8  # pages of fewer payload bytes per value are never blocked
 # columns that are not flat (nested, dictionary, extension types) are read stripe by stripe
 # whole: their pages are 4x page_size (fewer pages, less per-page work on every read)
@@ -330,7 +333,13 @@ def _int_encoder(
 def _float_encoder(
     payload_of: Callable[[int, int], bytes | memoryview], width: int, on: bool, compressed: bool
 ) -> Encode:
-    """float32/float64 values: PLAIN, BYTE_SPLIT or FLOAT_DECIMAL (``encode_floats``)."""
+    """float32/float64 values: PLAIN, BYTE_SPLIT or FLOAT_DECIMAL (``encode_floats``).
+
+    After two pages of a chunk in a row that could not be FLOAT_DECIMAL, the chunk's other
+    pages skip the exponent search (a column's values rarely change kind within a stripe;
+    the search costs most on small pages, e.g. batch mode's).
+    """
+    misses = [0]
 
     def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
         plain = payload_of(a, b)
@@ -339,7 +348,11 @@ def _float_encoder(
         valid = None
         if values is not None and values.null_count:
             valid = values.is_valid().to_numpy(zero_copy_only=False)
-        return encode_floats(plain, width, valid, compressed=compressed)
+        enc, payload = encode_floats(
+            plain, width, valid, compressed=compressed, decimal=misses[0] < _DECIMAL_TRIES
+        )
+        misses[0] = 0 if enc == Encoding.FLOAT_DECIMAL else misses[0] + 1
+        return enc, payload
 
     return encode
 

@@ -223,12 +223,11 @@ def test_null_slots_are_free() -> None:
 
 def test_savings_under_10_percent_and_tiny_pages_are_not_chosen() -> None:
     rng = np.random.default_rng(3)
-    # random float32 are decimals of about 9 digits: k needs 30 of 32 bits
+    # random float32 are decimals of about 9 digits: k needs 30 of 32 bits, so the
+    # exponent search gives up (cheaply) although exponent 9 round-trips
     r32 = rng.random(4096, dtype=np.float32)
-    assert decimal_floats.find_exponent(r32, None, 4) is not None
-    payload = decimal_floats.encode_float_decimal(
-        r32, None, decimal_floats.find_exponent(r32, None, 4) or 0, 4, compressed=False
-    )
+    assert decimal_floats.find_exponent(r32, None, 4) is None
+    payload = decimal_floats.encode_float_decimal(r32, None, 9, 4, compressed=False)
     assert payload is not None and 0.9 * r32.nbytes < len(payload) < r32.nbytes
     for compressed in (True, False):
         enc, _ = decimal_floats.encode_floats(r32.tobytes(), 4, None, compressed=compressed)
@@ -803,3 +802,25 @@ def test_every_byte_of_a_page_replaced_raises_only_typed_errors(
             except fermion.FermionError:
                 errors += 1
     assert errors > 0
+
+
+def test_a_chunk_stops_searching_after_two_pages_that_are_not_decimals(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The exponent search runs on a chunk's pages until two in a row are not decimals;
+    a decimal page resets the count."""
+    calls: list[int] = []
+    real = decimal_floats.find_exponent
+    monkeypatch.setattr(
+        decimal_floats, "find_exponent", lambda v, m, w: calls.append(len(v)) or real(v, m, w)
+    )
+    rng = np.random.default_rng(9)
+    random = rng.random(8 * 1024)  # 8 pages of 1,024 float64 at page_size 8 KiB
+    fermion.write_table(pa.table({"r": random}), tmp_path / "r.fermion", page_size=8 << 10)
+    assert len(calls) == 2
+    calls.clear()
+    prices = np.round(rng.random(8 * 1024) * 100, 2)
+    path = tmp_path / "p.fermion"
+    fermion.write_table(pa.table({"p": prices}), path, page_size=8 << 10)
+    assert len(calls) == 8  # every page a decimal page: the search never stops
+    assert encodings_of(path)[("p", "DATA")] == {"FLOAT_DECIMAL"}
