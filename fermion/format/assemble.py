@@ -447,8 +447,8 @@ def assemble_dictionary(
     value_type = without_views(node.type)
     found = ctx.desc(node, StreamType.DATA)
     assert found is not None
-    k, _ = found
-    counts = _page_row_counts(ctx, node)
+    k, desc = found
+    counts = desc.pages(ctx.stripe)["row_count"].astype(np.int64)  # FULL: it has pages
     first_row = int(counts[: run[0]].sum())
     a, b = rows
     pieces: list[tuple[np.ndarray, pa.Array]] = []  # (indices, dictionary) per page
@@ -477,17 +477,6 @@ def assemble_dictionary(
         raise ctx.fail(f"pages hold {len(indices)} values, expected {b - a}")
     arr = _from_buffers(ctx, pa.int32(), b - a, [validity, pa.py_buffer(indices)], nulls)
     return pa.DictionaryArray.from_arrays(arr, dictionary)
-
-
-def _page_row_counts(ctx: StripeContext, node: Node) -> np.ndarray:
-    found = ctx.desc(node, StreamType.DATA)
-    assert found is not None
-    desc = found[1]
-    return (
-        desc.pages(ctx.stripe)["row_count"].astype(np.int64)
-        if desc.full is not None
-        else np.zeros(0, np.int64)
-    )
 
 
 def _select_validity(

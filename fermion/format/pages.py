@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
-_COMPRESS_RATIO = 0.9  # keep zstd only if it saves at least 10% (else decode is pure cost)
+COMPRESS_RATIO = 0.9  # keep zstd only if it saves at least 10% (else decode is pure cost)
 ENCODED_COMPRESS_RATIO = 0.75  # encoded pages of point-read columns: at least 25%
 _MAX_RATIO = 1 << 12  # a size hint beyond this many times the stored bytes is not trusted
 
@@ -324,7 +324,7 @@ def encode_page(
     encoding: Encoding = Encoding.PLAIN,
     block_size: int = 0,
     block_overhead: float = 0.1,
-    keep_ratio: float = _COMPRESS_RATIO,
+    keep_ratio: float = COMPRESS_RATIO,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 

@@ -123,6 +123,7 @@ class FileReader:
             self.source.close()
             raise
         self._batch_index: BatchIndex | None = None
+        self._dictionary_checked = False  # read_dictionary names validated (once)
         self._pruner = Pruner(
             self.source,
             self.options.verify_checksums,
@@ -258,7 +259,9 @@ class FileReader:
         projs = self._projections(columns)
         wanted = self.options.read_dictionary
         if wanted:
-            self._check_read_dictionary(wanted)
+            if not self._dictionary_checked:
+                self._check_read_dictionary(wanted)
+                self._dictionary_checked = True
             for p in projs:
                 p.dictionary = p.selected is None and p.info.field.name in wanted
         return projs

@@ -49,7 +49,7 @@ from fermion.format.encodings import (
 )
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
 from fermion.format.options import WriteOptions
-from fermion.format.pages import ENCODED_COMPRESS_RATIO, encode_page
+from fermion.format.pages import COMPRESS_RATIO, ENCODED_COMPRESS_RATIO, encode_page
 from fermion.format.stats import (
     Stats,
     StatsKind,
@@ -133,7 +133,7 @@ class _Encoder:
             # (BYTE_SPLIT is a transform for zstd: the usual rule)
             keep_ratio=ENCODED_COMPRESS_RATIO
             if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
-            else 0.9,
+            else COMPRESS_RATIO,
         )
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
