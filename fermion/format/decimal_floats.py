@@ -284,7 +284,7 @@ def read_layout(
     return FloatDecimalLayout(e, x, width, Encoding(int_id), values_at, nested_at)
 
 
-def check_nested_header(h: np.void, count: int, where: str) -> None:
+def check_nested_header(h: encodings.Header, count: int, where: str) -> None:
     """The nested integer payload holds ``count`` values of 8 bytes, flags SIGNED | BITS."""
     if int(h["count"]) != count or int(h["out_width"]) != 8 or int(h["flags"]) != NESTED_FLAGS:
         raise InvalidFileError(f"{where}: FLOAT_DECIMAL integers with an invalid header")

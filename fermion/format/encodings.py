@@ -46,6 +46,7 @@ __all__ = [
     "CHECKPOINT_INTERVAL",
     "FLOAT_SAMPLE_BYTES",
     "HEADER_SIZE",
+    "Header",
     "byte_split_sizes",
     "checkpoint_layout",
     "has_checkpoints",
@@ -73,6 +74,9 @@ __all__ = [
 ]
 
 HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
+_HEADER_FIELDS: tuple[str, ...] = ENCODING_HEADER_DTYPE.names or ()
+#: An EncodingHeader read by :func:`read_header`: field name -> value.
+Header = dict[str, int]
 CHECKPOINT_INTERVAL = 256  # packed integers between two running-sum checkpoints (1.3)
 _local = threading.local()
 _BYTE_WIDTHS = (0, 1, 2, 4, 8)  # format 1.1: widths in bytes
@@ -104,21 +108,24 @@ def encoding_header(
     return h.tobytes()
 
 
-def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> np.void:
-    """The EncodingHeader at the start of an encoded payload (validated sizes)."""
+def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> Header:
+    """The EncodingHeader at the start of an encoded payload (validated sizes), as a dict
+    of Python ints (reading fields of a numpy record costs about a microsecond each, and
+    a page's decoder reads a dozen)."""
     if len(payload) < HEADER_SIZE:
         raise InvalidFileError(f"{where}: encoded payload shorter than its header")
-    h = np.frombuffer(payload, dtype=ENCODING_HEADER_DTYPE, count=1)[0]
-    if int(h["flags"]) & _BITS:
-        ok = all(w == 0 or bitpack.valid_bits(w) for w in (int(h["width"]), int(h["aux_width"])))
+    record = np.frombuffer(payload, dtype=ENCODING_HEADER_DTYPE, count=1).item()
+    h = dict(zip(_HEADER_FIELDS, record, strict=True))
+    if h["flags"] & _BITS:
+        ok = all(w == 0 or bitpack.valid_bits(w) for w in (h["width"], h["aux_width"]))
     else:
-        ok = int(h["width"]) in _BYTE_WIDTHS and int(h["aux_width"]) in _BYTE_WIDTHS
-    if int(h["out_width"]) not in (1, 2, 4, 8, 16, 32) or not ok:
+        ok = h["width"] in _BYTE_WIDTHS and h["aux_width"] in _BYTE_WIDTHS
+    if h["out_width"] not in (1, 2, 4, 8, 16, 32) or not ok:
         raise InvalidFileError(f"{where}: invalid encoding widths")
     return h
 
 
-def packed_bits(h: np.void, field: str = "width") -> int:
+def packed_bits(h: Header, field: str = "width") -> int:
     """Bits per packed integer of header field ``width`` or ``aux_width``."""
     w = int(h[field])
     return w if int(h["flags"]) & _BITS else 8 * w
@@ -301,7 +308,7 @@ def has_checkpoints(payload: bytes | memoryview) -> bool:
     )
 
 
-def checkpoint_layout(enc: Encoding, h: np.void) -> tuple[int, int, int]:
+def checkpoint_layout(enc: Encoding, h: Header) -> tuple[int, int, int]:
     """(checkpoints, bits per checkpoint, payload offset) of a page's checkpoint section.
 
     The section follows the packed integers of a DELTA page (its ``count - 1`` deltas) or
@@ -328,7 +335,7 @@ def _checkpoints(packed: np.ndarray, bits: int) -> bytes:
 
 
 def _check_checkpoints(
-    payload: memoryview | bytes, enc: Encoding, h: np.void, packed: np.ndarray, where: str
+    payload: memoryview | bytes, enc: Encoding, h: Header, packed: np.ndarray, where: str
 ) -> None:
     """Full decoding verifies a page's checkpoints against its packed integers (any integer
     dtype holding them whole; summed modulo 2**64)."""
@@ -422,7 +429,7 @@ def _encode_as(
     return head + _pack(run_values - vmin, bits) + _pack(run_lengths, len_bits)
 
 
-def int_payload_size(enc: Encoding, h: np.void) -> int:
+def int_payload_size(enc: Encoding, h: Header) -> int:
     """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
     n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
     if int(h["flags"]) & _CHECKPOINTS:  # only after DELTA deltas, FOR lengths
@@ -446,7 +453,7 @@ def int_payload_size(enc: Encoding, h: np.void) -> int:
     return -1
 
 
-def int_bounds(enc: Encoding, h: np.void) -> tuple[int, int] | None:
+def int_bounds(enc: Encoding, h: Header) -> tuple[int, int] | None:
     """(lowest, highest) value an integer-codec payload can decode to, from its header
     alone (CONSTANT, FOR; None for the others), as exact integers (no int64 wrapping)."""
     base = int(h["base"])

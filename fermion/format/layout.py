@@ -154,6 +154,8 @@ def storage_type(t: pa.DataType) -> pa.DataType:
 
 
 def _kind_of(t: pa.DataType) -> tuple[Kind, int]:
+    if pat.is_integer(t) or pat.is_floating(t):  # the usual case first
+        return Kind.FIXED, t.bit_width // 8
     if pat.is_null(t):
         return Kind.NULL, 0
     if pat.is_boolean(t):

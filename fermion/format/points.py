@@ -117,7 +117,7 @@ class PagePayload:
         self.need_range(0, self.size)
         return self.buf
 
-    def header(self, at: int = 0) -> np.void:
+    def header(self, at: int = 0) -> encodings.Header:
         """The EncodingHeader at payload byte ``at`` (0: the page's; FLOAT_DECIMAL pages
         have a nested one), checked against the page's value count."""
         if at >= self.size:
@@ -153,7 +153,7 @@ def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndar
     return bitpack.gather(p.buf, offset, bits, rows, p.where)
 
 
-def _check_plain_size(p: PagePayload, h: np.void, width: int) -> None:
+def _check_plain_size(p: PagePayload, h: encodings.Header, width: int) -> None:
     """As the full decoder: the header must decode to the page's values at ``width`` bytes."""
     lengths = bool(int(h["flags"]) & _LENGTHS)
     plain = (p.values + 1 if lengths else p.values) * int(h["out_width"])
@@ -170,7 +170,7 @@ def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> n
 
 
 def _ints_at(
-    p: PagePayload, at: int, h: np.void, enc: Encoding, rows: np.ndarray
+    p: PagePayload, at: int, h: encodings.Header, enc: Encoding, rows: np.ndarray
 ) -> np.ndarray | None:
     """The int64 values at ``rows`` of the integer-codec payload (header ``h``, encoding
     ``enc``) that fills page payload bytes ``[at, size)``; None: no random access (RLE)."""
@@ -236,7 +236,9 @@ def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sums(p: PagePayload, h: np.void, enc: Encoding, rows: np.ndarray, at: int = 0) -> np.ndarray:
+def _sums(
+    p: PagePayload, h: encodings.Header, enc: Encoding, rows: np.ndarray, at: int = 0
+) -> np.ndarray:
     """``packed[:r].sum()`` (wrapping in int64) for the sorted, unique ``rows`` of the
     deltas of a DELTA payload or the lengths of a FOR payload (header ``h``) at payload
     byte ``at``, without decoding the whole payload.
@@ -284,7 +286,7 @@ def _sums(p: PagePayload, h: np.void, enc: Encoding, rows: np.ndarray, at: int =
     return out
 
 
-def _prefix_sums(p: PagePayload, h: np.void, rows: np.ndarray, at: int = 0) -> np.ndarray:
+def _prefix_sums(p: PagePayload, h: encodings.Header, rows: np.ndarray, at: int = 0) -> np.ndarray:
     """DELTA values at ``rows`` of the DELTA payload at payload byte ``at``:
     ``v[r] = base + r * aux + sum(packed[:r])``, in int64 arithmetic that wraps exactly as
     the full decoder's running sum does."""

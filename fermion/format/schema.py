@@ -32,6 +32,7 @@ import hashlib
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -177,6 +178,23 @@ def build_schema_area(
     return area + header.tobytes()
 
 
+class _Entry(NamedTuple):
+    """A column entry's fields (COLUMN_ENTRY_DTYPE order) and its bytes (for the CRC)."""
+
+    name_hash: int
+    name_offset: int
+    name_size: int
+    blob_offset: int
+    blob_size: int
+    first_node: int
+    num_nodes: int
+    primitive_code: int
+    flags: int
+    crc: int
+    num_streams: int
+    raw: bytes
+
+
 @dataclass(frozen=True)
 class ColumnInfo:
     """What the schema area says about one column."""
@@ -202,7 +220,9 @@ class SchemaIndex:
         header = np.frombuffer(raw, dtype=SCHEMA_HEADER_DTYPE, count=1)[0]
         if zlib.crc32(bytes(raw[:44])) != int(header["crc"]):
             raise ChecksumError("schema header CRC32 mismatch")
-        self._h = header
+        self._h: dict[str, int] = dict(
+            zip(SCHEMA_HEADER_DTYPE.names or (), header.item(), strict=True)
+        )
         self.num_columns = int(header["num_columns"])
         if self.num_columns != num_columns:
             raise InvalidFileError(
@@ -221,7 +241,7 @@ class SchemaIndex:
             raise InvalidFileError("schema area sections are out of bounds")
         self._cap = cap
         self._columns: dict[int, ColumnInfo] = {}
-        self._entry_cache: dict[int, np.void] = {}
+        self._entry_cache: dict[int, _Entry] = {}
         self._name_cache: dict[int, bytes] = {}
 
     def _abs(self, rel: int) -> int:
@@ -242,14 +262,15 @@ class SchemaIndex:
             raise InvalidFileError("full schema and column index disagree on the column count")
         return schema
 
-    def _entries(self, cols: Sequence[int]) -> list[np.void]:
+    def _entries(self, cols: Sequence[int]) -> list[_Entry]:
         size = COLUMN_ENTRY_DTYPE.itemsize
-        base = int(self._h["columns_offset"])
+        base = self._h["columns_offset"]
         missing = [c for c in dict.fromkeys(cols) if c not in self._entry_cache]
         if missing:
             raws = self._fetch([(self._abs(base + c * size), size) for c in missing])
             for c, r in zip(missing, raws, strict=True):
-                self._entry_cache[c] = np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1)[0]
+                fields = np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1).item()
+                self._entry_cache[c] = _Entry._make((*fields, bytes(r)))
         return [self._entry_cache[c] for c in cols]
 
     def lookup(self, names: Sequence[str]) -> list[int | None]:
@@ -272,16 +293,14 @@ class SchemaIndex:
             candidates: list[tuple[int, int]] = []  # (name index, column)
             still: list[int] = []
             for i, raw in zip(pending, windows, strict=True):
-                slots = np.frombuffer(raw, dtype=HASH_SLOT_DTYPE)
                 tag = hashes[i] >> 32
                 done = False
-                for slot in slots:
+                for slot_tag, col in np.frombuffer(raw, dtype=HASH_SLOT_DTYPE).tolist():
                     probed[i] += 1
-                    col = int(slot["column_plus_one"])
                     if col == 0:
                         done = True
                         break
-                    if int(slot["tag"]) == tag:
+                    if slot_tag == tag:
                         candidates.append((i, col - 1))
                 if not done and probed[i] < self._cap:
                     still.append(i)
@@ -290,12 +309,10 @@ class SchemaIndex:
                 if bad:
                     raise InvalidFileError(f"name index points at column {bad[0]}")
                 entries = self._entries([c for _, c in candidates])
-                name_raws = self._fetch(
-                    [(self._abs(int(e["name_offset"])), int(e["name_size"])) for e in entries]
-                )
+                name_raws = self._fetch([(self._abs(e.name_offset), e.name_size) for e in entries])
                 for (i, col), e, raw in zip(candidates, entries, name_raws, strict=True):
                     self._name_cache[col] = bytes(raw)
-                    if int(e["name_hash"]) == hashes[i] and bytes(raw) == names[i].encode():
+                    if e.name_hash == hashes[i] and bytes(raw) == names[i].encode():
                         if result[i] is None or col < result[i]:  # type: ignore[operator]
                             result[i] = col
             pending = [i for i in still if result[i] is None]
@@ -313,26 +330,23 @@ class SchemaIndex:
                 if not 0 <= i < self.num_columns:
                     raise InvalidFileError(f"column {i} is out of range")
             entries = self._entries(missing)
-            heap_end = int(self._h["heap_offset"]) + int(self._h["heap_size"])
+            heap_end = self._h["heap_offset"] + self._h["heap_size"]
+            num_nodes, node_ids = self._h["num_nodes"], self._h["node_ids_offset"]
             ranges: list[tuple[int, int]] = []
             for e in entries:
-                no, ns = int(e["name_offset"]), int(e["name_size"])
-                bo, bs = int(e["blob_offset"]), int(e["blob_size"])
-                nodes_end = int(e["first_node"]) + int(e["num_nodes"])
+                no, ns = e.name_offset, e.name_size
+                bo, bs = e.blob_offset, e.blob_size
                 if (
                     no + ns > heap_end
                     or bo + bs > heap_end
-                    or nodes_end > int(self._h["num_nodes"])
+                    or e.first_node + e.num_nodes > num_nodes
                 ):
                     raise InvalidFileError("column entry points outside the schema area")
                 if i not in self._name_cache:
                     ranges.append((self._abs(no), ns))
                 ranges += [
                     (self._abs(bo), bs),
-                    (
-                        self._abs(int(self._h["node_ids_offset"]) + 4 * int(e["first_node"])),
-                        4 * int(e["num_nodes"]),
-                    ),
+                    (self._abs(node_ids + 4 * e.first_node), 4 * e.num_nodes),
                 ]
             raws = iter(self._fetch(ranges))
             for i, e in zip(missing, entries, strict=True):
@@ -340,31 +354,31 @@ class SchemaIndex:
                 if name_raw is None:
                     name_raw = bytes(next(raws))
                 blob_raw, ids_raw = next(raws), next(raws)
-                crc = _entry_crc(e.tobytes(), name_raw, blob_raw, ids_raw)
-                if crc != int(e["crc"]):
+                crc = _entry_crc(e.raw, name_raw, blob_raw, ids_raw)
+                if crc != e.crc:
                     raise ChecksumError(f"schema entry of column {i}: CRC32 mismatch")
                 self._columns[i] = ColumnInfo(
                     index=i,
                     field=self._make_field(e, memoryview(name_raw), blob_raw),
                     field_ids=np.frombuffer(ids_raw, dtype="<i4"),
-                    num_streams=int(e["num_streams"]),
-                    has_bloom=bool(int(e["flags"]) & _FLAG_BLOOM),
+                    num_streams=e.num_streams,
+                    has_bloom=bool(e.flags & _FLAG_BLOOM),
                 )
         return [self._columns[i] for i in indices]
 
     @staticmethod
-    def _make_field(e: np.void, name_raw: memoryview, blob_raw: memoryview) -> pa.Field:
+    def _make_field(e: _Entry, name_raw: memoryview, blob_raw: memoryview) -> pa.Field:
         try:
             name = bytes(name_raw).decode()
         except UnicodeDecodeError:
             raise InvalidFileError("column name is not valid UTF-8") from None
-        code = int(e["primitive_code"])
+        code = e.primitive_code
         if code:
             try:
                 t = _FROM_CODE[PrimitiveCode(code)]
             except (ValueError, KeyError):
                 raise InvalidFileError(f"unknown primitive type code {code}") from None
-            return pa.field(name, t, nullable=bool(int(e["flags"]) & _FLAG_NULLABLE))
+            return pa.field(name, t, nullable=bool(e.flags & _FLAG_NULLABLE))
         try:
             schema = pa.ipc.read_schema(pa.py_buffer(blob_raw))
         except (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError) as exc:

@@ -40,6 +40,7 @@ from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
 from fermion.format.decimal_floats import encode_floats
 from fermion.format.encodings import (
+    decode_byte_split,
     dictionary_page,
     encode_ints,
     few_distinct,
@@ -135,6 +136,8 @@ class _Encoder:
             if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
             else COMPRESS_RATIO,
         )
+        if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
+            return self.page(decode_byte_split(payload), num_values, Encoding.PLAIN, blocks)
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
             if encoding != Encoding.DERIVED and has_checkpoints(payload):
@@ -144,6 +147,13 @@ class _Encoder:
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
         return EncodedPage(data, num_values)
+
+
+def _planes_pay(page: bytes) -> bool:
+    """Whether a BYTE_SPLIT page is worth keeping: the planes are only for zstd, so unless
+    zstd kept them (1.2-1.3 writers kept them regardless), plain values are as small and
+    are read in place, with no transpose on every read."""
+    return bool(page[5] != Compression.NONE)  # PageHeader.compression
 
 
 def _cuts_by_count(n: int, per_page: int) -> list[tuple[int, int]]:

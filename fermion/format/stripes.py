@@ -108,7 +108,8 @@ class StripeReader:
         sel: Selection,
         prefetch: bool = False,
     ) -> StripeRead:
-        """Plan the stripe's page IO and start it (on the IO pool with ``prefetch``)."""
+        """Plan the stripe's page IO and start it (on the IO pool with ``prefetch``, unless
+        the source is memory-mapped: its ranges are views, there is no IO to overlap)."""
         requests: list[tuple[int, PageRequest]] = []  # (projection, page request)
         plans: list[ColumnPlan | None] = []
         for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
@@ -120,7 +121,7 @@ class StripeReader:
             requests.extend((j, req) for req in plan.pages)
         ranges = [(req.offset, req.size) for _, req in requests]
         gap = self.options.coalesce_gap
-        if prefetch and ranges:
+        if prefetch and ranges and not self.source.mapped:
             views: Future[list[memoryview]] | list[memoryview] = io_pool().submit(
                 self.source.read_ranges, ranges, max_gap=gap
             )

@@ -63,6 +63,12 @@ class ByteSource(ABC):
     size: int
     stats: IOStats
 
+    @property
+    def mapped(self) -> bool:
+        """Whether ranges are views of memory (no IO wait): prefetching them on another
+        thread then costs a thread hand-off and saves nothing."""
+        return False
+
     @abstractmethod
     def _read_at(self, offset: int, length: int) -> bytes | memoryview:
         """Read ``length`` bytes at ``offset`` (bounds already checked)."""
@@ -127,6 +133,10 @@ class LocalSource(ByteSource):
         self.stats = IOStats()
         if memory_map and self.size > 0 and stat.S_ISREG(info.st_mode):
             self._view = memoryview(mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ))
+
+    @property
+    def mapped(self) -> bool:
+        return self._view is not None
 
     def _read_at(self, offset: int, length: int) -> bytes | memoryview:
         if self._view is not None:

@@ -53,7 +53,7 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format import bitpack
+from fermion.format import bitpack, shred
 from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
@@ -637,9 +637,11 @@ def encoded_file(tmp_path_factory) -> tuple[Path, pa.Table]:
         }
     )
     path = tmp_path_factory.mktemp("lies") / "encoded.fermion"
-    fermion.write_table(
-        table, path, page_size=8192, max_stripe_rows=n, compression="none", page_crc=False
-    )
+    with pytest.MonkeyPatch.context() as mp:  # uncompressed BYTE_SPLIT pages, as 1.2-1.3
+        mp.setattr(shred, "_planes_pay", lambda page: True)  # writers wrote them
+        fermion.write_table(
+            table, path, page_size=8192, max_stripe_rows=n, compression="none", page_crc=False
+        )
     return path, table
 
 
