@@ -23,6 +23,7 @@ from fermion.format.assemble import StripeContext
 from fermion.format.cmb import ColumnMeta
 from fermion.format.options import ReadOptions
 from fermion.format.pages import (
+    PAGE_HEADER_SIZE,
     Decoded,
     decode_offsets_into,
     decode_page,
@@ -38,6 +39,7 @@ from fermion.format.plan import (
     plan_column,
     select_rows,
 )
+from fermion.format.structs import Compression, Encoding
 from fermion.format.threads import io_pool, pool
 from fermion.io.source import ByteSource
 
@@ -138,7 +140,7 @@ class StripeReader:
         verify = self.options.verify_checksums
         name = self.source.name
         sizes = [_run_size(req, views[i]) for i, (_, req) in enumerate(requests)]
-        targets, merged = merge_targets(requests, sizes, len(projs))
+        targets, merged = merge_targets(requests, sizes, len(projs), [_allocates(v) for v in views])
 
         def decode(i: int) -> Decoded | None:
             j, req = requests[i]
@@ -220,6 +222,14 @@ def _alloc(n: int, dtype: Any) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(n * d.itemsize), dtype=d)
 
 
+def _allocates(page: memoryview) -> bool:
+    """Whether decoding the page makes a new buffer (it is encoded or compressed; a PLAIN
+    uncompressed page is used in place)."""
+    return len(page) >= PAGE_HEADER_SIZE and (
+        page[4] != Encoding.PLAIN or page[5] != Compression.NONE
+    )
+
+
 def _run_size(req: PageRequest, page: memoryview) -> int | None:
     """Bytes the request's page takes in a run buffer (None: it cannot join a run)."""
     if not req.contiguous:
@@ -235,6 +245,7 @@ def merge_targets(
     requests: Sequence[tuple[int, PageRequest]],
     sizes: Sequence[int | None],
     num_projections: int,
+    allocates: Sequence[bool] | None = None,
 ) -> tuple[dict[int, np.ndarray], list[dict[tuple[int, int], tuple[Any, int]]]]:
     """Preallocate one buffer per run of adjacent contiguous pages of one stream.
 
@@ -243,7 +254,9 @@ def merge_targets(
     directly, and per projection ((stream, first page) -> (buffer, end page)) for assembly,
     which then uses the buffer as is instead of concatenating the pages. A run of OFFSETS
     pages (even of one page) is a typed array of a leading 0 then each page's entries
-    (:mod:`fermion.format.offsets`); other runs are bytes and have two pages or more.
+    (:mod:`fermion.format.offsets`); other runs have two pages or more, or are one page
+    whose decoding ``allocates[i]`` (an encoded or compressed page: its buffer then comes
+    from Arrow's pool like a run's, not from a fresh allocation that faults its pages in).
     """
     targets: dict[int, np.ndarray] = {}
     merged: list[dict[tuple[int, int], tuple[Any, int]]] = [{} for _ in range(num_projections)]
@@ -265,7 +278,8 @@ def merge_targets(
                     break
                 end += 1
         width = req.offsets_width
-        if end - i > 1 or (width and sizes[i] is not None):
+        single = width or (allocates is not None and allocates[i])
+        if end - i > 1 or (single and sizes[i] is not None):
             if width:
                 counts = [requests[r][1].values for r in range(i, end)]
                 buf = _alloc(1 + sum(counts), f"<i{width}")

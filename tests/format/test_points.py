@@ -588,19 +588,20 @@ def test_take_reads_a_blocked_page_block_by_block(tmp_path: Path) -> None:
 
 @pytest.fixture
 def count_unpacks(monkeypatch) -> list[tuple[int, int]]:
-    """Records ``bitpack.unpack`` calls as (width, count); ``gather`` as (width, -rows)."""
+    """Records ``bitpack.unpack_into`` calls (which every ``unpack`` makes) as
+    (width, count); ``gather`` as (width, -rows)."""
     calls: list[tuple[int, int]] = []
-    unpack, gather = bitpack.unpack, bitpack.gather
+    unpack_into, gather = bitpack.unpack_into, bitpack.gather
 
-    def counted_unpack(buf, offset, w, n, where="page"):
-        calls.append((w, n))
-        return unpack(buf, offset, w, n, where)
+    def counted_unpack_into(buf, offset, w, out, where="page"):
+        calls.append((w, len(out)))
+        return unpack_into(buf, offset, w, out, where)
 
     def counted_gather(buf, offset, w, indices, where="page"):
         calls.append((w, -len(indices)))
         return gather(buf, offset, w, indices, where)
 
-    monkeypatch.setattr(bitpack, "unpack", counted_unpack)
+    monkeypatch.setattr(bitpack, "unpack_into", counted_unpack_into)
     monkeypatch.setattr(bitpack, "gather", counted_gather)
     return calls
 
