@@ -29,8 +29,11 @@ __all__ = [
 ]
 
 PAGE_SIZE_DEFAULT = 512 << 10  # seed 001: 512 KB pages
-BLOCK_SIZE_DEFAULT = 32 << 10  # zstd blocks inside a page: what a point read decompresses
-BLOCK_OVERHEAD_DEFAULT = 0.1  # ratio blocks may give up against one frame per page
+# zstd blocks inside a page: what a point read decompresses per wanted value. lineitem's
+# l_comment: 8 KiB blocks are 18.7% larger than one frame per page (32 KiB: 6.3%), and a
+# take of 1,000 rows decompresses ~900 of them in 9 ms instead of 32 ms (+5 MB of 135 MB)
+BLOCK_SIZE_DEFAULT = 8 << 10
+BLOCK_OVERHEAD_DEFAULT = 0.25  # ratio blocks may give up against one frame per page
 STRIPE_ROWS_DEFAULT = 1 << 20
 STRIPE_BYTES_DEFAULT = 128 << 20
 FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page

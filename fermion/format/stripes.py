@@ -140,7 +140,10 @@ class StripeReader:
         verify = self.options.verify_checksums
         name = self.source.name
         sizes = [_run_size(req, views[i]) for i, (_, req) in enumerate(requests)]
-        targets, merged = merge_targets(requests, sizes, len(projs), [_allocates(v) for v in views])
+        allocates = [
+            size is not None and _allocates(v) for size, v in zip(sizes, views, strict=True)
+        ]
+        targets, merged = merge_targets(requests, sizes, len(projs), allocates)
 
         def decode(i: int) -> Decoded | None:
             j, req = requests[i]
@@ -225,9 +228,10 @@ def _alloc(n: int, dtype: Any) -> np.ndarray:
 def _allocates(page: memoryview) -> bool:
     """Whether decoding the page makes a new buffer (it is encoded or compressed; a PLAIN
     uncompressed page is used in place)."""
-    return len(page) >= PAGE_HEADER_SIZE and (
-        page[4] != Encoding.PLAIN or page[5] != Compression.NONE
-    )
+    return len(page) >= PAGE_HEADER_SIZE and (page[4] != _PLAIN or page[5] != _NONE)
+
+
+_PLAIN, _NONE = int(Encoding.PLAIN), int(Compression.NONE)  # (IntEnum compares are slow)
 
 
 def _run_size(req: PageRequest, page: memoryview) -> int | None:

@@ -224,8 +224,8 @@ def _required(path: Path) -> int:
             },
             True,
         ),
-        # 32 KiB blocks: every page fits one block (string pages: 8x the page size, 1.3)
-        ({"page_size": 2048}, False),
+        # 8 KiB blocks: every page fits one block (string pages: 8x the page size, 1.3)
+        ({"page_size": 1024}, False),
         ({"page_size": 1 << 20, "compression_block_overhead": ALWAYS_BLOCKS}, True),
         ({"page_size": 8192, "compression_block_size": 0}, False),
         (
