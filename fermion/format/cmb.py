@@ -13,7 +13,8 @@ Example:
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,7 +31,17 @@ from fermion.format.structs import (
     DescType,
 )
 
-__all__ = ["ColumnMeta", "StreamDesc", "parse_cmb"]
+__all__ = ["ColumnMeta", "PageLayout", "StreamDesc", "parse_cmb"]
+
+
+class PageLayout(NamedTuple):
+    """Where the pages of one FULL chunk are and which rows they hold (int64 arrays)."""
+
+    counts: np.ndarray  # values per page
+    starts: np.ndarray  # first value of each page within the chunk
+    ends: np.ndarray  # one past its last value
+    offsets: np.ndarray  # absolute file offset of each page
+    sizes: np.ndarray  # bytes of each page on disk
 
 
 @dataclass
@@ -41,22 +52,30 @@ class StreamDesc:
     simple: np.ndarray | None = None  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
     full: np.ndarray | None = None  # FULL_CHUNK_DESC_DTYPE[num_stripes]
     page_metas: list[np.ndarray] | None = None  # PAGE_META_DTYPE[num_pages] per stripe
+    _layouts: dict[int, PageLayout] = field(default_factory=dict, repr=False, compare=False)
 
     def pages(self, stripe: int) -> np.ndarray:
         """PageMeta rows of ``stripe`` (synthesised for single-page chunks)."""
         assert self.page_metas is not None
         return self.page_metas[stripe]
 
+    def layout(self, stripe: int) -> PageLayout:
+        """The chunk's :class:`PageLayout` in ``stripe`` (computed once per stripe)."""
+        lay = self._layouts.get(stripe)
+        if lay is None:
+            assert self.full is not None
+            pages = self.pages(stripe)
+            counts = pages["row_count"].astype(np.int64)
+            sizes = pages["page_size"].astype(np.int64)
+            ends = np.cumsum(counts)
+            offsets = np.cumsum(sizes)
+            offsets -= sizes - int(self.full["offset"][stripe])
+            lay = self._layouts[stripe] = PageLayout(counts, ends - counts, ends, offsets, sizes)
+        return lay
+
     def page_offsets(self, stripe: int) -> np.ndarray:
         """Absolute file offset of every page of ``stripe``."""
-        assert self.full is not None
-        sizes = self.pages(stripe)["page_size"].astype(np.int64)
-        starts = np.empty(len(sizes), dtype=np.int64)
-        if len(sizes):
-            starts[0] = int(self.full[stripe]["offset"])
-            np.cumsum(sizes[:-1], out=starts[1:])
-            starts[1:] += starts[0]
-        return starts
+        return self.layout(stripe).offsets
 
 
 @dataclass

@@ -271,26 +271,32 @@ def plan_column(
         if page is not None:
             pages.append(page)
     ddesc = m.streams[dspec.index]
-    if ddesc.desc_type != DescType.FULL or int(ddesc.full[s]["num_pages"]) == 0:  # type: ignore[index]
+    if ddesc.desc_type != DescType.FULL or int(ddesc.full["num_pages"][s]) == 0:  # type: ignore[index]
         return ColumnPlan(p, pages, [((0, 0), (0, n))])
-    metas = ddesc.pages(s)
-    ends = np.cumsum(metas["row_count"].astype(np.int64))
-    starts = ends - metas["row_count"].astype(np.int64)
+    lay = ddesc.layout(s)
+    starts, ends = lay.starts, lay.ends
     if int(ends[-1]) != n:
         raise InvalidFileError(
             f"column {p.info.field.name!r}: pages hold {int(ends[-1])} rows, stripe has {n}"
         )
-    wanted = sel.span_pages(starts, ends)
-    streams = [(dspec.index, ddesc, StreamType.DATA)]
+    page_of = cut = None
+    if sel.points is not None:  # sorted points: their pages, and where each page's begin
+        page_of = ends.searchsorted(sel.points, side="right")
+        cut = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
+        wanted = page_of[np.concatenate(([0], cut))] if len(page_of) else page_of
+    else:
+        wanted = sel.span_pages(starts, ends)
+    streams = [(dspec.index, lay, StreamType.DATA)]
     ospec = tree.stream(StreamType.OFFSETS)
     if ospec is not None:
         odesc = m.streams[ospec.index]
-        if odesc.desc_type == DescType.FULL and int(odesc.full[s]["num_pages"]):  # type: ignore[index]
-            if not np.array_equal(odesc.pages(s)["row_count"], metas["row_count"]):
+        if odesc.desc_type == DescType.FULL and int(odesc.full["num_pages"][s]):  # type: ignore[index]
+            olay = odesc.layout(s)
+            if not np.array_equal(olay.counts, lay.counts):
                 raise InvalidFileError(
                     f"column {p.info.field.name!r}: offsets and data pages are not aligned"
                 )
-            streams.insert(0, (ospec.index, odesc, StreamType.OFFSETS))
+            streams.insert(0, (ospec.index, olay, StreamType.OFFSETS))
         else:
             return ColumnPlan(p, all_pages(m, tree, s, None), None)
     by_points = (
@@ -300,27 +306,27 @@ def plan_column(
         and not p.dictionary  # its DICTIONARY pages are kept whole, not gathered
     )
     wanted_list = wanted.tolist()
-    for k, desc, stream_type in streams:
-        pm = desc.pages(s)[wanted]
+    for k, stream_lay, stream_type in streams:
         # point reads hand pages over undecoded: never decoded into a run buffer
         # nor is a dictionary-encoded read's: each of its pages is encoded on its own
         contiguous, offsets_width = _run_fields(tree, stream_type)
         contiguous = contiguous and not by_points and not p.dictionary
         for i, offset, size, values in zip(
             wanted_list,
-            desc.page_offsets(s)[wanted].tolist(),
-            pm["page_size"].tolist(),
-            pm["row_count"].tolist(),
+            stream_lay.offsets[wanted].tolist(),
+            stream_lay.sizes[wanted].tolist(),
+            stream_lay.counts[wanted].tolist(),
             strict=True,
         ):
             plain = expected_size(tree, stream_type, values)
             pages.append(PageRequest(k, i, offset, size, values, plain, contiguous, offsets_width))
     if by_points:
-        assert sel.points is not None
-        page_of = np.searchsorted(ends, sel.points, side="right")
-        cut = np.flatnonzero(np.diff(page_of)) + 1
-        groups = np.split(sel.points - starts[page_of], cut)
-        points = {int(page_of[g]): rows for g, rows in zip([0, *cut], groups, strict=True)}
+        assert sel.points is not None and page_of is not None and cut is not None
+        rel = sel.points - starts[page_of]
+        bounds = [0, *cut.tolist(), len(rel)]
+        points = {
+            page: rel[a:b] for page, a, b in zip(wanted_list, bounds, bounds[1:], strict=False)
+        }
         return ColumnPlan(p, pages, None, points)
     w = [int(x) for x in wanted]
     runs = []
