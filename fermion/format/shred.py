@@ -109,6 +109,9 @@ class _Encoder:
         self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
+        # per encoding: whether the chunk's first blockable page kept its blocks; the later
+        # pages then skip the one-frame comparison (a second zstd pass over the page)
+        self.blocks_won: dict[Encoding, bool] = {}
 
     def page(
         self,
@@ -117,6 +120,15 @@ class _Encoder:
         encoding: Encoding = Encoding.PLAIN,
         blocks: bool = False,
     ) -> EncodedPage:
+        # blocks pay when a block holds few values: a take then decompresses a block per
+        # wanted value, not every block (bit-packed integers are one frame)
+        block_size = self.block_size
+        if not blocks or len(payload) < _BLOCK_VALUE_BYTES * num_values:
+            block_size = 0
+        blockable = self.compressed and 0 < block_size < len(payload)
+        overhead = self.opts.compression_block_overhead
+        if blockable and self.blocks_won.get(encoding):
+            overhead = float("inf")
         data = encode_page(
             payload,
             num_values=num_values,
@@ -124,18 +136,16 @@ class _Encoder:
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
             encoding=encoding,
-            # blocks pay when a block holds few values: a take then decompresses a block
-            # per wanted value, not every block (bit-packed integers are one frame)
-            block_size=self.block_size
-            if blocks and len(payload) >= _BLOCK_VALUE_BYTES * num_values
-            else 0,
-            block_overhead=self.opts.compression_block_overhead,
+            block_size=block_size,
+            block_overhead=overhead,
             # bit-packed values that point reads gather: zstd only where it saves a quarter
             # (BYTE_SPLIT is a transform for zstd: the usual rule)
             keep_ratio=ENCODED_COMPRESS_RATIO
             if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
             else COMPRESS_RATIO,
         )
+        if blockable and encoding not in self.blocks_won:
+            self.blocks_won[encoding] = data[5] == Compression.ZSTD_BLOCKS
         if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
             return self.page(decode_byte_split(payload), num_values, Encoding.PLAIN, blocks)
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed

@@ -251,6 +251,34 @@ def test_blocks_feature_is_set_exactly_when_a_page_uses_blocks(
     assert fermion.read_table(path).equals(table)
 
 
+def test_later_pages_of_a_chunk_follow_its_first_pages_block_choice(tmp_path: Path) -> None:
+    """The one-frame comparison (a second zstd pass) is made on a chunk's first blockable
+    page; later pages of that encoding keep blocks without it. Here the first page is
+    short random words (blocks about as small as one frame), the rest one long phrase
+    repeated (one frame far smaller): alone they would be ZSTD, in this chunk they follow
+    the first page. A second stripe decides afresh: its first page is the repeated phrase."""
+    rng = np.random.default_rng(5)
+    words = ["".join(rng.choice(list("abcdefghij"), 12)) for _ in range(2_000)]
+    phrase = "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz "), 20_000))
+    repeated = [phrase[i % 1000 : i % 1000 + 40] for i in range(8_000)]
+    table = pa.table({"s": words + repeated})
+    path = tmp_path / "f.fermion"
+    opts = {"page_size": 2048, "compression_block_size": 1024}  # pages of 16 KiB of text
+    fermion.write_table(table, path, **opts)
+    pages = page_spans(path, "s")
+    assert len(pages) > 4 and pages[-1]["size"] < 1024  # the last page: less than a block
+    assert {p["compression"] for p in pages[:-1]} == {Compression.ZSTD_BLOCKS}
+    assert fermion.read_table(path).equals(table)
+    alone = tmp_path / "alone.fermion"  # the repeated phrase alone: one frame per page
+    fermion.write_table(pa.table({"s": repeated}), alone, **opts)
+    assert {p["compression"] for p in page_spans(alone, "s")[:-1]} == {Compression.ZSTD}
+    two = tmp_path / "two.fermion"  # stripe 2 starts with the phrase: it decides afresh
+    fermion.write_table(table, two, max_stripe_rows=2_000, **opts)
+    by_stripe = {(p["stripe"], p["compression"]) for p in page_spans(two, "s")}
+    assert (0, Compression.ZSTD_BLOCKS) in by_stripe and (1, Compression.ZSTD) in by_stripe
+    assert (1, Compression.ZSTD_BLOCKS) not in by_stripe
+
+
 def test_blocks_feature_not_set_when_blocked_pages_fall_back(tmp_path: Path) -> None:
     """Incompressible pages larger than a block are stored NONE: no BLOCKS needed."""
     noise = np.random.default_rng(4).integers(-(2**63), 2**63 - 1, 20_000, dtype=np.int64)
