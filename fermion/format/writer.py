@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.types as pat
 
 from fermion.errors import (
     BatchModeError,
@@ -152,6 +153,11 @@ class FileWriter:
         # a stripe's validity bitmap is one page: in batch mode it never exceeds page_size
         # unless a single batch needs more (that batch then gets a stripe of its own)
         self._batch_stripe_rows = min(self.options.max_stripe_rows, 8 * self.options.page_size)
+        self._virtual_clash = [n for n in schema.names if n in VIRTUAL_COLUMNS]
+        # a batch's Arrow bytes: fixed-width columns by their width (Table.nbytes of a
+        # slice walks every buffer: 2.8 ms for a 30-row slice of 1,000 columns)
+        self._row_bytes = sum(_fixed_row_bytes(f.type) or 0 for f in schema)
+        self._measured = [i for i, f in enumerate(schema) if _fixed_row_bytes(f.type) is None]
         self.num_batches = 0
         self.num_rows = 0
         self.closed = False
@@ -209,16 +215,18 @@ class FileWriter:
             raise InvalidArgumentError(
                 f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
             )
-        clash = [f.name for f in self.schema if f.name in VIRTUAL_COLUMNS]
-        if clash:
-            raise BatchModeError(f"column(s) {clash} clash with batch mode's virtual columns")
+        if self._virtual_clash:
+            raise BatchModeError(
+                f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
+            )
         batch_id = check_batch_id(batch_id, self._last_batch_id)
         if not data.schema.equals(self.schema, check_metadata=False):
             raise SchemaMismatchError(
                 f"batch {batch_id} does not match the file schema:\n{data.schema}\n!=\n"
                 f"{self.schema}"
             )
-        rows, nbytes = data.num_rows, data.nbytes
+        rows = data.num_rows
+        nbytes = int(rows * self._row_bytes) + sum(data.column(i).nbytes for i in self._measured)
         if rows == 0:
             raise BatchModeError(f"batch {batch_id} is empty (a batch needs at least one row)")
         if rows > MAX_BATCH_ROWS:
@@ -512,6 +520,15 @@ class FileWriter:
         raw = footer.tobytes()
         f["footer_crc"] = zlib.crc32(raw[:40])
         sink.append(footer.tobytes())
+
+
+def _fixed_row_bytes(t: pa.DataType) -> float | None:
+    """Arrow bytes per row of a fixed-width type (values and validity bit), else None."""
+    if pat.is_boolean(t):
+        return 0.25
+    if pat.is_integer(t) or pat.is_floating(t) or pat.is_temporal(t) or pat.is_decimal(t):
+        return t.bit_width / 8 + 0.125
+    return None
 
 
 def _batch_meta_chunks(

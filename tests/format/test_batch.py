@@ -437,3 +437,25 @@ def test_batch_never_spans_stripes(tmp_path: Path) -> None:
         assert idx.batches_per_stripe.tolist() == [1, 1, 1, 1, 2]
         assert idx.stripe_rows.tolist() == [7, 7, 7, 30, 3]
         assert_same(r.read(), pa.concat_tables(tables))
+
+
+def test_batch_stripes_are_cut_by_arrow_bytes_of_sliced_batches(tmp_path: Path) -> None:
+    """``max_stripe_bytes`` counts a batch's Arrow bytes: fixed-width columns by their width
+    (value + validity bit), others measured, also when batches are slices of one big table
+    (whose buffers are far larger than the slice)."""
+    n = 40
+    big = pa.table(
+        {
+            "x": pa.array(np.arange(10_000, dtype=np.int64)),
+            "s": pa.array(["y" * 100] * 10_000),
+        }
+    )
+    per_batch = n * 8.125 + big.column("s").slice(0, n).nbytes  # ~4.7 KB
+    path = tmp_path / "b.fermion"
+    with fermion.FileWriter(path, big.schema, max_stripe_bytes=int(3.5 * per_batch)) as w:
+        for k in range(10):
+            w.append_batch(k, big.slice(k * n, n))
+    with fermion.FileReader(path) as r:
+        # three batches stay below 3.5 batches' bytes; the fourth would cross it
+        assert r.batches().batches_per_stripe.tolist() == [3, 3, 3, 1]
+        assert_same(r.read(), big.slice(0, 10 * n))
