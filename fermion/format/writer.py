@@ -314,7 +314,9 @@ class FileWriter:
 
     def _flush_batches(self) -> None:
         """Write every pending batch as one stripe (batch mode never splits a batch)."""
-        stripe = pa.Table.from_batches(self._pending, schema=self.schema)
+        # one C++ concatenation of every column (per column from Python, each of the many
+        # small chunks would first become a Python object)
+        stripe = pa.Table.from_batches(self._pending, schema=self.schema).combine_chunks()
         ids = np.asarray(self._pending_ids, dtype=np.int64)
         lengths = np.asarray(self._pending_lengths, dtype=np.int64)
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
