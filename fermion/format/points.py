@@ -39,6 +39,7 @@ from fermion.format.pages import (
     BlockedBody,
     decode_payload,
     decompress_body,
+    is_derived,
     read_page_head,
 )
 from fermion.format.stripe_dictionary import (
@@ -388,6 +389,10 @@ def binary_values(
         raise InvalidFileError(f"{where}: rows outside the page")
     data = PagePayload(data_page, values, None, where)
     if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
+        if not is_derived(offsets_page):
+            raise InvalidFileError(
+                f"{where}: a stripe-dictionary chunk's OFFSETS page is not DERIVED"
+            )
         return _stripe_dictionary_values(data, rows, dictionary)
     if data.encoding == Encoding.DICTIONARY:
         return _dictionary_values(data, rows)
