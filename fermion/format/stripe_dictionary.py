@@ -155,9 +155,12 @@ def build_dictionary(values: pa.Array) -> StripeDictionary | None:
     order = pc.sort_indices(distinct).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order), dtype=np.int64)
-    codes = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    indices = rank[codes]  # null rows (-1) get the last rank here, then 0
+    if values.null_count:
+        indices[codes < 0] = 0
     sorted_values = distinct.take(pa.array(order)).cast(pa.large_binary())
-    return StripeDictionary(sorted_values, rank[codes])
+    return StripeDictionary(sorted_values, indices)
 
 
 # -- reader ------------------------------------------------------------------------------
