@@ -128,16 +128,22 @@ class StripeDictionary:
 
 def _few_or_unique(values: pa.Array) -> bool:
     """Whether a sample (the first values) says the chunk cannot gain from a stripe
-    dictionary: few distinct values (page-level DICTIONARY pages are as small), or so few
-    repeats that the distinct count, estimated from the sample's collisions like the
-    birthday problem (``m**2 / (2 * repeats)``), exceeds half the chunk."""
+    dictionary: few distinct values (page-level DICTIONARY pages are as small), or an
+    estimated distinct count above half the chunk's values (mostly unique values). The
+    estimate is Chao1 (bias-corrected), from the sample's distinct values ``d`` and its
+    values seen once (``f1``) and twice (``f2``): ``d + f1 * (f1 - 1) / (2 * (f2 + 1))``;
+    it is ``d`` itself when the sample is the whole chunk."""
     sample = values.slice(0, _SAMPLE)
-    m = len(sample) - sample.null_count
-    distinct = len(pc.unique(sample)) - (1 if sample.null_count else 0)
-    repeats = m - distinct
-    if distinct * _FEW <= m:
+    counts = pc.value_counts(sample.drop_null()).field("counts").to_numpy()
+    m, d = int(counts.sum()), len(counts)
+    valid = len(values) - values.null_count
+    if d * _FEW <= m:
         return True
-    return repeats == 0 or m * m > 2 * repeats * (len(values) - values.null_count)
+    estimate = float(d)
+    if m < valid:
+        f1, f2 = int(np.count_nonzero(counts == 1)), int(np.count_nonzero(counts == 2))
+        estimate += f1 * (f1 - 1) / (2 * (f2 + 1))
+    return estimate * _MAX_FRACTION > valid
 
 
 def build_dictionary(values: pa.Array) -> StripeDictionary | None:

@@ -98,6 +98,21 @@ def test_writer_sample_decides() -> None:
     assert int(d.indices[~valid].max()) == 0  # null rows: index 0
 
 
+def test_mostly_unique_values_are_rejected_from_the_sample(monkeypatch) -> None:
+    """A column like TPC-H's l_comment (mostly unique, some repeats) is refused from its
+    first 16,384 values: 8,192 of them are seen once and none twice, so the distinct count
+    estimate (Chao1) is far above half of the 40,000 values, and the chunk is never
+    dictionary-encoded whole (its true distinct count, 22,000, is above half too)."""
+    n = 40_000
+    values = pa.array([f"r{i // 2 % 2000}" if i % 2 == 0 else f"u{i}" for i in range(n)])
+
+    def whole_chunk(*args, **kwargs):
+        raise AssertionError("the whole chunk was dictionary-encoded")
+
+    monkeypatch.setattr(sd.pc, "dictionary_encode", whole_chunk)
+    assert sd.build_dictionary(values) is None
+
+
 # -- writer choice -------------------------------------------------------------------------
 
 
