@@ -44,7 +44,22 @@ def shapes(n: int = N) -> dict[str, pa.Array]:
         "dates": pa.array(rng.integers(18_000, 20_000, n).astype(np.int32), pa.date32()),
         "short strings, low cardinality": pa.array(rng.choice(words, n)),
         "long strings": pa.array([f"row {i}: " + "lorem ipsum " * (i % 7) for i in range(n)]),
+        "medium-cardinality strings": _medium_cardinality(rng, n),
     }
+
+
+def _medium_cardinality(rng: np.random.Generator, n: int, distinct: int = 50_000) -> pa.Array:
+    """``n`` values drawn uniformly from ``distinct`` random lowercase strings of 8 to 30
+    characters (city names, user agents, SKUs): too many for page dictionaries, few
+    enough that each value repeats about ``n / distinct`` times in a stripe."""
+    lengths = rng.integers(8, 31, distinct)
+    offsets = np.zeros(distinct + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    chars = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
+    words = pa.Array.from_buffers(
+        pa.string(), distinct, [None, pa.py_buffer(offsets), pa.py_buffer(chars)]
+    )
+    return words.take(pa.array(rng.integers(0, distinct, n)))
 
 
 def _median_ms(fn: Callable[[], Any], repeat: int = REPEAT) -> float:

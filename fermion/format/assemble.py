@@ -27,6 +27,12 @@ from fermion.format.layout import Kind, Node, is_view, view_storage, without_vie
 from fermion.format.offsets import join_run
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
 from fermion.format.points import binary_values, fixed_values
+from fermion.format.stripe_dictionary import (
+    IndexPage,
+    StripeDictionaryPage,
+    check_entries,
+    is_dictionary_chunk,
+)
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
 __all__ = [
@@ -393,6 +399,53 @@ def _rows_validity(
     return validity, nulls
 
 
+def _stripe_dictionary(ctx: StripeContext, node: Node) -> StripeDictionaryPage | None:
+    """The decoded stripe dictionary of a BINARY node's DATA chunk in this stripe (1.4),
+    None when the chunk has none (its first page holds rows, §5.4)."""
+    found = ctx.desc(node, StreamType.DATA)
+    assert found is not None
+    k, desc = found
+    if desc.desc_type != DescType.FULL or not is_dictionary_chunk(
+        desc.pages(ctx.stripe)["row_count"]
+    ):
+        return None
+    page = ctx.pages.get((k, 0))
+    check_entries(None, page, ctx.where("DATA page 0"))
+    assert isinstance(page, StripeDictionaryPage)
+    return page
+
+
+def _dictionary_indices(
+    ctx: StripeContext,
+    node: Node,
+    dictionary: StripeDictionaryPage,
+    pages: Sequence[int],
+    stripe_rows: int,
+    rows: tuple[int, int],
+    full_validity: Callable[[], tuple[object | None, int]] | None,
+) -> pa.Array:
+    """The int32 indices (nulls from the validity) of rows ``rows`` held by DATA pages
+    ``pages`` of a stripe-dictionary chunk, each page checked against the dictionary."""
+    k = ctx.desc(node, StreamType.DATA)[0]  # type: ignore[index]
+    offsets_k = ctx.desc(node, StreamType.OFFSETS)[0]  # type: ignore[index]
+    parts = []
+    for p in pages:
+        raw = ctx.pages.get((k, p))
+        where = ctx.where(f"DATA page {p}")
+        if not isinstance(raw, IndexPage):
+            raise InvalidFileError(f"{where}: not DICTIONARY_INDICES in a stripe-dictionary chunk")
+        if ctx.pages.get((offsets_k, p)) is not DERIVED:
+            raise ctx.fail(f"OFFSETS page {p} of a stripe-dictionary chunk is not DERIVED")
+        check_entries(raw, dictionary, where)
+        parts.append(raw.indices)
+    a, b = rows
+    indices = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
+    if len(indices) != b - a:
+        raise ctx.fail(f"pages hold {len(indices)} values, expected {b - a}")
+    validity, nulls = _rows_validity(ctx, node, stripe_rows, rows, full_validity)
+    return _from_buffers(ctx, pa.int32(), b - a, [validity, indices], nulls)
+
+
 def assemble_flat(
     ctx: StripeContext,
     node: Node,
@@ -408,6 +461,13 @@ def assemble_flat(
     pages = range(*run)
     t = node.type
     storage_t = node.storage
+    dictionary = _stripe_dictionary(ctx, node) if node.kind == Kind.BINARY and n else None
+    if dictionary is not None:  # 1.4: the values are the stripe dictionary's, taken
+        indices = _dictionary_indices(
+            ctx, node, dictionary, pages, stripe_rows, rows, full_validity
+        )
+        values = dictionary.typed(_physical(storage_t), ctx.where("stripe dictionary"))
+        return _finish(node, _take(ctx, values, indices), t)
     if node.kind == Kind.BINARY:
         offs = _offsets(ctx, node, n, pages)
         data = _binary_data(ctx, node, offs, pages)
@@ -415,6 +475,13 @@ def assemble_flat(
         return _finish(node, arr, t)
     data = _fixed_data(ctx, node, n, pages)
     return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)
+
+
+def _take(ctx: StripeContext, values: pa.Array, indices: pa.Array) -> pa.Array:
+    try:
+        return values.take(indices)
+    except (pa.ArrowException, MemoryError) as exc:  # e.g. more than 32-bit offsets hold
+        raise ctx.fail(f"cannot take from the stripe dictionary: {exc}") from None
 
 
 def dictionary_encoded(arr: pa.Array) -> pa.DictionaryArray:
@@ -445,6 +512,13 @@ def assemble_dictionary(
     if run[0] == run[1]:  # no DATA pages: empty strings, or nulls
         return dictionary_encoded(assemble_flat(ctx, node, stripe_rows, run, rows, full_validity))
     value_type = without_views(node.type)
+    stripe_dictionary = _stripe_dictionary(ctx, node)
+    if stripe_dictionary is not None:  # 1.4: the stripe's dictionary, as it is
+        indices = _dictionary_indices(
+            ctx, node, stripe_dictionary, range(*run), stripe_rows, rows, full_validity
+        )
+        values = stripe_dictionary.typed(value_type, ctx.where("stripe dictionary"))
+        return pa.DictionaryArray.from_arrays(indices, values)
     found = ctx.desc(node, StreamType.DATA)
     assert found is not None
     k, desc = found
@@ -508,6 +582,7 @@ def assemble_points(
     counts = desc.pages(ctx.stripe)["row_count"]
     offsets_k = node.stream(StreamType.OFFSETS)
     domain = int_domain(node.storage)
+    dictionary = _stripe_dictionary(ctx, node) if offsets_k is not None else None
     lengths: list[np.ndarray] = []
     parts: list[bytes] = []
     for page in sorted(points):
@@ -521,6 +596,7 @@ def assemble_points(
                 values,
                 node.byte_width,
                 where,
+                dictionary,
             )
             lengths.append(got)
         else:

@@ -30,6 +30,12 @@ import zstandard
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format import decimal_floats, encodings
 from fermion.format.offsets import lengths_into, plain_into, sums_fit
+from fermion.format.stripe_dictionary import (
+    IndexPage,
+    StripeDictionaryPage,
+    parse_dictionary,
+    parse_indices,
+)
 from fermion.format.structs import (
     BLOCK_TABLE_DTYPE,
     PAGE_HEADER_DTYPE,
@@ -95,7 +101,7 @@ class _Derived:
 
 
 DERIVED = _Derived()
-Decoded = bytes | memoryview | DictionaryPage | _Derived
+Decoded = bytes | memoryview | DictionaryPage | _Derived | StripeDictionaryPage | IndexPage
 _HEADER_FLAG_CRC = 1
 
 _local = threading.local()
@@ -438,8 +444,9 @@ def decode_page(
         verify_crc: check the CRC32 when the page carries one.
 
     Returns:
-        The plain payload; a :class:`DictionaryPage` for DICTIONARY pages and
-        :data:`DERIVED` for DERIVED offsets pages.
+        The plain payload; a :class:`DictionaryPage` for DICTIONARY pages,
+        :data:`DERIVED` for DERIVED offsets pages and, for stripe dictionaries (1.4), a
+        :class:`StripeDictionaryPage` or :class:`IndexPage`.
     """
     head = read_page_head(
         page,
@@ -592,6 +599,10 @@ def decode_payload(
         raise InvalidFileError(f"{where}: encoded page holds {int(h['count'])} values")
     if encoding == Encoding.DICTIONARY:
         return DictionaryPage(*encodings.dictionary_parts(payload, where))
+    if encoding == Encoding.STRIPE_DICTIONARY:  # 1.4: DATA page 0 of a string chunk
+        return parse_dictionary(payload, where)
+    if encoding == Encoding.DICTIONARY_INDICES:
+        return parse_indices(payload, values, where)
     out_width = int(h["out_width"])
     lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
     plain_size = (values + 1 if lengths else values) * out_width

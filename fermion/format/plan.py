@@ -34,6 +34,7 @@ from fermion.format.assemble import (
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.layout import Kind, Node, StreamSpec, without_views
 from fermion.format.schema import ColumnInfo
+from fermion.format.stripe_dictionary import is_dictionary_chunk
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
 __all__ = [
@@ -139,11 +140,16 @@ class ColumnPlan:
     # point reads (take): DATA page index -> the wanted rows within that page, in order;
     # those pages (and their OFFSETS pages) are handed over undecoded
     points: dict[int, np.ndarray] | None = None
+    dictionary: PageRequest | None = None  # the stripe dictionary page (1.4), when read
 
     def undecoded(self, req: PageRequest) -> bool:
         """Whether the point reader, not the page decoder, handles this page."""
         validity = self.proj.tree.stream(StreamType.VALIDITY)
-        return self.points is not None and (validity is None or req.stream != validity.index)
+        return (
+            self.points is not None
+            and (validity is None or req.stream != validity.index)
+            and req != self.dictionary
+        )
 
     def assemble(self, ctx: StripeContext, n: int, sel: Selection) -> pa.Array:
         if self.points is not None and sel.points is not None:
@@ -306,6 +312,12 @@ def plan_column(
         and not p.dictionary  # its DICTIONARY pages are kept whole, not gathered
     )
     wanted_list = wanted.tolist()
+    dictionary = None
+    if tree.kind == Kind.BINARY and len(wanted_list) and is_dictionary_chunk(lay.counts):
+        # its pages are indices into the stripe dictionary: DATA page 0, of no rows, which
+        # no selection covers (§5.4); read in the same coalesced IO, decoded whole
+        offset0, size0 = int(lay.offsets[0]), int(lay.sizes[0])
+        dictionary = PageRequest(dspec.index, 0, offset0, size0, 0, None)
     for k, stream_lay, stream_type in streams:
         # point reads hand pages over undecoded: never decoded into a run buffer
         # nor is a dictionary-encoded read's: each of its pages is encoded on its own
@@ -320,6 +332,8 @@ def plan_column(
         ):
             plain = expected_size(tree, stream_type, values)
             pages.append(PageRequest(k, i, offset, size, values, plain, contiguous, offsets_width))
+    if dictionary is not None:
+        pages.append(dictionary)
     if by_points:
         assert sel.points is not None and page_of is not None and cut is not None
         rel = sel.points - starts[page_of]
@@ -327,7 +341,7 @@ def plan_column(
         points = {
             page: rel[a:b] for page, a, b in zip(wanted_list, bounds, bounds[1:], strict=False)
         }
-        return ColumnPlan(p, pages, None, points)
+        return ColumnPlan(p, pages, None, points, dictionary)
     w = [int(x) for x in wanted]
     runs = []
     i = 0
@@ -337,4 +351,4 @@ def plan_column(
             j += 1
         runs.append(((w[i], w[j] + 1), (int(starts[w[i]]), int(ends[w[j]]))))
         i = j + 1
-    return ColumnPlan(p, pages, runs)
+    return ColumnPlan(p, pages, runs, dictionary=dictionary)

@@ -39,7 +39,15 @@ from fermion.format.pages import (
     BlockedBody,
     decode_payload,
     decompress_body,
+    is_derived,
     read_page_head,
+)
+from fermion.format.stripe_dictionary import (
+    IndexPage,
+    StripeDictionaryPage,
+    check_entries,
+    check_header,
+    indices_layout,
 )
 from fermion.format.structs import Compression, Encoding, EncodingFlag
 
@@ -374,12 +382,20 @@ def binary_values(
     values: int,
     offset_width: int,
     where: str,
+    dictionary: StripeDictionaryPage | None = None,
 ) -> tuple[np.ndarray, bytes]:
-    """(lengths, concatenated bytes) of the values at ``rows`` of a BINARY page pair."""
+    """(lengths, concatenated bytes) of the values at ``rows`` of a BINARY page pair
+    (``dictionary``: the stripe dictionary, when the chunk has one, format 1.4)."""
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
     data = PagePayload(data_page, values, None, where)
+    if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
+        if not is_derived(offsets_page):
+            raise InvalidFileError(
+                f"{where}: a stripe-dictionary chunk's OFFSETS page is not DERIVED"
+            )
+        return _stripe_dictionary_values(data, rows, dictionary)
     if data.encoding == Encoding.DICTIONARY:
         return _dictionary_values(data, rows)
     if data.encoding != Encoding.PLAIN:
@@ -401,6 +417,27 @@ def binary_values(
     lengths = ends - begins
     data.need(begins, ends)  # checks the ranges against the data page
     return lengths, gather_ranges(data.buf, begins, lengths).tobytes()
+
+
+def _stripe_dictionary_values(
+    p: PagePayload, rows: np.ndarray, dictionary: StripeDictionaryPage | None
+) -> tuple[np.ndarray, bytes]:
+    """The values at ``rows`` of a DICTIONARY_INDICES page: only their indices are read
+    from the page, then looked up in the (decoded) stripe dictionary."""
+    if p.encoding != Encoding.DICTIONARY_INDICES:
+        raise InvalidFileError(f"{p.where}: not DICTIONARY_INDICES in a stripe-dictionary chunk")
+    h = check_header(p.header(), p.where)
+    entries, bits = indices_layout(h, p.size, p.values, p.where)
+    check_entries(IndexPage(np.zeros(0, np.int64), entries), dictionary, p.where)
+    assert dictionary is not None
+    indices = _packed(p, _H, bits, rows)
+    if len(indices) and int(indices.max()) >= entries:  # unsigned: 64-bit indices too
+        raise InvalidFileError(f"{p.where}: dictionary index out of range")
+    at = indices.astype(np.int64)
+    begins = dictionary.offsets[at]
+    lengths = dictionary.offsets[at + 1] - begins
+    body = np.frombuffer(dictionary.data, dtype=np.uint8)
+    return lengths, gather_ranges(body, begins, lengths).tobytes()
 
 
 def _dictionary_values(p: PagePayload, rows: np.ndarray) -> tuple[np.ndarray, bytes]:

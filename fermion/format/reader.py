@@ -72,7 +72,8 @@ _KNOWN_REQUIRED = int(
     | RequiredFeature.BLOCKS
     | RequiredFeature.CHECKPOINTS
     | RequiredFeature.DECIMAL_FLOATS
-)  # format 1.3
+    | RequiredFeature.STRIPE_DICTIONARY
+)  # format 1.4
 _PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
 
 
@@ -156,6 +157,7 @@ class FileReader:
         if unknown:
             raise UnsupportedVersionError(f"{name}: unknown required feature flags {unknown:#x}")
         self._footer = footer
+        self._stripes.required_features = int(footer["required_features"])
         self.num_rows = int(footer["num_rows"])
         self.num_columns = int(footer["num_columns"])
         self.num_stripes = int(footer["num_stripes"])

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from fermion.errors import InvalidFileError
 from fermion.format.assemble import StripeContext
 from fermion.format.cmb import ColumnMeta
 from fermion.format.options import ReadOptions
@@ -39,7 +40,7 @@ from fermion.format.plan import (
     plan_column,
     select_rows,
 )
-from fermion.format.structs import Compression, Encoding
+from fermion.format.structs import Compression, Encoding, RequiredFeature
 from fermion.format.threads import io_pool, pool
 from fermion.io.source import ByteSource
 
@@ -66,6 +67,7 @@ class StripeReader:
     def __init__(self, source: ByteSource, options: ReadOptions) -> None:
         self.source = source
         self.options = options
+        self.required_features = 0  # the footer's, set once the file is open
 
     def read_stripe(
         self,
@@ -119,6 +121,13 @@ class StripeReader:
                 plans.append(None)
                 continue
             plan = plan_column(p, m, s, n, sel, self.options.point_reads)
+            if plan.dictionary is not None and not (
+                self.required_features & RequiredFeature.STRIPE_DICTIONARY
+            ):
+                raise InvalidFileError(
+                    f"{self.source.name}: column {p.info.field.name!r}, stripe {s} has a stripe "
+                    "dictionary, but the footer does not require STRIPE_DICTIONARY"
+                )
             plans.append(plan)
             requests.extend((j, req) for req in plan.pages)
         ranges = [(req.offset, req.size) for _, req in requests]

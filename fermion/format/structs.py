@@ -23,6 +23,7 @@ import enum
 import numpy as np
 
 __all__ = [
+    "BASE_VERSION_MINOR",
     "BLOCK_TABLE_DTYPE",
     "CHUNK_ALL_NULL",
     "CMB_HEADER_DTYPE",
@@ -52,11 +53,15 @@ __all__ = [
     "StatsFlag",
     "StreamType",
     "CIT_DTYPE",
+    "minor_version",
 ]
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 3
+FORMAT_VERSION_MINOR = 4  # the newest minor version this code reads and writes
+# the minor version of files without a 1.4 feature, and of every file header: the header
+# is written before the data, so it cannot know (it is informative; see minor_version)
+BASE_VERSION_MINOR = 3
 
 # SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
 # "全部无效 (length = max)"); length 0 means "all valid" / "no data".
@@ -98,6 +103,8 @@ class Encoding(enum.IntEnum):
     DERIVED = 7  # BINARY OFFSETS page with no payload: offsets come from the DATA page
     INT_DICTIONARY = 8  # integers: bit-packed indices + the distinct values (FOR, bit-packed)
     FLOAT_DECIMAL = 9  # floats: integers k with v == k / 10**e (integer codec) + exceptions
+    STRIPE_DICTIONARY = 10  # BINARY DATA page 0 of no rows: the stripe's distinct values (1.4)
+    DICTIONARY_INDICES = 11  # BINARY DATA: bit-packed indices into the stripe dictionary (1.4)
 
 
 class EncodingFlag(enum.IntFlag):
@@ -126,6 +133,15 @@ class RequiredFeature(enum.IntFlag):
     BLOCKS = 1 << 3  # pages compressed as independent zstd blocks (format 1.2)
     DECIMAL_FLOATS = 1 << 4  # float pages encoded FLOAT_DECIMAL (format 1.3)
     CHECKPOINTS = 1 << 5  # encoded pages carry running-sum checkpoints (format 1.3)
+    STRIPE_DICTIONARY = 1 << 6  # string chunks with one dictionary per stripe (format 1.4)
+
+
+def minor_version(required: int) -> int:
+    """The minor version of a file with these required features: 4 when it uses a 1.4
+    feature, else 3, so that a file without one is exactly what a 1.3 writer wrote."""
+    return (
+        FORMAT_VERSION_MINOR if required & RequiredFeature.STRIPE_DICTIONARY else BASE_VERSION_MINOR
+    )
 
 
 class OptionalFeature(enum.IntFlag):

@@ -50,13 +50,13 @@ from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
 from fermion.format.structs import (
+    BASE_VERSION_MINOR,
     CHUNK_ALL_NULL,
     CIT_DTYPE,
     CMB_HEADER_DTYPE,
     FILE_HEADER_DTYPE,
     FOOTER_DTYPE,
     FORMAT_VERSION_MAJOR,
-    FORMAT_VERSION_MINOR,
     FULL_CHUNK_DESC_DTYPE,
     MAGIC,
     PAGE_META_DTYPE,
@@ -67,6 +67,7 @@ from fermion.format.structs import (
     OptionalFeature,
     RequiredFeature,
     StreamType,
+    minor_version,
 )
 from fermion.format.threads import pool
 from fermion.io.sink import Sink, open_sink
@@ -165,7 +166,7 @@ class FileWriter:
         header = np.zeros(1, dtype=FILE_HEADER_DTYPE)
         header["magic"] = MAGIC
         header["version_major"] = FORMAT_VERSION_MAJOR
-        header["version_minor"] = FORMAT_VERSION_MINOR
+        header["version_minor"] = BASE_VERSION_MINOR  # before any data: see minor_version
         self._sink.append(header.tobytes())
 
     # -- public API -------------------------------------------------------------------
@@ -514,10 +515,11 @@ class FileWriter:
         f["num_columns"] = len(self._columns)
         f["num_stripes"] = len(self._stripe_rows)
         f["schema_size"] = len(self._schema_area)
-        f["required_features"] = self._required | (RequiredFeature.BATCH_MODE if batch_mode else 0)
+        required = self._required | (RequiredFeature.BATCH_MODE if batch_mode else 0)
+        f["required_features"] = required
         f["optional_features"] = OptionalFeature.PAGE_CRC if self.options.page_crc else 0
         f["version_major"] = FORMAT_VERSION_MAJOR
-        f["version_minor"] = FORMAT_VERSION_MINOR
+        f["version_minor"] = minor_version(required)
         f["magic"] = MAGIC
         raw = footer.tobytes()
         f["footer_crc"] = zlib.crc32(raw[:40])

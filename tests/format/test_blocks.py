@@ -906,7 +906,7 @@ def test_which_pages_are_blocked_and_which_keep_zstd(tmp_path: Path) -> None:
             "packed": pa.array(nine),
             "plain": pa.array(nine),  # 8 bytes per value, PLAIN
             "sorted": pa.array(np.cumsum(np.tile([0, 0, 1, 0, 3], n // 5))),  # DELTA
-            "text": pa.array([f"row {i % 5000} " + "x" * int(k) for i, k in enumerate(nine)]),
+            "text": pa.array([f"row {i} " + "x" * int(k) for i, k in enumerate(nine)]),  # unique
             "nested": pa.array([[int(v)] for v in nine], pa.list_(pa.int64())),
         }
     )

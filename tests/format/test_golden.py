@@ -23,7 +23,7 @@ CASES = sorted(GOLDEN.glob("v*/*.fermion"))
 
 def test_golden_files_exist() -> None:
     versions = {p.parent.name for p in CASES}
-    assert {"v1_0", "v1_1", "v1_2", "v1_3"} <= versions
+    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4"} <= versions
     assert any(p.stem == "batch_mode" for p in CASES)
     assert len(CASES) >= 5
 
@@ -142,7 +142,8 @@ def test_format_md_lists_struct_sizes() -> None:
 
 
 @pytest.mark.parametrize(
-    "version,last", [("v1_1", structs.Encoding.INT_DICTIONARY), ("v1_3", max(structs.Encoding))]
+    "version,last",
+    [("v1_1", structs.Encoding.INT_DICTIONARY), ("v1_3", structs.Encoding.FLOAT_DECIMAL)],
 )
 def test_encoded_shapes_golden_file_covers_every_encoding(version: str, last: int) -> None:
     d = fermion.FileReader(GOLDEN / version / "encoded_shapes.fermion").describe()
@@ -369,3 +370,35 @@ def test_v1_3_checkpoints_golden_file_reads_back(point_reads: bool) -> None:
     with fermion.FileReader(CHECKPOINTED, point_reads=point_reads) as r:
         for name in expected.column_names:
             assert_same(r.take(idx, columns=[name]), expected.select([name]).take(idx))
+
+
+# -- format 1.4: stripe dictionaries ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["stripe_dictionary", "stripe_dictionary_batches"])
+def test_v1_4_golden_files_use_stripe_dictionaries(name: str) -> None:
+    """The 1.4 golden files need the 1.4 feature, which a 1.3 reader refuses from the
+    footer; their header still says 1.3 (written before the data, §1.1)."""
+    path = GOLDEN / "v1_4" / f"{name}.fermion"
+    header = np.frombuffer(path.read_bytes()[:8], dtype=structs.FILE_HEADER_DTYPE)[0]
+    assert int(header["version_minor"]) == 3
+    with fermion.FileReader(path) as r:
+        required = structs.RequiredFeature(r.metadata.required_features)
+        assert structs.RequiredFeature.STRIPE_DICTIONARY in required
+        d = r.describe()
+    by_column = {
+        c["name"]: {
+            s["stream_type"]: {e for ch in s["chunks"] for e in ch["encodings"]}
+            for s in c["streams"]
+        }
+        for c in d["columns"]
+    }
+    stripe_dictionary = {"STRIPE_DICTIONARY", "DICTIONARY_INDICES"}
+    expected = ["city", "agent"] + (["sku", "blob", "view"] if name == "stripe_dictionary" else [])
+    for column in expected:
+        assert by_column[column]["DATA"] == stripe_dictionary, column
+        assert by_column[column]["OFFSETS"] == {"DERIVED"}, column
+    assert by_column["flag"]["DATA"] == {"DICTIONARY"}  # few distinct values: page level
+    if name == "stripe_dictionary":
+        assert by_column["note"]["DATA"] == {"PLAIN"}  # unique values
+        assert by_column["sku"]["BLOOM"] == {"PLAIN"}

@@ -74,6 +74,46 @@ def golden_tables() -> dict[str, tuple[pa.Table, dict]]:
     }
 
 
+def stripe_dictionary_tables() -> dict[str, tuple[pa.Table, dict]]:
+    """Format 1.4: the golden files of a 1.4 writer are those that use a 1.4 feature (its
+    other files are 1.3 files)."""
+    options = {"max_stripe_rows": 7_000, "page_size": 4096, "bloom_filter_columns": ["sku"]}
+    return {"stripe_dictionary": (stripe_dictionary_table(12_000), options)}
+
+
+def _words(rng: np.random.Generator, count: int, low: int, high: int) -> np.ndarray:
+    """``count`` distinct random lowercase words of ``low`` to ``high - 1`` letters."""
+    out: set[str] = set()
+    while len(out) < count:
+        size = int(rng.integers(low, high))
+        out.add(rng.integers(97, 123, size, dtype=np.uint8).tobytes().decode())
+    return np.array(sorted(out))
+
+
+def stripe_dictionary_table(n: int) -> pa.Table:
+    """Format 1.4: medium-cardinality string and binary columns (stripe dictionaries) with
+    nulls and empty strings, next to low-cardinality (page DICTIONARY) and unique (PLAIN)
+    strings and a column with bloom filters."""
+    rng = np.random.default_rng(29)
+    cities = _words(rng, 900, 3, 20)
+    cities[0] = ""  # an empty string among the distinct values
+    city = rng.choice(cities, n)
+    nulls = rng.random(n) < 0.1
+    agents = _words(rng, 1_500, 10, 40)
+    skus = _words(rng, 2_000, 8, 13)
+    return pa.table(
+        {
+            "city": pa.array(city, mask=nulls),  # string, nulls, ""
+            "agent": pa.array(rng.choice(agents, n)).cast(pa.large_string()),
+            "sku": pa.array(rng.choice(skus, n)),  # with bloom filters
+            "blob": pa.array([w.encode() + b"\x00\xff" for w in rng.choice(skus, n)]),
+            "view": pa.array(rng.choice(cities[1:], n)).cast(pa.string_view()),
+            "flag": pa.array(rng.choice(["A", "N", "R"], n)),  # page-level DICTIONARY
+            "note": pa.array([f"note {i} {int(k)}" for i, k in enumerate(rng.integers(0, 9, n))]),
+        }
+    )
+
+
 def checkpoints_table(n: int) -> pa.Table:
     rng = np.random.default_rng(23)
     words = np.array(["north", "east", "south", "west", "up", "down", "left", "right"])
@@ -162,8 +202,14 @@ def write(out: Path, name: str, table: pa.Table) -> None:
             writer.write_table(table)
 
 
-def main(out: Path) -> None:
+def main(out: Path, version: tuple[int, int]) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    if version >= (1, 4):
+        for name, (table, options) in stripe_dictionary_tables().items():
+            fermion.write_table(table, out / f"{name}.fermion", **options)
+            write(out, name, table)
+        stripe_dictionary_batches(out)
+        return
     for name, (table, options) in golden_tables().items():
         fermion.write_table(table, out / f"{name}.fermion", **options)
         write(out, name, table)
@@ -182,9 +228,32 @@ def main(out: Path) -> None:
     write(out, "batch_mode", expected)
 
 
+def stripe_dictionary_batches(out: Path) -> None:
+    """Format 1.4: a batch-mode file whose index pages are cut at batch boundaries."""
+    rng = np.random.default_rng(31)
+    sizes = rng.integers(1, 400, 40)
+    sizes[7] = 2_500  # a batch larger than a page
+    table = stripe_dictionary_table(int(sizes.sum())).select(["city", "agent", "flag"])
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    ids = (np.arange(len(sizes)) * 3 + 10).tolist()
+    with fermion.FileWriter(
+        out / "stripe_dictionary_batches.fermion",
+        table.schema,
+        page_size=2048,
+        max_stripe_rows=5000,
+    ) as w:
+        for bid, a, size in zip(ids, starts[:-1].tolist(), sizes.tolist(), strict=True):
+            w.append_batch(bid, table.slice(a, size))
+    vid = pa.array(np.repeat(ids, sizes), pa.int64())
+    vindex = pa.array(np.concatenate([np.arange(k) for k in sizes]), pa.int32())
+    expected = table.append_column(pa.field("_batch_id", pa.int64(), False), vid)
+    expected = expected.append_column(pa.field("_batch_index", pa.int32(), False), vindex)
+    write(out, "stripe_dictionary_batches", expected)
+
+
 if __name__ == "__main__":
     version = f"v{FORMAT_VERSION_MAJOR}_{FORMAT_VERSION_MINOR}"
     target = Path(__file__).parent / version
     if target.exists() and "--force" not in sys.argv:
         raise SystemExit(f"{target} exists: golden files of a released version are frozen")
-    main(target)
+    main(target, (FORMAT_VERSION_MAJOR, FORMAT_VERSION_MINOR))
