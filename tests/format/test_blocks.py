@@ -263,7 +263,8 @@ def test_later_pages_of_a_chunk_follow_its_first_pages_block_choice(tmp_path: Pa
     repeated = [phrase[i % 1000 : i % 1000 + 40] for i in range(8_000)]
     table = pa.table({"s": words + repeated})
     path = tmp_path / "f.fermion"
-    opts = {"page_size": 2048, "compression_block_size": 1024}  # pages of 16 KiB of text
+    # pages of 16 KiB of text; PLAIN pages (no stripe dictionary for these few distinct)
+    opts = {"page_size": 2048, "compression_block_size": 1024, "column_encodings": {"s": "plain"}}
     fermion.write_table(table, path, **opts)
     pages = page_spans(path, "s")
     assert len(pages) > 4 and pages[-1]["size"] < 1024  # the last page: less than a block
