@@ -190,6 +190,7 @@ def encode_floats(
     *,
     compressed: bool,
     decimal: bool = True,
+    split: bool | None = None,
 ) -> tuple[Encoding, bytes | memoryview]:
     """Choose PLAIN, BYTE_SPLIT or FLOAT_DECIMAL for a page of float values.
 
@@ -199,7 +200,9 @@ def encode_floats(
     first 16 KiB (the sample BYTE_SPLIT is chosen on), and in any case the whole page's
     payload must have at most one exception in 32 and be at least 10% smaller than the
     plain values; otherwise BYTE_SPLIT or PLAIN is chosen as before. ``valid``: the
-    page's validity (None: no nulls). ``decimal=False`` skips FLOAT_DECIMAL.
+    page's validity (None: no nulls). ``decimal=False`` skips FLOAT_DECIMAL. ``split``:
+    BYTE_SPLIT or not as decided on an earlier page (None: sample this page). Without
+    ``compressed`` BYTE_SPLIT is never chosen: its planes only help zstd.
     """
     n = len(data) // width
     if n < 64 or width not in (4, 8):
@@ -213,8 +216,10 @@ def encode_floats(
         payload = _decimal_if_smaller(values, valid, e, width, sizes)
         if payload is not None:
             return Encoding.FLOAT_DECIMAL, payload
-    split = encodings.encode_byte_split(data, width, sizes)
-    return (Encoding.BYTE_SPLIT, split) if split is not None else (Encoding.PLAIN, data)
+    if not compressed or split is False:
+        return Encoding.PLAIN, data
+    planes = encodings.encode_byte_split(data, width, sizes, sampled=split is None)
+    return (Encoding.BYTE_SPLIT, planes) if planes is not None else (Encoding.PLAIN, data)
 
 
 def _decimal_if_smaller(

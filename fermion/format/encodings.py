@@ -558,17 +558,22 @@ def byte_split_sizes(data: memoryview | bytes, width: int) -> tuple[int, int]:
 
 
 def encode_byte_split(
-    data: memoryview | bytes, width: int, sizes: tuple[int, int] | None = None
+    data: memoryview | bytes,
+    width: int,
+    sizes: tuple[int, int] | None = None,
+    sampled: bool = True,
 ) -> bytes | None:
     """BYTE_SPLIT payload for float values, or None when a sample says plain compresses
     better (e.g. quantised prices) or the page is too small to matter. ``sizes``: the
-    sample's :func:`byte_split_sizes`, when already known."""
+    sample's :func:`byte_split_sizes`, when already known; ``sampled=False``: no sample,
+    the caller has decided (on an earlier page of the chunk)."""
     n = len(data) // width
     if n < 64 or width not in (4, 8):
         return None
-    plain, split = sizes if sizes is not None else byte_split_sizes(data, width)
-    if split >= plain:
-        return None
+    if sampled:
+        plain, split = sizes if sizes is not None else byte_split_sizes(data, width)
+        if split >= plain:
+            return None
     head = encoding_header(Encoding.BYTE_SPLIT, count=n, out_width=width)
     return head + split_planes(np.frombuffer(data, dtype=np.uint8, count=n * width), width)
 

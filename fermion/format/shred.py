@@ -359,6 +359,10 @@ _USUAL_ZSTD_RULE = (
     Encoding.STRIPE_DICTIONARY,
 )
 _DECIMAL_TRIES = 2  # float pages in a row not FLOAT_DECIMAL before a chunk stops trying
+# float pages choose BYTE_SPLIT or PLAIN on a zstd sample of the chunk's first page and of
+# every 8th page after it; the pages between follow the last sample (two sample passes a
+# page cost batch-mode writes of small pages a third of their zstd time)
+_SPLIT_SAMPLE_EVERY = 8
 _BLOCK_VALUE_BYTES = 8  # pages of fewer payload bytes per value are never blocked
 # columns that are not flat (nested, dictionary, extension types) are read stripe by stripe
 # whole: their pages are 4x page_size (fewer pages, less per-page work on every read)
@@ -426,6 +430,8 @@ def _float_encoder(
     the search costs most on small pages, e.g. batch mode's).
     """
     misses = [0]
+    split: list[bool | None] = [None]  # BYTE_SPLIT or not, as the last sample said
+    pages = [0]
 
     def encode(a: int, b: int, values: pa.Array | None) -> PagePayload:
         plain = payload_of(a, b)
@@ -435,9 +441,17 @@ def _float_encoder(
         if values is not None and values.null_count:
             valid = values.is_valid().to_numpy(zero_copy_only=False)
         enc, payload = encode_floats(
-            plain, width, valid, compressed=compressed, decimal=misses[0] < _DECIMAL_TRIES
+            plain,
+            width,
+            valid,
+            compressed=compressed,
+            decimal=misses[0] < _DECIMAL_TRIES,
+            split=None if pages[0] % _SPLIT_SAMPLE_EVERY == 0 else split[0],
         )
+        pages[0] += 1
         misses[0] = 0 if enc == Encoding.FLOAT_DECIMAL else misses[0] + 1
+        if enc != Encoding.FLOAT_DECIMAL and b - a >= 64:
+            split[0] = enc == Encoding.BYTE_SPLIT
         return enc, payload
 
     return encode

@@ -147,6 +147,10 @@ def _lower_bound_text(s: str) -> bytes:
     return out
 
 
+def _float_bits(x: float) -> int:
+    return int(np.float64(x).view(np.int64))
+
+
 def compute_stats(values: pa.Array, kind: StatsKind) -> tuple[int, int, int]:
     """Bounds of the non-null values of ``values`` as (min slot, max slot, StatsFlag bits)."""
     if kind == StatsKind.NONE or values.null_count == len(values) or len(values) == 0:
@@ -160,6 +164,12 @@ def compute_stats(values: pa.Array, kind: StatsKind) -> tuple[int, int, int]:
         hi = int(np.uint64(mm["max"].as_py()).view(np.int64))
         return lo, hi, StatsFlag.HAS_MINMAX
     if kind == StatsKind.FLOAT:
+        if not values.null_count and values.type in (pa.float32(), pa.float64()):
+            v = values.to_numpy(zero_copy_only=True)  # two numpy reductions, no Arrow calls
+            lo_f, hi_f = float(v.min()), float(v.max())  # NaN if there is one
+            if lo_f != lo_f or hi_f != hi_f:
+                return 0, 0, StatsFlag.HAS_NAN
+            return _float_bits(lo_f), _float_bits(hi_f), StatsFlag.HAS_MINMAX
         if pc.any(pc.is_nan(values)).as_py():
             return 0, 0, StatsFlag.HAS_NAN
         mm = pc.min_max(values)

@@ -53,7 +53,7 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format import bitpack, shred
+from fermion.format import bitpack
 from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
@@ -73,7 +73,11 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
-from tests.format.test_points import compressions_of, page_spans
+from tests.format.test_points import (
+    compressions_of,
+    floats_as_1_3_writers_wrote_them,
+    page_spans,
+)
 
 ALWAYS_BLOCKS = float("inf")  # keep zstd blocks even where one frame is smaller
 
@@ -666,8 +670,8 @@ def encoded_file(tmp_path_factory) -> tuple[Path, pa.Table]:
         }
     )
     path = tmp_path_factory.mktemp("lies") / "encoded.fermion"
-    with pytest.MonkeyPatch.context() as mp:  # uncompressed BYTE_SPLIT pages, as 1.2-1.3
-        mp.setattr(shred, "_planes_pay", lambda page: True)  # writers wrote them
+    with pytest.MonkeyPatch.context() as mp:  # uncompressed BYTE_SPLIT pages
+        floats_as_1_3_writers_wrote_them(mp)
         fermion.write_table(
             table, path, page_size=8192, max_stripe_rows=n, compression="none", page_crc=False
         )

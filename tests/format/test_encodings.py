@@ -208,6 +208,34 @@ def test_byte_split_pages_only_where_zstd_keeps_them(tmp_path: Path, compression
     assert_same(fermion.FileReader(path).take(idx), table.take(idx))
 
 
+def test_float_pages_sample_byte_split_on_every_8th_page(tmp_path: Path, monkeypatch) -> None:
+    """A chunk's float pages run the zstd sample (plain vs planes) on its first page and
+    every 8th after it; the pages between follow the last sample. Without zstd no sample
+    is taken: BYTE_SPLIT only helps zstd."""
+    calls: list[int] = []
+    sizes = encodings.byte_split_sizes
+
+    def counted(data, width):
+        calls.append(len(data))
+        return sizes(data, width)
+
+    monkeypatch.setattr(encodings, "byte_split_sizes", counted)
+    rng = np.random.default_rng(12)
+    x = rng.random(20 * 2048, dtype=np.float32)  # uniform: planes win (zstd keeps them)
+    table = pa.table({"x": x})
+    path = tmp_path / "f.fermion"
+    fermion.write_table(table, path, page_size=8 << 10, max_stripe_rows=10 * 2048)
+    from tests.format.test_points import page_spans
+
+    pages = page_spans(path, "x")
+    assert len(pages) == 20 and {p["encoding"] for p in pages} == {Encoding.BYTE_SPLIT}
+    assert len(calls) == 4  # two stripes of 10 pages: pages 0 and 8 of each
+    assert_same(fermion.read_table(path), table)
+    calls.clear()
+    fermion.write_table(table, tmp_path / "n.fermion", page_size=8 << 10, compression="none")
+    assert calls == []
+
+
 @pytest.mark.parametrize("compression", ["zstd", "none"])
 def test_encoded_reads_take_and_filters(tmp_path: Path, compression: str) -> None:
     import pyarrow.compute as pc

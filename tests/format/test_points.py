@@ -190,15 +190,24 @@ def test_all_types_projection(all_types_file) -> None:
 N_SHAPES = 20_000
 
 
+def floats_as_1_3_writers_wrote_them(mp: pytest.MonkeyPatch) -> None:
+    """Float pages as 1.2-1.3 writers wrote them: BYTE_SPLIT chosen on the zstd sample
+    even without zstd, and kept where zstd did not keep it (this writer stores those
+    pages PLAIN), so that tests still cover reading uncompressed BYTE_SPLIT pages."""
+    mp.setattr(shred, "_planes_pay", lambda page: True)
+    encode_floats = shred.encode_floats
+    mp.setattr(
+        shred, "encode_floats", lambda *a, **k: encode_floats(*a, **(k | {"compressed": True}))
+    )
+
+
 @pytest.fixture(scope="module", params=CODECS, ids=CODEC_IDS)
 def shapes_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
     compression, block = request.param
     table = shapes_table(N_SHAPES)
     path = tmp_path_factory.mktemp("shapes") / f"shapes-{compression}-{block}.fermion"
     with pytest.MonkeyPatch.context() as mp:
-        # BYTE_SPLIT pages also where zstd did not keep them, as 1.2-1.3 writers wrote them
-        # (this writer stores those PLAIN): uncompressed planes are read value by value
-        mp.setattr(shred, "_planes_pay", lambda page: True)
+        floats_as_1_3_writers_wrote_them(mp)  # uncompressed planes are read value by value
         fermion.write_table(
             table,
             path,

@@ -155,3 +155,23 @@ def test_written_chunk_bounds_equal_the_stripe(tmp_path: Path) -> None:
             )
         else:
             assert (chunk["min"], chunk["max"]) == (lo, hi)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=1, max_size=50),
+    st.sampled_from([pa.float32(), pa.float64()]),
+    st.booleans(),
+)
+def test_float_bounds_without_nulls_match_arrow_min_max(values, t, with_null) -> None:
+    """Float pages without nulls take their bounds from two numpy reductions; the result
+    is Arrow's min_max (NaN: no bounds, HAS_NAN), as for pages with nulls. Zeros of either
+    sign compare equal and the two paths may pick either."""
+    arr = pa.array(values + ([None] if with_null else []), t)
+    got = compute_stats(arr, StatsKind.FLOAT)
+    finite = [v for v in values if v == v]
+    if len(finite) < len(values):
+        assert got == (0, 0, StatsFlag.HAS_NAN)
+        return
+    as_float = [float(np.int64(x).view(np.float64)) for x in got[:2]]
+    assert as_float == [min(finite), max(finite)] and got[2] == StatsFlag.HAS_MINMAX
