@@ -141,7 +141,7 @@ class FileReader:
         tail_len = min(size, max(self.options.prefetch_bytes, fsize))
         self._tail_start = size - tail_len
         self._tail = self.source.read(self._tail_start, tail_len)
-        raw = self._tail[tail_len - fsize :]
+        raw = bytes(self._tail[tail_len - fsize :])  # a copy: it outlives close()
         footer = np.frombuffer(raw, dtype=FOOTER_DTYPE, count=1)[0]
         if bytes(footer["magic"]) != MAGIC:
             raise InvalidFileError(f"{name}: not a Fermion file (bad footer magic)")
@@ -233,8 +233,18 @@ class FileReader:
         return np.frombuffer(raw, dtype="<i4").tolist()
 
     def close(self) -> None:
-        """Release the file handle and worker threads."""
+        """Release the file handle and the metadata read from the file.
+
+        The views of a memory-mapped file this reader holds are dropped here, not when the
+        garbage collector frees the reader (its helpers refer back to it): the mapping is
+        unmapped as soon as no array returned by a read still uses it. Reading after
+        ``close`` raises InvalidArgumentError; what is cached (the schema) stays.
+        """
         self.source.close()
+        self._tail = memoryview(b"")
+        self._cmb_area = None
+        self._cmbs.clear()
+        self._batch_index = None
 
     def __enter__(self) -> FileReader:
         return self

@@ -360,7 +360,7 @@ class SchemaIndex:
                 self._columns[i] = ColumnInfo(
                     index=i,
                     field=self._make_field(e, memoryview(name_raw), blob_raw),
-                    field_ids=np.frombuffer(ids_raw, dtype="<i4"),
+                    field_ids=np.frombuffer(bytes(ids_raw), dtype="<i4"),  # outlives close
                     num_streams=e.num_streams,
                     has_bloom=bool(e.flags & _FLAG_BLOOM),
                 )

@@ -141,6 +141,8 @@ class LocalSource(ByteSource):
     def _read_at(self, offset: int, length: int) -> bytes | memoryview:
         if self._view is not None:
             return self._view[offset : offset + length]
+        if self._fd < 0:
+            raise InvalidArgumentError(f"{self.name}: the file is closed")
         data = os.pread(self._fd, length, offset)
         if len(data) == length:
             return data
