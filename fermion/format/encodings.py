@@ -545,9 +545,15 @@ FLOAT_SAMPLE_BYTES = 16 << 10  # float pages choose their encoding on this many 
 
 
 def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes:
-    """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ..."""
-    raw = np.frombuffer(data, dtype=np.uint8)
-    return np.ascontiguousarray(raw.reshape(-1, width).T).tobytes()
+    """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ...
+
+    One strided copy per plane: numpy's general transpose of bytes runs at ~1 GB/s, a
+    copy of one byte in ``width`` at ~3.5 GB/s."""
+    values = np.frombuffer(data, dtype=np.uint8).reshape(-1, width)
+    planes = np.empty((width, len(values)), dtype=np.uint8)
+    for j in range(width):
+        planes[j] = values[:, j]
+    return planes.tobytes()
 
 
 def byte_split_sizes(data: memoryview | bytes, width: int) -> tuple[int, int]:
@@ -578,13 +584,22 @@ def encode_byte_split(
     return head + split_planes(np.frombuffer(data, dtype=np.uint8, count=n * width), width)
 
 
-def decode_byte_split(payload: memoryview | bytes, where: str = "page") -> bytes:
+def decode_byte_split(
+    payload: memoryview | bytes, where: str = "page", into: np.ndarray | None = None
+) -> memoryview | None:
+    """The plain values of a BYTE_SPLIT payload, written into ``into`` (uint8, exactly
+    their size: None is returned) or into a new buffer (a view of it is returned); one
+    strided copy per plane (see :func:`split_planes`)."""
     h = read_header(payload, where)
     n, width = int(h["count"]), int(h["out_width"])
     if len(payload) != HEADER_SIZE + n * width:
         raise InvalidFileError(f"{where}: BYTE_SPLIT payload has the wrong size")
     planes = np.frombuffer(payload, dtype=np.uint8, offset=HEADER_SIZE).reshape(width, n)
-    return np.ascontiguousarray(planes.T).tobytes()
+    out = np.empty(n * width, dtype=np.uint8) if into is None else into
+    values = out.reshape(n, width)
+    for j in range(width):
+        values[:, j] = planes[j]
+    return None if into is not None else out.data
 
 
 # -- strings ----------------------------------------------------------------------------

@@ -609,7 +609,8 @@ def decode_payload(
     if expected_size is not None and plain_size != expected_size:
         raise InvalidFileError(f"{where}: encoded values decode to {plain_size} bytes")
     if encoding == Encoding.BYTE_SPLIT:
-        return encodings.decode_byte_split(payload, where)
+        target = into if into is not None and len(into) == plain_size else None
+        return encodings.decode_byte_split(payload, where, target)
     if encoding == Encoding.FLOAT_DECIMAL:
         target = into if into is not None and len(into) == plain_size else None
         return decimal_floats.decode_float_decimal(payload, values, where, target)

@@ -154,7 +154,9 @@ class _Encoder:
         if blockable and encoding not in self.blocks_won:
             self.blocks_won[encoding] = data[5] == Compression.ZSTD_BLOCKS
         if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
-            return self.page(decode_byte_split(payload), num_values, Encoding.PLAIN, blocks)
+            plain = decode_byte_split(payload)
+            assert plain is not None  # no target given: a new buffer
+            return self.page(plain, num_values, Encoding.PLAIN, blocks)
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
             if encoding != Encoding.DERIVED and has_checkpoints(payload):

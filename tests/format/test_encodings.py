@@ -116,6 +116,24 @@ def test_byte_split_round_trip() -> None:
     assert encodings.encode_byte_split(quantised.tobytes(), 8) is None
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_byte_split_planes_and_decoding_into_a_buffer(dtype) -> None:
+    """The planes are byte j of every value in turn; decoding writes into a given buffer
+    (a run's slice) or a new one, the same bytes either way."""
+    v = np.random.default_rng(4).standard_normal(4099).astype(dtype)
+    width = v.itemsize
+    planes = encodings.split_planes(v.tobytes(), width)
+    raw = np.frombuffer(v.tobytes(), dtype=np.uint8).reshape(-1, width)
+    assert planes == b"".join(raw[:, j].tobytes() for j in range(width))
+    payload = encodings.encode_byte_split(v.tobytes(), width, sampled=False)
+    assert payload is not None and payload[encodings.HEADER_SIZE :] == planes
+    assert bytes(encodings.decode_byte_split(payload) or b"") == v.tobytes()
+    run = np.full(v.nbytes + 16, 7, dtype=np.uint8)
+    assert encodings.decode_byte_split(payload, into=run[8 : 8 + v.nbytes]) is None
+    assert run[8 : 8 + v.nbytes].tobytes() == v.tobytes()
+    assert (run[:8] == 7).all() and (run[-8:] == 7).all()  # nothing written outside it
+
+
 # -- the writer's choices ---------------------------------------------------------------
 
 
