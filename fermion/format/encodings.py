@@ -53,6 +53,7 @@ __all__ = [
     "decode_byte_split",
     "decode_dictionary",
     "decode_for_into",
+    "decode_int_dictionary_into",
     "dictionary_parts",
     "materialize_dictionary",
     "decode_ints",
@@ -502,18 +503,42 @@ def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page")
             raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
         return np.repeat(vals, lens)
     if enc == Encoding.INT_DICTIONARY:
-        entries = int(h["aux"])
-        if entries <= 0 or entries > n:
-            raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
-        indices = _unpack(payload, HEADER_SIZE, bits, n, where)
-        start = HEADER_SIZE + bitpack.packed_size(n, bits)
-        distinct = _unpack(payload, start, packed_bits(h, "aux_width"), entries, where)
-        if n and (int(indices.min()) < 0 or int(indices.max()) >= entries):  # 64-bit indices
-            raise InvalidFileError(f"{where}: dictionary index out of range")
-        values = distinct[indices]
-        values += int(h["base"])
-        return values
+        indices, distinct = _int_dictionary(payload, h, where)
+        return np.take(distinct, indices)  # faster than fancy indexing (bounds checked)
     raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
+
+
+def _int_dictionary(
+    payload: memoryview | bytes, h: Header, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, distinct values + base as int64) of an INT_DICTIONARY payload whose size
+    is checked, every index checked below the number of distinct values."""
+    n, bits, entries = int(h["count"]), packed_bits(h), int(h["aux"])
+    if entries <= 0 or entries > n:
+        raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
+    indices = _unpack(payload, HEADER_SIZE, bits, n, where)
+    start = HEADER_SIZE + bitpack.packed_size(n, bits)
+    distinct = _unpack(payload, start, packed_bits(h, "aux_width"), entries, where)
+    if n and (int(indices.min()) < 0 or int(indices.max()) >= entries):  # 64-bit indices
+        raise InvalidFileError(f"{where}: dictionary index out of range")
+    distinct += int(h["base"])
+    return indices, distinct
+
+
+def decode_int_dictionary_into(
+    payload: memoryview | bytes, out: np.ndarray, where: str = "page"
+) -> None:
+    """An INT_DICTIONARY payload's values written into ``out`` (integers of 1 to 8 bytes,
+    one per value): each distinct value is cast to ``out``'s type once (wrapping, as
+    :func:`ints_to_plain` casts), then gathered straight into ``out``."""
+    h = read_header(payload, where)
+    if len(payload) != int_payload_size(Encoding.INT_DICTIONARY, h):
+        raise InvalidFileError(f"{where}: INT_DICTIONARY payload size does not match its header")
+    if len(out) != int(h["count"]):
+        raise InvalidFileError(f"{where}: dictionary page of {int(h['count'])} values")
+    indices, distinct = _int_dictionary(payload, h, where)
+    # indices are checked: "wrap" spares numpy the buffered copy "raise" makes with out=
+    np.take(distinct.astype(out.dtype), indices, out=out, mode="wrap")
 
 
 def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:

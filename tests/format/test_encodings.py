@@ -510,6 +510,42 @@ def test_for_straight_into_plain_bytes_equals_decoding_to_int64(
         encodings.decode_for_into(payload[:-1] if n else payload + b"x", out, "p")
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    distinct=st.integers(1, 40),
+    base=st.integers(-(2**63), 2**63 - 2**21),
+    out_width=st.sampled_from([1, 2, 4, 8]),
+    signed=st.booleans(),
+    seed=st.integers(0, 2**32),
+)
+def test_int_dictionary_straight_into_plain_bytes_equals_decoding_to_int64(
+    n: int, distinct: int, base: int, out_width: int, signed: bool, seed: int
+) -> None:
+    """``decode_int_dictionary_into`` (what a run buffer gets) writes exactly the plain
+    bytes of ``decode_ints`` cast to the value width (wrapping), for any base."""
+    rng = np.random.default_rng(seed)
+    choices = base + rng.choice(1 << 20, size=distinct, replace=False).astype(np.int64)
+    values = rng.choice(choices, size=n)
+    mn = int(values.min())
+    present = np.zeros(int(values.max()) - mn + 1, dtype=bool)
+    present[values - mn] = True
+    flags = EncodingFlag.BITS | (EncodingFlag.SIGNED if signed else 0)
+    payload = encodings._encode_as(
+        Encoding.INT_DICTIONARY, values, out_width, int(flags), mn, (present, int(present.sum()))
+    )
+    out = np.full(n, 0x25, dtype=f"<{'i' if signed else 'u'}{out_width}")
+    encodings.decode_int_dictionary_into(payload, out, "p")
+    expected = encodings.ints_to_plain(
+        encodings.decode_ints(payload, Encoding.INT_DICTIONARY), out_width, signed
+    )
+    assert out.tobytes() == expected.tobytes()
+    with pytest.raises(fermion.InvalidFileError):
+        encodings.decode_int_dictionary_into(payload, np.empty(n + 1, dtype=out.dtype), "p")
+    with pytest.raises(fermion.InvalidFileError):
+        encodings.decode_int_dictionary_into(payload[:-1], out, "p")
+
+
 def test_string_dictionary_indices_are_bit_packed() -> None:
     values = pa.array(["x", "yy", "", "zzz", "x"] * 200)
     payload = encodings.encode_dictionary(values)
