@@ -126,6 +126,7 @@ class _Encoder:
         num_values: int,
         encoding: Encoding = Encoding.PLAIN,
         blocks: bool = False,
+        compress: bool = True,
     ) -> EncodedPage:
         # blocks pay when a block holds few values: a take then decompresses a block per
         # wanted value, not every block (bit-packed integers are one frame)
@@ -139,7 +140,7 @@ class _Encoder:
         data = encode_page(
             payload,
             num_values=num_values,
-            codec=self.codec,
+            codec=self.codec if compress else Compression.NONE,
             level=self.opts.compression_level,
             crc=self.opts.page_crc,
             encoding=encoding,
@@ -156,7 +157,9 @@ class _Encoder:
         if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
             plain = decode_byte_split(payload)
             assert plain is not None  # no target given: a new buffer
-            return self.page(plain, num_values, Encoding.PLAIN, blocks)
+            # the sample found the planes compress better than the plain values, and zstd
+            # could not save 10% of the planes: no second zstd pass for the plain values
+            return self.page(plain, num_values, Encoding.PLAIN, blocks, compress=False)
         if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
             self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
             if encoding != Encoding.DERIVED and has_checkpoints(payload):
