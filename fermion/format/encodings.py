@@ -103,10 +103,8 @@ def encoding_header(
     flags: int = 0,
 ) -> bytes:
     """The 24 bytes of an EncodingHeader with the given fields (others 0)."""
-    h = np.zeros(1, dtype=ENCODING_HEADER_DTYPE)
-    h["base"], h["aux"], h["count"] = base, aux, count
-    h["width"], h["aux_width"], h["out_width"], h["flags"] = width, aux_width, out_width, flags
-    return h.tobytes()
+    fields = (base, aux, count, width, aux_width, out_width, int(flags))
+    return np.array([fields], dtype=ENCODING_HEADER_DTYPE).tobytes()  # one call, not seven
 
 
 def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> Header:

@@ -355,13 +355,8 @@ def encode_page(
                 compressed, chosen = blocked, Compression.ZSTD_BLOCKS
         if len(compressed) <= len(payload) * keep_ratio:
             body, used = compressed, chosen
-    header = np.zeros(1, dtype=PAGE_HEADER_DTYPE)
-    header["encoding"] = encoding
-    header["compression"] = used
-    header["flags"] = _HEADER_FLAG_CRC if crc else 0
-    header["decoded_size"] = len(payload)
-    header["num_values"] = num_values
-    head = header.tobytes()
+    fields = (0, encoding, used, _HEADER_FLAG_CRC if crc else 0, 0, len(payload), num_values)
+    head = np.array([fields], dtype=PAGE_HEADER_DTYPE).tobytes()  # one call, not six
     if crc:
         checksum = zlib.crc32(body, zlib.crc32(head[4:]))
         head = np.uint32(checksum).astype("<u4").tobytes() + head[4:]
