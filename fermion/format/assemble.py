@@ -522,8 +522,8 @@ def assemble_dictionary(
     found = ctx.desc(node, StreamType.DATA)
     assert found is not None
     k, desc = found
-    counts = desc.pages(ctx.stripe)["row_count"].astype(np.int64)  # FULL: it has pages
-    first_row = int(counts[: run[0]].sum())
+    layout = desc.layout(ctx.stripe)  # FULL: it has pages
+    counts, first_row = layout.counts, int(layout.starts[run[0]])
     a, b = rows
     pieces: list[tuple[np.ndarray, pa.Array]] = []  # (indices, dictionary) per page
     for p in range(*run):

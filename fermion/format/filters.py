@@ -176,14 +176,14 @@ class Pruner:
                 if p.flat and m.present and dspec is not None:
                     desc = m.streams[dspec.index]
                     if desc.full is not None and int(desc.full[s]["num_pages"]):
-                        ends = np.cumsum(desc.pages(s)["row_count"].astype(np.int64))
+                        ends = desc.layout(s).ends
                         cuts.update(int(e) for e in ends if 0 < e < n)
         for p, m in cols:
             desc = m.streams[p.tree.stream(StreamType.DATA).index]  # type: ignore[union-attr]
             pages = desc.pages(s)
             if int(desc.full[s]["num_pages"]) == 0:  # type: ignore[index]
                 continue
-            ends = np.cumsum(pages["row_count"].astype(np.int64))
+            ends = desc.layout(s).ends
             cuts.update(int(e) for e in ends)
             per_col.append((p, pages, ends))
         if not per_col and not vnames:

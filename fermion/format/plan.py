@@ -85,13 +85,21 @@ class Selection:
     def span_pages(self, page_starts: np.ndarray, page_ends: np.ndarray) -> np.ndarray:
         """Indices of the pages (given their row spans) that hold wanted rows."""
         if self.points is not None:
-            ids = np.searchsorted(page_ends, self.points, side="right")
-            return np.unique(ids)
+            return self.point_pages(page_ends)[0]
         assert self.ranges is not None
         keep = np.zeros(len(page_starts), dtype=bool)
         for a, b in self.ranges:
             keep |= (page_starts < b) & (page_ends > a)
         return np.nonzero(keep)[0]
+
+    def point_pages(self, page_ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For points: (the pages holding them, each point's page, the positions where a
+        new page's points begin after the first). A page of no rows is never chosen."""
+        assert self.points is not None
+        page_of = page_ends.searchsorted(self.points, side="right")
+        cut = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
+        wanted = page_of[np.concatenate(([0], cut))] if len(page_of) else page_of
+        return wanted, page_of, cut
 
 
 def take_values(values: Any, indices: pa.Array) -> Any:
@@ -286,10 +294,8 @@ def plan_column(
             f"column {p.info.field.name!r}: pages hold {int(ends[-1])} rows, stripe has {n}"
         )
     page_of = cut = None
-    if sel.points is not None:  # sorted points: their pages, and where each page's begin
-        page_of = ends.searchsorted(sel.points, side="right")
-        cut = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
-        wanted = page_of[np.concatenate(([0], cut))] if len(page_of) else page_of
+    if sel.points is not None:
+        wanted, page_of, cut = sel.point_pages(ends)
     else:
         wanted = sel.span_pages(starts, ends)
     streams = [(dspec.index, lay, StreamType.DATA)]
