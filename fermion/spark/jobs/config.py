@@ -17,10 +17,10 @@ Every value is checked against its declared type; an unknown key, a wrong type, 
 required key or a missing file is a :class:`ConfigError` that names the key and the file.
 
 Example:
-    >>> import os, tempfile
+    >>> import os, pathlib, tempfile
     >>> d = tempfile.mkdtemp()
     >>> path = os.path.join(d, "vacuum.yaml")
-    >>> _ = open(path, "w").write("table: /data/t\\nretention_hours: 24\\n")
+    >>> _ = pathlib.Path(path).write_text("table: /data/t\\nretention_hours: 24\\n")
     >>> loaded = load_config(VacuumConfig, path, overrides=["retention_hours=48"])
     >>> loaded.job.table, loaded.job.retention_hours
     ('/data/t', 48.0)

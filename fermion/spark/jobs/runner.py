@@ -13,11 +13,11 @@ configuration, 1 any other failure; on failure the summary has ``"status": "erro
 it commits nothing.
 
 Example:
-    >>> import io, json, os, tempfile
+    >>> import io, json, os, pathlib, tempfile
     >>> from fermion.spark.jobs.config import VacuumConfig
     >>> d = tempfile.mkdtemp()
     >>> path = os.path.join(d, "vacuum.yaml")
-    >>> _ = open(path, "w").write("table: /no/such/table\\nretention_hour: 1\\n")
+    >>> _ = pathlib.Path(path).write_text("table: /no/such/table\\nretention_hour: 1\\n")
     >>> out = io.StringIO()
     >>> code = run("vacuum", VacuumConfig, lambda ctx, cfg: JobResult(), ["--config", path],
     ...            stdout=out)
