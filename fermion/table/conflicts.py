@@ -16,8 +16,9 @@ restore    OK       OK         OK        OK           OK            OK        OK
 ========== ======== ========== ========= ============ ============= ========= =========
 
 ``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
-both set the same table configuration key (an ingest records its input there, so the same
-input is never appended twice), otherwise OK. ``**``: only when the delete removes a covered fragment entirely (more deleted rows keep statistics valid bounds).
+both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
+ingest), so the same input is never appended twice; otherwise OK. ``**``: only when the
+delete removes a covered fragment entirely (more deleted rows keep statistics valid bounds).
 ``rebase``: a delete of the same fragment is merged by OR-ing the deletion bitmaps when the
 rows are disjoint; overlapping rows make it retryable (the commit loop decides, since it
 must read the bitmaps). ``R`` is retryable (re-plan on the new version), ``NO`` is
@@ -37,7 +38,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 
-from fermion.table.operations import Append, Delete, Operation, touched_fragment_ids
+from fermion.table.operations import (
+    INPUT_KEY_PREFIX,
+    Append,
+    Delete,
+    Operation,
+    touched_fragment_ids,
+)
 
 __all__ = ["MATRIX", "Verdict", "check"]
 
@@ -71,7 +78,8 @@ _RETRY_IF_OVERLAP = _if_overlap(R)
 def _no_if_same_config(mine: Operation, theirs: Operation) -> Verdict:
     """Two appends recording the same input (config key) cannot both commit."""
     if isinstance(mine, Append) and isinstance(theirs, Append):
-        return NO if mine.config.keys() & theirs.config.keys() else OK
+        same = mine.config.keys() & theirs.config.keys()
+        return NO if any(k.startswith(INPUT_KEY_PREFIX) for k in same) else OK
     return OK
 
 

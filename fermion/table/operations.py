@@ -25,6 +25,7 @@ from fermion.table.proto import transaction_pb2 as txpb
 from fermion.table.schema import TableSchema
 
 __all__ = [
+    "INPUT_KEY_PREFIX",
     "Append",
     "CreateIndex",
     "Delete",
@@ -42,6 +43,9 @@ __all__ = [
 
 FragmentMetadata = pb.Fragment
 
+#: Table configuration keys with this prefix record loaded inputs (see :class:`Append`).
+INPUT_KEY_PREFIX = "fermion.input."
+
 
 def _copy_fragments(fragments: object) -> tuple[pb.Fragment, ...]:
     out = []
@@ -58,9 +62,10 @@ def _copy_fragments(fragments: object) -> tuple[pb.Fragment, ...]:
 class Append:
     """Add new fragments (their ids are assigned at commit time).
 
-    ``config`` entries are set in the table configuration by the same commit (an ingest
-    job records the inputs it loaded there); two concurrent appends that set the same key
-    are incompatible, so an input is never loaded twice.
+    ``config`` entries are set in the table configuration by the same commit. An ingest
+    records each input it loaded under a key starting with :data:`INPUT_KEY_PREFIX`; two
+    concurrent appends that set the same such key are incompatible, so an input is never
+    loaded twice.
     """
 
     fragments: tuple[pb.Fragment, ...]

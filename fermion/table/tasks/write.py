@@ -244,16 +244,16 @@ def commit_write(
         CommitConflictError / IncompatibleTransactionError: See the commit protocol.
         InvalidArgumentError: A result of another write.
     """
-    for result in results:
-        if result.write_id != plan.write_id:
+    for each in results:
+        if each.write_id != plan.write_id:
             raise InvalidArgumentError(
-                f"result of task {result.task_id} belongs to write {result.write_id}, "
+                f"result of task {each.task_id} belongs to write {each.write_id}, "
                 f"not {plan.write_id}"
             )
     storage = TableStorage(plan.uri, manifest_store=manifest_store)
     fragments = tuple(f.to_proto() for r in results for f in r.fragments)
     entries = dict(table_config or {})
-    if plan.batch_id_column is not None:
+    if plan.batch_id_column is not None and (plan.read_version == 0 or plan.mode == "overwrite"):
         entries.setdefault(BATCH_ID_COLUMN_KEY, plan.batch_id_column)
     if plan.mode == "append" and plan.read_version and not fragments:
         return CommitSummary(False, plan.read_version, plan.read_version, operation="append")
@@ -296,8 +296,7 @@ def _append_to_created(
         )
     if not fragments:
         return None
-    if BATCH_ID_COLUMN_KEY in latest.config:
-        entries.pop(BATCH_ID_COLUMN_KEY, None)
+    entries.pop(BATCH_ID_COLUMN_KEY, None)  # set by whoever created the table
     return commit_operation(
         storage,
         Append(fragments, entries),
