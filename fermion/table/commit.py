@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 import time
 import uuid as uuidlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyroaring import BitMap
@@ -179,6 +179,7 @@ def commit_operation(
     config: CommitConfig | None = None,
     planner: Planner | None = None,
     create_only: bool = False,
+    properties: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Commit ``operation``, read at ``read_version``, as the next version of the table.
 
@@ -191,6 +192,7 @@ def commit_operation(
         planner: Re-plans the operation on a newer manifest after a retryable conflict.
             Without one a retryable conflict raises ``CommitConflictError`` at once.
         create_only: Fail with ``DatasetError`` if the table already has a version.
+        properties: Informational key/values recorded in the new version's summary.
 
     Raises:
         CommitConflictError: Retryable conflict, or attempts / time used up.
@@ -286,6 +288,7 @@ def commit_operation(
             transaction_uuid=txn_uuid,
             timestamp_us=_now_us(),
             restored=restored,
+            properties=properties,
         )
         try:
             storage.put_manifest(checked + 1, encode_manifest(manifest))
