@@ -1,6 +1,7 @@
 """Rewrite the fragments of a Fermion table whose deleted fraction is above a threshold.
 
-spark-submit jobs/materialize_deletions.py --config conf/materialize_deletions.yaml [--env local] [--set key=value ...]
+spark-submit jobs/materialize_deletions.py --config conf/materialize_deletions.yaml
+    [--env local] [--set key=value ...]
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Recompute missing or stale fragment statistics of a Fermion table (a CreateIndex commit).
 
-spark-submit jobs/rebuild_index.py --config conf/rebuild_index.yaml [--env local] [--set key=value ...]
+spark-submit jobs/rebuild_index.py --config conf/rebuild_index.yaml
+    [--env local] [--set key=value ...]
 """
 
 from __future__ import annotations
