@@ -206,7 +206,7 @@ class FileReader:
         return pa.Table.from_arrays(columns_out, schema=schema)
 
     def read_batches(self, batch_ids: Any, columns: Sequence[str] | None = None) -> pa.Table:
-        """The rows of the given batches, in the order asked (batch mode, seed 001).
+        """The rows of the given batches, in the order asked (batch mode, docs/FORMAT.md §11).
 
         Each id is located to its stripe by the per-stripe min/max batch id of the
         BATCH_META metadata and to its rows by the stripe's batch lengths; then only the

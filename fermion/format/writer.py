@@ -1,4 +1,4 @@
-"""The Fermion writer: "data first, meta last" (seed 001).
+"""The Fermion writer: "data first, meta last" (docs/FORMAT.md §1).
 
 Rows are buffered into a stripe; a full stripe is shredded column by column into pages
 (encoded and zstd-compressed on a thread pool) and appended to a buffered sink. Chunk
@@ -187,7 +187,7 @@ class FileWriter:
                 self._flush_stripe(self._pending_rows)
 
     def append_batch(self, batch_id: int, data: pa.Table | pa.RecordBatch) -> None:
-        """Append one batch (seed 001 AppendBatch): its rows never share a page with part of
+        """Append one batch (docs/FORMAT.md §11.1): its rows never share a page with part of
         another batch, and never span two stripes.
 
         Args:
@@ -469,7 +469,7 @@ class FileWriter:
             payload.append(b"")  # placeholder, filled after relocation
             payload_size += descs.nbytes
         meta_size = CMB_HEADER_DTYPE.itemsize + num_stripes * 4 + metas.nbytes
-        # relocation (seed 001): payload-relative offsets become CMB-relative
+        # relocation (docs/FORMAT.md §6): payload-relative offsets become CMB-relative
         has_payload = metas["desc_type"] < DescType.USE_DEFAULT
         metas["chunks_offset"][has_payload] += meta_size
         for pos, descs in full_descs:

@@ -353,7 +353,7 @@ def test_virtual_columns_and_pushdown(tmp_path: Path) -> None:
 
 
 def test_inspect_shows_batch_facts(tmp_path: Path) -> None:
-    from fermion.cli_render import render_inspect
+    from fermion.cli.render import render_inspect
 
     path = tmp_path / "i.fermion"
     write_batches(path, [5] * 50 + [300], page_size=256, max_stripe_rows=100)
