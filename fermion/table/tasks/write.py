@@ -29,10 +29,10 @@ from typing import Any, ClassVar, Literal
 import pyarrow as pa
 
 from fermion.errors import DatasetError, InvalidArgumentError, SchemaMismatchError
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Append, Operation, Overwrite
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
