@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError, SchemaMismatchError
+from fermion.format.layout import build_tree
 from fermion.table.proto import manifest_pb2 as pb
 
 __all__ = ["TableSchema", "count_nodes", "project_file_table", "top_level_field_ids"]
@@ -42,14 +43,19 @@ _WIDENINGS: dict[pa.DataType, tuple[pa.DataType, ...]] = {
 
 
 def count_nodes(field: pa.Field) -> int:
-    """Number of schema nodes of ``field``: itself plus all descendants.
+    """Number of schema nodes of ``field``: itself plus all descendants, counted as the file
+    format stores them (a dictionary has a value node, an extension type its storage's).
+
+    Raises:
+        UnsupportedTypeError: the format cannot store ``field``'s type.
 
     Example:
         >>> count_nodes(pa.field("s", pa.struct([("x", pa.int8()), ("y", pa.list_(pa.int8()))])))
         4
+        >>> count_nodes(pa.field("c", pa.dictionary(pa.int8(), pa.string())))
+        2
     """
-    kind = field.type
-    return 1 + sum(count_nodes(kind.field(i)) for i in range(kind.num_fields))
+    return sum(1 for _ in build_tree(field).walk())
 
 
 def top_level_field_ids(schema: pa.Schema, field_ids: Sequence[int]) -> list[int]:
