@@ -4,22 +4,49 @@ Bad inputs tried, and what each now does:
 
 - ``write_dataset`` of dictionary columns (a pandas Categorical; dictionaries inside a list
   and a struct): stored, and read back equal.
+- ``fermion.dataset(FILE)`` (also with ``version=2`` and ``tag=``), ``write_dataset`` into a
+  plain file or below one, ``fermion log FILE``, ``fermion show FILE``: ``DatasetError``
+  "... is a file or inside one, not a table directory; try `fermion inspect` ...", exit 1.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 import fermion
+from fermion.cli import main
 
 
 def assert_one_line(exc: BaseException) -> None:
     message = str(exc)
     assert message and "\n" not in message, repr(message)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_cli_error(err: str, *needles: str) -> None:
+    """One ``fermion: error:`` line on stderr that contains every needle."""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fermion: error: "), err
+    for needle in needles:
+        assert needle in lines[0], err
+
+
+@pytest.fixture()
+def plain_file(tmp_path: Path) -> Path:
+    path = tmp_path / "one.fermion"
+    fermion.write_table(pa.table({"x": [1, 2]}), path)
+    return path
 
 
 # --------------------------------------------------------------------------------------
@@ -51,3 +78,34 @@ def test_write_dataset_keeps_nested_dictionaries(tmp_path: Path) -> None:
     ds = fermion.dataset(tmp_path / "t")
     assert ds.to_table().equals(data)
     assert ds.to_table(filter=pc.field("c") == "a").column("i").to_pylist() == [1, 4]
+
+
+# --------------------------------------------------------------------------------------
+# a plain file where a table directory belongs
+
+
+@pytest.mark.parametrize(
+    "open_it",
+    [
+        lambda p: fermion.dataset(p),
+        lambda p: fermion.dataset(p, version=2),
+        lambda p: fermion.dataset(p, tag="v1"),
+        lambda p: fermion.write_dataset(pa.table({"x": [1]}), p, mode="append"),
+        lambda p: fermion.write_dataset(pa.table({"x": [1]}), p / "below"),
+    ],
+    ids=["dataset", "dataset-version", "dataset-tag", "append", "below-a-file"],
+)
+def test_a_file_is_not_a_table(plain_file: Path, open_it: Any) -> None:
+    with pytest.raises(fermion.DatasetError, match="not a table directory") as info:
+        open_it(plain_file)
+    assert_one_line(info.value)
+    assert fermion.read_table(plain_file).num_rows == 2  # left alone
+
+
+@pytest.mark.parametrize("command", ["log", "show"])
+def test_cli_table_commands_on_a_file(
+    capsys: pytest.CaptureFixture[str], plain_file: Path, command: str
+) -> None:
+    code, out, err = run_cli(capsys, command, str(plain_file))
+    assert code == 1 and out == ""
+    assert_cli_error(err, "not a table directory", "fermion inspect")

@@ -76,6 +76,13 @@ class TableStorage:
             )
         self._dirs_ready = False
 
+    def _is_a_file(self) -> DatasetError:
+        """The error for a root that is a plain file (``NotADirectoryError`` underneath)."""
+        return DatasetError(
+            f"{self.uri} is a file or inside one, not a table directory; try `fermion inspect` or "
+            "fermion.read_table"
+        )
+
     @property
     def fs(self) -> fsspec.AbstractFileSystem | None:
         """The fsspec filesystem of a table that is not on the local disk, else ``None``."""
@@ -95,8 +102,11 @@ class TableStorage:
         """Create the table's sub-directories (idempotent; object stores need none)."""
         if self._dirs_ready:
             return
-        for name in DIRECTORIES:
-            self.store.makedirs(self.path(name))
+        try:
+            for name in DIRECTORIES:
+                self.store.makedirs(self.path(name))
+        except NotADirectoryError:
+            raise self._is_a_file() from None
         self._dirs_ready = True
 
     def ensure_directory(self, relative: str) -> None:
@@ -107,8 +117,12 @@ class TableStorage:
     # -- plain file operations ----------------------------------------------------------------
 
     def read_bytes(self, relative: str) -> bytes:
-        """Whole-file read; ``FileNotFoundError`` if absent."""
-        return self.store.read(self.path(relative))
+        """Whole-file read; ``FileNotFoundError`` if absent, ``DatasetError`` if the root is
+        a file."""
+        try:
+            return self.store.read(self.path(relative))
+        except NotADirectoryError:
+            raise self._is_a_file() from None
 
     def write_bytes(self, relative: str, data: bytes) -> None:
         """Write a uniquely named file (not atomic: only for names nobody else uses)."""
@@ -131,8 +145,12 @@ class TableStorage:
         return self.store.exists(self.path(relative))
 
     def list_dir(self, relative: str) -> list[str]:
-        """Base names in a directory (empty if it does not exist)."""
-        return self.store.listdir(self.path(relative))
+        """Base names in a directory (empty if it does not exist; ``DatasetError`` if the
+        root is a file)."""
+        try:
+            return self.store.listdir(self.path(relative))
+        except NotADirectoryError:
+            raise self._is_a_file() from None
 
     def list_tree(self, relative: str) -> list[str]:
         """Every file below a directory, as paths relative to the table root."""
