@@ -7,6 +7,8 @@ Bad inputs tried, and what each now does:
 - ``fermion.dataset(FILE)`` (also with ``version=2`` and ``tag=``), ``write_dataset`` into a
   plain file or below one, ``fermion log FILE``, ``fermion show FILE``: ``DatasetError``
   "... is a file or inside one, not a table directory; try `fermion inspect` ...", exit 1.
+- ``write_table`` to a directory, below a plain file, into a missing folder:
+  ``InvalidArgumentError``, ``InvalidArgumentError``, ``SourceNotFoundError``.
 """
 
 from __future__ import annotations
@@ -109,3 +111,28 @@ def test_cli_table_commands_on_a_file(
     code, out, err = run_cli(capsys, command, str(plain_file))
     assert code == 1 and out == ""
     assert_cli_error(err, "not a table directory", "fermion inspect")
+
+
+# --------------------------------------------------------------------------------------
+# where write_table writes
+
+
+def test_write_table_to_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(fermion.InvalidArgumentError, match="is a directory") as info:
+        fermion.write_table(pa.table({"x": [1]}), tmp_path)
+    assert_one_line(info.value)
+
+
+def test_write_table_below_a_file(plain_file: Path) -> None:
+    with pytest.raises(fermion.InvalidArgumentError, match="parent of this path is a file") as info:
+        fermion.write_table(pa.table({"x": [1]}), plain_file / "x.fermion")
+    assert_one_line(info.value)
+
+
+def test_write_table_into_a_missing_folder(tmp_path: Path) -> None:
+    target = tmp_path / "nope" / "x.fermion"
+    with pytest.raises(fermion.SourceNotFoundError, match="folder .*nope does not exist") as info:
+        fermion.write_table(pa.table({"x": [1]}), target)
+    assert_one_line(info.value)
+    assert isinstance(info.value, FileNotFoundError)  # callers catching the builtin still do
+    assert not target.parent.exists()

@@ -17,8 +17,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 from typing import IO, Any
 
+from fermion.errors import InvalidArgumentError, SourceNotFoundError
 from fermion.io.source import resolve
 
 __all__ = ["Sink", "open_sink", "DEFAULT_FLUSH_BYTES"]
@@ -84,13 +86,26 @@ class Sink:
 
 
 def open_sink(where: Any, *, flush_bytes: int = DEFAULT_FLUSH_BYTES) -> Sink:
-    """Open a local path, fsspec URL, ``(fs, path)`` pair or binary file object."""
+    """Open a local path, fsspec URL, ``(fs, path)`` pair or binary file object.
+
+    Raises:
+        InvalidArgumentError: ``where`` is a directory, or below a plain file.
+        SourceNotFoundError: the folder to write into does not exist.
+    """
     if hasattr(where, "write") and not isinstance(where, str):
         return Sink(where, flush_bytes=flush_bytes)
     if isinstance(where, tuple) and len(where) == 2:
         fs, path = where
+    else:
+        fs, path = resolve(where)
+    try:
+        if fs is None:
+            return Sink(open(path, "wb", buffering=0), flush_bytes=flush_bytes)  # noqa: SIM115
         return Sink(fs.open(path, "wb"), flush_bytes=flush_bytes)
-    fs, path = resolve(where)
-    if fs is None:
-        return Sink(open(path, "wb", buffering=0), flush_bytes=flush_bytes)  # noqa: SIM115
-    return Sink(fs.open(path, "wb"), flush_bytes=flush_bytes)
+    except IsADirectoryError:
+        raise InvalidArgumentError(f"{path}: is a directory, not a file") from None
+    except NotADirectoryError:
+        raise InvalidArgumentError(f"{path}: a parent of this path is a file") from None
+    except FileNotFoundError:
+        parent = os.path.dirname(str(path)) or "."
+        raise SourceNotFoundError(f"{path}: the folder {parent} does not exist") from None
