@@ -9,10 +9,13 @@ Bad inputs tried, and what each now does:
   "... is a file or inside one, not a table directory; try `fermion inspect` ...", exit 1.
 - ``write_table`` to a directory, below a plain file, into a missing folder:
   ``InvalidArgumentError``, ``InvalidArgumentError``, ``SourceNotFoundError``.
+- ``cleanup_old_versions(older_than=-1)``, ``older_than=timedelta(days=-1)``,
+  ``orphan_older_than=timedelta(seconds=-1)``: ``InvalidArgumentError``, nothing removed.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +139,26 @@ def test_write_table_into_a_missing_folder(tmp_path: Path) -> None:
     assert_one_line(info.value)
     assert isinstance(info.value, FileNotFoundError)  # callers catching the builtin still do
     assert not target.parent.exists()
+
+
+# --------------------------------------------------------------------------------------
+# cleanup ages
+
+
+@pytest.mark.parametrize(
+    ("older_than", "orphans", "needle"),
+    [
+        (-1, None, "not int"),
+        (timedelta(days=-1), None, "must not be negative"),
+        (timedelta(0), timedelta(seconds=-1), "must not be negative"),
+    ],
+)
+def test_cleanup_refuses_bad_ages(
+    tmp_path: Path, older_than: Any, orphans: timedelta | None, needle: str
+) -> None:
+    fermion.write_dataset(pa.table({"x": [1]}), tmp_path / "t")
+    ds = fermion.write_dataset(pa.table({"x": [2]}), tmp_path / "t", mode="append")
+    with pytest.raises(fermion.InvalidArgumentError, match=needle) as info:
+        ds.cleanup_old_versions(older_than, orphan_older_than=orphans)
+    assert_one_line(info.value)
+    assert ds.storage.versions() == [1, 2]

@@ -65,12 +65,19 @@ def cleanup_old_versions(
 
     Returns:
         ``versions_removed``, ``files_removed``, ``bytes_removed``.
+
+    Raises:
+        InvalidArgumentError: an age that is not a ``timedelta`` / ``datetime``, or a
+            negative ``timedelta`` (a cutoff in the future would remove a running writer's
+            files).
     """
     for value in (older_than, orphan_older_than):
         if value is not None and not isinstance(value, timedelta | datetime):
             raise InvalidArgumentError(
                 f"ages are timedelta or datetime values, not {type(value).__name__}"
             )
+        if isinstance(value, timedelta) and value < timedelta(0):
+            raise InvalidArgumentError(f"ages must not be negative, got {value}")
     now = datetime.now(UTC)
     cutoff = now - older_than if isinstance(older_than, timedelta) else older_than
     orphan = orphan_older_than if orphan_older_than is not None else older_than
