@@ -11,6 +11,9 @@ Bad inputs tried, and what each now does:
   ``InvalidArgumentError``, ``InvalidArgumentError``, ``SourceNotFoundError``.
 - ``cleanup_old_versions(older_than=-1)``, ``older_than=timedelta(days=-1)``,
   ``orphan_older_than=timedelta(seconds=-1)``: ``InvalidArgumentError``, nothing removed.
+- a file cut right after its header (and at 100 bytes, half way, one byte short of the
+  end): ``TruncatedFileError`` (was "bad footer magic"); junk bytes stay
+  ``InvalidFileError`` "not a Fermion file".
 """
 
 from __future__ import annotations
@@ -162,3 +165,25 @@ def test_cleanup_refuses_bad_ages(
         ds.cleanup_old_versions(older_than, orphan_older_than=orphans)
     assert_one_line(info.value)
     assert ds.storage.versions() == [1, 2]
+
+
+# --------------------------------------------------------------------------------------
+# truncated files
+
+
+def test_a_file_cut_after_its_header_is_truncated(tmp_path: Path) -> None:
+    source = tmp_path / "whole.fermion"
+    fermion.write_table(pa.table({"x": list(range(20_000)), "s": ["v"] * 20_000}), source)
+    data = source.read_bytes()
+    header_and_footer = 8 + 64  # smaller files are "too small", also a TruncatedFileError
+    for cut in (header_and_footer, 100, len(data) // 2, len(data) - 1):
+        path = tmp_path / f"cut{cut}.fermion"
+        path.write_bytes(data[:cut])
+        with pytest.raises(fermion.TruncatedFileError, match="truncated") as info:
+            fermion.read_table(path)
+        assert_one_line(info.value)
+    junk = tmp_path / "junk.fermion"
+    junk.write_bytes(b"x" * 1000)
+    with pytest.raises(fermion.InvalidFileError, match="not a Fermion file") as bad:
+        fermion.read_table(junk)
+    assert not isinstance(bad.value, fermion.TruncatedFileError)

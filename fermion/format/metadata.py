@@ -178,7 +178,8 @@ class MetadataReader:
 
     Raises:
         TruncatedFileError, InvalidFileError, ChecksumError, UnsupportedVersionError: the
-            footer or schema header is damaged or from an unsupported format version.
+            footer or schema header is damaged or from an unsupported format version
+            (``TruncatedFileError`` when the header is a Fermion one but the footer is gone).
 
     Example:
         >>> import pyarrow as pa, tempfile, os
@@ -211,6 +212,11 @@ class MetadataReader:
         self._tail_start = size - tail_len
         self._tail = source.read(self._tail_start, tail_len)
         raw = bytes(self._tail[tail_len - fsize :])  # a copy: it outlives close()
+        if bytes(raw[-len(MAGIC) :]) != MAGIC and self._starts_like_fermion():
+            raise TruncatedFileError(
+                f"{name}: a Fermion header but no footer magic at the end: the file is "
+                f"truncated (cut short at {size} bytes?)"
+            )
         self.footer = parse_footer(raw, name)
         footer = self.footer
         self.required_features = int(footer["required_features"])
@@ -234,6 +240,12 @@ class MetadataReader:
         self.index = SchemaIndex(
             self.fetch, self.schema_offset, schema_size, num_columns=self.num_columns
         )
+
+    def _starts_like_fermion(self) -> bool:
+        """Whether the file header carries the Fermion magic (the tail buffer may hold it)."""
+        n = len(MAGIC)
+        head = self._tail[:n] if self._tail_start == 0 else self.source.read(0, n)
+        return bytes(head) == MAGIC
 
     # -- raw metadata ranges ----------------------------------------------------------
     def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
