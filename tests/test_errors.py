@@ -14,6 +14,13 @@ Bad inputs tried, and what each now does:
 - a file cut right after its header (and at 100 bytes, half way, one byte short of the
   end): ``TruncatedFileError`` (was "bad footer magic"); junk bytes stay
   ``InvalidFileError`` "not a Fermion file".
+- ``Dataset.delete("x IN (1, 3)")``: works; ``delete("nope = 1")``: ``ColumnNotFoundError``;
+  ``delete("x >")``: ``InvalidArgumentError``.
+- an unknown column in a table filter (``to_table``, ``count_rows``, ``delete``; as an
+  expression and as SQL text): ``ColumnNotFoundError`` naming the column, one line (was a
+  multi-line ``InvalidArgumentError`` with the schema pasted in); an unknown nested field
+  and a type mismatch (``x > "a"``), in a table and in a file: ``InvalidArgumentError``, one
+  line without the schema.
 """
 
 from __future__ import annotations
@@ -187,3 +194,59 @@ def test_a_file_cut_after_its_header_is_truncated(tmp_path: Path) -> None:
     with pytest.raises(fermion.InvalidFileError, match="not a Fermion file") as bad:
         fermion.read_table(junk)
     assert not isinstance(bad.value, fermion.TruncatedFileError)
+
+
+# --------------------------------------------------------------------------------------
+# predicates
+
+
+@pytest.fixture()
+def wide_table(tmp_path: Path) -> fermion.Dataset:
+    data = pa.table({"x": [1, 2, 3], "s": ["a", "b", "c"], "st": [{"a": 1}, {"a": 2}, {"a": 3}]})
+    return fermion.write_dataset(data, tmp_path / "t")
+
+
+def test_delete_takes_sql_text(wide_table: fermion.Dataset) -> None:
+    wide_table.delete("x IN (1, 3)")
+    assert fermion.dataset(wide_table.uri).to_table().column("x").to_pylist() == [2]
+    with pytest.raises(fermion.ColumnNotFoundError, match="nope") as missing:
+        wide_table.delete("nope = 1")
+    assert_one_line(missing.value)
+    with pytest.raises(fermion.InvalidArgumentError, match="cannot parse") as bad:
+        wide_table.delete("x >")
+    assert_one_line(bad.value)
+    assert wide_table.version == 2
+
+
+@pytest.mark.parametrize("how", ["to_table", "count_rows", "delete"])
+@pytest.mark.parametrize("predicate", [pc.field("nope") > 1, "nope > 1"], ids=["expr", "sql"])
+def test_unknown_filter_column_in_a_table(
+    wide_table: fermion.Dataset, how: str, predicate: Any
+) -> None:
+    with pytest.raises(fermion.ColumnNotFoundError, match="no column named 'nope'") as info:
+        getattr(wide_table, how)(filter=predicate)
+    assert_one_line(info.value)
+    assert "int64" not in str(info.value)  # no schema pasted in
+
+
+def test_sql_text_filters_a_table_scan(wide_table: fermion.Dataset) -> None:
+    assert wide_table.to_table(["s"], filter="x >= 2").column("s").to_pylist() == ["b", "c"]
+    assert wide_table.count_rows(filter="s = 'a'") == 1
+
+
+@pytest.mark.parametrize(
+    "predicate", [pc.field("x") > "a", pc.field("st", "zz") > 1], ids=["type", "nested"]
+)
+def test_filters_that_do_not_apply_are_one_line(
+    wide_table: fermion.Dataset, tmp_path: Path, predicate: pc.Expression
+) -> None:
+    path = tmp_path / "f.fermion"
+    fermion.write_table(wide_table.to_table(), path)
+    for read in (
+        lambda: wide_table.to_table(filter=predicate),
+        lambda: fermion.read_table(path, filter=predicate),
+    ):
+        with pytest.raises(fermion.InvalidArgumentError) as info:
+            read()
+        assert_one_line(info.value)
+        assert "child 0" not in str(info.value) and "st: struct" not in str(info.value)

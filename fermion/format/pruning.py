@@ -31,6 +31,7 @@ from fermion.errors import InvalidArgumentError
 
 __all__ = [
     "and_all",
+    "arrow_reason",
     "equality_constraints",
     "guarantee_for",
     "referenced_fields",
@@ -254,7 +255,22 @@ def segments_that_may_match(
         kept = ds.get_fragments(filter=filter)
         return [int(frag.path.rsplit("/", 1)[1]) for frag in kept]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise InvalidArgumentError(f"filter {filter} does not apply to {schema}: {exc}") from None
+        raise InvalidArgumentError(
+            f"filter {filter} does not apply to this data: {arrow_reason(exc)}"
+        ) from None
+
+
+def arrow_reason(exc: BaseException) -> str:
+    """Arrow's error message on one line, without the schema Arrow pastes into some.
+
+    Example:
+        >>> arrow_reason(pa.ArrowInvalid("No match for FieldRef.Name(z) in x: int64"))
+        'No match for FieldRef.Name(z)'
+    """
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if text.startswith("No match for FieldRef") and ") in " in text:
+        text = text[: text.index(") in ") + 1]
+    return text
 
 
 def and_all(parts: Sequence[pc.Expression | None]) -> pc.Expression | None:

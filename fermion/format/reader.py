@@ -45,6 +45,7 @@ from fermion.format.plan import (
     select_rows,
     take_values,
 )
+from fermion.format.pruning import arrow_reason
 from fermion.format.stripes import StripeReader
 from fermion.io.source import ByteSource, open_source
 
@@ -372,7 +373,9 @@ class FileReader:
                 try:
                     table = _filtered(pa.Table.from_batches([batch]), filter)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                    raise InvalidArgumentError(f"cannot apply filter {filter}: {exc}") from None
+                    raise InvalidArgumentError(
+                        f"cannot apply filter {filter}: {arrow_reason(exc)}"
+                    ) from None
                 batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
                 if batch is None:
                     continue

@@ -241,30 +241,40 @@ class Dataset:
     def scanner(
         self,
         columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
+        filter: pc.Expression | str | None = None,
         *,
         with_row_offsets: bool = False,
     ) -> Scanner:
-        """A scan of this version (see :mod:`fermion.table.scan`)."""
+        """A scan of this version (see :mod:`fermion.table.scan`); ``filter`` is an
+        expression or a SQL predicate (:mod:`fermion.table.predicate`).
+
+        Raises:
+            ColumnNotFoundError: a projected or filtered column is not in the table.
+        """
         return Scanner(
             self._storage, self._manifest, self._schema, columns, filter,
             with_row_offsets=with_row_offsets,
         )  # fmt: skip
 
     def to_table(
-        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | str | None = None
     ) -> pa.Table:
         """The rows of this version (projected, filtered, deletions applied).
+
+        ``filter`` is a ``pyarrow.compute.Expression`` or a SQL predicate such as
+        ``"x > 1"`` (see :mod:`fermion.table.predicate`).
 
         Example:
             >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
             >>> ds = write_dataset(pa.table({"x": [1, 2, 3], "y": [4, 5, 6]}), tempfile.mkdtemp())
             >>> ds.to_table(["y"], filter=pc.field("x") > 1).to_pydict()
             {'y': [5, 6]}
+            >>> ds.to_table(["y"], filter="x = 3").to_pydict()
+            {'y': [6]}
         """
         return self.scanner(columns, filter).to_table()
 
-    def count_rows(self, filter: pc.Expression | None = None) -> int:
+    def count_rows(self, filter: pc.Expression | str | None = None) -> int:
         """Row count; without a filter it comes from the manifest alone."""
         return self.scanner([], filter).count_rows()
 

@@ -36,6 +36,7 @@ from fermion.format import FileReader
 from fermion.format.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
 from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
 from fermion.table.stats import fragment_guarantee, prune
@@ -201,7 +202,7 @@ class Scanner:
         manifest: pb.Manifest,
         schema: TableSchema,
         columns: Sequence[str] | None = None,
-        filter: pc.Expression | None = None,
+        filter: pc.Expression | str | None = None,
         *,
         with_row_offsets: bool = False,
     ) -> None:
@@ -210,6 +211,12 @@ class Scanner:
         missing = [c for c in self.columns if c not in names]
         if missing:
             raise ColumnNotFoundError(f"no such columns: {missing}")
+        if isinstance(filter, str):
+            filter = parse_predicate(filter, schema.arrow)
+        elif filter is not None:
+            unknown = sorted(referenced_fields(filter) - set(names))
+            if unknown:
+                raise ColumnNotFoundError(f"filter {filter}: no column named {unknown[0]!r}")
         self.filter = filter
         self.stats = ScanStats()
         self._storage, self._manifest, self._schema = storage, manifest, schema
