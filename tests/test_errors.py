@@ -21,6 +21,11 @@ Bad inputs tried, and what each now does:
   multi-line ``InvalidArgumentError`` with the schema pasted in); an unknown nested field
   and a type mismatch (``x > "a"``), in a table and in a file: ``InvalidArgumentError``, one
   line without the schema.
+- CLI: ``fermion cat`` / ``inspect`` of a table directory: one line suggesting
+  ``fermion show``; of a Parquet file: one line suggesting ``fermion convert``; ``fermion
+  convert`` onto an existing destination: refused (exit 1, the file untouched) unless
+  ``--force``; ``cat``, ``log``, ``show`` and ``convert`` with a 300-character file name
+  (an ``OSError``, ENAMETOOLONG): one line, exit 1, no traceback.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import fermion
@@ -250,3 +256,60 @@ def test_filters_that_do_not_apply_are_one_line(
             read()
         assert_one_line(info.value)
         assert "child 0" not in str(info.value) and "st: struct" not in str(info.value)
+
+
+# --------------------------------------------------------------------------------------
+# the CLI: hints, --force, OS errors
+
+
+@pytest.mark.parametrize("command", ["cat", "inspect"])
+def test_cli_file_commands_on_a_table_suggest_show(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    fermion.write_dataset(pa.table({"x": [1]}), tmp_path / "t")
+    code, out, err = run_cli(capsys, command, str(tmp_path / "t"))
+    assert code == 1 and out == ""
+    assert_cli_error(err, "is a table directory", f"fermion show {tmp_path / 't'}")
+
+
+@pytest.mark.parametrize("command", ["cat", "inspect"])
+def test_cli_file_commands_on_parquet_suggest_convert(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "a.parquet")
+    code, out, err = run_cli(capsys, command, str(tmp_path / "a.parquet"))
+    assert code == 1 and out == ""
+    src, dst = tmp_path / "a.parquet", tmp_path / "a.fermion"
+    assert_cli_error(err, "is a Parquet file", f"fermion convert {src} {dst}")
+
+
+def test_cli_convert_needs_force_to_overwrite(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    src, dst = tmp_path / "a.parquet", tmp_path / "a.fermion"
+    pq.write_table(pa.table({"x": [1, 2]}), src)
+    dst.write_bytes(b"precious")
+    code, out, err = run_cli(capsys, "convert", str(src), str(dst))
+    assert code == 1 and out == ""
+    assert_cli_error(err, "exists", "--force")
+    assert dst.read_bytes() == b"precious"
+    code, out, err = run_cli(capsys, "convert", str(src), str(dst), "--force")
+    assert code == 0 and err == ""
+    assert fermion.read_table(dst).column("x").to_pylist() == [1, 2]
+    back = tmp_path / "back.parquet"
+    assert run_cli(capsys, "convert", str(dst), str(back))[0] == 0  # a new name needs no flag
+    assert run_cli(capsys, "convert", str(dst), str(back))[0] == 1
+
+
+def test_cli_os_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "a.parquet")
+    long = str(tmp_path / ("x" * 300))
+    for argv in (
+        ["cat", f"{long}.fermion"],
+        ["log", long],
+        ["show", long],
+        ["convert", str(tmp_path / "a.parquet"), f"{long}.fermion"],
+    ):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 1 and out == "", argv
+        assert_cli_error(err, "name too long")

@@ -3,14 +3,17 @@
 Subcommands::
 
     fermion inspect FILE [--json] [--columns a,b]    footer, schema, per-column CMB summary
-    fermion convert SRC DST [--json]                 .parquet/.parq <-> .fermion
+    fermion convert SRC DST [--json] [--force]       .parquet/.parq <-> .fermion
     fermion cat FILE [--columns a,b] [--limit N] [--format table|jsonl|csv]
     fermion log URI [--json]                         versions of a table (fermion.cli.table)
     fermion show URI [--version N] [--json]          one version of a table
 
 Expected failures print one line ``fermion: error: ...`` on stderr and exit with 2 for bad
-usage or 1 for a Fermion error (bad file, missing column, ...); no traceback. Every command
-sets ``handler=<callable(args: argparse.Namespace) -> int>`` with ``set_defaults``.
+usage or 1 for a Fermion error (bad file, missing column, ...) or an OS error (permission,
+full disk, ...); no traceback. Where the user went the wrong way the line says which command
+fits (a table directory given to ``cat`` -> ``fermion show``, a Parquet file ->
+``fermion convert``). Every command sets ``handler=<callable(args: argparse.Namespace) ->
+int>`` with ``set_defaults``.
 
 Example:
     >>> main(["convert", "a.csv", "b.fermion"])  # the error line goes to stderr
@@ -28,9 +31,10 @@ from typing import NoReturn
 
 from fermion.cli.render import RowFormat, render_inspect, write_rows
 from fermion.cli.table import add_table_commands
-from fermion.errors import FermionError, InvalidArgumentError
+from fermion.errors import FermionError, InvalidArgumentError, InvalidFileError
 from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
 from fermion.format.reader import FileReader
+from fermion.io.source import open_source, resolve
 
 __all__ = ["main", "build_parser"]
 
@@ -81,17 +85,60 @@ def _non_negative_int(text: str) -> int:
 # commands
 
 
-def _open_reader(path: str) -> FileReader:
+def _exists(path: str) -> bool:
+    """Whether a local path or fsspec URL exists."""
+    fs, where = resolve(path)
+    return os.path.exists(where) if fs is None else bool(fs.exists(where))
+
+
+def _is_table_directory(path: str) -> bool:
+    fs, where = resolve(path)
+    versions = os.path.join(where, "_versions")
+    return os.path.isdir(versions) if fs is None else bool(fs.isdir(f"{where}/_versions"))
+
+
+def _is_parquet(path: str) -> bool:
+    """Whether the file ends in the Parquet magic (a cheap guess for a hint)."""
+    try:
+        source = open_source(path)
+    except (OSError, FermionError):
+        return False
+    try:
+        return source.size >= 8 and bytes(source.read(source.size - 4, 4)) == b"PAR1"
+    except (OSError, FermionError):
+        return False
+    finally:
+        source.close()
+
+
+def _open_reader(path: str, command: str) -> FileReader:
+    """Open a Fermion file; a table directory or a Parquet file get a hint to the command
+    that fits."""
     try:
         return FileReader(path)
     except FileNotFoundError:
         raise InvalidArgumentError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InvalidArgumentError(f"{path}: is a directory") from None
+    except InvalidArgumentError:
+        if _is_table_directory(path):
+            raise InvalidArgumentError(
+                f"{path} is a table directory, not a file; try `fermion show {path}` "
+                f"or `fermion log {path}`"
+            ) from None
+        raise
+    except InvalidFileError:
+        if _is_parquet(path):
+            stem = path[: path.rfind(".")] if "." in os.path.basename(path) else path
+            raise InvalidFileError(
+                f"{path} is a Parquet file, not a Fermion file; try `fermion convert {path} "
+                f"{stem}.fermion` and `fermion {command}` the result"
+            ) from None
+        raise
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    with _open_reader(args.file) as reader:
+    with _open_reader(args.file, "inspect") as reader:
         info = reader.describe(columns=args.columns)
     if args.json:
         sys.stdout.write(json.dumps(info, indent=2, default=str) + "\n")
@@ -101,7 +148,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_cat(args: argparse.Namespace) -> int:
-    with _open_reader(args.file) as reader:
+    with _open_reader(args.file, "cat") as reader:
         _print_rows(reader, args.columns, args.limit, args.format)
     return EXIT_OK
 
@@ -166,6 +213,8 @@ def conversion_direction(src: str, dst: str) -> str:
 def _cmd_convert(args: argparse.Namespace) -> int:
     direction = conversion_direction(args.src, args.dst)
     convert = parquet_to_fermion if direction == "parquet->fermion" else fermion_to_parquet
+    if not args.force and _exists(args.dst):
+        raise InvalidArgumentError(f"{args.dst} exists; pass --force to overwrite it")
     summary = convert(args.src, args.dst)
     if args.json:
         sys.stdout.write(json.dumps(summary.to_dict()) + "\n")
@@ -208,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", metavar="SRC", help="source file (.parquet/.parq or .fermion)")
     p.add_argument("dst", metavar="DST", help="destination file (the other extension)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument("--force", action="store_true", help="overwrite an existing destination")
     p.set_defaults(handler=_cmd_convert)
 
     p = sub.add_parser("cat", help="print rows")
@@ -252,8 +302,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except FermionError as exc:
-        return _fail(str(exc), EXIT_ERROR)
+        return _fail(_one_line(exc), EXIT_ERROR)
     except BrokenPipeError:  # `fermion cat big.fermion | head`: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:  # permissions, a full disk, a network store going away, ...
+        return _fail(_one_line(exc), EXIT_ERROR)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (the first line; the type when it is empty)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
