@@ -26,6 +26,18 @@ Bad inputs tried, and what each now does:
   convert`` onto an existing destination: refused (exit 1, the file untouched) unless
   ``--force``; ``cat``, ``log``, ``show`` and ``convert`` with a 300-character file name
   (an ``OSError``, ENAMETOOLONG): one line, exit 1, no traceback.
+
+Found while searching for more of the same kind (about 40 more bad inputs tried; the rest
+were already typed and one line):
+
+- ``write_dataset`` of duration and month-day-nano interval columns: a raw
+  ``ArrowNotImplementedError`` from the statistics (no min/max kernel) -> stored, no
+  min/max kept.
+- ``Dataset.take("a")``: a raw ``ValueError`` -> ``InvalidArgumentError``.
+- ``Dataset.to_table(columns="xy")``: split into letters -> ``InvalidArgumentError`` as
+  in ``FileReader.read``.
+- ``write_dataset([])``: "expected ... or list of batches, got list" -> says an empty
+  list has no schema.
 """
 
 from __future__ import annotations
@@ -313,3 +325,34 @@ def test_cli_os_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path
         code, out, err = run_cli(capsys, *argv)
         assert code == 1 and out == "", argv
         assert_cli_error(err, "name too long")
+
+
+# --------------------------------------------------------------------------------------
+# more of the same kind
+
+
+def test_write_dataset_of_durations_and_intervals(tmp_path: Path) -> None:
+    data = pa.table(
+        {
+            "i": pa.array([pa.MonthDayNano([1, 2, 3]), None], pa.month_day_nano_interval()),
+            "d": pa.array([5, 7], pa.duration("ms")),
+        }
+    )
+    ds = fermion.write_dataset(data, tmp_path / "t")
+    assert ds.to_table().equals(data)
+    assert ds.count_rows(filter=pc.field("d") > pa.scalar(6, pa.duration("ms"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        (lambda ds: ds.take("a"), "indices must be integers"),
+        (lambda ds: ds.to_table(columns="xy"), "list of column names"),
+        (lambda ds: fermion.write_dataset([], ds.uri, mode="append"), "empty list"),
+    ],
+    ids=["take-str", "columns-str", "empty-list"],
+)
+def test_wrong_argument_types(wide_table: fermion.Dataset, call: Any, needle: str) -> None:
+    with pytest.raises(fermion.InvalidArgumentError, match=needle) as info:
+        call(wide_table)
+    assert_one_line(info.value)

@@ -289,7 +289,10 @@ class Dataset:
             >>> ds.take([2, 0]).to_pydict()
             {'x': [12, 10]}
         """
-        wanted = np.asarray(indices, dtype=np.int64)
+        try:
+            wanted = np.asarray(indices, dtype=np.int64)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"indices must be integers, got {indices!r}") from None
         fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
         starts = np.cumsum([0] + [live_rows(f) for f in fragments])
         if wanted.size and (wanted.min() < 0 or wanted.max() >= starts[-1]):

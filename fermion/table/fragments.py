@@ -53,6 +53,10 @@ def as_batches(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         return data.schema, iter(data)
     if isinstance(data, list | tuple) and data and all(isinstance(b, pa.RecordBatch) for b in data):
         return data[0].schema, iter(data)
+    if isinstance(data, list | tuple) and not data:
+        raise InvalidArgumentError(
+            "an empty list of batches has no schema: pass an empty pa.Table instead"
+        )
     raise InvalidArgumentError(
         f"expected a pyarrow Table, RecordBatch, RecordBatchReader or list of batches, "
         f"got {type(data).__name__}"

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.errors import ColumnNotFoundError, InvalidFileError
+from fermion.errors import ColumnNotFoundError, InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
 from fermion.format.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
@@ -207,6 +207,8 @@ class Scanner:
         with_row_offsets: bool = False,
     ) -> None:
         names = schema.arrow.names
+        if isinstance(columns, str):
+            raise InvalidArgumentError("columns must be a list of column names")
         self.columns = list(names) if columns is None else list(columns)
         missing = [c for c in self.columns if c not in names]
         if missing:

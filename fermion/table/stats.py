@@ -43,7 +43,9 @@ def _ordered(kind: pa.DataType) -> bool:
         or pa.types.is_large_binary(kind)
         or pa.types.is_temporal(kind)
         or pa.types.is_boolean(kind)
-    ) and not pa.types.is_float16(kind)
+    ) and not (  # Arrow has no min_max kernel for these
+        pa.types.is_float16(kind) or pa.types.is_duration(kind) or pa.types.is_interval(kind)
+    )
 
 
 def _to_value(scalar: pa.Scalar) -> pb.Value:
