@@ -38,10 +38,22 @@ were already typed and one line):
   in ``FileReader.read``.
 - ``write_dataset([])``: "expected ... or list of batches, got list" -> says an empty
   list has no schema.
+
+Converter (item 4's two concrete cases):
+
+- a Parquet file whose footer says 0 rows while its two row groups hold 3 + 3 (made by
+  patching the footer's ``num_rows`` varint): was "footer promises 0 rows" ->
+  converts all 6 rows, as ``pyarrow.parquet.read_table`` reads them.
+- ``list<dictionary<int8, string>>`` (also a map and a struct with dictionary values), over
+  several row groups and batches: ``parquet_to_fermion`` keeps the type, the arrays pass
+  ``validate(full=True)`` and convert back to an equal Parquet table; ``write_dataset``
+  stores it too.
 """
 
 from __future__ import annotations
 
+import io
+import struct
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -356,3 +368,78 @@ def test_wrong_argument_types(wide_table: fermion.Dataset, call: Any, needle: st
     with pytest.raises(fermion.InvalidArgumentError, match=needle) as info:
         call(wide_table)
     assert_one_line(info.value)
+
+
+# --------------------------------------------------------------------------------------
+# converter
+
+
+def _parquet_with_zero_footer_rows(table: pa.Table, rows_per_group: int) -> bytes:
+    """A Parquet file whose FileMetaData.num_rows is 0 while its row groups keep theirs.
+
+    The footer is Thrift compact: ``num_rows`` (field 3, i64) follows the schema list as the
+    byte 0x16 and a zigzag varint; each candidate is patched to 0 and kept when pyarrow
+    reads back a total of 0 with unchanged row groups.
+    """
+    sink = io.BytesIO()
+    pq.write_table(table, sink, row_group_size=rows_per_group)
+    data = sink.getvalue()
+    footer_start = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    pattern = b"\x16" + bytes([table.num_rows * 2])  # one-byte varint: table.num_rows < 64
+    pos = data.find(pattern, footer_start)
+    while pos >= 0:
+        patched = data[: pos + 1] + b"\x00" + data[pos + 2 :]
+        try:
+            meta = pq.ParquetFile(io.BytesIO(patched)).metadata
+        except (OSError, pa.ArrowException):
+            meta = None
+        if meta is not None and meta.num_rows == 0:
+            groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+            if sum(groups) == table.num_rows:
+                return patched
+        pos = data.find(pattern, pos + 1)
+    raise AssertionError("no num_rows field found in the footer")
+
+
+def test_parquet_footer_with_zero_rows_converts_by_row_groups(tmp_path: Path) -> None:
+    table = pa.table({"x": list(range(6)), "s": list("abcdef")})
+    src = tmp_path / "zero.parquet"
+    src.write_bytes(_parquet_with_zero_footer_rows(table, rows_per_group=3))
+    assert pq.ParquetFile(src).metadata.num_rows == 0
+    assert pq.read_table(src).equals(table)  # what pyarrow does
+    summary = fermion.parquet_to_fermion(src, tmp_path / "zero.fermion")
+    assert summary.num_rows == 6 and summary.source_units == 2
+    assert fermion.read_table(tmp_path / "zero.fermion").equals(table)
+
+
+def test_dictionaries_nested_in_lists_maps_and_structs_convert(tmp_path: Path) -> None:
+    words = pa.dictionary(pa.int8(), pa.string())
+    lists = [
+        None if i % 11 == 0 else [f"w{(i * 7 + j) % 50}" for j in range(i % 4)] for i in range(900)
+    ]
+    table = pa.table(
+        {
+            "l": pa.array(lists, pa.list_(words)),
+            "m": pa.array(
+                [[("k", f"v{i % 5}")] if i % 3 else None for i in range(900)],
+                pa.map_(pa.string(), words),
+            ),
+            "st": pa.array(
+                [{"d": None if i % 4 == 0 else f"s{i % 9}"} for i in range(900)],
+                pa.struct([("d", words)]),
+            ),
+        }
+    )
+    src = tmp_path / "in.parquet"
+    pq.write_table(table, src, row_group_size=200)
+    expected = pq.read_table(src)
+    fermion.parquet_to_fermion(src, tmp_path / "out.fermion", batch_rows=70)
+    back = fermion.read_table(tmp_path / "out.fermion")
+    assert back.schema.field("l").type == pa.list_(pa.field("element", words))
+    assert back.equals(expected)
+    for column in back.columns:
+        for chunk in column.chunks:
+            chunk.validate(full=True)
+    fermion.fermion_to_parquet(tmp_path / "out.fermion", tmp_path / "again.parquet")
+    assert pq.read_table(tmp_path / "again.parquet").equals(expected)
+    assert fermion.write_dataset(table, tmp_path / "t").to_table().equals(table)

@@ -318,11 +318,12 @@ def parquet_to_fermion(
                 writer.write(batch)
                 rows += batch.num_rows
                 batches += 1
-        expected = pf.metadata.num_rows
+        # the row groups' counts, not the footer's total: some writers (parquet-rs) leave
+        # the total at 0, and pyarrow reads such files by their row groups too
+        meta = pf.metadata
+        expected = sum(meta.row_group(i).num_rows for i in range(meta.num_row_groups))
         if rows != expected:
-            raise InvalidFileError(
-                f"{src}: footer promises {expected} rows but the row groups hold {rows}"
-            )
+            raise InvalidFileError(f"{src}: the row groups promise {expected} rows but hold {rows}")
         dst_bytes = destination.publish()
     except BaseException:
         destination.discard()
