@@ -14,6 +14,8 @@ Bad inputs tried, and what each now does:
 - a file cut right after its header (and at 100 bytes, half way, one byte short of the
   end): ``TruncatedFileError`` (was "bad footer magic"); junk bytes stay
   ``InvalidFileError`` "not a Fermion file".
+- ``fermion.read_table`` of a Parquet file: ``InvalidFileError`` naming
+  ``fermion.parquet_to_fermion`` (was "bad footer magic").
 - ``Dataset.delete("x IN (1, 3)")``: works; ``delete("nope = 1")``: ``ColumnNotFoundError``;
   ``delete("x >")``: ``InvalidArgumentError``.
 - an unknown column in a table filter (``to_table``, ``count_rows``, ``delete``; as an
@@ -224,6 +226,13 @@ def test_a_file_cut_after_its_header_is_truncated(tmp_path: Path) -> None:
     with pytest.raises(fermion.InvalidFileError, match="not a Fermion file") as bad:
         fermion.read_table(junk)
     assert not isinstance(bad.value, fermion.TruncatedFileError)
+
+
+def test_reading_a_parquet_file_names_the_converter(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "a.parquet")
+    with pytest.raises(fermion.InvalidFileError, match="parquet_to_fermion") as info:
+        fermion.read_table(tmp_path / "a.parquet")
+    assert_one_line(info.value)
 
 
 # --------------------------------------------------------------------------------------

@@ -212,11 +212,17 @@ class MetadataReader:
         self._tail_start = size - tail_len
         self._tail = source.read(self._tail_start, tail_len)
         raw = bytes(self._tail[tail_len - fsize :])  # a copy: it outlives close()
-        if bytes(raw[-len(MAGIC) :]) != MAGIC and self._starts_like_fermion():
-            raise TruncatedFileError(
-                f"{name}: a Fermion header but no footer magic at the end: the file is "
-                f"truncated (cut short at {size} bytes?)"
-            )
+        if bytes(raw[-len(MAGIC) :]) != MAGIC:
+            if self._starts_like_fermion():
+                raise TruncatedFileError(
+                    f"{name}: a Fermion header but no footer magic at the end: the file is "
+                    f"truncated (cut short at {size} bytes?)"
+                )
+            if bytes(raw[-4:]) == b"PAR1":
+                raise InvalidFileError(
+                    f"{name}: a Parquet file, not a Fermion file; convert it with "
+                    "fermion.parquet_to_fermion (or `fermion convert`)"
+                )
         self.footer = parse_footer(raw, name)
         footer = self.footer
         self.required_features = int(footer["required_features"])
