@@ -40,6 +40,9 @@ were already typed and one line):
   in ``FileReader.read``.
 - ``write_dataset([])``: "expected ... or list of batches, got list" -> says an empty
   list has no schema.
+- a URL with an unknown protocol (``nosuch://x``) to ``dataset``, ``read_table``,
+  ``write_table`` and ``fermion log`` / ``cat`` / ``convert``: a raw ``ValueError`` from
+  fsspec -> ``InvalidArgumentError`` (exit 1).
 
 Converter (item 4's two concrete cases):
 
@@ -377,6 +380,36 @@ def test_wrong_argument_types(wide_table: fermion.Dataset, call: Any, needle: st
     with pytest.raises(fermion.InvalidArgumentError, match=needle) as info:
         call(wide_table)
     assert_one_line(info.value)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: fermion.dataset("nosuch://t"),
+        lambda: fermion.read_table("nosuch://x.fermion"),
+        lambda: fermion.write_table(pa.table({"x": [1]}), "nosuch://x.fermion"),
+    ],
+    ids=["dataset", "read_table", "write_table"],
+)
+def test_unknown_url_protocol(call: Any) -> None:
+    with pytest.raises(fermion.InvalidArgumentError, match="nosuch") as info:
+        call()
+    assert_one_line(info.value)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["log", "nosuch://t"],
+        ["cat", "nosuch://x.fermion"],
+        ["convert", "nosuch://a.parquet", "b.fermion"],
+    ],
+    ids=["log", "cat", "convert"],
+)
+def test_cli_unknown_url_protocol(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 1 and out == ""
+    assert_cli_error(err, "nosuch")
 
 
 # --------------------------------------------------------------------------------------

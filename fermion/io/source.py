@@ -192,6 +192,10 @@ def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
     """Split a path, ``pathlib.Path`` or fsspec URL into (filesystem or None, path).
 
     ``None`` means "the local filesystem", served by the fast ``os`` path.
+
+    Raises:
+        InvalidArgumentError: not a path or URL; an unknown URL protocol, or one whose
+            fsspec backend is not installed.
     """
     if isinstance(where, Path):
         return None, str(where)
@@ -199,7 +203,10 @@ def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
         raise InvalidArgumentError(f"expected a path or URL, got {type(where).__name__}")
     if "://" not in where or where.startswith("file://"):
         return None, where.removeprefix("file://")
-    fs, path = fsspec.core.url_to_fs(where)
+    try:
+        fs, path = fsspec.core.url_to_fs(where)
+    except (ValueError, ImportError) as exc:  # an unknown protocol, a backend not installed
+        raise InvalidArgumentError(f"{where}: {exc}") from None
     return fs, path
 
 
