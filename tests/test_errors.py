@@ -40,6 +40,9 @@ were already typed and one line):
   in ``FileReader.read``.
 - ``write_dataset([])``: "expected ... or list of batches, got list" -> says an empty
   list has no schema.
+- ``write_table`` / ``write_dataset`` of a Python-defined extension type (struct storage):
+  a raw ``TypeError: unhashable type`` in the writer -> stored and read back equal
+  (``write_dataset`` also needed the node count fix above).
 - a URL with an unknown protocol (``nosuch://x``) to ``dataset``, ``read_table``,
   ``write_table`` and ``fermion log`` / ``cat`` / ``convert``: a raw ``ValueError`` from
   fsspec -> ``InvalidArgumentError`` (exit 1).
@@ -380,6 +383,35 @@ def test_wrong_argument_types(wide_table: fermion.Dataset, call: Any, needle: st
     with pytest.raises(fermion.InvalidArgumentError, match=needle) as info:
         call(wide_table)
     assert_one_line(info.value)
+
+
+class _Point(pa.ExtensionType):
+    """A Python extension type with struct storage (unhashable, as pyarrow makes them)."""
+
+    def __init__(self) -> None:
+        super().__init__(pa.struct([("x", pa.float64()), ("y", pa.float64())]), _POINT)
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> _Point:
+        return _Point()
+
+
+_POINT = "fermion.tests.point"
+
+
+def test_python_extension_types_are_stored(tmp_path: Path) -> None:
+    pa.register_extension_type(_Point())
+    try:
+        storage = pa.array([{"x": 1.0, "y": 2.0}, None], _Point().storage_type)
+        data = pa.table({"p": pa.ExtensionArray.from_storage(_Point(), storage), "i": [1, 2]})
+        fermion.write_table(data, tmp_path / "p.fermion")
+        assert fermion.read_table(tmp_path / "p.fermion").equals(data)
+        assert fermion.write_dataset(data, tmp_path / "t").to_table().equals(data)
+    finally:
+        pa.unregister_extension_type(_POINT)
 
 
 @pytest.mark.parametrize(

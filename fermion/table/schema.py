@@ -55,6 +55,9 @@ def count_nodes(field: pa.Field) -> int:
         >>> count_nodes(pa.field("c", pa.dictionary(pa.int8(), pa.string())))
         2
     """
+    kind = field.type
+    if kind.num_fields == 0 and not isinstance(kind, pa.DictionaryType | pa.ExtensionType):
+        return 1  # the common flat case, without building the storage tree
     return sum(1 for _ in build_tree(field).walk())
 
 
