@@ -115,6 +115,7 @@ class CommitResult:
     rebased: int
     replanned: int
     recognised: bool  # an earlier attempt with unknown outcome had in fact committed
+    committed: bool = True  # False: a re-plan found nothing left to do (manifest: latest)
 
 
 class _Retryable(Exception):
@@ -270,7 +271,7 @@ def commit_operation(
             new_op = planner(base)
             replanned += 1
             if new_op is None:  # nothing left to do on the newer version
-                return CommitResult(base, attempt, rebased, replanned, False)
+                return CommitResult(base, attempt, rebased, replanned, False, committed=False)
             op = new_op
             txn_uuid = uuidlib.uuid4().hex
             my_uuids.add(txn_uuid)

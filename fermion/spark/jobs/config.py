@@ -190,10 +190,9 @@ class MigrateParquetConfig(JobConfig):
 
 @dataclass(kw_only=True)
 class RebuildIndexConfig(JobConfig):
-    """``rebuild_index``: recompute statistics and bloom filters where missing or stale."""
+    """``rebuild_index``: recompute fragment statistics where missing or stale."""
 
     columns: list[str] = _key("Columns whose statistics to rebuild ([]: all).", [])
-    bloom_filter_columns: list[str] = _key("Columns that get bloom filters.", [])
     partitions: int = _key("Spark tasks (0: one per fragment).", 0)
 
     def check(self) -> None:

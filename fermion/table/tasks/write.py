@@ -37,6 +37,7 @@ from fermion.table.operations import Append, Operation, Overwrite
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
+from fermion.table.tasks.common import summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     SCHEMA,
@@ -57,7 +58,6 @@ __all__ = [
     "commit_write",
     "execute_write",
     "plan_write",
-    "summarise",
 ]
 
 WriteMode = Literal["append", "overwrite"]
@@ -275,7 +275,7 @@ def commit_write(
             version = storage.latest_version() or 0
             return CommitSummary(False, version, plan.read_version, operation="append")
         result = appended
-    return summarise(result, plan.read_version, committed=True)
+    return summarise(result, plan.read_version, committed=result.committed)
 
 
 def _append_to_created(
@@ -303,27 +303,6 @@ def _append_to_created(
         read_version=latest.version,
         config=config,
         properties=properties,
-    )
-
-
-def summarise(
-    result: CommitResult, read_version: int, *, committed: bool, skipped: Sequence[str] = ()
-) -> CommitSummary:
-    """A :class:`CommitSummary` of a commit result (``committed``: a new version was made)."""
-    summary = result.manifest.summary if committed else pb.OperationSummary()
-    return CommitSummary(
-        committed=committed,
-        version=result.manifest.version,
-        read_version=read_version,
-        attempts=result.attempts,
-        operation=summary.operation,
-        fragments_added=summary.added_fragments,
-        fragments_removed=summary.removed_fragments,
-        rows_added=summary.added_rows,
-        rows_removed=summary.removed_rows,
-        rows_deleted=summary.deleted_rows,
-        skipped_tasks=tuple(skipped),
-        recognised=result.recognised,
     )
 
 
