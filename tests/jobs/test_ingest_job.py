@@ -190,3 +190,89 @@ def test_empty_source_commits_nothing(spark: Any, tmp_path: Path, partitions: in
     code, summary = _ingest(spark, config, f"partitions={partitions}")
     assert code == 0 and summary["skipped"] is True and summary["committed_version"] is None
     assert summary["reason"] == "the source has no rows"
+
+
+@pytest.mark.parametrize(
+    "table_exists",
+    [
+        True,
+        pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=(
+            "fermion.table.tasks.commit_write: a plan made before the table existed appends "
+            "to the concurrently created table at its latest version (_append_to_created), "
+            "so the creator's fermion.input key is never checked and the input lands twice"
+        ))),
+    ],
+)  # fmt: skip
+def test_a_concurrent_run_of_the_same_input_commits_once(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_exists: bool
+) -> None:
+    """The other run commits between this run's writes and its commit: this one's commit
+    is incompatible (same fermion.input key), its files are removed, and it says so."""
+    from fermion.spark.jobs import ingest as module
+
+    uri, source = tmp_path / "t", tmp_path / "in"
+    _source(source, 600)
+    first = 0
+    if table_exists:
+        seed = pa.table({"batch_id": [-1], "x": [-1], "s": ["seed"], "f": [[0.5]]})
+        first = fermion.write_dataset(seed, str(uri)).version
+    config = write_config(
+        tmp_path / "ingest.yaml", table=str(uri), source=str(source), batch_id_column="batch_id"
+    )
+    real = module.execute_write_tasks
+    others: list[dict[str, Any]] = []
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        results = real(*args, **kwargs)
+        if not others:
+            others.append({})
+            others[0] = _ingest(spark, config)[1]  # the concurrent run commits first
+        return results
+
+    monkeypatch.setattr(module, "execute_write_tasks", racing)
+    code, summary = _ingest(spark, config)
+    assert others[0]["committed_version"] == first + 1 and others[0]["rows_out"] == 600
+    assert code == 0 and summary["skipped"] is True and summary["committed_version"] is None
+    assert summary["reason"] == f"input ingested concurrently (version {first + 1})"
+    ds = fermion.dataset(str(uri))
+    assert ds.version == first + 1 and ds.count_rows() == 600 + first
+    assert len(_data_files(uri)) == len(ds.fragments)  # the losing run's files are gone
+
+
+def test_a_driver_killed_mid_run_leaves_the_table_committed_and_a_rerun_completes(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from tests.jobs.helpers import JOBS, ROOT, job_env, run_job
+
+    uri, source = tmp_path / "t", tmp_path / "in"
+    _source(source, 2_000)
+    fermion.write_dataset(
+        pa.table({"batch_id": [-1], "x": [-1], "s": ["seed"], "f": [[0.5]]}), str(uri)
+    )
+    config = write_config(
+        tmp_path / "ingest.yaml", table=str(uri), source=str(source), batch_id_column="batch_id"
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(JOBS / "ingest.py"), "--config", config],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=job_env(), cwd=ROOT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:  # planned: the tasks are about to write
+            if "INFO fermion.jobs.ingest: ingest " in line:
+                break
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=60)
+        if process.stderr is not None:
+            process.stderr.close()
+    ds = fermion.dataset(str(uri))
+    assert ds.version == 1 and ds.count_rows() == 1  # still the committed version
+    rerun = run_job("ingest", "--config", config)
+    assert rerun.code == 0 and rerun.summary["committed_version"] == 2, rerun.stderr[-2000:]
+    assert sorted(fermion.dataset(str(uri)).to_table()["x"].to_pylist()) == list(range(-1, 2_000))
