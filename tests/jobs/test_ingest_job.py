@@ -192,17 +192,7 @@ def test_empty_source_commits_nothing(spark: Any, tmp_path: Path, partitions: in
     assert summary["reason"] == "the source has no rows"
 
 
-@pytest.mark.parametrize(
-    "table_exists",
-    [
-        True,
-        pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=(
-            "fermion.table.tasks.commit_write: a plan made before the table existed appends "
-            "to the concurrently created table at its latest version (_append_to_created), "
-            "so the creator's fermion.input key is never checked and the input lands twice"
-        ))),
-    ],
-)  # fmt: skip
+@pytest.mark.parametrize("table_exists", [True, False])
 def test_a_concurrent_run_of_the_same_input_commits_once(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_exists: bool
 ) -> None:
