@@ -266,3 +266,28 @@ def test_a_driver_killed_mid_run_leaves_the_table_committed_and_a_rerun_complete
     rerun = run_job("ingest", "--config", config)
     assert rerun.code == 0 and rerun.summary["committed_version"] == 2, rerun.stderr[-2000:]
     assert sorted(fermion.dataset(str(uri)).to_table()["x"].to_pylist()) == list(range(-1, 2_000))
+
+
+def test_batches_crossing_spark_arrow_batches_stay_whole(spark: Any, tmp_path: Path) -> None:
+    """Spark hands a task its rows in Arrow batches of maxRecordsPerBatch rows; a batch id
+    whose rows straddle two of them is still one append_batch."""
+    uri, source = tmp_path / "t", tmp_path / "in"
+    _source(source, 1_000, files=1)
+    config = write_config(
+        tmp_path / "ingest.yaml", table=str(uri), source=str(source), batch_id_column="batch_id",
+        partitions=2,
+    )  # fmt: skip
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    spark.conf.set(key, "64")  # 64 is not a multiple of the 7-row batches
+    try:
+        code, summary = _ingest(spark, config)
+    finally:
+        spark.conf.unset(key)
+    assert code == 0 and summary["rows_out"] == 1_000, summary
+    ds = fermion.dataset(str(uri))
+    for fragment in ds.fragments:
+        path = str(uri / fragment.files[0].path)
+        with fermion.FileReader(path) as reader:
+            ids = sorted(set(reader.read(columns=["batch_id"])["batch_id"].to_pylist()))
+            sizes = [reader.read_batches([i], columns=["x"]).num_rows for i in ids]
+        assert sizes == [min(7, 1_000 - 7 * i) for i in ids]
