@@ -25,8 +25,8 @@ def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(tmp_path: Path) 
     # -o: the venv is installed already (and editable from ROOT): never reinstall it here
     stamps = [f".venv/{p.name}" for p in (ROOT / ".venv").glob(".installed-*")]
     built = subprocess.run(
-        ["make", *[f"--old-file={s}" for s in stamps], "dist"], cwd=tree, capture_output=True, text=True,
-        timeout=600,
+        ["make", *[f"--old-file={s}" for s in stamps], "dist"],
+        cwd=tree, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
     wheels = list((tree / "dist").glob("fermion-*-py3-none-any.whl"))
