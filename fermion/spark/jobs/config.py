@@ -110,8 +110,8 @@ class IngestConfig(JobConfig):
     partitions: int = _key("Spark tasks writing the data (0: keep the source's).", 0)
     input_key: str | None = _key(
         "What identifies this input for idempotency (e.g. a partition key 'dt=2026-11-23'); "
-        "null: the source files' paths, sizes and modification times (the table name for "
-        "source_format: table, so give a key there).",
+        "null: the source files' paths, sizes and modification times (required for "
+        "source_format: table).",
         None,
     )
 
@@ -119,6 +119,8 @@ class IngestConfig(JobConfig):
         super().check()
         _positive(self, "max_rows_per_file")
         _non_negative(self, "partitions")
+        if self.source_format == "table" and self.input_key is None:
+            raise ConfigError("key 'input_key': required when source_format is table")
 
 
 @dataclass(kw_only=True)

@@ -31,7 +31,7 @@ from fermion.table.versions import latest_manifest
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ingest", "read_source"]
+__all__ = ["ingest", "input_key_record", "read_source"]
 
 
 def read_source(spark: SparkSession, config: IngestConfig) -> DataFrame:
@@ -42,15 +42,24 @@ def read_source(spark: SparkSession, config: IngestConfig) -> DataFrame:
     return reader.format(config.source_format).load(config.source)
 
 
+def input_key_record(source: str, input_key: str) -> str:
+    """The table configuration key that records an input named by ``input_key``.
+
+    Example:
+        >>> input_key_record("db.events", "dt=2026-11-23")
+        'fermion.input.515a61853548238848d5c6973cb615b5'
+    """
+    digest = hashlib.sha256(f"{source}\0{input_key}".encode()).hexdigest()
+    return INPUT_KEY_PREFIX + digest[:32]
+
+
 def _input_record(
     spark: SparkSession, df: DataFrame, config: IngestConfig
 ) -> tuple[str, dict[str, object]]:
     """The table configuration key recording this input, and what it records."""
     if config.input_key is not None:
-        digest = hashlib.sha256(f"{config.source}\0{config.input_key}".encode()).hexdigest()
-        return INPUT_KEY_PREFIX + digest[:32], {
-            "source": config.source, "input_key": config.input_key,
-        }  # fmt: skip
+        key = input_key_record(config.source, config.input_key)
+        return key, {"source": config.source, "input_key": config.input_key}
     digest, paths = input_identity(spark, df)
     return INPUT_KEY_PREFIX + digest, {"source": config.source, "files": len(paths)}
 

@@ -129,6 +129,7 @@ def build_session(app_name: str, conf: dict[str, str]) -> SparkSession:
         "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.python.filterPushdown.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",  # progress bars would garble the logs
     }
     settings.update(conf)
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
