@@ -130,7 +130,8 @@ def write_fragments(
             files.write_table(chunk)
     else:
         _check_batch_column(target, batch_id_column)
-        _write_batches(files, _batch_runs(batches, batch_id_column), max_rows_per_file)
+        conformed = (files.conform_batch(b) for b in batches if b.num_rows)
+        _write_batches(files, _batch_runs(conformed, batch_id_column), max_rows_per_file)
     _failpoints.hit("after_data_write")
     return files.fragments
 
@@ -151,6 +152,13 @@ class _FileMaker:
             return table.cast(self.target)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise SchemaMismatchError(f"data does not fit the table schema: {exc}") from exc
+
+    def conform_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """:meth:`conform` of one record batch (batch mode casts each input batch once,
+        not each of the many small batches cut from it)."""
+        if batch.schema.equals(self.target, check_metadata=False):
+            return batch
+        return self.conform(pa.Table.from_batches([batch])).combine_chunks().to_batches()[0]
 
     def new_path(self) -> str:
         return f"{self.prefix}/{uuid.uuid4().hex}.fermion"
@@ -220,8 +228,7 @@ def _write_batches(files: _FileMaker, runs: Iterator[tuple[int, pa.Table]], max_
         files.describe(path, pa.concat_tables(written))
 
     try:
-        for batch_id, rows_of_batch in runs:
-            table = files.conform(rows_of_batch)
+        for batch_id, table in runs:  # conformed by the caller
             if writer is not None and (rows + table.num_rows > max_rows or batch_id <= last_id):
                 finish()
                 writer, written, rows = None, [], 0
