@@ -151,6 +151,10 @@ class _Translator:
             return self._in(f)
         if isinstance(f, StringStartsWith | StringEndsWith | StringContains):
             return self._string(f)
+        if not isinstance(
+            f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual
+        ):
+            raise _Untranslatable
         column, arrow_type = self._valued(f.attribute)
         value = _scalar(f.value, arrow_type)
         if isinstance(f, EqualTo):
@@ -161,9 +165,7 @@ class _Translator:
             return column >= value, column < value
         if isinstance(f, LessThan):
             return column < value, column >= value
-        if isinstance(f, LessThanOrEqual):
-            return column <= value, column > value
-        raise _Untranslatable
+        return column <= value, column > value
 
     def _in(self, f: In) -> tuple[pc.Expression, pc.Expression]:
         column, arrow_type = self._valued(f.attribute)

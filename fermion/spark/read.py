@@ -127,7 +127,7 @@ class FermionReader(DataSourceReader):
         self.filter = pushed.expression
         yield from pushed.rejected
 
-    def partitions(self) -> list[FragmentSlice]:  # type: ignore[override]
+    def partitions(self) -> list[FragmentSlice]:
         """One partition per fragment left after manifest pruning (large ones split)."""
         table = dataset(self.uri, self.version)
         scanner = table.scanner(self.columns, self.filter)
@@ -145,7 +145,7 @@ class FermionReader(DataSourceReader):
                 out.extend(FragmentSlice(data, group) for group in groups)
         return out
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one partition as batches of the declared schema."""
         if isinstance(partition, FragmentSlice):
             yield from self.read_slice(partition)

@@ -34,7 +34,7 @@ class FermionDataSource(DataSource):
         """``fermion``."""
         return FORMAT_NAME
 
-    def schema(self) -> StructType:  # type: ignore[override]
+    def schema(self) -> StructType:
         """The table's schema in Spark types (only the ``columns`` option's, if given)."""
         return table_schema(ReadOptions.parse(self.options))
 

@@ -119,7 +119,7 @@ class FermionWriter(DataSourceArrowWriter):
         stream = pa.RecordBatchReader.from_batches(target, (conform(b, target) for b in iterator))
         return FermionCommitMessage(execute_write(self.plan, stream, task_id=_task_id()))
 
-    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Commit every task's fragments as one version (with retries)."""
         results = [m.result for m in messages if isinstance(m, FermionCommitMessage)]
         summary = commit_write(self.plan, results)
@@ -128,7 +128,7 @@ class FermionWriter(DataSourceArrowWriter):
             self.plan.uri, summary.version, summary.rows_added, summary.attempts,
         )  # fmt: skip
 
-    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Remove every file of this write, failed tasks' included (found by the write id)."""
         results = [m.result if isinstance(m, FermionCommitMessage) else None for m in messages]
         removed = abort_write(self.plan, results)
