@@ -186,8 +186,8 @@ def read_table(
     uri: str,
     columns: Sequence[str] | None = None,
     filter: str | Column | None = None,
-    *,
     version: int | None = None,
+    *,
     tag: str | None = None,
 ) -> DataFrame:
     """A DataFrame of a Fermion table that reads only ``columns``, filtered at the source.
