@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.bench-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv run test lint bench proto clean
+.PHONY: all venv run test lint bench proto dist clean
 
 all: test
 
@@ -30,8 +30,8 @@ test: $(STAMP)
 
 ## make lint: ruff + mypy
 lint: $(STAMP)
-	$(VENV)/bin/ruff check fermion tests benchmarks
-	$(VENV)/bin/ruff format --check fermion tests benchmarks
+	$(VENV)/bin/ruff check fermion tests benchmarks jobs
+	$(VENV)/bin/ruff format --check fermion tests benchmarks jobs
 	$(VENV)/bin/mypy fermion
 
 $(BENCH_STAMP): $(STAMP)
@@ -49,5 +49,18 @@ proto: $(STAMP)
 	$(PIP) install --quiet -e ".[dev,proto]"
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $(PROTOS)
 
+## make dist: dist/fermion-<version>-py3-none-any.whl (pip install it where the jobs run)
+## and dist/fermion.zip, the package alone, for spark-submit --py-files (README)
+dist: $(STAMP)
+	rm -rf dist build
+	$(PIP) wheel --quiet --no-deps -w dist .
+	$(PY) -c 'import glob, zipfile; \
+	  wheel = zipfile.ZipFile(glob.glob("dist/fermion-*.whl")[0]); \
+	  out = zipfile.ZipFile("dist/fermion.zip", "w", zipfile.ZIP_DEFLATED); \
+	  [out.writestr(i, wheel.read(i)) for i in wheel.infolist() if i.filename.startswith("fermion/")]; \
+	  out.close()'
+	rm -rf build
+	ls -l dist
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data dist build

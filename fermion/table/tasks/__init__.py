@@ -15,7 +15,36 @@ Example:
 
 from __future__ import annotations
 
+from fermion.table.tasks.common import open_table
+from fermion.table.tasks.delete import (
+    DeletePlan,
+    DeleteResult,
+    DeleteTask,
+    commit_delete,
+    delete_now,
+    execute_delete,
+    plan_delete,
+)
+from fermion.table.tasks.index import (
+    STATS_INDEX_NAME,
+    IndexPlan,
+    IndexResult,
+    IndexTask,
+    commit_index,
+    execute_index,
+    plan_index,
+)
 from fermion.table.tasks.model import CommitSummary, DataFileInfo, FragmentInfo
+from fermion.table.tasks.rewrite import (
+    MATERIALIZE_THRESHOLD_DEFAULT,
+    RewritePlan,
+    RewriteResult,
+    RewriteTask,
+    commit_rewrite,
+    execute_rewrite,
+    plan_compaction,
+    plan_materialization,
+)
 from fermion.table.tasks.write import (
     BATCH_ID_COLUMN_KEY,
     WritePlan,
@@ -28,13 +57,36 @@ from fermion.table.tasks.write import (
 
 __all__ = [
     "BATCH_ID_COLUMN_KEY",
+    "MATERIALIZE_THRESHOLD_DEFAULT",
+    "STATS_INDEX_NAME",
     "CommitSummary",
     "DataFileInfo",
+    "DeletePlan",
+    "DeleteResult",
+    "DeleteTask",
     "FragmentInfo",
+    "IndexPlan",
+    "IndexResult",
+    "IndexTask",
+    "RewritePlan",
+    "RewriteResult",
+    "RewriteTask",
     "WritePlan",
     "WriteResult",
     "abort_write",
+    "commit_delete",
+    "commit_index",
+    "commit_rewrite",
     "commit_write",
+    "delete_now",
+    "execute_delete",
+    "execute_index",
+    "execute_rewrite",
     "execute_write",
+    "open_table",
+    "plan_compaction",
+    "plan_delete",
+    "plan_index",
+    "plan_materialization",
     "plan_write",
 ]

@@ -289,6 +289,8 @@ class CommitSummary:
         skipped_tasks: Task ids dropped because a concurrent commit made them wrong (they
             can be planned again on the new version).
         recognised: An earlier attempt whose outcome was unknown had in fact committed.
+        rebased / replanned: How often the commit merged concurrent deletes / planned the
+            operation again on a newer version.
     """
 
     committed: bool
@@ -303,6 +305,8 @@ class CommitSummary:
     rows_deleted: int = 0
     skipped_tasks: tuple[str, ...] = ()
     recognised: bool = False
+    rebased: int = 0
+    replanned: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

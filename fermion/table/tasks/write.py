@@ -28,15 +28,21 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 
-from fermion.errors import DatasetError, InvalidArgumentError, SchemaMismatchError
+from fermion.errors import (
+    DatasetError,
+    IncompatibleTransactionError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+)
 from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
-from fermion.table.operations import Append, Operation, Overwrite
+from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
+from fermion.table.tasks.common import summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     SCHEMA,
@@ -57,7 +63,6 @@ __all__ = [
     "commit_write",
     "execute_write",
     "plan_write",
-    "summarise",
 ]
 
 WriteMode = Literal["append", "overwrite"]
@@ -275,7 +280,7 @@ def commit_write(
             version = storage.latest_version() or 0
             return CommitSummary(False, version, plan.read_version, operation="append")
         result = appended
-    return summarise(result, plan.read_version, committed=True)
+    return summarise(result, plan.read_version, committed=result.committed)
 
 
 def _append_to_created(
@@ -294,6 +299,11 @@ def _append_to_created(
         raise SchemaMismatchError(
             f"{storage.uri}: the table was created concurrently with another schema"
         )
+    recorded = sorted(k for k in entries if k.startswith(INPUT_KEY_PREFIX) and k in latest.config)
+    if recorded:  # the concurrent creator loaded the same input
+        raise IncompatibleTransactionError(
+            f"{storage.uri}: input {recorded[0]} was loaded concurrently (version {latest.version})"
+        )
     if not fragments:
         return None
     entries.pop(BATCH_ID_COLUMN_KEY, None)  # set by whoever created the table
@@ -303,27 +313,6 @@ def _append_to_created(
         read_version=latest.version,
         config=config,
         properties=properties,
-    )
-
-
-def summarise(
-    result: CommitResult, read_version: int, *, committed: bool, skipped: Sequence[str] = ()
-) -> CommitSummary:
-    """A :class:`CommitSummary` of a commit result (``committed``: a new version was made)."""
-    summary = result.manifest.summary if committed else pb.OperationSummary()
-    return CommitSummary(
-        committed=committed,
-        version=result.manifest.version,
-        read_version=read_version,
-        attempts=result.attempts,
-        operation=summary.operation,
-        fragments_added=summary.added_fragments,
-        fragments_removed=summary.removed_fragments,
-        rows_added=summary.added_rows,
-        rows_removed=summary.removed_rows,
-        rows_deleted=summary.deleted_rows,
-        skipped_tasks=tuple(skipped),
-        recognised=result.recognised,
     )
 
 
