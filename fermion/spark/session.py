@@ -45,7 +45,7 @@ def session_conf(
     """The settings :func:`session` applies, with ``conf`` taking precedence.
 
     ``submitted``: the process was started by ``spark-submit``, whose master is kept
-    unless ``master`` or ``conf`` names one.
+    (``master`` and ``spark.master`` in ``conf`` are ignored then).
 
     Example:
         >>> settings = session_conf(conf={"spark.ui.enabled": "false"})
@@ -56,7 +56,9 @@ def session_conf(
     if master is not None:
         settings["spark.master"] = master
     settings.update(conf or {})
-    if not submitted:
+    if submitted:
+        settings.pop("spark.master", None)
+    else:
         settings.setdefault("spark.master", LOCAL_MASTER_DEFAULT)
     if settings.get("spark.master", "").startswith("local"):
         settings = {**_LOCAL_DEFAULTS, **settings}
@@ -70,8 +72,8 @@ def session(
 
     Args:
         app_name: The application name.
-        master: Spark master URL (default: ``spark.master`` from ``conf`` or from
-            ``spark-submit``, else ``local[2]``).
+        master: Spark master URL (default: ``spark.master`` from ``conf``, else
+            ``local[2]``). Under ``spark-submit`` its ``--master`` is kept instead.
         conf: More Spark settings (they win over the defaults).
 
     A session already running in this process is returned with the runtime settings
