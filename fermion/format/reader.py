@@ -180,7 +180,7 @@ class FileReader:
             ...     r.stripe_row_counts(), r.read(stripes=[2]).to_pydict()
             ([2, 2, 1], {'a': [4]})
         """
-        return [int(n) for n in self._stripe_rows([])]
+        return [int(n) for n in self.file_meta.stripe_rows([])]
 
     def _checked_stripes(self, stripes: Sequence[int] | None) -> set[int] | None:
         if stripes is None:
