@@ -16,9 +16,10 @@ Example:
 from __future__ import annotations
 
 from fermion.spark.options import ReadOptions, WriteOptions
-from fermion.spark.read import FermionReader, FragmentSlice, read_table
+from fermion.spark.read import FermionReader, FragmentSlice
 from fermion.spark.session import session
 from fermion.spark.source import FORMAT_NAME, FermionDataSource, register
+from fermion.spark.table import read_table
 from fermion.spark.types import arrow_schema, spark_schema
 from fermion.spark.write import FermionCommitMessage, FermionWriter
 

@@ -16,19 +16,17 @@ Example:
     >>> uri = tempfile.mkdtemp()
     >>> _ = ft.write_dataset(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}), uri)
     >>> spark = session("doc")
-    >>> read_table(spark, uri, columns=["v"], filter="id >= 2").collect()
+    >>> spark.read.format("fermion").load(uri).filter("id >= 2").select("v").collect()
     [Row(v='b'), Row(v='c')]
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
@@ -42,7 +40,7 @@ from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import FragmentInfo
 
-__all__ = ["FermionReader", "FragmentSlice", "open_table", "read_table", "table_schema"]
+__all__ = ["FermionReader", "FragmentSlice", "check_columns", "open_table", "table_schema"]
 
 
 @dataclass(frozen=True)
@@ -71,12 +69,13 @@ def table_schema(options: ReadOptions) -> StructType:
     """
     arrow = open_table(options).schema
     if options.columns is not None:
-        _check_columns(options.columns, arrow)
+        check_columns(options.columns, arrow)
         arrow = pa.schema([arrow.field(c) for c in options.columns])
     return spark_schema(arrow)
 
 
-def _check_columns(names: Sequence[str], arrow: pa.Schema) -> None:
+def check_columns(names: Sequence[str], arrow: pa.Schema) -> None:
+    """Raise ColumnNotFoundError naming every one of ``names`` not in ``arrow``."""
     missing = [n for n in names if n not in arrow.names]
     if missing:
         raise ColumnNotFoundError(f"no such column(s) {missing}; the table has {arrow.names}")
@@ -109,7 +108,7 @@ class FermionReader(DataSourceReader):
         self.table_schema: TableSchema = table.table_schema
         self.schema = schema
         self.columns = list(schema.fieldNames())
-        _check_columns(self.columns, table.schema)
+        check_columns(self.columns, table.schema)
         own = spark_schema(pa.schema([table.schema.field(c) for c in self.columns]))
         # a column declared with another type is cast on read: its filters stay with Spark
         self.pushable = {
@@ -168,76 +167,3 @@ class FermionReader(DataSourceReader):
         )
         for batch in table.to_batches():
             yield conform(batch, self.target)
-
-
-_IDENTIFIER = re.compile(r"`((?:[^`]|``)+)`|([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def _mentioned(text: str, names: Sequence[str]) -> list[str]:
-    """Column names that appear as identifiers in ``text`` (a superset is harmless)."""
-    tokens = set()
-    for quoted, bare in _IDENTIFIER.findall(text):
-        tokens.add((quoted.replace("``", "`") if quoted else bare).lower())
-    return [n for n in names if n.lower() in tokens]
-
-
-def read_table(
-    spark: SparkSession,
-    uri: str,
-    columns: Sequence[str] | None = None,
-    filter: str | Column | None = None,
-    version: int | None = None,
-    *,
-    tag: str | None = None,
-) -> DataFrame:
-    """A DataFrame of a Fermion table that reads only ``columns``, filtered at the source.
-
-    Python data sources get no column pruning from Spark (``select`` still reads every
-    column), so the projection is given here; the filter is applied to the loaded
-    DataFrame, which pushes it down to the reader (fragment, stripe, page and bloom
-    pruning). Columns the filter mentions are read too and dropped after it.
-
-    Args:
-        spark: The session (the data source is registered on it).
-        uri: Table location.
-        columns: Columns to return (default: all).
-        filter: A Spark SQL condition (``"id > 5 AND name LIKE 'a%'"``) or a Column.
-        version: Read this version (default: the latest).
-        tag: Read the version of this tag.
-
-    Raises:
-        ColumnNotFoundError: A name in ``columns`` is not a column of the table.
-        DatasetError: No table at ``uri``, or no such version or tag.
-
-    Example:
-        >>> import tempfile, pyarrow as pa, fermion.table as ft
-        >>> from fermion.spark.session import session
-        >>> uri = tempfile.mkdtemp()
-        >>> _ = ft.write_dataset(pa.table({"a": [1, 2], "b": [3.0, 4.0]}), uri)
-        >>> read_table(session("doc"), uri, ["b"], version=1).columns
-        ['b']
-    """
-    from fermion.spark.source import register
-
-    register(spark)
-    options = ReadOptions(uri, version, tag)
-    names = open_table(options).schema.names
-    wanted = list(names) if columns is None else list(columns)
-    _check_columns(wanted, pa.schema([(n, pa.null()) for n in names]))
-    needed = list(wanted)
-    if filter is not None:
-        text = filter if isinstance(filter, str) else str(filter)
-        needed += [n for n in _mentioned(text, names) if n not in needed]
-    reader = spark.read.format("fermion")
-    if version is not None:
-        reader = reader.option("version", str(version))
-    if tag is not None:
-        reader = reader.option("tag", tag)
-    if columns is not None or len(needed) != len(names):
-        reader = reader.option("columns", ",".join(needed))
-    frame = reader.load(uri)
-    if filter is not None:
-        frame = frame.filter(filter)
-    if needed != wanted:
-        frame = frame.select(*wanted)
-    return frame

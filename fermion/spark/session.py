@@ -18,6 +18,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from fermion.spark.source import register
+
 __all__ = ["LOCAL_MASTER_DEFAULT", "session", "session_conf"]
 
 #: The master used when neither ``master`` nor ``spark.master`` names one.
@@ -84,8 +86,6 @@ def session(
         >>> spark.range(3).count()
         3
     """
-    from fermion.spark.source import register
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # spark-submit starts the Python driver with a gateway to its JVM in the environment
     settings = session_conf(master, conf, submitted="PYSPARK_GATEWAY_PORT" in os.environ)

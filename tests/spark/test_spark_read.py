@@ -15,7 +15,8 @@ import fermion.table as ft
 from fermion.errors import InvalidArgumentError
 from fermion.format import write_table
 from fermion.spark import FermionReader, FragmentSlice, ReadOptions, read_table
-from fermion.spark.read import _mentioned, _stripe_groups
+from fermion.spark.read import _stripe_groups
+from fermion.spark.table import _mentioned
 from fermion.table.scan import ScanStats
 
 
