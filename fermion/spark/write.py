@@ -35,6 +35,7 @@ from fermion.errors import DatasetError, SchemaMismatchError
 from fermion.spark.options import WriteOptions
 from fermion.spark.types import arrow_schema, conform, loose, spark_schema
 from fermion.table import dataset
+from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     WritePlan,
     WriteResult,
@@ -43,8 +44,9 @@ from fermion.table.tasks import (
     execute_write,
     plan_write,
 )
+from fermion.table.versions import load_manifest
 
-__all__ = ["FermionCommitMessage", "FermionWriter", "plan_spark_write"]
+__all__ = ["FermionCommitMessage", "FermionWriter", "committed", "plan_spark_write"]
 
 _log = logging.getLogger(__name__)
 
@@ -100,6 +102,20 @@ def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool)
     )
 
 
+def committed(plan: WritePlan) -> bool:
+    """Whether a version after the plan's read version holds a file of this write."""
+    storage = TableStorage(plan.uri)
+    prefix = plan.prefix + "/"
+    for version in storage.versions():
+        if version > plan.read_version and any(
+            f.path.startswith(prefix)
+            for fragment in load_manifest(storage, version).fragments
+            for f in fragment.files
+        ):
+            return True
+    return False
+
+
 def _task_id() -> str:
     context = TaskContext.get()
     if context is None:
@@ -129,7 +145,14 @@ class FermionWriter(DataSourceArrowWriter):
         )  # fmt: skip
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        """Remove every file of this write, failed tasks' included (found by the write id)."""
+        """Remove every file of this write, failed tasks' included (found by the write id).
+
+        Spark also calls ``abort`` when ``commit`` raised; if the commit had landed all the
+        same (its outcome was unknown to the raiser), the files stay.
+        """
+        if committed(self.plan):
+            _log.warning("fermion: write %s was committed; abort leaves it", self.plan.write_id)
+            return
         results = [m.result if isinstance(m, FermionCommitMessage) else None for m in messages]
         removed = abort_write(self.plan, results)
         _log.info("fermion: aborted write %s, removed %d files", self.plan.write_id, removed)

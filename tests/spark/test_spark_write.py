@@ -16,7 +16,7 @@ from pyspark.sql.types import LongType
 import fermion.table as ft
 from fermion.errors import SchemaMismatchError
 from fermion.spark import WriteOptions
-from fermion.spark.write import plan_spark_write
+from fermion.spark.write import FermionWriter, committed, plan_spark_write
 from tests.spark.conftest import data_files
 
 
@@ -168,3 +168,26 @@ def test_plan_is_made_once_on_the_driver(tmp_path: Path) -> None:
     with pytest.raises(SchemaMismatchError, match="cannot append"):
         plan_spark_write(WriteOptions(uri), wrong, overwrite=False)
     assert plan_spark_write(WriteOptions(uri), wrong, overwrite=True).mode == "overwrite"
+
+
+def test_abort_after_a_commit_that_landed_keeps_the_files(tmp_path: Path) -> None:
+    """Spark calls abort when commit raised; a commit that landed anyway must survive it."""
+    from pyspark.sql.types import StructField, StructType
+
+    uri = str(tmp_path / "t")
+    ft.write_dataset(pa.table({"id": [0]}), uri)
+    schema = StructType([StructField("id", LongType())])
+    writer = FermionWriter(plan_spark_write(WriteOptions(uri), schema, overwrite=False))
+    batches = [pa.record_batch({"id": pa.array([1, 2], pa.int64())})]
+    messages = [writer.write(iter(batches)), None]
+    assert not committed(writer.plan)
+    writer.commit(messages)
+    assert committed(writer.plan)
+    files = data_files(uri)
+    writer.abort(messages)
+    assert data_files(uri) == files and ft.dataset(uri).count_rows() == 3
+    other = FermionWriter(plan_spark_write(WriteOptions(uri), schema, overwrite=False))
+    other_messages = [other.write(iter(batches))]
+    assert data_files(uri) > files
+    other.abort(other_messages)
+    assert data_files(uri) == files and ft.dataset(uri).version == 2
