@@ -148,6 +148,8 @@ class _FileMaker:
 
     def conform(self, table: pa.Table) -> pa.Table:
         table = table.select(self.target.names)
+        if table.schema.equals(self.target, check_metadata=True):
+            return table  # a cast would refuse nulls under null structs in non-nullable fields
         try:
             return table.cast(self.target)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

@@ -5,6 +5,13 @@ so each batch is one ``append_batch``) → ``commit_write`` (driver, retries). T
 recorded in the commit as the table configuration key ``fermion.input.<digest>``: a re-run
 of the same input finds the key and commits nothing, and two concurrent runs of it cannot
 both commit (the second is told it was ingested concurrently).
+
+Example:
+    >>> import tempfile, pyarrow as pa, fermion.table as ft
+    >>> uri = tempfile.mkdtemp()
+    >>> _ = ft.write_dataset(pa.table({"x": [1]}), uri)
+    >>> _recorded_at(uri, INPUT_KEY_PREFIX + "0" * 32) is None  # this input was never ingested
+    True
 """
 
 from __future__ import annotations

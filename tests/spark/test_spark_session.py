@@ -1,0 +1,51 @@
+"""The session settings and registration (the session itself is the shared fixture)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+import fermion.table as ft
+from fermion.spark.session import LOCAL_MASTER_DEFAULT, session_conf
+from fermion.spark.source import register
+
+
+def test_settings_defaults_and_precedence() -> None:
+    settings = session_conf()
+    assert settings["spark.master"] == LOCAL_MASTER_DEFAULT == "local[2]"
+    assert settings["spark.pyspark.python"] == sys.executable
+    assert settings["spark.sql.python.filterPushdown.enabled"] == "true"
+    assert settings["spark.sql.execution.arrow.pyspark.enabled"] == "true"
+    assert settings["spark.sql.shuffle.partitions"] == "4"  # a local master
+    ours = session_conf("local[1]", {"spark.sql.shuffle.partitions": "8"})
+    assert ours["spark.master"] == "local[1]" and ours["spark.sql.shuffle.partitions"] == "8"
+    assert session_conf(conf={"spark.master": "local[3]"})["spark.master"] == "local[3]"
+    cluster = session_conf("yarn")
+    assert "spark.sql.shuffle.partitions" not in cluster
+    submitted = session_conf("local[1]", {"spark.master": "local[3]"}, submitted=True)
+    assert "spark.master" not in submitted  # spark-submit's --master is kept
+
+
+def test_the_shared_session_runs_workers_with_this_interpreter(spark: SparkSession) -> None:
+    assert spark.sparkContext.master == "local[2]"
+    assert spark.conf.get("spark.pyspark.python") == sys.executable
+    executables = spark.sparkContext.parallelize([0, 1], 2).map(lambda _: sys.executable)
+    assert set(executables.collect()) == {sys.executable}
+
+
+def test_register_turns_pushdown_on(spark: SparkSession, tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    ft.write_dataset(pa.table({"x": [1, 2]}), uri)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    try:
+        with pytest.raises(PySparkException, match="DATA_SOURCE_PUSHDOWN_DISABLED"):
+            spark.read.format("fermion").load(uri).collect()
+    finally:
+        register(spark)
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
+    assert spark.read.format("fermion").load(uri).count() == 2
