@@ -5,9 +5,14 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.bench-installed
+# The Airflow environment is separate from the jobs' one (docs/ORCHESTRATION.md): Airflow
+# parses the DAGs and runs dag.test(); its tasks call .venv/bin/spark-submit.
+AIRFLOW_VENV  ?= .venv-airflow
+AIRFLOW_REQS  := airflow_dags/requirements.txt airflow_dags/constraints.txt
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed-$(shell cat $(AIRFLOW_REQS) | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: all venv run test lint bench proto clean
+.PHONY: all venv airflow-venv run test lint bench proto clean
 
 all: test
 
@@ -20,12 +25,22 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+$(AIRFLOW_STAMP): $(AIRFLOW_REQS)
+	test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet -r airflow_dags/requirements.txt \
+		-c airflow_dags/constraints.txt
+	rm -f $(AIRFLOW_VENV)/.installed-*
+	touch $@
+
+airflow-venv: $(AIRFLOW_STAMP)
+
 ## make run: a demonstration on generated data (see README)
 run: $(STAMP)
 	$(PY) -m fermion.demo
 
 ## make test: the whole suite (unit, property, corruption/fuzz, golden files)
-test: $(STAMP)
+test: $(STAMP) $(AIRFLOW_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 ## make lint: ruff + mypy
@@ -50,4 +65,4 @@ proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $(PROTOS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data
+	rm -rf $(VENV) $(AIRFLOW_VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data
