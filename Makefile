@@ -12,7 +12,7 @@ AIRFLOW_REQS  := airflow_dags/requirements.txt airflow_dags/constraints.txt
 AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed-$(shell cat $(AIRFLOW_REQS) | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: all venv airflow-venv run test lint bench proto clean
+.PHONY: all venv airflow-venv run test lint bench proto dist clean
 
 all: test
 
@@ -45,8 +45,8 @@ test: $(STAMP) $(AIRFLOW_STAMP)
 
 ## make lint: ruff + mypy
 lint: $(STAMP)
-	$(VENV)/bin/ruff check fermion tests benchmarks
-	$(VENV)/bin/ruff format --check fermion tests benchmarks
+	$(VENV)/bin/ruff check fermion tests benchmarks jobs airflow_dags scripts
+	$(VENV)/bin/ruff format --check fermion tests benchmarks jobs airflow_dags scripts
 	$(VENV)/bin/mypy fermion
 
 $(BENCH_STAMP): $(STAMP)
@@ -64,5 +64,18 @@ proto: $(STAMP)
 	$(PIP) install --quiet -e ".[dev,proto]"
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $(PROTOS)
 
+## make dist: dist/fermion-<version>-py3-none-any.whl (pip install it where the jobs run)
+## and dist/fermion.zip, the package alone, for spark-submit --py-files (README)
+dist: $(STAMP)
+	rm -rf dist build
+	$(PIP) wheel --quiet --no-deps -w dist .
+	$(PY) -c 'import glob, zipfile; \
+	  wheel = zipfile.ZipFile(glob.glob("dist/fermion-*.whl")[0]); \
+	  out = zipfile.ZipFile("dist/fermion.zip", "w", zipfile.ZIP_DEFLATED); \
+	  [out.writestr(i, wheel.read(i)) for i in wheel.infolist() if i.filename.startswith("fermion/")]; \
+	  out.close()'
+	rm -rf build
+	ls -l dist
+
 clean:
-	rm -rf $(VENV) $(AIRFLOW_VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data
+	rm -rf $(VENV) $(AIRFLOW_VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data dist build

@@ -16,14 +16,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from fermion.format import FileReader, write_table
+from fermion.format import FileReader, FileWriter, write_table
 
-__all__ = ["open_data_file", "write_data_file"]
+__all__ = ["open_data_file", "open_data_writer", "write_data_file"]
 
 
 def write_data_file(table: pa.Table, target: Any, field_ids: Sequence[int]) -> None:
     """Write ``table`` as one Fermion file at ``target`` (path or ``(fs, path)``)."""
     write_table(table, target, field_ids=list(field_ids))
+
+
+def open_data_writer(target: Any, schema: pa.Schema, field_ids: Sequence[int]) -> FileWriter:
+    """A writer for one data file (batch mode: ``append_batch``); close it to finish."""
+    return FileWriter(target, schema, field_ids=list(field_ids))
 
 
 def open_data_file(target: Any) -> FileReader:

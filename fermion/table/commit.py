@@ -36,7 +36,7 @@ from __future__ import annotations
 import random
 import time
 import uuid as uuidlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyroaring import BitMap
@@ -115,6 +115,7 @@ class CommitResult:
     rebased: int
     replanned: int
     recognised: bool  # an earlier attempt with unknown outcome had in fact committed
+    committed: bool = True  # False: a re-plan found nothing left to do (manifest: latest)
 
 
 class _Retryable(Exception):
@@ -179,6 +180,7 @@ def commit_operation(
     config: CommitConfig | None = None,
     planner: Planner | None = None,
     create_only: bool = False,
+    properties: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Commit ``operation``, read at ``read_version``, as the next version of the table.
 
@@ -191,6 +193,7 @@ def commit_operation(
         planner: Re-plans the operation on a newer manifest after a retryable conflict.
             Without one a retryable conflict raises ``CommitConflictError`` at once.
         create_only: Fail with ``DatasetError`` if the table already has a version.
+        properties: Informational key/values recorded in the new version's summary.
 
     Raises:
         CommitConflictError: Retryable conflict, or attempts / time used up.
@@ -268,7 +271,7 @@ def commit_operation(
             new_op = planner(base)
             replanned += 1
             if new_op is None:  # nothing left to do on the newer version
-                return CommitResult(base, attempt, rebased, replanned, False)
+                return CommitResult(base, attempt, rebased, replanned, False, committed=False)
             op = new_op
             txn_uuid = uuidlib.uuid4().hex
             my_uuids.add(txn_uuid)
@@ -286,6 +289,7 @@ def commit_operation(
             transaction_uuid=txn_uuid,
             timestamp_us=_now_us(),
             restored=restored,
+            properties=properties,
         )
         try:
             storage.put_manifest(checked + 1, encode_manifest(manifest))

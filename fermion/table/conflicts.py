@@ -6,7 +6,7 @@ One table, :data:`MATRIX`, keyed by (my operation, their operation). Each cell i
 ========== ======== ========== ========= ============ ============= ========= =========
 mine       append   delete     rewrite   create_index schema_change overwrite restore
 ========== ======== ========== ========= ============ ============= ========= =========
-append     OK       OK         OK        OK           OK            NO        NO
+append     OK***    OK         OK        OK           OK            NO        NO
 delete     OK       rebase*    R*        OK           OK            NO        NO
 rewrite    OK       R*         R*        OK           OK            NO        NO
 create_idx OK       R**        R*        OK           OK            R         R
@@ -15,8 +15,10 @@ overwrite  OK       OK         OK        OK           OK            OK        OK
 restore    OK       OK         OK        OK           OK            OK        OK
 ========== ======== ========== ========= ============ ============= ========= =========
 
-``*``: only when both touch a common fragment, otherwise OK. ``**``: only when the delete
-removes a covered fragment entirely (more deleted rows keep statistics valid bounds).
+``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
+both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
+ingest), so the same input is never appended twice; otherwise OK. ``**``: only when the
+delete removes a covered fragment entirely (more deleted rows keep statistics valid bounds).
 ``rebase``: a delete of the same fragment is merged by OR-ing the deletion bitmaps when the
 rows are disjoint; overlapping rows make it retryable (the commit loop decides, since it
 must read the bitmaps). ``R`` is retryable (re-plan on the new version), ``NO`` is
@@ -36,7 +38,13 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 
-from fermion.table.operations import Delete, Operation, touched_fragment_ids
+from fermion.table.operations import (
+    INPUT_KEY_PREFIX,
+    Append,
+    Delete,
+    Operation,
+    touched_fragment_ids,
+)
 
 __all__ = ["MATRIX", "Verdict", "check"]
 
@@ -67,6 +75,14 @@ _REBASE_IF_OVERLAP = _if_overlap(Verdict.REBASE)
 _RETRY_IF_OVERLAP = _if_overlap(R)
 
 
+def _no_if_same_config(mine: Operation, theirs: Operation) -> Verdict:
+    """Two appends recording the same input (config key) cannot both commit."""
+    if isinstance(mine, Append) and isinstance(theirs, Append):
+        same = mine.config.keys() & theirs.config.keys()
+        return NO if any(k.startswith(INPUT_KEY_PREFIX) for k in same) else OK
+    return OK
+
+
 def _retry_if_removed(mine: Operation, theirs: Operation) -> Verdict:
     """An index only cares about fragments that disappear (more deletions keep stats valid)."""
     removed = set(theirs.deleted_fragment_ids) if isinstance(theirs, Delete) else set()
@@ -76,7 +92,7 @@ def _retry_if_removed(mine: Operation, theirs: Operation) -> Verdict:
 #: (mine, theirs) -> verdict or rule. Keys are ``Operation.name``.
 MATRIX: dict[str, dict[str, Cell]] = {
     "append": {
-        "append": OK, "delete": OK, "rewrite": OK, "create_index": OK,
+        "append": _no_if_same_config, "delete": OK, "rewrite": OK, "create_index": OK,
         "schema_change": OK, "overwrite": NO, "restore": NO,
     },
     "delete": {

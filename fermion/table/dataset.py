@@ -26,13 +26,26 @@ from fermion.errors import DatasetError, InvalidArgumentError
 from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
-from fermion.table.deletions import keep_mask, read_deletion_file, write_deletion_file
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
-from fermion.table.operations import Append, Delete, Operation, Overwrite, Restore, SchemaChange
+from fermion.table.maintenance import cleanup_old_versions
+from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
+from fermion.table.scan import Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
+from fermion.table.tasks import (
+    MATERIALIZE_THRESHOLD_DEFAULT,
+    CommitSummary,
+    commit_delete,
+    commit_index,
+    commit_rewrite,
+    execute_delete,
+    execute_index,
+    execute_rewrite,
+    plan_compaction,
+    plan_delete,
+    plan_index,
+)
 from fermion.table.transition import live_rows
 from fermion.table.versions import (
     VersionInfo,
@@ -169,7 +182,7 @@ class Dataset:
         self._storage = storage
         self._manifest = manifest
         self._schema = schema_of(manifest)
-        self.last_commit: CommitResult | None = None
+        self.last_commit: CommitResult | CommitSummary | None = None
 
     # -- identity --------------------------------------------------------------------------
 
@@ -335,18 +348,37 @@ class Dataset:
     def delete(self, filter: pc.Expression | str, *, max_retries: int | None = None) -> None:
         """Mark the rows matching ``filter`` deleted (writes deletion files, no data copy).
 
-        Concurrent deletes of other rows of the same fragments are merged; if they delete
-        the same rows the delete is re-planned on the newer version.
+        ``filter`` is a ``pyarrow.compute.Expression`` or a SQL predicate (see
+        :mod:`fermion.table.predicate`). Concurrent deletes of other rows of the same
+        fragments are merged; if they delete the same rows the delete is re-planned on the
+        newer version.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ds.delete("x >= 2")
+            >>> ds.to_table()["x"].to_pylist()
+            [1]
         """
-        if isinstance(filter, str):
-            raise InvalidArgumentError("filter must be a pyarrow.compute.Expression")
+        plan = plan_delete(self._storage.uri, filter, **self._at_this_version())
+        summary = commit_delete(
+            plan, [execute_delete(t) for t in plan.tasks], **self._commit_options(max_retries)
+        )
+        self._follow(summary)
 
-        def plan(manifest: pb.Manifest) -> Delete | None:
-            return _plan_delete(self._storage, manifest, filter)
+    def _at_this_version(self) -> dict[str, Any]:
+        return {"version": self.version, "manifest_store": self._storage.manifest_store}
 
-        op = plan(self._manifest)
-        if op is not None:
-            self._commit(op, plan, max_retries)
+    def _commit_options(self, max_retries: int | None) -> dict[str, Any]:
+        config = CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT)
+        return {"config": config, "manifest_store": self._storage.manifest_store}
+
+    def _follow(self, summary: CommitSummary) -> None:
+        """Move to the version a task commit made (or found)."""
+        self.last_commit = summary
+        if summary.version != self.version:
+            self._manifest = load_manifest(self._storage, summary.version)
+            self._schema = schema_of(self._manifest)
 
     def _change_schema(self, change: Any) -> None:
         def plan(manifest: pb.Manifest) -> SchemaChange:
@@ -378,23 +410,76 @@ class Dataset:
         self,
         *,
         target_rows_per_fragment: int = MAX_ROWS_PER_FILE_DEFAULT,
-        materialize_deletions_threshold: float = 0.1,
+        materialize_deletions_threshold: float = MATERIALIZE_THRESHOLD_DEFAULT,
         max_retries: int | None = None,
     ) -> dict[str, int]:
-        """Merge small fragments and rewrite ones with many deletions (see maintenance)."""
-        from fermion.table.maintenance import compact_files
+        """Merge small fragments and rewrite ones with many deleted rows.
 
-        return compact_files(
-            self, target_rows_per_fragment=target_rows_per_fragment,
-            materialize_deletions_threshold=materialize_deletions_threshold,
-            max_retries=max_retries,
-        )  # fmt: skip
+        Runs :func:`~fermion.table.tasks.plan_compaction`, executes every group in this
+        process and commits them; groups a concurrent delete or rewrite made stale are
+        planned again on the newer version (at most ``max_retries`` rounds), so deleted
+        rows never come back.
+
+        Returns:
+            ``fragments_removed``, ``fragments_added``, ``rows_rewritten``.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> uri = tempfile.mkdtemp()
+            >>> ds = write_dataset(pa.table({"x": list(range(6))}), uri, max_rows_per_file=2)
+            >>> ds.compact_files(target_rows_per_fragment=10)["fragments_removed"]
+            3
+            >>> len(ds.fragments)
+            1
+        """
+        totals = {"fragments_removed": 0, "fragments_added": 0, "rows_rewritten": 0}
+        options = self._commit_options(max_retries)
+        rounds = options["config"].max_retries
+        for _ in range(rounds):
+            plan = plan_compaction(
+                self._storage.uri,
+                target_rows_per_fragment=target_rows_per_fragment,
+                materialize_deletions_threshold=materialize_deletions_threshold,
+                **self._at_this_version(),
+            )
+            if not plan.tasks:
+                break
+            summary = commit_rewrite(plan, [execute_rewrite(t) for t in plan.tasks], **options)
+            self._follow(summary)
+            if summary.committed:
+                totals["fragments_removed"] += summary.fragments_removed
+                totals["fragments_added"] += summary.fragments_added
+                totals["rows_rewritten"] += summary.rows_added
+            if not summary.skipped_tasks:
+                break
+            self._follow_latest()
+        return totals
+
+    def _follow_latest(self) -> None:
+        self._manifest = load_manifest(self._storage, self.latest_version)
+        self._schema = schema_of(self._manifest)
 
     def rebuild_stats(self, columns: Sequence[str] | None = None) -> None:
-        """Recompute per-fragment statistics and register a zone-map index."""
-        from fermion.table.maintenance import rebuild_stats
+        """Recompute per-fragment statistics from the live rows and register a zone map.
 
-        rebuild_stats(self, columns)
+        Commits a ``CreateIndex`` named ``fermion.stats``; a concurrent compaction of
+        covered fragments makes it re-plan, so the statistics never point at removed
+        fragments.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> ds.rebuild_stats()
+            >>> [i.name for i in ds.manifest.indices]
+            ['fermion.stats']
+        """
+        plan = plan_index(
+            self._storage.uri, columns=columns, only_stale=False, **self._at_this_version()
+        )
+        summary = commit_index(
+            plan, [execute_index(t) for t in plan.tasks], **self._commit_options(None)
+        )
+        self._follow(summary)
 
     def cleanup_old_versions(
         self,
@@ -403,11 +488,9 @@ class Dataset:
         keep_tags: bool = True,
         orphan_older_than: timedelta | None = None,
     ) -> dict[str, int]:
-        """Remove old versions and unreferenced files (see maintenance)."""
-        from fermion.table.maintenance import cleanup_old_versions
-
+        """Remove old versions and unreferenced files (see :mod:`fermion.table.maintenance`)."""
         return cleanup_old_versions(
-            self, older_than, keep_tags=keep_tags, orphan_older_than=orphan_older_than
+            self._storage, older_than, keep_tags=keep_tags, orphan_older_than=orphan_older_than
         )
 
     @staticmethod
@@ -437,33 +520,3 @@ class Dataset:
         ds = Dataset(storage, result.manifest)
         ds.last_commit = result
         return ds
-
-
-def _plan_delete(
-    storage: TableStorage, manifest: pb.Manifest, filter: pc.Expression
-) -> Delete | None:
-    schema = schema_of(manifest)
-    scanner = Scanner(storage, manifest, schema, [], filter, with_row_offsets=True)
-    updated, removed = [], []
-    for fragment, table in scanner.to_tables():
-        if table.num_rows == 0:
-            continue
-        offsets = table.column(ROW_OFFSET).to_numpy()
-        from fermion.table.deletions import bitmap_from_offsets
-
-        rows = bitmap_from_offsets(offsets)
-        if fragment.HasField("deletion_file"):
-            rows |= read_deletion_file(storage, fragment.id, fragment.deletion_file)
-        if len(rows) == fragment.physical_rows:
-            removed.append(fragment.id)
-            continue
-        keep_mask(rows, fragment.physical_rows)  # validates offsets
-        update = pb.Fragment()
-        update.CopyFrom(fragment)
-        update.deletion_file.CopyFrom(
-            write_deletion_file(storage, fragment.id, manifest.version, rows)
-        )
-        updated.append(update)
-    if not updated and not removed:
-        return None
-    return Delete(tuple(updated), tuple(removed), predicate=str(filter))

@@ -18,12 +18,14 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from fermion.errors import InvalidArgumentError, SchemaMismatchError
+from fermion.errors import BatchModeError, InvalidArgumentError, SchemaMismatchError
+from fermion.format import FileWriter
 from fermion.io.manifest_store import ManifestStore
 from fermion.table import _failpoints
-from fermion.table._datafile import write_data_file
+from fermion.table._datafile import open_data_writer, write_data_file
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.stats import compute_stats
@@ -81,6 +83,8 @@ def write_fragments(
     schema: TableSchema | None = None,
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
     manifest_store: ManifestStore | None = None,
+    prefix: str = "data",
+    batch_id_column: str | None = None,
 ) -> list[pb.Fragment]:
     """Write data files for ``data`` under ``uri`` without committing anything.
 
@@ -91,40 +95,144 @@ def write_fragments(
             schema if the table exists, else fresh ids for the data's schema.
         max_rows_per_file: Rows per data file (one fragment per file).
         manifest_store: The table's external manifest store, if it uses one.
+        prefix: Directory of the new files, relative to the table root (a distributed
+            write uses ``data/{write_id}`` so that an aborted write's files can be found).
+        batch_id_column: Write in batch mode: consecutive rows with the same value of this
+            integer column form one ``append_batch`` call, so a batch never crosses a page,
+            a file or a fragment. Rows of one batch must arrive together; a batch id lower
+            than the previous one starts a new file (ids increase within a file).
 
     Returns:
         One fragment message per data file (ids are assigned when committed).
 
     Raises:
         SchemaMismatchError: The data does not match the table schema.
+        BatchModeError: The batch id column is missing, not an integer column, or has nulls.
     """
     if max_rows_per_file < 1:
         raise InvalidArgumentError(f"max_rows_per_file must be >= 1, got {max_rows_per_file}")
+    if prefix != "data" and not prefix.startswith("data/"):
+        raise InvalidArgumentError(f"data files live under data/, not {prefix!r}")
     storage = TableStorage(uri, manifest_store=manifest_store)
     data_schema, batches = as_batches(data)
     if schema is None:
         latest = latest_manifest(storage)
         schema = schema_of(latest) if latest is not None else TableSchema.from_arrow(data_schema)
     target = schema.check_data(data_schema)
-    top_ids = schema.top_level_ids()
-    fragments = []
-    storage.ensure_directories()
-    for chunk in _chunks(batches, data_schema, max_rows_per_file):
-        table = chunk.select(target.names)
+    storage.ensure_directory(prefix)
+    files = _FileMaker(storage, schema, target, prefix)
+    if batch_id_column is None:
+        for chunk in _chunks(batches, data_schema, max_rows_per_file):
+            files.write_table(chunk)
+    else:
+        _check_batch_column(target, batch_id_column)
+        _write_batches(files, _batch_runs(batches, batch_id_column), max_rows_per_file)
+    _failpoints.hit("after_data_write")
+    return files.fragments
+
+
+class _FileMaker:
+    """Writes data files of one schema and describes each as a fragment."""
+
+    def __init__(
+        self, storage: TableStorage, schema: TableSchema, target: pa.Schema, prefix: str
+    ) -> None:
+        self.storage, self.schema, self.target, self.prefix = storage, schema, target, prefix
+        self.top_ids = schema.top_level_ids()
+        self.fragments: list[pb.Fragment] = []
+
+    def conform(self, table: pa.Table) -> pa.Table:
+        table = table.select(self.target.names)
         try:
-            table = table.cast(target)
+            return table.cast(self.target)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise SchemaMismatchError(f"data does not fit the table schema: {exc}") from exc
-        path = f"data/{uuid.uuid4().hex}.fermion"
-        write_data_file(table, storage.target(path), list(schema.field_ids))
+
+    def new_path(self) -> str:
+        return f"{self.prefix}/{uuid.uuid4().hex}.fermion"
+
+    def write_table(self, chunk: pa.Table) -> None:
+        table = self.conform(chunk)
+        path = self.new_path()
+        write_data_file(table, self.storage.target(path), list(self.schema.field_ids))
+        self.describe(path, table)
+
+    def describe(self, path: str, table: pa.Table) -> None:
         fragment = pb.Fragment(physical_rows=table.num_rows)
         fragment.files.add(
             path=path,
-            field_ids=list(schema.field_ids),
-            size_bytes=storage.size(path),
+            field_ids=list(self.schema.field_ids),
+            size_bytes=self.storage.size(path),
             file_format="fermion",
         )
-        fragment.stats.extend(compute_stats(table, top_ids))
-        fragments.append(fragment)
-    _failpoints.hit("after_data_write")
-    return fragments
+        fragment.stats.extend(compute_stats(table, self.top_ids))
+        self.fragments.append(fragment)
+
+
+def _check_batch_column(schema: pa.Schema, name: str) -> None:
+    index = schema.get_field_index(name)
+    if index < 0:
+        raise BatchModeError(f"batch id column {name!r} is not in the data")
+    if not pa.types.is_integer(schema.field(index).type):
+        raise BatchModeError(
+            f"batch id column {name!r} must be an integer column, not {schema.field(index).type}"
+        )
+
+
+def _batch_runs(batches: Iterator[pa.RecordBatch], column: str) -> Iterator[tuple[int, pa.Table]]:
+    """Consecutive rows with one batch id, as ``(id, rows)``; a run may span input batches."""
+    pending: list[pa.RecordBatch] = []
+    pending_id = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        ids = batch.column(column)
+        if ids.null_count:
+            raise BatchModeError(f"batch id column {column!r} has nulls")
+        values = ids.to_numpy(zero_copy_only=False)
+        cuts = (np.flatnonzero(values[1:] != values[:-1]) + 1).tolist()
+        for start, end in zip([0, *cuts], [*cuts, len(values)], strict=True):
+            run_id = int(values[start])
+            if pending and run_id != pending_id:
+                yield pending_id, pa.Table.from_batches(pending)
+                pending = []
+            pending.append(batch.slice(start, end - start))
+            pending_id = run_id
+    if pending:
+        yield pending_id, pa.Table.from_batches(pending)
+
+
+def _write_batches(files: _FileMaker, runs: Iterator[tuple[int, pa.Table]], max_rows: int) -> None:
+    """Batch-mode files: whole batches only, ids increasing within a file."""
+    writer: FileWriter | None = None
+    path = ""
+    written: list[pa.Table] = []
+    rows = 0
+    last_id = 0
+
+    def finish() -> None:
+        assert writer is not None
+        writer.close()
+        files.describe(path, pa.concat_tables(written))
+
+    try:
+        for batch_id, rows_of_batch in runs:
+            table = files.conform(rows_of_batch)
+            if writer is not None and (rows + table.num_rows > max_rows or batch_id <= last_id):
+                finish()
+                writer, written, rows = None, [], 0
+            if writer is None:
+                path = files.new_path()
+                writer = open_data_writer(
+                    files.storage.target(path), files.target, files.schema.field_ids
+                )
+            writer.append_batch(batch_id, table)
+            written.append(table)
+            rows += table.num_rows
+            last_id = batch_id
+        if writer is not None:
+            finish()
+            writer = None
+    finally:
+        if writer is not None:
+            writer.abort()

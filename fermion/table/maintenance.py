@@ -1,165 +1,35 @@
-"""Maintenance: compaction, statistics rebuild, cleanup of old versions and orphans.
+"""Cleanup of old versions and orphaned files (vacuum).
 
-All three commit (or delete) through the same protocol as every writer: compaction is a
-``Rewrite`` (re-planned on a newer version when a concurrent delete or rewrite touched its
-fragments, so it never resurrects deleted rows), the statistics rebuild is a
-``CreateIndex``, and cleanup never removes a file referenced by a retained version.
+Compaction, deletion materialisation and the statistics rebuild commit through the task
+API (:mod:`fermion.table.tasks`). Cleanup is the one maintenance step that deletes instead
+of committing: it never removes a file referenced by a retained version, and removes an
+unreferenced file only once it is older than the orphan cutoff, so a writer's files are
+safe until its commit lands.
 
 Example:
     >>> import tempfile, pyarrow as pa
+    >>> from datetime import timedelta
     >>> from fermion.table.dataset import write_dataset
     >>> uri = tempfile.mkdtemp()
-    >>> ds = write_dataset(pa.table({"x": list(range(6))}), uri, max_rows_per_file=2)
-    >>> compact_files(ds, target_rows_per_fragment=10)["fragments_removed"], len(ds.fragments)
-    (3, 1)
+    >>> ds = write_dataset(pa.table({"x": [1]}), uri)
+    >>> ds = write_dataset(pa.table({"x": [2]}), uri, mode="overwrite")
+    >>> cleanup_old_versions(ds.storage, timedelta(0))["versions_removed"]
+    1
 """
 
 from __future__ import annotations
 
-import uuid as uuidlib
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
-
-import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError
 from fermion.io.atomic import is_temp_name
 from fermion.io.manifest_store import is_staging_path
-from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import deletion_path
-from fermion.table.fragments import write_fragments
-from fermion.table.operations import CreateIndex, Rewrite, RewriteGroup
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.scan import read_fragment
-from fermion.table.stats import compute_stats
-from fermion.table.storage import manifest_name
-from fermion.table.transition import live_rows
-from fermion.table.versions import list_tags, load_manifest, schema_of
+from fermion.table.storage import TableStorage, manifest_name
+from fermion.table.versions import list_tags, load_manifest
 
-if TYPE_CHECKING:
-    from fermion.table.dataset import Dataset
-
-__all__ = ["STATS_INDEX_NAME", "cleanup_old_versions", "compact_files", "rebuild_stats"]
-
-STATS_INDEX_NAME = "fermion.stats"
-
-
-def _needs_rewrite(fragment: pb.Fragment, target: int, threshold: float) -> bool:
-    deleted = fragment.physical_rows - live_rows(fragment)
-    return live_rows(fragment) < target or deleted > threshold * fragment.physical_rows
-
-
-def compact_files(
-    ds: Dataset,
-    *,
-    target_rows_per_fragment: int,
-    materialize_deletions_threshold: float = 0.1,
-    max_retries: int | None = None,
-) -> dict[str, int]:
-    """Merge runs of small fragments and rewrite fragments with many deleted rows.
-
-    Args:
-        ds: The table (moves to the new version).
-        target_rows_per_fragment: Fragments below this many live rows are merged with their
-            neighbours into fragments of up to this size.
-        materialize_deletions_threshold: A fragment whose deleted fraction exceeds this is
-            rewritten without the deleted rows even if it is large.
-        max_retries: Commit attempts (default 20).
-
-    Returns:
-        ``fragments_removed``, ``fragments_added``, ``rows_rewritten``.
-    """
-    if target_rows_per_fragment < 1:
-        raise InvalidArgumentError("target_rows_per_fragment must be >= 1")
-    if not 0 <= materialize_deletions_threshold <= 1:
-        raise InvalidArgumentError("materialize_deletions_threshold must be in [0, 1]")
-    storage = ds.storage
-
-    def plan(manifest: pb.Manifest) -> Rewrite | None:
-        schema = schema_of(manifest)
-        groups: list[list[pb.Fragment]] = []
-        current: list[pb.Fragment] = []
-        rows = 0
-        for fragment in manifest.fragments:
-            if not _needs_rewrite(
-                fragment, target_rows_per_fragment, materialize_deletions_threshold
-            ):
-                if current:
-                    groups.append(current)
-                current, rows = [], 0
-                continue
-            if current and rows + live_rows(fragment) > target_rows_per_fragment:
-                groups.append(current)
-                current, rows = [], 0
-            current.append(fragment)
-            rows += live_rows(fragment)
-        if current:
-            groups.append(current)
-        rewrite = []
-        for group in groups:
-            has_deletions = any(f.HasField("deletion_file") for f in group)
-            if len(group) == 1 and not has_deletions:
-                continue  # a lone small fragment: nothing to gain
-            tables = [read_fragment(storage, schema, f, schema.arrow.names) for f in group]
-            data = pa.concat_tables(tables) if tables else schema.arrow.empty_table()
-            new = write_fragments(
-                data, (storage.fs, storage.root) if storage.fs else storage.root,
-                schema=schema, max_rows_per_file=target_rows_per_fragment,
-                manifest_store=storage.manifest_store,
-            ) if data.num_rows else []  # fmt: skip
-            rewrite.append(RewriteGroup(tuple(f.id for f in group), tuple(new)))
-        return Rewrite(tuple(rewrite)) if rewrite else None
-
-    op = plan(ds._manifest)
-    if op is None:
-        return {"fragments_removed": 0, "fragments_added": 0, "rows_rewritten": 0}
-    result = commit_operation(
-        storage, op, read_version=ds.version,
-        config=CommitConfig(max_retries=max_retries or CommitConfig().max_retries),
-        planner=plan,
-    )  # fmt: skip
-    ds._moved(result)
-    summary = result.manifest.summary
-    return {
-        "fragments_removed": summary.removed_fragments,
-        "fragments_added": summary.added_fragments,
-        "rows_rewritten": summary.added_rows,
-    }
-
-
-def rebuild_stats(ds: Dataset, columns: Sequence[str] | None = None) -> None:
-    """Recompute per-fragment min/max/null statistics from the live rows.
-
-    Commits a ``CreateIndex`` named :data:`STATS_INDEX_NAME` covering every fragment. A
-    concurrent compaction of covered fragments makes it re-plan, so the statistics never
-    point at removed fragments.
-    """
-    storage = ds.storage
-
-    def plan(manifest: pb.Manifest) -> CreateIndex:
-        schema = schema_of(manifest)
-        names = list(schema.arrow.names) if columns is None else list(columns)
-        ids = [schema.id_of(n) for n in names]
-        stats = []
-        for fragment in manifest.fragments:
-            table = read_fragment(storage, schema, fragment, names)
-            fresh = {s.field_id: s for s in compute_stats(table, ids)}
-            update = pb.Fragment(id=fragment.id)
-            update.stats.extend(fresh.get(s.field_id, s) for s in fragment.stats)
-            update.stats.extend(
-                s for i, s in fresh.items() if i not in {x.field_id for x in fragment.stats}
-            )
-            stats.append(update)
-        index = pb.IndexMetadata(
-            uuid=uuidlib.uuid4().hex, name=STATS_INDEX_NAME, kind="zonemap",
-            field_ids=ids, fragment_ids=[f.id for f in manifest.fragments],
-            dataset_version=manifest.version,
-        )  # fmt: skip
-        return CreateIndex(index, tuple(stats))
-
-    result = commit_operation(storage, plan(ds._manifest), read_version=ds.version, planner=plan)
-    ds._moved(result)
+__all__ = ["cleanup_old_versions"]
 
 
 def _referenced_files(manifest: pb.Manifest) -> set[str]:
@@ -174,7 +44,7 @@ def _referenced_files(manifest: pb.Manifest) -> set[str]:
 
 
 def cleanup_old_versions(
-    ds: Dataset,
+    storage: TableStorage,
     older_than: timedelta | datetime,
     *,
     keep_tags: bool = True,
@@ -188,7 +58,7 @@ def cleanup_old_versions(
     commit lands. Readers of retained versions never see a file disappear.
 
     Args:
-        ds: The table.
+        storage: The table.
         older_than: Age (``timedelta``) or absolute cutoff (``datetime``).
         keep_tags: Keep tagged versions.
         orphan_older_than: Age or cutoff for unreferenced files.
@@ -196,7 +66,11 @@ def cleanup_old_versions(
     Returns:
         ``versions_removed``, ``files_removed``, ``bytes_removed``.
     """
-    storage = ds.storage
+    for value in (older_than, orphan_older_than):
+        if value is not None and not isinstance(value, timedelta | datetime):
+            raise InvalidArgumentError(
+                f"ages are timedelta or datetime values, not {type(value).__name__}"
+            )
     now = datetime.now(UTC)
     cutoff = now - older_than if isinstance(older_than, timedelta) else older_than
     orphan = orphan_older_than if orphan_older_than is not None else older_than

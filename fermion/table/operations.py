@@ -25,6 +25,7 @@ from fermion.table.proto import transaction_pb2 as txpb
 from fermion.table.schema import TableSchema
 
 __all__ = [
+    "INPUT_KEY_PREFIX",
     "Append",
     "CreateIndex",
     "Delete",
@@ -42,6 +43,9 @@ __all__ = [
 
 FragmentMetadata = pb.Fragment
 
+#: Table configuration keys with this prefix record loaded inputs (see :class:`Append`).
+INPUT_KEY_PREFIX = "fermion.input."
+
 
 def _copy_fragments(fragments: object) -> tuple[pb.Fragment, ...]:
     out = []
@@ -56,13 +60,21 @@ def _copy_fragments(fragments: object) -> tuple[pb.Fragment, ...]:
 
 @dataclass(frozen=True)
 class Append:
-    """Add new fragments (their ids are assigned at commit time)."""
+    """Add new fragments (their ids are assigned at commit time).
+
+    ``config`` entries are set in the table configuration by the same commit. An ingest
+    records each input it loaded under a key starting with :data:`INPUT_KEY_PREFIX`; two
+    concurrent appends that set the same such key are incompatible, so an input is never
+    loaded twice.
+    """
 
     fragments: tuple[pb.Fragment, ...]
+    config: Mapping[str, str] = field(default_factory=dict)
     name: ClassVar[str] = "append"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fragments", _copy_fragments(self.fragments))
+        object.__setattr__(self, "config", dict(self.config))
         if not self.fragments:
             raise InvalidArgumentError("Append needs at least one fragment")
 
@@ -192,7 +204,9 @@ def operation_to_proto(
     """The transaction message of ``op``."""
     txn = txpb.Transaction(read_version=read_version, uuid=uuid, timestamp_us=timestamp_us)
     if isinstance(op, Append):
+        txn.append.SetInParent()
         txn.append.fragments.extend(op.fragments)
+        txn.append.config.update(op.config)
     elif isinstance(op, Delete):
         txn.delete.SetInParent()
         txn.delete.updated_fragments.extend(op.updated_fragments)
@@ -226,7 +240,7 @@ def operation_from_proto(txn: txpb.Transaction) -> Operation | None:
     """The operation of a transaction message; ``None`` for an unknown or missing one."""
     kind = txn.WhichOneof("operation")
     if kind == "append":
-        return Append(tuple(txn.append.fragments))
+        return Append(tuple(txn.append.fragments), dict(txn.append.config))
     if kind == "delete":
         d = txn.delete
         return Delete(tuple(d.updated_fragments), tuple(d.deleted_fragment_ids), d.predicate)

@@ -106,6 +106,12 @@ class TableStorage:
                 os.makedirs(self.path(name), exist_ok=True)
         self._dirs_ready = True
 
+    def ensure_directory(self, relative: str) -> None:
+        """Create a directory below the root (idempotent; object stores need none)."""
+        self.ensure_directories()
+        if self.fs is None:
+            os.makedirs(self.path(relative), exist_ok=True)
+
     # -- plain file operations ----------------------------------------------------------------
 
     def read_bytes(self, relative: str) -> bytes:

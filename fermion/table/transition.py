@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from fermion.errors import DatasetError
 from fermion.table.codec import FLAG_DELETION_FILES, FLAG_INDICES
@@ -109,6 +109,7 @@ def apply_operation(
     timestamp_us: int,
     restored: pb.Manifest | None = None,
     writer_version: str = "0.1.0",
+    properties: Mapping[str, str] | None = None,
 ) -> pb.Manifest:
     """Build the manifest of ``version`` by applying ``op`` on top of ``base``.
 
@@ -121,6 +122,8 @@ def apply_operation(
         timestamp_us: Commit time in microseconds since the epoch.
         restored: For :class:`Restore`, the manifest of the version being restored.
         writer_version: Library version recorded in the manifest.
+        properties: Informational key/values for this version's summary (a job's name,
+            its write id, ...).
 
     Raises:
         DatasetError: The operation does not fit ``base`` (e.g. a missing fragment, an
@@ -142,11 +145,13 @@ def apply_operation(
     manifest.summary.Clear()
     summary = manifest.summary
     summary.operation = op.name
+    summary.properties.update(properties or {})
     by_id = {f.id: f for f in manifest.fragments}
 
     if isinstance(op, Append):
         added = _with_new_ids(manifest, op.fragments)
         manifest.fragments.extend(added)
+        manifest.config.update(op.config)
         _summarise(summary, added, [])
     elif isinstance(op, Delete):
         missing = [i for i in op.deleted_fragment_ids if i not in by_id]

@@ -16,7 +16,7 @@ import pytest
 import fermion.table as ft
 from fermion.errors import CommitConflictError
 from fermion.io.atomic import is_temp_name
-from fermion.table.maintenance import STATS_INDEX_NAME
+from fermion.table.tasks import STATS_INDEX_NAME
 
 Runner = Callable[..., list[tuple[str, Any]]]
 

@@ -10,10 +10,19 @@ DESCRIPTOR: _descriptor.FileDescriptor
 class Transaction(_message.Message):
     __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore")
     class Append(_message.Message):
-        __slots__ = ("fragments",)
+        __slots__ = ("fragments", "config")
+        class ConfigEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
         FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+        CONFIG_FIELD_NUMBER: _ClassVar[int]
         fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
-        def __init__(self, fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ...) -> None: ...
+        config: _containers.ScalarMap[str, str]
+        def __init__(self, fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
     class Delete(_message.Message):
         __slots__ = ("updated_fragments", "deleted_fragment_ids", "predicate")
         UPDATED_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]

@@ -1,0 +1,132 @@
+"""The ``ingest`` job: append a source to a table, batch-aligned, at most once per input.
+
+plan (driver) → ``execute_write`` per Spark task (rows of one batch id in one task, sorted,
+so each batch is one ``append_batch``) → ``commit_write`` (driver, retries). The input is
+recorded in the commit as the table configuration key ``fermion.input.<digest>``: a re-run
+of the same input finds the key and commits nothing, and two concurrent runs of it cannot
+both commit (the second is told it was ingested concurrently).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING
+
+from fermion.errors import IncompatibleTransactionError
+from fermion.spark.jobs.config import IngestConfig
+from fermion.spark.jobs.distributed import (
+    arrow_schema_of,
+    execute_write_tasks,
+    input_identity,
+    write_or_abort,
+)
+from fermion.spark.jobs.runner import JobContext, JobResult
+from fermion.table.commit import CommitConfig
+from fermion.table.operations import INPUT_KEY_PREFIX
+from fermion.table.storage import TableStorage
+from fermion.table.tasks import CommitSummary, WriteResult, commit_write, plan_write
+from fermion.table.versions import latest_manifest
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["ingest", "read_source"]
+
+
+def read_source(spark: SparkSession, config: IngestConfig) -> DataFrame:
+    """The source as a DataFrame (a path in ``source_format``, or a catalog table)."""
+    if config.source_format == "table":
+        return spark.table(config.source)
+    reader = spark.read.options(**config.source_options)
+    return reader.format(config.source_format).load(config.source)
+
+
+def _input_record(
+    spark: SparkSession, df: DataFrame, config: IngestConfig
+) -> tuple[str, dict[str, object]]:
+    """The table configuration key recording this input, and what it records."""
+    if config.input_key is not None:
+        digest = hashlib.sha256(f"{config.source}\0{config.input_key}".encode()).hexdigest()
+        return INPUT_KEY_PREFIX + digest[:32], {
+            "source": config.source, "input_key": config.input_key,
+        }  # fmt: skip
+    digest, paths = input_identity(spark, df)
+    return INPUT_KEY_PREFIX + digest, {"source": config.source, "files": len(paths)}
+
+
+def _recorded_at(uri: str, key: str) -> int | None:
+    """The latest version if it records ``key``, else ``None``."""
+    manifest = latest_manifest(TableStorage(uri))
+    return manifest.version if manifest is not None and key in manifest.config else None
+
+
+def ingest(context: JobContext, config: IngestConfig) -> JobResult:
+    """Run the ingest (see the module docstring); it commits as its last step."""
+    spark = context.spark
+    df = read_source(spark, config)
+    key, record = _input_record(spark, df, config)
+    files_in = int(record.get("files", 0))  # type: ignore[call-overload]
+    done = _recorded_at(config.table, key)
+    if done is not None:
+        context.log.info("input already ingested (%s at version %d): nothing to do", key, done)
+        return JobResult(
+            read_version=done, files_in=files_in,
+            extra={"skipped": True, "reason": f"input already ingested (version {done})",
+                   "input": key},
+        )  # fmt: skip
+    plan = plan_write(
+        config.table,
+        arrow_schema_of(df),
+        mode="append",
+        max_rows_per_file=config.max_rows_per_file,
+        batch_id_column=config.batch_id_column,
+    )
+    context.log.info(
+        "ingest %s (%s) into %s at version %d, write %s",
+        config.source, config.source_format, config.table, plan.read_version, plan.write_id,
+    )  # fmt: skip
+
+    def work(results: list[WriteResult]) -> CommitSummary | None:
+        results.extend(execute_write_tasks(df, plan, partitions=config.partitions))
+        rows = sum(r.rows for r in results)
+        context.log.info("%d tasks wrote %d rows", len(results), rows)
+        if not results:
+            return None
+        return commit_write(
+            plan,
+            results,
+            config=CommitConfig(max_retries=config.max_retries),
+            table_config={key: json.dumps(record, sort_keys=True)},
+            properties={"fermion.job": "ingest", "fermion.source": config.source},
+        )
+
+    try:
+        summary = write_or_abort(plan, work, context.log)
+    except IncompatibleTransactionError:
+        done = _recorded_at(config.table, key)
+        if done is None:
+            raise
+        context.log.info("input ingested concurrently (version %d): nothing committed", done)
+        return JobResult(
+            read_version=plan.read_version, files_in=files_in,
+            extra={"skipped": True, "reason": f"input ingested concurrently (version {done})",
+                   "input": key},
+        )  # fmt: skip
+    if summary is None:
+        context.log.info("the source has no rows: nothing committed")
+        return JobResult(
+            read_version=plan.read_version, files_in=files_in,
+            extra={"skipped": True, "reason": "the source has no rows", "input": key},
+        )  # fmt: skip
+    context.log.info("committed version %d", summary.version)
+    return JobResult(
+        read_version=plan.read_version,
+        committed_version=summary.version if summary.committed else None,
+        rows_in=summary.rows_added,
+        rows_out=summary.rows_added,
+        files_in=files_in,
+        files_out=summary.fragments_added,
+        retries=max(0, summary.attempts - 1),
+        extra={"skipped": False, "input": key, "write_id": plan.write_id},
+    )

@@ -1,0 +1,229 @@
+"""The maintenance jobs: compact, materialize_deletions, rebuild_index, delete.
+
+Each is plan (driver) → execute (one Spark task per table task: the task objects are
+pickled to the executors, the results pickled back) → commit (driver, with retries),
+through :mod:`fermion.table.tasks`. Nothing here decides what to rewrite or how to commit:
+the task API does, and the same code runs in-process behind ``Dataset.compact_files``.
+
+Rewrites that a concurrent commit made stale (a delete or another rewrite touched their
+fragments) are never committed: the commit drops them and the job plans them again on the
+newer version, up to :data:`REPLAN_ROUNDS` times, then reports what it still skipped.
+
+Example:
+    >>> from fermion.spark.jobs.maintenance import REPLAN_ROUNDS
+    >>> REPLAN_ROUNDS
+    3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from fermion.spark.jobs.config import (
+    CompactConfig,
+    DeleteConfig,
+    MaterializeDeletionsConfig,
+    RebuildIndexConfig,
+)
+from fermion.spark.jobs.runner import JobContext, JobResult
+from fermion.table.commit import CommitConfig
+from fermion.table.storage import TableStorage
+from fermion.table.tasks import (
+    CommitSummary,
+    RewritePlan,
+    commit_delete,
+    commit_index,
+    commit_rewrite,
+    execute_delete,
+    execute_index,
+    execute_rewrite,
+    open_table,
+    plan_compaction,
+    plan_delete,
+    plan_index,
+    plan_materialization,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "REPLAN_ROUNDS",
+    "compact",
+    "delete",
+    "materialize_deletions",
+    "rebuild_index",
+    "run_tasks",
+]
+
+#: How many times a rewrite job plans again the groups a concurrent commit made stale.
+REPLAN_ROUNDS = 3
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def run_tasks(
+    spark: SparkSession, tasks: Sequence[T], execute: Callable[[T], R], partitions: int = 0
+) -> list[R]:
+    """``execute`` every task on the executors (one Spark task each unless ``partitions``
+    caps the count); the results come back to the driver in task order."""
+    if not tasks:
+        return []
+    slices = min(len(tasks), partitions) if partitions else len(tasks)
+    return spark.sparkContext.parallelize(list(tasks), slices).map(execute).collect()
+
+
+def _commit_config(max_retries: int) -> CommitConfig:
+    return CommitConfig(max_retries=max_retries)
+
+
+def _rewrite_rounds(
+    context: JobContext,
+    plan_again: Callable[[], RewritePlan],
+    partitions: int,
+    max_retries: int,
+    job: str,
+) -> JobResult:
+    """Plan, rewrite on the executors, commit; plan again while groups were skipped."""
+    first_read: int | None = None
+    committed: int | None = None
+    totals = {"rows": 0, "in": 0, "out": 0, "retries": 0, "groups": 0}
+    skipped: tuple[str, ...] = ()
+    for round_number in range(1, REPLAN_ROUNDS + 2):
+        plan = plan_again()
+        first_read = plan.read_version if first_read is None else first_read
+        if not plan.tasks:
+            context.log.info("round %d: nothing to rewrite at version %d", round_number,
+                             plan.read_version)  # fmt: skip
+            skipped = ()
+            break
+        context.log.info(
+            "round %d: %d groups of %d fragments to rewrite at version %d",
+            round_number, len(plan.tasks), sum(len(t.fragments) for t in plan.tasks),
+            plan.read_version,
+        )  # fmt: skip
+        summary = _rewrite_or_abort(context, plan, partitions, max_retries, job)
+        totals["retries"] += max(0, summary.attempts - 1)
+        if summary.committed:
+            committed = summary.version
+            totals["rows"] += summary.rows_added
+            totals["in"] += summary.fragments_removed
+            totals["out"] += summary.fragments_added
+            totals["groups"] += len(plan.tasks) - len(summary.skipped_tasks)
+            context.log.info("committed version %d", summary.version)
+        skipped = summary.skipped_tasks
+        if not skipped:
+            break
+        context.log.info(
+            "%d groups changed concurrently and were not committed; planning again",
+            len(skipped),
+        )
+    return JobResult(
+        read_version=first_read,
+        committed_version=committed,
+        rows_in=totals["rows"],
+        rows_out=totals["rows"],
+        files_in=totals["in"],
+        files_out=totals["out"],
+        retries=totals["retries"],
+        extra={"groups_committed": totals["groups"], "groups_skipped": len(skipped)},
+    )
+
+
+def _rewrite_or_abort(
+    context: JobContext, plan: RewritePlan, partitions: int, max_retries: int, job: str
+) -> CommitSummary:
+    """Rewrite and commit; on failure remove the files this rewrite wrote (never committed
+    ones: a failure after the commit landed leaves them, the commit recognises itself)."""
+    results = run_tasks(context.spark, plan.tasks, execute_rewrite, partitions)
+    try:
+        return commit_rewrite(
+            plan, results, config=_commit_config(max_retries), properties={"fermion.job": job}
+        )
+    except BaseException:
+        storage = TableStorage(plan.uri)
+        written = {d.path for r in results for f in r.new_fragments for d in f.files}
+        _, latest = open_table(plan.uri)
+        referenced = {d.path for f in latest.fragments for d in f.files}
+        for path in sorted(written - referenced):
+            storage.remove(path)
+        context.log.error("commit failed: removed %d rewritten files", len(written - referenced))
+        raise
+
+
+def compact(context: JobContext, config: CompactConfig) -> JobResult:
+    """Bin-pack small fragments into ones of about ``target_rows_per_fragment`` rows.
+
+    Batch-mode tables stay batch-aligned (the rewrite writes whole batches).
+    """
+    return _rewrite_rounds(
+        context,
+        lambda: plan_compaction(
+            config.table, target_rows_per_fragment=config.target_rows_per_fragment
+        ),
+        config.partitions,
+        config.max_retries,
+        "compact",
+    )
+
+
+def materialize_deletions(context: JobContext, config: MaterializeDeletionsConfig) -> JobResult:
+    """Rewrite fragments whose deleted fraction is above ``threshold`` without those rows."""
+    threshold = min(config.threshold, 0.999999)  # 1.0 would select nothing anyway
+    return _rewrite_rounds(
+        context,
+        lambda: plan_materialization(config.table, threshold=threshold),
+        config.partitions,
+        config.max_retries,
+        "materialize_deletions",
+    )
+
+
+def rebuild_index(context: JobContext, config: RebuildIndexConfig) -> JobResult:
+    """Recompute the statistics of fragments whose statistics are missing or stale."""
+    plan = plan_index(config.table, columns=config.columns or None, only_stale=True)
+    fragments = sum(len(t.fragments) for t in plan.tasks)
+    context.log.info("%d fragments need statistics at version %d", fragments, plan.read_version)
+    if not plan.tasks:
+        return JobResult(read_version=plan.read_version, extra={"fragments_rebuilt": 0})
+    results = run_tasks(context.spark, plan.tasks, execute_index, config.partitions)
+    summary = commit_index(plan, results, config=_commit_config(config.max_retries))
+    if summary.committed:
+        context.log.info("committed version %d", summary.version)
+    return JobResult(
+        read_version=plan.read_version,
+        committed_version=summary.version if summary.committed else None,
+        files_in=fragments,
+        retries=max(0, summary.attempts - 1),
+        extra={
+            "fragments_rebuilt": fragments - len(summary.skipped_tasks),
+            "fragments_gone": len(summary.skipped_tasks),
+        },
+    )
+
+
+def delete(context: JobContext, config: DeleteConfig) -> JobResult:
+    """Mark the rows matching the SQL ``predicate`` deleted (deletion files only)."""
+    plan = plan_delete(config.table, config.predicate)
+    context.log.info(
+        "delete where %s: %d fragments may match at version %d",
+        config.predicate, len(plan.tasks), plan.read_version,
+    )  # fmt: skip
+    results = run_tasks(context.spark, plan.tasks, execute_delete)
+    summary = commit_delete(plan, results, config=_commit_config(config.max_retries))
+    if summary.committed:
+        context.log.info("committed version %d: %d rows deleted", summary.version,
+                         summary.rows_deleted)  # fmt: skip
+    return JobResult(
+        read_version=plan.read_version,
+        committed_version=summary.version if summary.committed else None,
+        files_in=len(plan.tasks),
+        retries=max(0, summary.attempts - 1),
+        extra={
+            "rows_deleted": summary.rows_deleted,
+            "fragments_removed": summary.fragments_removed,
+            "replanned": summary.replanned,
+        },
+    )

@@ -1,0 +1,92 @@
+"""Every table operation as plan (driver) → execute (any process) → commit (driver).
+
+This is the seam through which Spark (or any other engine) distributes table work;
+docs/ARCHITECTURE.md describes it. Plans, tasks and results are frozen dataclasses that
+pickle and have a JSON form; fragments travel as :class:`FragmentInfo`.
+
+Example:
+    >>> import tempfile, pyarrow as pa
+    >>> uri = tempfile.mkdtemp()
+    >>> plan = plan_write(uri, pa.schema([("x", pa.int64())]))
+    >>> result = execute_write(plan, pa.table({"x": [1, 2]}))
+    >>> commit_write(plan, [result]).version
+    1
+"""
+
+from __future__ import annotations
+
+from fermion.table.tasks.common import open_table
+from fermion.table.tasks.delete import (
+    DeletePlan,
+    DeleteResult,
+    DeleteTask,
+    commit_delete,
+    delete_now,
+    execute_delete,
+    plan_delete,
+)
+from fermion.table.tasks.index import (
+    STATS_INDEX_NAME,
+    IndexPlan,
+    IndexResult,
+    IndexTask,
+    commit_index,
+    execute_index,
+    plan_index,
+)
+from fermion.table.tasks.model import CommitSummary, DataFileInfo, FragmentInfo
+from fermion.table.tasks.rewrite import (
+    MATERIALIZE_THRESHOLD_DEFAULT,
+    RewritePlan,
+    RewriteResult,
+    RewriteTask,
+    commit_rewrite,
+    execute_rewrite,
+    plan_compaction,
+    plan_materialization,
+)
+from fermion.table.tasks.write import (
+    BATCH_ID_COLUMN_KEY,
+    WritePlan,
+    WriteResult,
+    abort_write,
+    commit_write,
+    execute_write,
+    plan_write,
+)
+
+__all__ = [
+    "BATCH_ID_COLUMN_KEY",
+    "MATERIALIZE_THRESHOLD_DEFAULT",
+    "STATS_INDEX_NAME",
+    "CommitSummary",
+    "DataFileInfo",
+    "DeletePlan",
+    "DeleteResult",
+    "DeleteTask",
+    "FragmentInfo",
+    "IndexPlan",
+    "IndexResult",
+    "IndexTask",
+    "RewritePlan",
+    "RewriteResult",
+    "RewriteTask",
+    "WritePlan",
+    "WriteResult",
+    "abort_write",
+    "commit_delete",
+    "commit_index",
+    "commit_rewrite",
+    "commit_write",
+    "delete_now",
+    "execute_delete",
+    "execute_index",
+    "execute_rewrite",
+    "execute_write",
+    "open_table",
+    "plan_compaction",
+    "plan_delete",
+    "plan_index",
+    "plan_materialization",
+    "plan_write",
+]

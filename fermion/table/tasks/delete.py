@@ -1,0 +1,265 @@
+"""Delete by predicate as plan → execute → commit (deletion files; no data is rewritten).
+
+``plan_delete`` keeps the fragments whose statistics say they may hold matching rows and
+makes tasks of them. ``execute_delete`` finds the matching live rows of its fragments and
+writes each fragment's complete new deletion file (old deletions plus the new rows); a
+fragment left with no live row is removed instead. ``commit_delete`` commits one
+``Delete``. Concurrent deletes of other rows of the same fragments are merged by the commit
+loop (the bitmaps are OR-ed); if a concurrent commit deleted the same rows or rewrote a
+fragment, the delete is planned and executed again on the newer version, in the driver.
+
+Example:
+    >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
+    >>> from fermion.table import dataset, write_dataset
+    >>> uri = tempfile.mkdtemp()
+    >>> _ = write_dataset(pa.table({"x": [1, 2, 3, 4]}), uri, max_rows_per_file=2)
+    >>> plan = plan_delete(uri, pc.field("x") >= 3)
+    >>> len(plan.tasks)  # the first fragment's statistics rule it out
+    1
+    >>> summary = commit_delete(plan, [execute_delete(t) for t in plan.tasks])
+    >>> summary.rows_deleted, dataset(uri).to_table()["x"].to_pylist()
+    (2, [1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fermion.errors import InvalidArgumentError
+from fermion.io.manifest_store import ManifestStore
+from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.deletions import (
+    bitmap_from_offsets,
+    keep_mask,
+    read_deletion_file,
+    write_deletion_file,
+)
+from fermion.table.operations import Delete
+from fermion.table.predicate import parse_predicate
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
+from fermion.table.schema import TableSchema
+from fermion.table.storage import TableStorage
+from fermion.table.tasks.common import open_table, summarise
+from fermion.table.tasks.model import (
+    EXPRESSION,
+    FRAGMENTS,
+    INTS,
+    SCHEMA,
+    Codec,
+    CommitSummary,
+    FragmentInfo,
+    JsonMixin,
+)
+from fermion.table.versions import schema_of
+
+__all__ = [
+    "DeletePlan",
+    "DeleteResult",
+    "DeleteTask",
+    "commit_delete",
+    "delete_now",
+    "execute_delete",
+    "plan_delete",
+]
+
+
+@dataclass(frozen=True)
+class DeleteTask(JsonMixin):
+    """Mark the rows of some fragments that match ``predicate`` deleted."""
+
+    task_id: str
+    uri: str
+    read_version: int
+    schema: TableSchema
+    fragments: tuple[FragmentInfo, ...]
+    predicate: pc.Expression
+
+    _codecs: ClassVar[dict[str, Codec]] = {
+        "schema": SCHEMA, "fragments": FRAGMENTS, "predicate": EXPRESSION,
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeletePlan(JsonMixin):
+    """A delete planned on ``read_version``; ``predicate_text`` is kept for the log."""
+
+    uri: str
+    read_version: int
+    predicate: pc.Expression
+    predicate_text: str
+    tasks: tuple[DeleteTask, ...]
+
+    _codecs: ClassVar[dict[str, Codec]] = {
+        "predicate": EXPRESSION,
+        "tasks": (
+            lambda tasks: [t.to_dict() for t in tasks],
+            lambda values: tuple(DeleteTask.from_dict(v) for v in values),
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class DeleteResult(JsonMixin):
+    """Fragments with their new deletion files, and fragments with no live row left."""
+
+    task_id: str
+    updated: tuple[FragmentInfo, ...]
+    removed_ids: tuple[int, ...]
+    rows_deleted: int
+
+    _codecs: ClassVar[dict[str, Codec]] = {"updated": FRAGMENTS, "removed_ids": INTS}
+
+
+def _expression(filter: pc.Expression | str, schema: pa.Schema) -> tuple[pc.Expression, str]:
+    if isinstance(filter, str):
+        return parse_predicate(filter, schema), filter
+    if isinstance(filter, pc.Expression):
+        return filter, str(filter)
+    raise InvalidArgumentError(
+        f"a delete predicate is a SQL string or a pyarrow.compute.Expression, not "
+        f"{type(filter).__name__}"
+    )
+
+
+def plan_delete(
+    uri: Any,
+    filter: pc.Expression | str,
+    *,
+    fragments_per_task: int = 1,
+    version: int | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> DeletePlan:
+    """Plan deleting the rows matching ``filter`` (a SQL predicate or an Arrow expression).
+
+    Fragments that statistics rule out get no task.
+
+    Raises:
+        InvalidArgumentError: A predicate that does not parse or names unknown columns.
+        DatasetError: No table at ``uri``.
+    """
+    if fragments_per_task < 1:
+        raise InvalidArgumentError("fragments_per_task must be >= 1")
+    storage, manifest = open_table(uri, version, manifest_store)
+    schema = schema_of(manifest)
+    expression, text = _expression(filter, schema.arrow)
+    candidates = Scanner(storage, manifest, schema, [], expression).fragments()
+    tasks = tuple(
+        DeleteTask(
+            task_id=str(n),
+            uri=storage.uri,
+            read_version=manifest.version,
+            schema=schema,
+            fragments=tuple(
+                FragmentInfo.from_proto(f, committed=True)
+                for f in candidates[start : start + fragments_per_task]
+            ),
+            predicate=expression,
+        )
+        for n, start in enumerate(range(0, len(candidates), fragments_per_task))
+    )
+    return DeletePlan(storage.uri, manifest.version, expression, text, tasks)
+
+
+def _delete_in(
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    predicate: pc.Expression,
+    read_version: int,
+) -> tuple[pb.Fragment | None, bool, int]:
+    """(updated fragment or None, removed?, newly deleted rows) for one fragment."""
+    table = read_fragment(storage, schema, fragment, [], predicate, with_row_offsets=True)
+    if table.num_rows == 0:
+        return None, False, 0
+    rows = bitmap_from_offsets(table.column(ROW_OFFSET).to_numpy())
+    if fragment.HasField("deletion_file"):
+        rows |= read_deletion_file(storage, fragment.id, fragment.deletion_file)
+    if len(rows) == fragment.physical_rows:
+        return None, True, table.num_rows
+    keep_mask(rows, fragment.physical_rows)  # validates the offsets
+    update = pb.Fragment()
+    update.CopyFrom(fragment)
+    update.deletion_file.CopyFrom(write_deletion_file(storage, fragment.id, read_version, rows))
+    return update, False, table.num_rows
+
+
+def execute_delete(task: DeleteTask) -> DeleteResult:
+    """Write the new deletion files of the task's fragments (commits nothing)."""
+    storage = TableStorage(task.uri)
+    updated, removed, deleted = [], [], 0
+    for info in task.fragments:
+        fragment = info.to_proto()
+        update, gone, rows = _delete_in(
+            storage, task.schema, fragment, task.predicate, task.read_version
+        )
+        deleted += rows
+        if gone:
+            removed.append(fragment.id)
+        elif update is not None:
+            updated.append(FragmentInfo.from_proto(update, committed=True))
+    return DeleteResult(task.task_id, tuple(updated), tuple(removed), deleted)
+
+
+def delete_now(
+    storage: TableStorage, manifest: pb.Manifest, predicate: pc.Expression, text: str = ""
+) -> Delete | None:
+    """Plan and execute a delete in this process on ``manifest`` (``None``: no row matches).
+
+    The commit loop calls it to re-plan a delete on a newer version after a conflict.
+    """
+    schema = schema_of(manifest)
+    updated, removed = [], []
+    for fragment in Scanner(storage, manifest, schema, [], predicate).fragments():
+        update, gone, _ = _delete_in(storage, schema, fragment, predicate, manifest.version)
+        if gone:
+            removed.append(fragment.id)
+        elif update is not None:
+            updated.append(update)
+    if not updated and not removed:
+        return None
+    return Delete(tuple(updated), tuple(removed), predicate=text or str(predicate))
+
+
+def commit_delete(
+    plan: DeletePlan,
+    results: Sequence[DeleteResult],
+    *,
+    config: CommitConfig | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> CommitSummary:
+    """Commit the deletion files of every result as one ``Delete`` (driver, with retries).
+
+    Every task's result must be given: a missing one would leave its rows undeleted.
+
+    Raises:
+        InvalidArgumentError: Results missing or of unknown tasks.
+    """
+    expected = {t.task_id for t in plan.tasks}
+    got = [r.task_id for r in results]
+    if sorted(got) != sorted(expected):
+        raise InvalidArgumentError(
+            f"commit_delete needs one result per task: expected {sorted(expected)}, got {got}"
+        )
+    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    updated = tuple(f.to_proto() for r in results for f in r.updated)
+    removed = tuple(i for r in results for i in r.removed_ids)
+    if not updated and not removed:
+        return CommitSummary(False, plan.read_version, plan.read_version, operation="delete")
+
+    def replan(manifest: pb.Manifest) -> Delete | None:
+        return delete_now(storage, manifest, plan.predicate, plan.predicate_text)
+
+    result = commit_operation(
+        storage,
+        Delete(updated, removed, predicate=plan.predicate_text),
+        read_version=plan.read_version,
+        config=config,
+        planner=replan,
+    )
+    return summarise(result, plan.read_version, committed=result.committed)

@@ -1,0 +1,219 @@
+"""Statistics rebuild as plan → execute → commit (a ``CreateIndex`` named ``fermion.stats``).
+
+``plan_index`` makes one task per fragment whose statistics are missing or stale for the
+wanted columns (or every fragment with ``only_stale=False``). ``execute_index`` reads the
+fragment's live rows and computes fresh min/max/null counts; ``commit_index`` registers
+them as one ``CreateIndex`` covering the rebuilt fragments. If a concurrent compaction
+removed some of them, the commit is re-planned without those fragments, so the index never
+names a fragment that is gone.
+
+Stale means: the fragment has no statistics for a wanted field it stores, or the last
+``fermion.stats`` index does not cover it (its statistics were computed from the physical
+rows at write time, not from the live rows).
+
+Example:
+    >>> import tempfile, pyarrow as pa
+    >>> from fermion.table import write_dataset
+    >>> uri = tempfile.mkdtemp()
+    >>> _ = write_dataset(pa.table({"x": [3, 1, 2]}), uri)
+    >>> plan = plan_index(uri)
+    >>> summary = commit_index(plan, [execute_index(t) for t in plan.tasks])
+    >>> summary.operation, summary.version, len(plan_index(uri).tasks)
+    ('create_index', 2, 0)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from fermion.errors import InvalidArgumentError
+from fermion.io.manifest_store import ManifestStore
+from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.operations import CreateIndex
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.scan import read_fragment
+from fermion.table.schema import TableSchema
+from fermion.table.stats import compute_stats
+from fermion.table.storage import TableStorage
+from fermion.table.tasks.common import open_table, summarise
+from fermion.table.tasks.model import (
+    FRAGMENTS,
+    INTS,
+    SCHEMA,
+    STRS,
+    Codec,
+    CommitSummary,
+    FragmentInfo,
+    JsonMixin,
+)
+from fermion.table.versions import load_manifest, schema_of
+
+__all__ = [
+    "STATS_INDEX_NAME",
+    "IndexPlan",
+    "IndexResult",
+    "IndexTask",
+    "commit_index",
+    "execute_index",
+    "plan_index",
+]
+
+STATS_INDEX_NAME = "fermion.stats"
+
+
+@dataclass(frozen=True)
+class IndexTask(JsonMixin):
+    """Recompute the statistics of one fragment."""
+
+    task_id: str
+    uri: str
+    read_version: int
+    schema: TableSchema
+    fragments: tuple[FragmentInfo, ...]
+    columns: tuple[str, ...]
+
+    _codecs: ClassVar[dict[str, Codec]] = {
+        "schema": SCHEMA, "fragments": FRAGMENTS, "columns": STRS,
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class IndexPlan(JsonMixin):
+    """The fragments to rebuild, planned on ``read_version``."""
+
+    uri: str
+    read_version: int
+    columns: tuple[str, ...]
+    field_ids: tuple[int, ...]
+    tasks: tuple[IndexTask, ...]
+
+    _codecs: ClassVar[dict[str, Codec]] = {
+        "columns": STRS,
+        "field_ids": INTS,
+        "tasks": (
+            lambda tasks: [t.to_dict() for t in tasks],
+            lambda values: tuple(IndexTask.from_dict(v) for v in values),
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class IndexResult(JsonMixin):
+    """Fresh statistics of some fragments: one ``Fragment`` message (id + stats) each."""
+
+    task_id: str
+    fragment_stats: tuple[FragmentInfo, ...]
+
+    _codecs: ClassVar[dict[str, Codec]] = {"fragment_stats": FRAGMENTS}
+
+
+def _covered(manifest: pb.Manifest) -> set[int]:
+    return {i for x in manifest.indices if x.name == STATS_INDEX_NAME for i in x.fragment_ids}
+
+
+def plan_index(
+    uri: Any,
+    *,
+    columns: Sequence[str] | None = None,
+    only_stale: bool = True,
+    fragments_per_task: int = 1,
+    version: int | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> IndexPlan:
+    """Plan a statistics rebuild of ``columns`` (default: every column).
+
+    Raises:
+        InvalidArgumentError: Unknown columns, ``fragments_per_task`` < 1, or no table.
+    """
+    if fragments_per_task < 1:
+        raise InvalidArgumentError("fragments_per_task must be >= 1")
+    storage, manifest = open_table(uri, version, manifest_store)
+    schema = schema_of(manifest)
+    names = tuple(schema.arrow.names) if columns is None else tuple(columns)
+    unknown = [n for n in names if n not in schema.arrow.names]
+    if unknown:
+        raise InvalidArgumentError(f"no such columns: {unknown}")
+    ids = tuple(schema.id_of(n) for n in names)
+    covered = _covered(manifest)
+
+    def stale(fragment: pb.Fragment) -> bool:
+        stored = {i for d in fragment.files for i in d.field_ids}
+        have = {s.field_id for s in fragment.stats}
+        return fragment.id not in covered or any(i in stored and i not in have for i in ids)
+
+    todo = [f for f in manifest.fragments if not only_stale or stale(f)]
+    tasks = tuple(
+        IndexTask(
+            task_id=str(n),
+            uri=storage.uri,
+            read_version=manifest.version,
+            schema=schema,
+            fragments=tuple(
+                FragmentInfo.from_proto(f, committed=True)
+                for f in todo[start : start + fragments_per_task]
+            ),
+            columns=names,
+        )
+        for n, start in enumerate(range(0, len(todo), fragments_per_task))
+    )
+    return IndexPlan(storage.uri, manifest.version, names, ids, tasks)
+
+
+def execute_index(task: IndexTask) -> IndexResult:
+    """Compute the statistics of the task's fragments from their live rows."""
+    storage = TableStorage(task.uri)
+    ids = [task.schema.id_of(n) for n in task.columns]
+    out = []
+    for info in task.fragments:
+        fragment = info.to_proto()
+        table = read_fragment(storage, task.schema, fragment, list(task.columns))
+        fresh = {s.field_id: s for s in compute_stats(table, ids)}
+        update = pb.Fragment(id=fragment.id)
+        update.stats.extend(fresh.get(s.field_id, s) for s in fragment.stats)
+        known = {s.field_id for s in fragment.stats}
+        update.stats.extend(s for i, s in fresh.items() if i not in known)
+        out.append(FragmentInfo.from_proto(update, committed=True))
+    return IndexResult(task.task_id, tuple(out))
+
+
+def commit_index(
+    plan: IndexPlan,
+    results: Sequence[IndexResult],
+    *,
+    config: CommitConfig | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> CommitSummary:
+    """Commit fresh statistics as a ``CreateIndex`` (driver side, with retries).
+
+    The index covers the fragments already covered by the previous ``fermion.stats``
+    index that are still present, plus the rebuilt ones.
+    """
+    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    updates = [f.to_proto() for r in results for f in r.fragment_stats]
+    gone: list[str] = []
+
+    def build(manifest: pb.Manifest | None) -> CreateIndex | None:
+        assert manifest is not None
+        present = {f.id for f in manifest.fragments}
+        kept = [u for u in updates if u.id in present]
+        gone.extend(str(u.id) for u in updates if u.id not in present and str(u.id) not in gone)
+        if not kept:
+            return None
+        covered = sorted((_covered(manifest) & present) | {u.id for u in kept})
+        index = pb.IndexMetadata(
+            uuid=uuid.uuid4().hex, name=STATS_INDEX_NAME, kind="zonemap",
+            field_ids=list(plan.field_ids), fragment_ids=covered,
+            dataset_version=manifest.version,
+        )  # fmt: skip
+        return CreateIndex(index, tuple(kept))
+
+    op = build(load_manifest(storage, plan.read_version))
+    if op is None:
+        return CommitSummary(False, plan.read_version, plan.read_version, operation="create_index")
+    result = commit_operation(
+        storage, op, read_version=plan.read_version, config=config, planner=build
+    )
+    return summarise(result, plan.read_version, committed=result.committed, skipped=gone)

@@ -1,0 +1,326 @@
+"""Distributed writes: plan on the driver, write fragments anywhere, commit on the driver.
+
+``plan_write`` reads the table once and fixes the write: mode, schema with field ids, and
+a write id. Workers call ``execute_write`` with the plan and their share of the data; the
+files land under ``data/{write_id}/`` and come back as a :class:`WriteResult`. The driver
+commits every result in one transaction with ``commit_write`` (Append or Overwrite, with
+retries), or removes the files with ``abort_write`` — which also finds the files of a
+worker that died before it could report, by the write id.
+
+Example:
+    >>> import tempfile, pyarrow as pa
+    >>> uri = tempfile.mkdtemp()
+    >>> data = pa.table({"x": [1, 2, 3]})
+    >>> plan = plan_write(uri, data.schema, mode="append")
+    >>> results = [execute_write(plan, data.slice(0, 2), task_id="0"),
+    ...            execute_write(plan, data.slice(2), task_id="1")]
+    >>> summary = commit_write(plan, results)
+    >>> summary.committed, summary.version, summary.rows_added
+    (True, 1, 3)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import pyarrow as pa
+
+from fermion.errors import DatasetError, InvalidArgumentError, SchemaMismatchError
+from fermion.io.manifest_store import ManifestStore
+from fermion.table.codec import check_writer_flags
+from fermion.table.commit import CommitConfig, CommitResult, commit_operation
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
+from fermion.table.operations import Append, Operation, Overwrite
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.schema import TableSchema
+from fermion.table.storage import TableStorage
+from fermion.table.tasks.common import summarise
+from fermion.table.tasks.model import (
+    FRAGMENTS,
+    SCHEMA,
+    Codec,
+    CommitSummary,
+    FragmentInfo,
+    JsonMixin,
+    check_arrow_schema,
+)
+from fermion.table.versions import latest_manifest, schema_of
+
+__all__ = [
+    "BATCH_ID_COLUMN_KEY",
+    "WriteMode",
+    "WritePlan",
+    "WriteResult",
+    "abort_write",
+    "commit_write",
+    "execute_write",
+    "plan_write",
+]
+
+WriteMode = Literal["append", "overwrite"]
+
+#: Table configuration key naming the batch-id column of a table written in batch mode.
+BATCH_ID_COLUMN_KEY = "fermion.batch_id_column"
+
+
+@dataclass(frozen=True)
+class WritePlan(JsonMixin):
+    """A write fixed on the driver; hand it to every worker.
+
+    Attributes:
+        uri: The table location (a path or fsspec URL every worker can reach).
+        mode: ``append`` (creates the table if absent) or ``overwrite``.
+        write_id: Names the directory ``data/{write_id}/`` of this write's files.
+        read_version: The version planned on (0: the table did not exist).
+        schema: The table schema the files are written with (field ids included).
+        max_rows_per_file: Rows per data file (one fragment per file).
+        batch_id_column: Write in batch mode, grouping rows by this integer column.
+    """
+
+    uri: str
+    mode: WriteMode
+    write_id: str
+    read_version: int
+    schema: TableSchema
+    max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
+    batch_id_column: str | None = None
+
+    @property
+    def prefix(self) -> str:
+        """Where this write's files go, relative to the table root."""
+        return f"data/{self.write_id}"
+
+    _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA}
+
+
+@dataclass(frozen=True)
+class WriteResult(JsonMixin):
+    """What one worker wrote: fragments not committed yet."""
+
+    task_id: str
+    write_id: str
+    fragments: tuple[FragmentInfo, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        """Rows written."""
+        return sum(f.physical_rows for f in self.fragments)
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of the data files written."""
+        return sum(d.size_bytes for f in self.fragments for d in f.files)
+
+    _codecs: ClassVar[dict[str, Codec]] = {"fragments": FRAGMENTS}
+
+
+def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
+    return set(table.names) == set(data.names) and all(
+        table.field(n).type.equals(data.field(n).type) for n in data.names
+    )
+
+
+def plan_write(
+    uri: Any,
+    schema: pa.Schema,
+    *,
+    mode: WriteMode = "append",
+    max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
+    batch_id_column: str | None = None,
+    write_id: str | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> WritePlan:
+    """Plan a write of data with Arrow schema ``schema`` (driver side; reads one manifest).
+
+    Args:
+        uri: Table location.
+        schema: The Arrow schema of the data the workers will write.
+        mode: ``append`` (the data must have the table's columns and types; creates the
+            table if absent) or ``overwrite`` (replace every row; new columns get fresh
+            field ids).
+        max_rows_per_file: Rows per data file.
+        batch_id_column: Write in batch mode grouped by this integer column.
+        write_id: Name of the write (default: a random one).
+        manifest_store: The table's external manifest store, if it uses one.
+
+    Raises:
+        SchemaMismatchError: ``append`` of data that does not fit the table (raised here,
+            before any worker writes a byte).
+        InvalidArgumentError: Bad mode, row count or batch id column.
+    """
+    check_arrow_schema(schema)
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+    if max_rows_per_file < 1:
+        raise InvalidArgumentError(f"max_rows_per_file must be >= 1, got {max_rows_per_file}")
+    if batch_id_column is not None:
+        index = schema.get_field_index(batch_id_column)
+        if index < 0 or not pa.types.is_integer(schema.field(index).type):
+            raise InvalidArgumentError(
+                f"batch_id_column {batch_id_column!r} must name an integer column of the data"
+            )
+    storage = TableStorage(uri, manifest_store=manifest_store)
+    latest = latest_manifest(storage)
+    if latest is None:
+        table_schema = TableSchema.from_arrow(schema)
+    else:
+        check_writer_flags(latest)
+        table_schema = schema_of(latest)
+        if mode == "append":
+            table_schema.check_data(schema)
+        elif not _same_columns(table_schema.arrow, schema):
+            table_schema = TableSchema.from_arrow(schema, first_id=latest.max_field_id + 1)
+    return WritePlan(
+        uri=storage.uri,
+        mode=mode,
+        write_id=write_id or uuid.uuid4().hex,
+        read_version=0 if latest is None else latest.version,
+        schema=table_schema,
+        max_rows_per_file=max_rows_per_file,
+        batch_id_column=batch_id_column,
+    )
+
+
+def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> WriteResult:
+    """Write ``data`` as data files of ``plan`` (any process; commits nothing).
+
+    Args:
+        plan: From :func:`plan_write`.
+        data: ``pa.Table``, ``RecordBatch``, ``RecordBatchReader`` or list of batches.
+        task_id: Names this worker's share in the result.
+
+    Raises:
+        SchemaMismatchError: The data does not fit the planned schema.
+        BatchModeError: Bad batch ids (nulls, a missing column).
+    """
+    fragments = write_fragments(
+        data,
+        plan.uri,
+        schema=plan.schema,
+        max_rows_per_file=plan.max_rows_per_file,
+        prefix=plan.prefix,
+        batch_id_column=plan.batch_id_column,
+    )
+    infos = tuple(FragmentInfo.from_proto(f, committed=False) for f in fragments)
+    return WriteResult(str(task_id), plan.write_id, infos)
+
+
+def _operation(
+    plan: WritePlan, fragments: tuple[pb.Fragment, ...], config: dict[str, str]
+) -> Operation:
+    if plan.read_version == 0 or plan.mode == "overwrite":
+        return Overwrite(fragments, plan.schema, config)
+    return Append(fragments, config)
+
+
+def commit_write(
+    plan: WritePlan,
+    results: Sequence[WriteResult],
+    *,
+    config: CommitConfig | None = None,
+    table_config: Mapping[str, str] | None = None,
+    properties: Mapping[str, str] | None = None,
+    manifest_store: ManifestStore | None = None,
+) -> CommitSummary:
+    """Commit every result of ``plan`` as one new version (driver side, with retries).
+
+    A plan made before the table existed creates it; if another writer created it in the
+    meantime with the same schema and field ids, the write becomes an append to it.
+
+    Args:
+        plan: The plan the results were written for.
+        results: One result per worker (every one of them: a missing result's files are
+            never committed and stay as orphans until :func:`abort_write` or cleanup).
+        config: Commit attempts, backoff, timeout.
+        table_config: Table configuration entries this commit sets (e.g. the inputs an
+            ingest loaded; two concurrent appends setting the same key are incompatible).
+        properties: Informational entries of the new version's summary.
+        manifest_store: The table's external manifest store, if it uses one.
+
+    Raises:
+        CommitConflictError / IncompatibleTransactionError: See the commit protocol.
+        InvalidArgumentError: A result of another write.
+    """
+    for each in results:
+        if each.write_id != plan.write_id:
+            raise InvalidArgumentError(
+                f"result of task {each.task_id} belongs to write {each.write_id}, "
+                f"not {plan.write_id}"
+            )
+    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    fragments = tuple(f.to_proto() for r in results for f in r.fragments)
+    entries = dict(table_config or {})
+    if plan.batch_id_column is not None and (plan.read_version == 0 or plan.mode == "overwrite"):
+        entries.setdefault(BATCH_ID_COLUMN_KEY, plan.batch_id_column)
+    if plan.mode == "append" and plan.read_version and not fragments:
+        return CommitSummary(False, plan.read_version, plan.read_version, operation="append")
+    create = plan.read_version == 0 and plan.mode == "append"
+    try:
+        result = commit_operation(
+            storage,
+            _operation(plan, fragments, entries),
+            read_version=plan.read_version or None,
+            config=config,
+            create_only=create,
+            properties=properties,
+        )
+    except DatasetError:
+        if not create or storage.latest_version() is None:
+            raise
+        appended = _append_to_created(storage, plan, fragments, entries, config, properties)
+        if appended is None:
+            version = storage.latest_version() or 0
+            return CommitSummary(False, version, plan.read_version, operation="append")
+        result = appended
+    return summarise(result, plan.read_version, committed=result.committed)
+
+
+def _append_to_created(
+    storage: TableStorage,
+    plan: WritePlan,
+    fragments: tuple[pb.Fragment, ...],
+    entries: dict[str, str],
+    config: CommitConfig | None,
+    properties: Mapping[str, str] | None,
+) -> CommitResult | None:
+    """The table appeared after planning: append if it has exactly the planned schema."""
+    latest = latest_manifest(storage)
+    assert latest is not None  # the caller saw a version
+    theirs = schema_of(latest)
+    if not (theirs.arrow.equals(plan.schema.arrow) and theirs.field_ids == plan.schema.field_ids):
+        raise SchemaMismatchError(
+            f"{storage.uri}: the table was created concurrently with another schema"
+        )
+    if not fragments:
+        return None
+    entries.pop(BATCH_ID_COLUMN_KEY, None)  # set by whoever created the table
+    return commit_operation(
+        storage,
+        Append(fragments, entries),
+        read_version=latest.version,
+        config=config,
+        properties=properties,
+    )
+
+
+def abort_write(
+    plan: WritePlan,
+    results: Sequence[WriteResult | None] = (),
+    *,
+    manifest_store: ManifestStore | None = None,
+) -> int:
+    """Remove every file of an uncommitted write; returns how many were removed.
+
+    Files named in ``results`` go first; then every file under ``data/{write_id}/``, which
+    includes those of workers that failed before reporting (``None`` entries). Never call
+    it for a write that may have committed.
+    """
+    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    paths = {d.path for r in results if r is not None for f in r.fragments for d in f.files}
+    paths.update(storage.list_tree(plan.prefix))
+    for path in sorted(paths):
+        storage.remove(path)
+    return len(paths)

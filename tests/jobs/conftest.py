@@ -1,0 +1,24 @@
+"""One local Spark session for the in-process job tests (session-scoped, local[2])."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from fermion.spark.jobs.runner import build_session
+
+    session = build_session(
+        "fermion-jobs-tests",
+        {"spark.master": "local[2]", "spark.ui.enabled": "false",
+         "spark.sql.shuffle.partitions": "4"},
+    )  # fmt: skip
+    yield session
+    session.stop()

@@ -1,0 +1,65 @@
+"""Running jobs the way users do: ``python jobs/<job>.py`` and ``spark-submit``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = ROOT / "jobs"
+CONF = ROOT / "conf"
+SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A job's exit code, its summary (the last stdout line) and its stderr."""
+
+    code: int
+    summary: dict[str, Any]
+    stdout: str
+    stderr: str
+
+
+def job_env() -> dict[str, str]:
+    """The environment a job runs in: this interpreter for Spark's Python workers."""
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    return env
+
+
+def _finish(process: subprocess.CompletedProcess[str]) -> Finished:
+    lines = process.stdout.strip().splitlines()
+    assert lines, f"no stdout; stderr:\n{process.stderr[-3000:]}"
+    return Finished(process.returncode, json.loads(lines[-1]), process.stdout, process.stderr)
+
+
+def run_job(job: str, *args: str, timeout: float = 300) -> Finished:
+    """``python jobs/<job>.py args...``."""
+    process = subprocess.run(
+        [sys.executable, str(JOBS / f"{job}.py"), *args],
+        capture_output=True, text=True, env=job_env(), cwd=ROOT, timeout=timeout,
+    )  # fmt: skip
+    return _finish(process)
+
+
+def submit_job(job: str, *args: str, timeout: float = 300) -> Finished:
+    """``spark-submit --master local[2] jobs/<job>.py args...`` with the venv's Spark."""
+    process = subprocess.run(
+        [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+         str(JOBS / f"{job}.py"), *args],
+        capture_output=True, text=True, env=job_env(), cwd=ROOT, timeout=timeout,
+    )  # fmt: skip
+    return _finish(process)
+
+
+def write_config(path: Path, **keys: Any) -> str:
+    """A job config file with ``keys`` (YAML via JSON, which YAML reads)."""
+    path.write_text("\n".join(f"{k}: {json.dumps(v)}" for k, v in keys.items()) + "\n")
+    return str(path)
