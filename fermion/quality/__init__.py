@@ -4,6 +4,8 @@
   null, unique keys, value ranges) and, given the table, checks its batch integrity;
   it keeps the result as JSON and GX data docs (HTML) under ``output_dir``.
 - :func:`check_batch_integrity` — every batch id's rows in one fragment, contiguous.
+- :func:`check_rows_conserved` — a compaction's new fragments hold exactly the live rows
+  they replace (checked before the rewrite commits).
 - :func:`load_suite` reads and validates a suite file.
 
 This package receives DataFrames; it never imports pyspark itself (GX does, to run them).
@@ -18,11 +20,13 @@ Example:
 
 from __future__ import annotations
 
+from fermion.quality.conservation import ConservationResult, check_rows_conserved
 from fermion.quality.integrity import IntegrityResult, check_batch_integrity
 from fermion.quality.report import QualityCheckError, QualityReport, validate
 from fermion.quality.suite import RowCount, Suite, SuiteError, ValueRange, load_suite
 
 __all__ = [
+    "ConservationResult",
     "IntegrityResult",
     "QualityCheckError",
     "QualityReport",
@@ -31,6 +35,7 @@ __all__ = [
     "SuiteError",
     "ValueRange",
     "check_batch_integrity",
+    "check_rows_conserved",
     "load_suite",
     "validate",
 ]

@@ -58,6 +58,23 @@ class QualityReport:
         """The results of the checks that did not pass."""
         return [r for r in self.results if not r["success"]]
 
+    def summary(self) -> dict[str, Any]:
+        """The keys a job's summary line reports about this run.
+
+        Example:
+            >>> QualityReport("s", True, [{"check": "c", "success": True}], "r.json",
+            ...               "d.html").summary()["checks"]
+            1
+        """
+        return {
+            "suite": self.suite,
+            "passed": self.success,
+            "checks": len(self.results),
+            "checks_failed": [r["check"] for r in self.failed],
+            "results_json": self.json_path,
+            "data_docs": self.docs_path,
+        }
+
     def raise_for_failure(self) -> None:
         """Raise :class:`QualityCheckError` naming the failed checks, when there are any.
 
@@ -96,7 +113,8 @@ def validate(
     """Check ``df`` (and the table's batch integrity) against the suite at ``suite_path``.
 
     Args:
-        df: A Spark DataFrame (``pyspark.sql.DataFrame``) holding the rows to check.
+        df: A Spark DataFrame (``pyspark.sql.DataFrame``) holding the rows to check; only
+            the columns the suite names are read.
         suite_path: The suite file, e.g. ``conf/quality/features.yaml``.
         table_uri: The Fermion table the rows come from; with a batch-id column (this
             argument or the suite's ``batch_integrity.column``) its batch integrity is checked.
@@ -121,7 +139,9 @@ def validate(
     suite = load_suite(suite_path)
     out = Path(output_dir)
     run = run_name or _run_name(suite.name)
-    outcome = run_suite(df, suite, docs_dir=out / "data_docs", run_name=run)
+    # the expectations read a few columns: project them once (wide tables stay cheap)
+    checked = df.select(*suite.columns) if suite.columns else df
+    outcome = run_suite(checked, suite, docs_dir=out / "data_docs", run_name=run)
     results = list(outcome.results)
     column = batch_id_column or suite.batch_id_column
     if table_uri is not None and column is not None:

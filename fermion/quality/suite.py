@@ -75,6 +75,18 @@ class Suite:
     ranges: tuple[ValueRange, ...] = ()
     batch_id_column: str | None = None
 
+    @property
+    def columns(self) -> list[str]:
+        """The columns the suite's expectations read, in first-mention order.
+
+        Example:
+            >>> Suite("s", "s.yaml", not_null=("a",), unique=(("b", "a"),)).columns
+            ['a', 'b']
+        """
+        named = [*self.not_null, *(c for key in self.unique for c in key)]
+        named += [r.column for r in self.ranges]
+        return list(dict.fromkeys(named))
+
 
 def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file.

@@ -1,4 +1,8 @@
-"""A real local SparkSession for the data-quality tests (one per module: JVM start is slow)."""
+"""A real local SparkSession for the data-quality tests.
+
+A session another test module left running is reused (and left running); one started here
+is stopped at the end of the module.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,10 @@ import pytest
 def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
     session = (
         SparkSession.builder.master("local[2]")
         .appName("fermion-quality-tests")
