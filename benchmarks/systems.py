@@ -19,7 +19,7 @@ import pyarrow as pa
 
 __all__ = ["SYSTEMS", "System", "availability", "get", "path_size"]
 
-#: Attributes of the contract API (DESIGN.md §3) the benchmarks call.
+#: Attributes of the public API (README.md) the benchmarks call.
 _FERMION_API = ("write_table", "read_table", "FileReader")
 
 

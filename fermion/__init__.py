@@ -57,8 +57,7 @@ from fermion.table import (
 )
 
 # --- end tables ---------------------------------------------------------------------------
-
-__version__ = "0.1.0"
+from fermion.version import __version__ as __version__
 
 __all__ = [
     "Append",

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from fermion.cli_render import render_inspect
+from fermion.cli.render import render_inspect
 
 __all__ = ["DemoReport", "main", "make_feature_table", "run_demo"]
 

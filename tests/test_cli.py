@@ -16,7 +16,6 @@ import io
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import fermion
 import fermion.format as fmt
-from fermion.cli import build_parser, conversion_direction, main
+from fermion.cli import app, build_parser, conversion_direction, main
 
 # --------------------------------------------------------------------------------------
 # helpers
@@ -275,40 +275,59 @@ def test_convert_both_directions(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 
 # --------------------------------------------------------------------------------------
-# the extension point for the table layer's commands
+# every reader a command opens is closed, on success and on error
 
 
-def test_table_commands_are_added_when_present(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["inspect", "{path}"], 0),
+        (["inspect", "{path}", "--columns", "nope"], 1),
+        (["cat", "{path}", "--limit", "3"], 0),
+        (["cat", "{path}", "--limit", "0"], 0),
+        (["cat", "{path}", "--columns", "nope"], 1),
+    ],
+)
+def test_commands_close_their_readers(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sample: Path,
+    argv: list[str],
+    code: int,
 ) -> None:
-    fake = types.ModuleType("fermion.cli_table")
+    opened: list[Any] = []
 
-    def add_table_commands(subparsers: Any) -> None:
-        p = subparsers.add_parser("log", help="versions of a table")
-        p.add_argument("uri")
+    class TrackedReader(fmt.FileReader):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
 
-        def handler(args: Any) -> int:
-            print(f"log of {args.uri}")
-            return 0
+    monkeypatch.setattr(app, "FileReader", TrackedReader)
+    assert run(capsys, *(a.format(path=sample) for a in argv))[0] == code
+    assert len(opened) == 1
+    with pytest.raises(fermion.InvalidArgumentError):
+        opened[0].source.read(0, 1)  # a closed source refuses to read
 
-        p.set_defaults(handler=handler)
 
-    fake.add_table_commands = add_table_commands  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "fermion.cli_table", fake)
-    code, out, _ = run(capsys, "log", "memory:///t")
-    assert (code, out) == (0, "log of memory:///t\n")
+def test_table_commands_are_registered(capsys: pytest.CaptureFixture[str]) -> None:
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"inspect", "convert", "cat", "log", "show"} <= set(commands)
     code, _, err = run(capsys, "log")
     assert code == 2
     assert_one_error_line(err)
 
 
-def test_cli_works_without_table_commands(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "fermion.cli_table", None)  # import fails
-    code, _, err = run(capsys, "log", "x")
-    assert code == 2
-    assert "invalid choice" in err
+def test_python_dash_m(tmp_path: Path) -> None:
+    fmt.write_table(sample_table(), str(tmp_path / "s.fermion"))
+    done = subprocess.run(
+        [sys.executable, "-m", "fermion.cli", "cat", str(tmp_path / "s.fermion"), "--limit", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split()[0] == "id"
 
 
 # --------------------------------------------------------------------------------------

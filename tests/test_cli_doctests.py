@@ -8,11 +8,20 @@ import types
 import pytest
 
 import fermion.cli
-import fermion.cli_render
+import fermion.cli.app
+import fermion.cli.render
+import fermion.cli.table
 import fermion.demo
 import fermion.format.convert
 
-MODULES = [fermion.cli, fermion.cli_render, fermion.demo, fermion.format.convert]
+MODULES = [
+    fermion.cli,
+    fermion.cli.app,
+    fermion.cli.render,
+    fermion.cli.table,
+    fermion.demo,
+    fermion.format.convert,
+]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

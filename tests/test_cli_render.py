@@ -8,7 +8,7 @@ import io
 import json
 from typing import Any
 
-from fermion.cli_render import MAX_CELL_WIDTH, jsonable, render_inspect, write_rows
+from fermion.cli.render import MAX_CELL_WIDTH, jsonable, render_inspect, write_rows
 
 
 def describe_dict() -> dict[str, Any]:

@@ -1,7 +1,17 @@
-"""The Fermion file format: writer, reader, on-disk structs (see docs/FORMAT.md)."""
+"""The Fermion file format: writer, reader, on-disk structs (see docs/FORMAT.md).
 
+Example:
+    >>> import pyarrow as pa, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.fermion")
+    >>> write_table(pa.table({"x": [1, 2, 3]}), path, compression="none")
+    >>> with FileReader(path) as r:
+    ...     r.metadata.num_rows, r.read(columns=["x"]).column(0).to_pylist()
+    (3, [1, 2, 3])
+"""
+
+from fermion.format.metadata import FileMetadata
 from fermion.format.options import ReadOptions, WriteOptions
-from fermion.format.reader import FileMetadata, FileReader, read_table
+from fermion.format.reader import FileReader, read_table
 from fermion.format.writer import FileWriter, write_table
 
 __all__ = [

@@ -6,7 +6,13 @@ DATA pages are concatenated (zero-copy for single pages) and handed to
 sees them, so corrupt data raises :class:`InvalidFileError` instead of crashing.
 
 Example:
-    >>> # exercised through FileReader; see tests/format/test_roundtrip.py
+    >>> import pyarrow as pa
+    >>> from fermion.format.layout import build_tree
+    >>> tree = build_tree(pa.field("s", pa.struct([("a", pa.int8()), ("b", pa.string())])))
+    >>> pruned_type(tree, {tree.index, tree.children[1].index})
+    StructType(struct<b: string>)
+    >>> dictionary_encoded(pa.array(["x", "y", "x"])).indices.to_pylist()
+    [0, 1, 0]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Batch mode (seed 001, appendix "Batch 模式支持"): alignment, BATCH_META, validation.
+"""Batch mode (docs/FORMAT.md §11): alignment, BATCH_META, validation.
 
 In batch mode rows arrive as *batches* (``FileWriter.append_batch(batch_id, data)``) that are
 stored so that no page of any stream holds part of one batch and part of another: pages are
@@ -105,7 +105,7 @@ def aligned_cuts(
     reach: Callable[[int], int],
     natural: Callable[[int, int], list[tuple[int, int]]],
 ) -> list[tuple[int, int]]:
-    """Page value ranges cut only at batch boundaries (seed: close the page early).
+    """Page value ranges cut only at batch boundaries (a page closes early, FORMAT.md §11.1).
 
     Args:
         bounds: non-decreasing value positions ``[start of batch 0, ..., end of last batch]``

@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,16 +34,13 @@ from fermion.format.batch import (
     BATCH_ID,
     BATCH_INDEX,
     StripeBatches,
-    system_tree,
     virtual_field,
 )
-from fermion.format.cmb import ColumnMeta, parse_cmb
+from fermion.format.cmb import ColumnMeta
 from fermion.format.pages import decode_page
 from fermion.format.pruning import and_all, guarantee_for
-from fermion.format.structs import CIT_DTYPE, DescType, StatsFlag
-
-if TYPE_CHECKING:
-    from fermion.format.reader import FileReader
+from fermion.format.structs import DescType, StatsFlag
+from fermion.io.source import ByteSource
 
 __all__ = ["BatchIndex", "output_order"]
 
@@ -53,28 +49,29 @@ _DTYPES = ("<i8", "<u4")
 
 
 class BatchIndex:
-    """The BATCH_META system column of one open file."""
+    """The BATCH_META system column of one open file.
 
-    def __init__(self, reader: FileReader) -> None:
-        self._reader = reader
-        name = reader.source.name
-        self._where = f"{name}: BATCH_META"
-        c = reader.num_columns
-        (cit_raw,) = reader._fetch_meta([(reader._cit_offset + 8 * c, 16)])
-        start, end = (int(x) for x in np.frombuffer(cit_raw, dtype=CIT_DTYPE, count=2))
-        if not reader._cmb_offset <= start < end <= reader._schema_offset:
-            raise InvalidFileError(f"{self._where}: CIT entry points outside the CMB area")
-        (raw,) = reader._fetch_meta([(start, end - start)])
-        self.meta: ColumnMeta = parse_cmb(
-            raw,
-            system_tree(),
-            num_stripes=reader.num_stripes,
-            num_rows=reader.num_rows,
-            column_index=c,
-            data_start=reader._data_start,
-            data_end=reader._cmb_offset,
-            column="BATCH_META",
-        )
+    Args:
+        meta: the system column's parsed CMB (see
+            :meth:`~fermion.format.metadata.MetadataReader.batches`).
+        source: the file, for the ids and lengths pages.
+        coalesce_gap: ranges closer than this are read in one request.
+        verify_checksums: verify page CRC32s.
+    """
+
+    def __init__(
+        self,
+        meta: ColumnMeta,
+        source: ByteSource,
+        *,
+        coalesce_gap: int,
+        verify_checksums: bool,
+    ) -> None:
+        self.source = source
+        self.coalesce_gap = coalesce_gap
+        self.verify_checksums = verify_checksums
+        self._where = f"{source.name}: BATCH_META"
+        self.meta = meta
         ids, lengths = self.meta.streams
         for desc in (ids, lengths):
             if desc.desc_type != DescType.FULL or desc.full is None:
@@ -118,15 +115,14 @@ class BatchIndex:
         got = self._cache.get(s)
         if got is not None:
             return got
-        r = self._reader
         where = f"{self._where}, stripe {s}"
         plan: list[tuple[int, int, int, int]] = []  # (stream, offset, size, values)
         for k, desc in enumerate(self.meta.streams):
             pages = desc.pages(s)
             for off, meta in zip(desc.page_offsets(s), pages, strict=True):
                 plan.append((k, int(off), int(meta["page_size"]), int(meta["row_count"])))
-        views = r.source.read_ranges(
-            [(off, size) for _, off, size, _ in plan], max_gap=r.options.coalesce_gap
+        views = self.source.read_ranges(
+            [(off, size) for _, off, size, _ in plan], max_gap=self.coalesce_gap
         )
         parts: list[list[np.ndarray]] = [[], []]
         for (k, off, _, values), view in zip(plan, views, strict=True):
@@ -135,7 +131,7 @@ class BatchIndex:
                 expected_values=values,
                 expected_size=values * _WIDTHS[k],
                 where=f"{where}: page at offset {off}",
-                verify_crc=r.options.verify_checksums,
+                verify_crc=self.verify_checksums,
             )
             if not isinstance(payload, bytes | memoryview):
                 raise InvalidFileError(f"{where}: a batch metadata page must be plain")

@@ -34,7 +34,6 @@ __all__ = ["bloom_supported", "build_blooms", "hash_values", "may_contain"]
 
 _BITS_PER_VALUE = 10
 _K = 3
-_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 _WEIGHTS = np.random.default_rng(0x5EED).integers(1, 2**63 - 1, 4096, dtype=np.int64).astype(
     np.uint64
 ) | np.uint64(1)

@@ -7,7 +7,23 @@ sizes adding up to chunk lengths and page value counts adding up to chunk value 
 A corrupt block therefore raises a typed error here and never reaches a decoder.
 
 Example:
-    >>> # see tests/format/test_roundtrip.py; the writer is the only producer of CMBs
+    >>> import pyarrow as pa, tempfile, os
+    >>> from fermion.format.metadata import MetadataReader
+    >>> from fermion.format.options import ReadOptions
+    >>> from fermion.format.writer import write_table
+    >>> from fermion.io.source import open_source
+    >>> path = os.path.join(tempfile.mkdtemp(), "c.fermion")
+    >>> write_table(pa.table({"a": [1, None, 3]}), path)
+    >>> meta = MetadataReader(open_source(path), ReadOptions())
+    >>> (proj,) = meta.projections(["a"])
+    >>> (raw,) = meta.fetch([(meta.cmb_offset, meta.schema_offset - meta.cmb_offset)])
+    >>> cmb = parse_cmb(raw, proj.tree, num_stripes=1, num_rows=3, column_index=0,
+    ...                 data_start=meta.data_start, data_end=meta.cmb_offset, column="a")
+    >>> cmb.stripe_rows.tolist(), [DescType(s.desc_type).name for s in cmb.streams]
+    ([3], ['SIMPLE', 'FULL'])
+    >>> int(cmb.streams[1].full["null_count"][0])
+    1
+    >>> meta.source.close()
 """
 
 from __future__ import annotations

@@ -14,10 +14,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from fermion.format.batch_read import describe_batches
+from fermion.format.cmb import ColumnMeta, StreamDesc
+from fermion.format.layout import Node
+from fermion.format.metadata import MetadataReader
+from fermion.format.plan import Projection
 from fermion.format.stats import bound_scalars, stats_kind
 from fermion.format.structs import (
     CHUNK_ALL_NULL,
@@ -29,11 +34,6 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
-
-if TYPE_CHECKING:
-    from fermion.format.cmb import StreamDesc
-    from fermion.format.layout import Node
-    from fermion.format.reader import FileReader
 
 __all__ = ["describe_file"]
 
@@ -58,15 +58,33 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> dict[str, Any]:
-    """Describe footer, stripes and per-column CMBs (reads page headers of described chunks)."""
-    meta = reader.metadata
-    projs = reader._resolve(columns)
-    metas = reader._column_metas(projs)
-    rows = reader._stripe_rows(metas)
-    cit_raws = reader._fetch_meta([(reader._cit_offset + 8 * p.info.index, 8) for p in projs])
+def describe_file(meta: MetadataReader, projs: Sequence[Projection]) -> dict[str, Any]:
+    """Describe footer, stripes and the CMBs of the projected columns (reads the page
+    headers of the described chunks).
+
+    Args:
+        meta: the open file's metadata.
+        projs: the columns to describe (``meta.projections(None)`` for all).
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> from fermion.format.options import ReadOptions
+        >>> from fermion.format.writer import write_table
+        >>> from fermion.io.source import open_source
+        >>> path = os.path.join(tempfile.mkdtemp(), "df.fermion")
+        >>> write_table(pa.table({"a": [1, 2], "b": ["x", None]}), path)
+        >>> meta = MetadataReader(open_source(path), ReadOptions())
+        >>> d = describe_file(meta, meta.projections(["b"]))
+        >>> [c["name"] for c in d["columns"]], d["stripes"]
+        (['b'], [{'index': 0, 'rows': 2}])
+        >>> meta.source.close()
+    """
+    info = meta.file_metadata
+    metas = meta.column_metas(projs)
+    rows = meta.stripe_rows(metas)
+    cmb_offsets = meta.cmb_offsets([p.info.index for p in projs])
     described = []
-    for p, m, cit_raw in zip(projs, metas, cit_raws, strict=True):
+    for p, m, cmb_offset in zip(projs, metas, cmb_offsets, strict=True):
         paths = _node_paths(p.tree)
         streams = []
         nodes = {node.index: node for node in p.tree.walk()}
@@ -79,7 +97,7 @@ def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> d
                     "path": paths[spec.node],
                     "stream_type": StreamType(spec.stream_type).name,
                     "desc_type": DescType(desc.desc_type).name,
-                    "chunks": _chunks(reader, node.type, spec.stream_type, desc),
+                    "chunks": _chunks(meta, node.type, spec.stream_type, desc),
                 }
             )
         described.append(
@@ -89,35 +107,35 @@ def describe_file(reader: FileReader, columns: Sequence[str] | None = None) -> d
                 "type": str(p.field.type),
                 "field_id": int(p.info.field_ids[0]) if len(p.info.field_ids) else None,
                 "has_cmb": m.present,
-                "cmb_offset": int(np.frombuffer(cit_raw, dtype="<i8")[0]),
+                "cmb_offset": cmb_offset,
                 "cmb_size": m.size,
                 "streams": streams,
             }
         )
     return {
-        "path": reader.source.name,
-        "file_size": meta.file_size,
-        "format_version": meta.format_version,
-        "num_rows": meta.num_rows,
-        "num_columns": meta.num_columns,
-        "num_stripes": meta.num_stripes,
-        "features": _flags(meta.required_features, RequiredFeature)
-        + _flags(meta.optional_features, OptionalFeature),
+        "path": meta.source.name,
+        "file_size": info.file_size,
+        "format_version": info.format_version,
+        "num_rows": info.num_rows,
+        "num_columns": info.num_columns,
+        "num_stripes": info.num_stripes,
+        "features": _flags(info.required_features, RequiredFeature)
+        + _flags(info.optional_features, OptionalFeature),
         "footer": {
-            "cmb_offset": reader._cmb_offset,
-            "schema_offset": reader._schema_offset,
-            "cit_offset": reader._cit_offset,
+            "cmb_offset": meta.cmb_offset,
+            "schema_offset": meta.schema_offset,
+            "cit_offset": meta.cit_offset,
         },
         "stripes": [{"index": i, "rows": int(r)} for i, r in enumerate(rows)],
         "columns": described,
-        "batch_mode": _batch_mode(reader, projs, metas) if reader.batch_mode else None,
+        "batch_mode": _batch_mode(meta, projs, metas) if meta.batch_mode else None,
     }
 
 
-def _batch_mode(reader: FileReader, projs: Sequence[Any], metas: Sequence[Any]) -> dict[str, Any]:
+def _batch_mode(
+    meta: MetadataReader, projs: Sequence[Projection], metas: Sequence[ColumnMeta]
+) -> dict[str, Any]:
     """Batches per stripe and the pages each batch touches in every described stream."""
-    from fermion.format.batch_read import describe_batches
-
     streams: dict[str, tuple[bool, list[np.ndarray]]] = {}
     for p, m in zip(projs, metas, strict=True):
         if not m.present:
@@ -128,9 +146,9 @@ def _batch_mode(reader: FileReader, projs: Sequence[Any], metas: Sequence[Any]) 
             if desc.full is None:
                 continue
             key = f"{paths[spec.node]}:{StreamType(spec.stream_type).name}"
-            counts = [desc.pages(s)["row_count"] for s in range(reader.num_stripes)]
+            counts = [desc.pages(s)["row_count"] for s in range(meta.num_stripes)]
             streams[key] = (spec.node == 0, counts)
-    return describe_batches(reader.batches(), streams)
+    return describe_batches(meta.batches(), streams)
 
 
 def _node_paths(tree: Node) -> dict[int, str]:
@@ -147,7 +165,9 @@ def _node_paths(tree: Node) -> dict[int, str]:
     return out
 
 
-def _chunks(reader: FileReader, t: Any, stream_type: int, desc: StreamDesc) -> list[dict[str, Any]]:
+def _chunks(
+    meta: MetadataReader, t: Any, stream_type: int, desc: StreamDesc
+) -> list[dict[str, Any]]:
     chunks: list[dict[str, Any]] = []
     if desc.desc_type == DescType.SIMPLE and desc.simple is not None:
         for s, d in enumerate(desc.simple):
@@ -167,7 +187,7 @@ def _chunks(reader: FileReader, t: Any, stream_type: int, desc: StreamDesc) -> l
                     "num_values": values,
                     "null_count": {"all_null": values, "all_valid": 0}.get(state),
                     "num_pages": 1 if state == "bitmap" else 0,
-                    **_page_codecs(reader, [int(d["offset"])] if state == "bitmap" else []),
+                    **_page_codecs(meta, [int(d["offset"])] if state == "bitmap" else []),
                 }
             )
     elif desc.desc_type == DescType.FULL and desc.full is not None:
@@ -186,18 +206,18 @@ def _chunks(reader: FileReader, t: Any, stream_type: int, desc: StreamDesc) -> l
                     "min": lo,
                     "max": hi,
                     "num_pages": int(d["num_pages"]),
-                    **_page_codecs(reader, [int(o) for o in desc.page_offsets(s)]),
+                    **_page_codecs(meta, [int(o) for o in desc.page_offsets(s)]),
                 }
             )
     return chunks
 
 
-def _page_codecs(reader: FileReader, offsets: list[int]) -> dict[str, Any]:
+def _page_codecs(meta: MetadataReader, offsets: list[int]) -> dict[str, Any]:
     """Encodings and compressions actually used by the pages at ``offsets``."""
     if not offsets:
         return {"encodings": [], "compressions": []}
     hsize = PAGE_HEADER_DTYPE.itemsize
-    raws = reader.source.read_ranges([(o, hsize) for o in offsets], max_gap=1 << 20)
+    raws = meta.source.read_ranges([(o, hsize) for o in offsets], max_gap=1 << 20)
     heads = [np.frombuffer(r, dtype=PAGE_HEADER_DTYPE, count=1)[0] for r in raws]
 
     def name(enum: Any, v: int) -> str:

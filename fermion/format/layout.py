@@ -1,7 +1,7 @@
 """From an Arrow type to Fermion's node tree and its Decomposed Columnar Streams.
 
 A column is one top-level field. Its *storage node tree* is walked in pre-order; each node
-owns the Arrow buffers of its level as streams (seed 001, "DCS" model)::
+owns the Arrow buffers of its level as streams (the "DCS" model of docs/FORMAT.md §3)::
 
     null                      (no streams)
     bool, fixed-width         VALIDITY, DATA

@@ -28,7 +28,7 @@ __all__ = [
     "split_options",
 ]
 
-PAGE_SIZE_DEFAULT = 512 << 10  # seed 001: 512 KB pages
+PAGE_SIZE_DEFAULT = 512 << 10  # 512 KB pages
 # zstd blocks inside a page: what a point read decompresses per wanted value. lineitem's
 # l_comment: 8 KiB blocks are 18.7% larger than one frame per page (32 KiB: 6.3%), and a
 # take of 1,000 rows decompresses ~900 of them in 9 ms instead of 32 ms (+5 MB of 135 MB)
@@ -36,10 +36,10 @@ BLOCK_SIZE_DEFAULT = 8 << 10
 BLOCK_OVERHEAD_DEFAULT = 0.25  # ratio blocks may give up against one frame per page
 STRIPE_ROWS_DEFAULT = 1 << 20
 STRIPE_BYTES_DEFAULT = 128 << 20
-FLUSH_BYTES_DEFAULT = 8 << 20  # seed 001: write in 4-8 MB units, not per page
-PREFETCH_BYTES_DEFAULT = 1 << 20  # seed 001: aggressive footer prefetch (512 KB - 4 MB)
-EAGER_LOAD_THRESHOLD_DEFAULT = 8 << 20  # seed 001: EAGER_LOAD_THRESHOLD
-COALESCE_GAP_DEFAULT = 1 << 20  # seed 001: merge ranges closer than 1 MB
+FLUSH_BYTES_DEFAULT = 8 << 20  # write in 4-8 MB units, not per page
+PREFETCH_BYTES_DEFAULT = 1 << 20  # aggressive footer prefetch (512 KB - 4 MB)
+EAGER_LOAD_THRESHOLD_DEFAULT = 8 << 20  # CMB areas this small load in one read
+COALESCE_GAP_DEFAULT = 1 << 20  # merge ranges closer than 1 MB
 METADATA_COALESCE_GAP_DEFAULT = 4 << 10  # metadata entries are tiny: merge small holes only
 
 

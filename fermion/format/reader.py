@@ -19,9 +19,7 @@ Example:
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -30,19 +28,15 @@ import pyarrow.compute as pc
 
 from fermion.errors import (
     BatchModeError,
-    ChecksumError,
     ColumnNotFoundError,
     InvalidArgumentError,
-    InvalidFileError,
-    TruncatedFileError,
-    UnsupportedTypeError,
-    UnsupportedVersionError,
 )
 from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
-from fermion.format.cmb import ColumnMeta, parse_cmb
+from fermion.format.describe import describe_file
 from fermion.format.filters import FilterInfo, Pruner
-from fermion.format.layout import Kind, Node, build_tree, without_views
+from fermion.format.layout import Kind, without_views
+from fermion.format.metadata import FileMetadata, MetadataReader
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.plan import (
     Projection,
@@ -51,46 +45,10 @@ from fermion.format.plan import (
     select_rows,
     take_values,
 )
-from fermion.format.schema import ColumnInfo, SchemaIndex
 from fermion.format.stripes import StripeReader
-from fermion.format.structs import (
-    CIT_DTYPE,
-    FILE_HEADER_DTYPE,
-    FOOTER_DTYPE,
-    FORMAT_VERSION_MAJOR,
-    MAGIC,
-    RequiredFeature,
-)
 from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
-
-_KNOWN_REQUIRED = int(
-    RequiredFeature.BATCH_MODE
-    | RequiredFeature.ENCODINGS
-    | RequiredFeature.BIT_PACKING
-    | RequiredFeature.BLOCKS
-    | RequiredFeature.CHECKPOINTS
-    | RequiredFeature.DECIMAL_FLOATS
-    | RequiredFeature.STRIPE_DICTIONARY
-)  # format 1.4
-_PARALLEL_DECODE_BYTES = 1 << 20  # below this, handing pages to threads costs more than it saves
-
-
-@dataclass(frozen=True)
-class FileMetadata:
-    """File-level facts from the footer."""
-
-    file_size: int
-    num_rows: int
-    num_columns: int
-    num_stripes: int
-    format_version: str
-    required_features: int
-    optional_features: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class FileReader:
@@ -113,124 +71,39 @@ class FileReader:
     def __init__(self, source: Any, **options: Any) -> None:
         self.options: ReadOptions = split_options(ReadOptions, options)
         self.source: ByteSource = open_source(source, memory_map=self.options.memory_map)
-        self._stripes = StripeReader(self.source, self.options)
-        self._cmbs: dict[int, ColumnMeta] = {}
-        self._trees: dict[int, Node] = {}
-        self._cmb_area: memoryview | None = None
-        self._schema: pa.Schema | None = None
         try:
-            self._open()
+            self.file_meta = MetadataReader(self.source, self.options)
         except BaseException:
             self.source.close()
             raise
-        self._batch_index: BatchIndex | None = None
+        self.num_rows = self.file_meta.num_rows
+        self.num_columns = self.file_meta.num_columns
+        self.num_stripes = self.file_meta.num_stripes
+        self.batch_mode = self.file_meta.batch_mode
+        self._stripes = StripeReader(self.source, self.options)
+        self._stripes.required_features = self.file_meta.required_features
         self._dictionary_checked = False  # read_dictionary names validated (once)
         self._pruner = Pruner(
             self.source,
             self.options.verify_checksums,
-            self.batches if self.batch_mode else None,
+            self.file_meta.batches if self.batch_mode else None,
         )
-
-    # -- open -------------------------------------------------------------------------
-    def _open(self) -> None:
-        size = self.source.size
-        fsize = FOOTER_DTYPE.itemsize
-        name = self.source.name
-        if size < FILE_HEADER_DTYPE.itemsize + fsize:
-            raise TruncatedFileError(f"{name}: {size} bytes is too small for a Fermion file")
-        tail_len = min(size, max(self.options.prefetch_bytes, fsize))
-        self._tail_start = size - tail_len
-        self._tail = self.source.read(self._tail_start, tail_len)
-        raw = bytes(self._tail[tail_len - fsize :])  # a copy: it outlives close()
-        footer = np.frombuffer(raw, dtype=FOOTER_DTYPE, count=1)[0]
-        if bytes(footer["magic"]) != MAGIC:
-            raise InvalidFileError(f"{name}: not a Fermion file (bad footer magic)")
-        if int(footer["version_major"]) != FORMAT_VERSION_MAJOR:
-            raise UnsupportedVersionError(
-                f"{name}: format version {int(footer['version_major'])}."
-                f"{int(footer['version_minor'])} is not supported (this reader: "
-                f"{FORMAT_VERSION_MAJOR}.x)"
-            )
-        if zlib.crc32(bytes(raw[:40])) != int(footer["footer_crc"]):
-            raise ChecksumError(f"{name}: footer CRC32 mismatch")
-        unknown = int(footer["required_features"]) & ~_KNOWN_REQUIRED
-        if unknown:
-            raise UnsupportedVersionError(f"{name}: unknown required feature flags {unknown:#x}")
-        self._footer = footer
-        self._stripes.required_features = int(footer["required_features"])
-        self.num_rows = int(footer["num_rows"])
-        self.num_columns = int(footer["num_columns"])
-        self.num_stripes = int(footer["num_stripes"])
-        self._data_start = FILE_HEADER_DTYPE.itemsize
-        self._cmb_offset = int(footer["cmb_offset"])
-        self._schema_offset = int(footer["schema_offset"])
-        self._cit_offset = int(footer["cit_offset"])
-        schema_size = int(footer["schema_size"])
-        self.batch_mode = bool(int(footer["required_features"]) & RequiredFeature.BATCH_MODE)
-        # batch mode: CIT entry num_columns is the BATCH_META system column's CMB
-        cit_end = self._cit_offset + 8 * (self.num_columns + 1 + self.batch_mode)
-        if not (
-            self._data_start <= self._cmb_offset <= self._schema_offset
-            and self._schema_offset + schema_size == self._cit_offset
-            and cit_end == size - fsize
-        ):
-            raise InvalidFileError(f"{name}: footer offsets are inconsistent with the file size")
-        self._index = SchemaIndex(
-            self._fetch_meta, self._schema_offset, schema_size, num_columns=self.num_columns
-        )
-
-    def _fetch_meta(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        """Metadata ranges: served from the tail buffer or the CMB area cache when possible."""
-        out: list[memoryview | None] = [None] * len(ranges)
-        missing: list[int] = []
-        area = self._cmb_area
-        for i, (off, n) in enumerate(ranges):
-            if off >= self._tail_start and off + n <= self._tail_start + len(self._tail):
-                rel = off - self._tail_start
-                out[i] = self._tail[rel : rel + n]
-            elif area is not None and self._cmb_offset <= off and off + n <= self._schema_offset:
-                rel = off - self._cmb_offset
-                out[i] = area[rel : rel + n]
-            else:
-                missing.append(i)
-        if missing:
-            got = self.source.read_ranges(
-                [ranges[i] for i in missing], max_gap=self.options.metadata_coalesce_gap
-            )
-            for i, view in zip(missing, got, strict=True):
-                out[i] = view
-        return out  # type: ignore[return-value]
 
     # -- public properties ------------------------------------------------------------
     @property
     def schema(self) -> pa.Schema:
         """The file's Arrow schema (parsed on first access: O(columns))."""
-        if self._schema is None:
-            self._schema = self._index.full_schema()
-        return self._schema
+        return self.file_meta.schema
 
     @property
     def metadata(self) -> FileMetadata:
         """Footer facts (no IO)."""
-        f = self._footer
-        return FileMetadata(
-            file_size=self.source.size,
-            num_rows=self.num_rows,
-            num_columns=self.num_columns,
-            num_stripes=self.num_stripes,
-            format_version=f"{int(f['version_major'])}.{int(f['version_minor'])}",
-            required_features=int(f["required_features"]),
-            optional_features=int(f["optional_features"]),
-        )
+        return self.file_meta.file_metadata
 
     @property
     def field_ids(self) -> list[int]:
         """Field id of every storage node, pre-order over all columns."""
-        h = self._index._h
-        (raw,) = self._fetch_meta(
-            [(self._schema_offset + int(h["node_ids_offset"]), 4 * int(h["num_nodes"]))]
-        )
-        return np.frombuffer(raw, dtype="<i4").tolist()
+        return self.file_meta.index.node_field_ids()
 
     def close(self) -> None:
         """Release the file handle and the metadata read from the file.
@@ -241,10 +114,7 @@ class FileReader:
         ``close`` raises InvalidArgumentError; what is cached (the schema) stays.
         """
         self.source.close()
-        self._tail = memoryview(b"")
-        self._cmb_area = None
-        self._cmbs.clear()
-        self._batch_index = None
+        self.file_meta.close()
 
     def __enter__(self) -> FileReader:
         return self
@@ -252,23 +122,9 @@ class FileReader:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    # -- columns and CMBs -------------------------------------------------------------
-    def _tree(self, info: ColumnInfo) -> Node:
-        tree = self._trees.get(info.index)
-        if tree is None:
-            try:
-                tree = build_tree(info.field, bloom=info.has_bloom)
-            except UnsupportedTypeError as exc:
-                raise InvalidFileError(f"column {info.field.name!r}: {exc}") from None
-            self._trees[info.index] = tree
-            if len(tree.all_streams()) != info.num_streams:
-                raise InvalidFileError(f"column {info.field.name!r}: stream count mismatch")
-            if sum(1 for _ in tree.walk()) != len(info.field_ids):
-                raise InvalidFileError(f"column {info.field.name!r}: field id count mismatch")
-        return tree
-
+    # -- columns ----------------------------------------------------------------------
     def _resolve(self, columns: Sequence[str] | None) -> list[Projection]:
-        projs = self._projections(columns)
+        projs = self.file_meta.projections(columns)
         wanted = self.options.read_dictionary
         if wanted:
             if not self._dictionary_checked:
@@ -280,117 +136,18 @@ class FileReader:
 
     def _check_read_dictionary(self, names: Sequence[str]) -> None:
         """Every ``read_dictionary`` name is a top-level string or binary column."""
-        found = self._index.lookup(list(names))
+        index = self.file_meta.index
+        found = index.lookup(list(names))
         missing = [n for n, c in zip(names, found, strict=True) if c is None]
         if missing:
             raise ColumnNotFoundError(f"read_dictionary: no column {missing[0]!r} in the file")
-        for info in self._index.columns([c for c in found if c is not None]):
-            tree = self._tree(info)
+        for info in index.columns([c for c in found if c is not None]):
+            tree = self.file_meta.tree(info)
             if tree.kind != Kind.BINARY or isinstance(tree.type, pa.ExtensionType):
                 raise InvalidArgumentError(
                     f"read_dictionary: column {info.field.name!r} is {tree.type}, "
                     "not a string or binary column"
                 )
-
-    def _projections(self, columns: Sequence[str] | None) -> list[Projection]:
-        if columns is None:
-            infos = self._index.columns(range(self.num_columns))
-            return [Projection(i, self._tree(i), None) for i in infos]
-        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-            raise InvalidArgumentError("columns must be a list of column names")
-        found = self._index.lookup(list(columns))
-        cols: list[int] = []
-        paths: list[list[str]] = []
-        for name, col in zip(columns, found, strict=True):
-            if col is not None:
-                cols.append(col)
-                paths.append([])
-                continue
-            parts = name.split(".")
-            for cut in range(len(parts) - 1, 0, -1):
-                (col,) = self._index.lookup([".".join(parts[:cut])])
-                if col is not None:
-                    cols.append(col)
-                    paths.append(parts[cut:])
-                    break
-            else:
-                raise ColumnNotFoundError(f"column {name!r} is not in the file")
-        infos = self._index.columns(cols)
-        out: dict[int, Projection] = {}
-        order: list[int] = []
-        for info, path, name in zip(infos, paths, columns, strict=True):
-            tree = self._tree(info)
-            proj = out.get(info.index)
-            if proj is None:
-                proj = out[info.index] = Projection(info, tree, set() if path else None)
-                order.append(info.index)
-            if not path:
-                proj.selected = None
-            elif proj.selected is not None:
-                proj.selected |= _select_path(tree, path, name)
-        return [out[i] for i in order]
-
-    def _column_metas(self, projs: Sequence[Projection]) -> list[ColumnMeta]:
-        need = [p for p in dict.fromkeys(p.info.index for p in projs) if p not in self._cmbs]
-        if need:
-            cit_raw = self._fetch_meta([(self._cit_offset + 8 * c, 16) for c in need])
-            spans = []
-            for c, raw in zip(need, cit_raw, strict=True):
-                start, end = (int(x) for x in np.frombuffer(raw, dtype=CIT_DTYPE, count=2))
-                if not self._cmb_offset <= start <= end <= self._schema_offset:
-                    raise InvalidFileError(f"CIT entry of column {c} points outside the CMB area")
-                spans.append((start, end - start))
-            self._maybe_load_cmb_area(sum(n for _, n in spans))
-            present = [(c, s) for c, s in zip(need, spans, strict=True) if s[1] > 0]
-            raws = self._fetch_meta([s for _, s in present])
-            by_col = dict(zip((c for c, _ in present), raws, strict=True))
-            infos = {p.info.index: p for p in projs}
-            for c in need:
-                tree = infos[c].tree
-                if c not in by_col:
-                    self._cmbs[c] = ColumnMeta.all_null(len(tree.all_streams()))
-                    continue
-                meta = parse_cmb(
-                    by_col[c],
-                    tree,
-                    num_stripes=self.num_stripes,
-                    num_rows=self.num_rows,
-                    column_index=c,
-                    data_start=self._data_start,
-                    data_end=self._cmb_offset,
-                    column=infos[c].info.field.name,
-                )
-                self._cmbs[c] = meta
-        return [self._cmbs[p.info.index] for p in projs]
-
-    def _maybe_load_cmb_area(self, requested: int) -> None:
-        """Eager strategy (seed 001): one read of the whole CMB area when it is small and the
-        request needs a good share of it; otherwise CMBs are read lazily one by one."""
-        if self._cmb_area is not None or self._cmb_offset >= self._tail_start:
-            return  # loaded already, or the tail read holds the whole area
-        area = self._schema_offset - self._cmb_offset
-        if area <= self.options.eager_load_threshold and requested * 4 >= area:
-            self._cmb_area = self.source.read(self._cmb_offset, area) if area else memoryview(b"")
-
-    def _stripe_rows(self, metas: Sequence[ColumnMeta]) -> np.ndarray:
-        for m in metas:
-            if m.present and m.stripe_rows is not None:
-                return m.stripe_rows.astype(np.int64)
-        # every projected column is all-null: ask the first column that has a CMB
-        if self.num_stripes == 0:
-            return np.zeros(0, dtype=np.int64)
-        if self.batch_mode:
-            return self.batches().stripe_rows
-        (cit_raw,) = self._fetch_meta([(self._cit_offset, 8 * (self.num_columns + 1))])
-        cit = np.frombuffer(cit_raw, dtype=CIT_DTYPE)
-        sizes = np.diff(cit)
-        nonzero = np.nonzero(sizes)[0]
-        if len(nonzero) == 0:
-            return np.array([self.num_rows], dtype=np.int64)  # all columns all-null
-        (info,) = self._index.columns([int(nonzero[0])])
-        (meta,) = self._column_metas([Projection(info, self._tree(info), None)])
-        assert meta.stripe_rows is not None
-        return meta.stripe_rows.astype(np.int64)
 
     # -- reading ----------------------------------------------------------------------
     def read(
@@ -431,8 +188,8 @@ class FileReader:
         projs, virtual = self._resolve_all(columns)
         schema = self._output_schema(projs, columns is None, virtual, columns)
         unique, inverse = np.unique(idx, return_inverse=True)
-        metas = self._column_metas(projs)
-        rows = self._stripe_rows(metas)
+        metas = self.file_meta.column_metas(projs)
+        rows = self.file_meta.stripe_rows(metas)
         starts = np.concatenate([[0], np.cumsum(rows)])
         stripe_of = np.searchsorted(starts, unique, side="right") - 1
         jobs = [
@@ -449,7 +206,7 @@ class FileReader:
         return pa.Table.from_arrays(columns_out, schema=schema)
 
     def read_batches(self, batch_ids: Any, columns: Sequence[str] | None = None) -> pa.Table:
-        """The rows of the given batches, in the order asked (batch mode, seed 001).
+        """The rows of the given batches, in the order asked (batch mode, docs/FORMAT.md §11).
 
         Each id is located to its stripe by the per-stripe min/max batch id of the
         BATCH_META metadata and to its rows by the stripe's batch lengths; then only the
@@ -484,7 +241,7 @@ class FileReader:
         schema = self._output_schema(projs, columns is None, virtual, columns)
         unique, inverse = np.unique(ids.astype(np.int64), return_inverse=True)
         stripe_of = index.locate(unique)
-        metas = self._column_metas(projs)
+        metas = self.file_meta.column_metas(projs)
         parts: list[pa.RecordBatch] = []
         out_start = np.zeros(len(unique), dtype=np.int64)
         out_len = np.zeros(len(unique), dtype=np.int64)
@@ -526,11 +283,7 @@ class FileReader:
 
     def batches(self) -> BatchIndex:
         """The BATCH_META index of a batch-mode file (loaded on first use)."""
-        if not self.batch_mode:
-            raise BatchModeError(f"{self.source.name} was not written in batch mode")
-        if self._batch_index is None:
-            self._batch_index = BatchIndex(self)
-        return self._batch_index
+        return self.file_meta.batches()
 
     def _resolve_all(self, columns: Sequence[str] | None) -> tuple[list[Projection], list[str]]:
         """User projections, and the virtual columns asked for (batch-mode files only)."""
@@ -597,8 +350,8 @@ class FileReader:
             if extra:
                 filter_projs = self._resolve(extra)
         all_projs = projs + filter_projs
-        metas = self._column_metas(all_projs)
-        rows = self._stripe_rows(metas)
+        metas = self.file_meta.column_metas(all_projs)
+        rows = self.file_meta.stripe_rows(metas)
         stripes: Sequence[int] = range(len(rows))
         if info is not None:
             stripes = self._pruner.stripes(all_projs, metas, rows, info)
@@ -637,9 +390,7 @@ class FileReader:
     # -- inspection -------------------------------------------------------------------
     def describe(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """A JSON-able description of the file (for ``fermion inspect``)."""
-        from fermion.format.describe import describe_file
-
-        return describe_file(self, columns)
+        return describe_file(self.file_meta, self._resolve(columns))
 
 
 def _order(
@@ -649,25 +400,6 @@ def _order(
     if not virtual or columns is None:
         return list(range(len(projs) + len(virtual)))
     return output_order(columns, [p.info.field.name for p in projs], virtual)
-
-
-def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
-    """Node indices kept by a nested path projection (the path and the leaf's subtree)."""
-    keep = {tree.index}
-    node = tree
-    for part in path:
-        while node.kind in (Kind.LIST, Kind.FIXED_LIST) and node.children[0].kind == Kind.STRUCT:
-            node = node.children[0]
-            keep.add(node.index)
-        if node.kind != Kind.STRUCT:
-            raise ColumnNotFoundError(f"column {full_name!r} is not in the file")
-        match = [c for c in node.children if c.name == part]
-        if not match:
-            raise ColumnNotFoundError(f"column {full_name!r} is not in the file")
-        node = match[0]
-        keep.add(node.index)
-    keep.update(n.index for n in node.walk())
-    return keep
 
 
 def _filtered(table: pa.Table, expr: pc.Expression) -> pa.Table:

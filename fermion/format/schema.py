@@ -244,6 +244,13 @@ class SchemaIndex:
         self._entry_cache: dict[int, _Entry] = {}
         self._name_cache: dict[int, bytes] = {}
 
+    def node_field_ids(self) -> list[int]:
+        """Field id of every storage node, pre-order over all columns (one read)."""
+        (raw,) = self._fetch(
+            [(self._abs(int(self._h["node_ids_offset"])), 4 * int(self._h["num_nodes"]))]
+        )
+        return np.frombuffer(raw, dtype="<i4").tolist()
+
     def _abs(self, rel: int) -> int:
         return self._offset + rel
 

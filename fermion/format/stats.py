@@ -1,6 +1,6 @@
-"""Typed min/max statistics packed into the seed's int64 ``minVal``/``maxVal`` slots.
+"""Typed min/max statistics packed into int64 ``min``/``max`` slots (docs/FORMAT.md §7).
 
-The seed stores statistics as ``int64``. Fermion v1 keeps that slot size and interprets it
+Statistics are stored as ``int64``. Fermion v1 keeps that slot size and interprets it
 by the column's *stats kind* (a pure function of the Arrow type, so nothing extra is stored):
 
 =========  ==================================================  ==========================

@@ -6,7 +6,21 @@ on the IO pool while the current one decodes (prefetch).
 (pruning, ``take``, batch lookups); this module reads them.
 
 Example:
-    >>> # exercised through FileReader.read / iter_batches / take; see tests/format
+    >>> import pyarrow as pa, tempfile, os
+    >>> from fermion.format.metadata import MetadataReader
+    >>> from fermion.format.options import ReadOptions
+    >>> from fermion.format.writer import write_table
+    >>> from fermion.io.source import open_source
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.fermion")
+    >>> write_table(pa.table({"a": list(range(10)), "b": list("abcdefghij")}), path)
+    >>> source, options = open_source(path), ReadOptions()
+    >>> meta = MetadataReader(source, options)
+    >>> projs = meta.projections(["b"])
+    >>> batch = StripeReader(source, options).read_stripe(
+    ...     projs, meta.column_metas(projs), 0, 10, Selection(ranges=[(2, 4)]))
+    >>> batch.column(0).to_pylist()
+    ['c', 'd']
+    >>> source.close()
 """
 
 from __future__ import annotations

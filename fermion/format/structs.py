@@ -1,6 +1,6 @@
 """Every on-disk struct of the Fermion file format, declared once.
 
-All metadata is POD (seed 001): the bytes on disk are little-endian C structs, read with
+All metadata is POD: the bytes on disk are little-endian C structs, read with
 ``np.frombuffer`` and never parsed field by field. Nobody else in the code base uses
 ``struct.unpack`` or magic offsets; docs/FORMAT.md is the normative description of the
 same layouts.
@@ -63,13 +63,13 @@ FORMAT_VERSION_MINOR = 4  # the newest minor version this code reads and writes
 # is written before the data, so it cannot know (it is informative; see minor_version)
 BASE_VERSION_MINOR = 3
 
-# SimpleChunkDesc.length value meaning "this stripe's validity is all null" (seed 001:
+# SimpleChunkDesc.length value meaning "this stripe's validity is all null" (docs/FORMAT.md §6:
 # "全部无效 (length = max)"); length 0 means "all valid" / "no data".
 CHUNK_ALL_NULL = 0xFFFFFFFF
 
 
 class DescType(enum.IntEnum):
-    """StreamMeta.descType_: what the payload of a stream holds (seed 001)."""
+    """StreamMeta.descType_: what the payload of a stream holds (docs/FORMAT.md §6)."""
 
     SIMPLE = 0  # payload: SimpleChunkDesc[numStripes]
     FULL = 1  # payload: FullChunkDesc[numStripes] (+ PageMeta pool)
@@ -78,7 +78,7 @@ class DescType(enum.IntEnum):
 
 
 class StreamType(enum.IntEnum):
-    """StreamMeta.streamType_ (seed 001, plus BATCH_META from its batch-mode appendix)."""
+    """StreamMeta.streamType_ (docs/FORMAT.md §3, BATCH_META: §11.2)."""
 
     VALIDITY = 0
     OFFSETS = 1
@@ -127,7 +127,7 @@ class Compression(enum.IntEnum):
 class RequiredFeature(enum.IntFlag):
     """Footer.required_features: a reader that does not know a set bit must refuse the file."""
 
-    BATCH_MODE = 1 << 0  # a BATCH_META system column exists (seed 001 appendix)
+    BATCH_MODE = 1 << 0  # a BATCH_META system column exists (docs/FORMAT.md §11)
     ENCODINGS = 1 << 1  # pages use encodings other than PLAIN (format 1.1)
     BIT_PACKING = 1 << 2  # encoded pages pack integers at bit widths (format 1.2)
     BLOCKS = 1 << 3  # pages compressed as independent zstd blocks (format 1.2)
@@ -218,7 +218,7 @@ FOOTER_DTYPE = _dtype(
 
 # Column Index Table: num_columns + 1 entries; entry i is the absolute offset of column i's
 # CMB, entry num_columns is the end of the CMB area. CMB size = cit[i + 1] - cit[i]; a size
-# of 0 means the column is all-null in every stripe and has no CMB (seed 001).
+# of 0 means the column is all-null in every stripe and has no CMB (docs/FORMAT.md §2).
 CIT_DTYPE = np.dtype("<i8")
 
 CMB_HEADER_DTYPE = _dtype(

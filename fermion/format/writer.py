@@ -1,4 +1,4 @@
-"""The Fermion writer: "data first, meta last" (seed 001).
+"""The Fermion writer: "data first, meta last" (docs/FORMAT.md §1).
 
 Rows are buffered into a stripe; a full stripe is shredded column by column into pages
 (encoded and zstd-compressed on a thread pool) and appended to a buffered sink. Chunk
@@ -46,6 +46,7 @@ from fermion.format.batch import (
 )
 from fermion.format.bloom import bloom_supported
 from fermion.format.layout import Kind, Node, build_tree
+from fermion.format.metadata import build_footer
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
@@ -55,7 +56,6 @@ from fermion.format.structs import (
     CIT_DTYPE,
     CMB_HEADER_DTYPE,
     FILE_HEADER_DTYPE,
-    FOOTER_DTYPE,
     FORMAT_VERSION_MAJOR,
     FULL_CHUNK_DESC_DTYPE,
     MAGIC,
@@ -64,10 +64,8 @@ from fermion.format.structs import (
     STREAM_META_DTYPE,
     STRIPE_META_DTYPE,
     DescType,
-    OptionalFeature,
     RequiredFeature,
     StreamType,
-    minor_version,
 )
 from fermion.format.threads import pool
 from fermion.io.sink import Sink, open_sink
@@ -189,7 +187,7 @@ class FileWriter:
                 self._flush_stripe(self._pending_rows)
 
     def append_batch(self, batch_id: int, data: pa.Table | pa.RecordBatch) -> None:
-        """Append one batch (seed 001 AppendBatch): its rows never share a page with part of
+        """Append one batch (docs/FORMAT.md §11.1): its rows never share a page with part of
         another batch, and never span two stripes.
 
         Args:
@@ -471,7 +469,7 @@ class FileWriter:
             payload.append(b"")  # placeholder, filled after relocation
             payload_size += descs.nbytes
         meta_size = CMB_HEADER_DTYPE.itemsize + num_stripes * 4 + metas.nbytes
-        # relocation (seed 001): payload-relative offsets become CMB-relative
+        # relocation (docs/FORMAT.md §6): payload-relative offsets become CMB-relative
         has_payload = metas["desc_type"] < DescType.USE_DEFAULT
         metas["chunks_offset"][has_payload] += meta_size
         for pos, descs in full_descs:
@@ -507,24 +505,19 @@ class FileWriter:
         sink.append(self._schema_area)
         cit_offset = sink.tell()
         sink.append(cit.tobytes())
-        footer = np.zeros(1, dtype=FOOTER_DTYPE)
-        f = footer[0]
-        f["cmb_offset"] = cmb_offset
-        f["schema_offset"] = schema_offset
-        f["cit_offset"] = cit_offset
-        f["num_rows"] = self.num_rows
-        f["num_columns"] = len(self._columns)
-        f["num_stripes"] = len(self._stripe_rows)
-        f["schema_size"] = len(self._schema_area)
         required = self._required | (RequiredFeature.BATCH_MODE if batch_mode else 0)
-        f["required_features"] = required
-        f["optional_features"] = OptionalFeature.PAGE_CRC if self.options.page_crc else 0
-        f["version_major"] = FORMAT_VERSION_MAJOR
-        f["version_minor"] = minor_version(required)
-        f["magic"] = MAGIC
-        raw = footer.tobytes()
-        f["footer_crc"] = zlib.crc32(raw[:40])
-        sink.append(footer.tobytes())
+        footer = build_footer(
+            cmb_offset=cmb_offset,
+            schema_offset=schema_offset,
+            cit_offset=cit_offset,
+            num_rows=self.num_rows,
+            num_columns=len(self._columns),
+            num_stripes=len(self._stripe_rows),
+            schema_size=len(self._schema_area),
+            required_features=required,
+            page_crc=self.options.page_crc,
+        )
+        sink.append(footer)
 
 
 def _fixed_row_bytes(t: pa.DataType) -> float | None:

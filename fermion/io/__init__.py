@@ -1,4 +1,15 @@
-"""Storage access: byte sources with ranged, coalesced reads; buffered sinks."""
+"""Storage access: byte sources with ranged, coalesced reads; buffered sinks.
+
+Example:
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "b.bin")
+    >>> with open_sink(path) as sink:
+    ...     _ = sink.append(b"hello, world")
+    >>> source = open_source(path)
+    >>> [bytes(v) for v in source.read_ranges([(0, 5), (7, 5)], max_gap=4)]
+    [b'hello', b'world']
+    >>> source.close()
+"""
 
 from fermion.io.coalesce import MergedRead, coalesce_ranges
 from fermion.io.sink import Sink, open_sink

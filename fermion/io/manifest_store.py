@@ -2,8 +2,9 @@
 
 An external manifest store is a small key-value store keyed by ``(base_uri, version)`` that
 supports an atomic insert. It supplements, never replaces, the manifests in the table
-directory (seed 004): a table committed through it stays a plain directory that readers
-without the store can open, at worst one version behind.
+directory (docs/TABLE_FORMAT.md, "put-if-absent per backend"): a table committed through
+it stays a plain directory that readers without the store can open, at worst one version
+behind.
 
 Commit (see :func:`commit_external`), for version ``v``:
 

@@ -1,6 +1,6 @@
 """Buffered append-only output: the writer hands over pages, the sink writes multi-MB units.
 
-Seed 001 (HDFS notes): encode and compress per page, but never *write* per page; gather
+Encode and compress per page, but never *write* per page; gather
 pages in memory and write in units of several MB.
 
 Example:

@@ -34,6 +34,7 @@ from fermion.table.operations import (
     SchemaChange,
 )
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.version import __version__
 
 __all__ = ["WRITER_LIBRARY", "apply_operation", "live_rows"]
 
@@ -108,7 +109,7 @@ def apply_operation(
     transaction_uuid: str,
     timestamp_us: int,
     restored: pb.Manifest | None = None,
-    writer_version: str = "0.1.0",
+    writer_version: str = __version__,
     properties: Mapping[str, str] | None = None,
 ) -> pb.Manifest:
     """Build the manifest of ``version`` by applying ``op`` on top of ``base``.

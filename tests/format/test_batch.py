@@ -150,8 +150,8 @@ def prove_aligned(path: Path, page_size: int) -> str:
     whole batches, or part of a single batch whose pages hold nothing else."""
     kinds = ""
     with fermion.FileReader(path) as r:
-        projs = r._resolve(None)
-        metas = r._column_metas(projs)
+        projs = r.file_meta.projections(None)
+        metas = r.file_meta.column_metas(projs)
         index = r.batches()
         whole = r.read()
         table_start = 0
@@ -196,7 +196,7 @@ def test_thousands_of_batches_never_split_across_pages(tmp_path: Path) -> None:
         pages = {
             name: sum(
                 int(d["num_pages"])
-                for m in r._column_metas(r._resolve([name]))
+                for m in r.file_meta.column_metas(r.file_meta.projections([name]))
                 for st in m.streams
                 if st.full is not None
                 for d in st.full
@@ -266,7 +266,7 @@ def test_lookup_reads_one_page_per_projected_stream(tmp_path: Path) -> None:
     with fermion.FileReader(path, coalesce_gap=0) as r:
         index = r.batches()
         assert r.num_stripes >= 2
-        metas = r._column_metas(r._resolve(columns))
+        metas = r.file_meta.column_metas(r.file_meta.projections(columns))
         for target in (1234, 7, 1999):
             r.read_batches([ids[target - 1]], columns=columns)  # warm CMBs and stripe meta
             rec = Recorder(r.source)
@@ -279,7 +279,7 @@ def test_lookup_reads_one_page_per_projected_stream(tmp_path: Path) -> None:
             a, e = int(b.starts[k]), int(b.starts[k] + b.lengths[k])
             expected = set()
             streams = 0
-            for p, m in zip(r._resolve(columns), metas, strict=True):
+            for p, m in zip(r.file_meta.projections(columns), metas, strict=True):
                 for spec in p.tree.all_streams():
                     desc = m.streams[spec.index]
                     if desc.simple is not None and 0 < int(desc.simple[s]["length"]) < 2**32 - 1:
@@ -353,7 +353,7 @@ def test_virtual_columns_and_pushdown(tmp_path: Path) -> None:
 
 
 def test_inspect_shows_batch_facts(tmp_path: Path) -> None:
-    from fermion.cli_render import render_inspect
+    from fermion.cli.render import render_inspect
 
     path = tmp_path / "i.fermion"
     write_batches(path, [5] * 50 + [300], page_size=256, max_stripe_rows=100)

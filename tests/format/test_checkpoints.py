@@ -285,12 +285,14 @@ def test_point_reads_through_checkpoints_agree(tmp_path_factory, idx: list[int])
 def test_a_reader_that_does_not_know_checkpoints_refuses_the_file(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from fermion.format import reader
+    from fermion.format import metadata
 
     path = tmp_path / "ck.fermion"
     fermion.write_table(shapes(5000), path)
     monkeypatch.setattr(
-        reader, "_KNOWN_REQUIRED", reader._KNOWN_REQUIRED & ~RequiredFeature.CHECKPOINTS
+        metadata,
+        "KNOWN_REQUIRED_FEATURES",
+        metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.CHECKPOINTS,
     )
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(path)

@@ -774,7 +774,7 @@ def test_64_bit_lengths_and_indices_that_wrap_in_int64_raise() -> None:
 
 def _data_page_rows(path: Path, column: str) -> list[int]:
     with fermion.FileReader(path) as r:
-        (meta,) = r._column_metas(r._resolve([column]))
+        (meta,) = r.file_meta.column_metas(r.file_meta.projections([column]))
         desc = [d for d in meta.streams if d.full is not None][0]
         return desc.pages(0)["row_count"].astype(int).tolist()
 
@@ -808,8 +808,8 @@ def test_integer_pages_are_sized_by_their_bit_packed_width(tmp_path: Path) -> No
 
 def _stream_page_rows(path: Path, column: str, node: int, stream: StreamType) -> list[int]:
     with fermion.FileReader(path) as r:
-        (proj,) = r._resolve([column])
-        (meta,) = r._column_metas([proj])
+        (proj,) = r.file_meta.projections([column])
+        (meta,) = r.file_meta.column_metas([proj])
         spec = next(s for s in proj.tree.all_streams() if (s.node, s.stream_type) == (node, stream))
         return meta.streams[spec.index].pages(0)["row_count"].astype(int).tolist()
 

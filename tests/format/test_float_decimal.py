@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack, decimal_floats, encodings, points, reader
+from fermion.format import bitpack, decimal_floats, encodings, metadata, points
 from fermion.format.pages import PAGE_HEADER_SIZE, decode_page, encode_page
 from fermion.format.structs import (
     ENCODING_HEADER_DTYPE,
@@ -404,8 +404,8 @@ def test_a_1_2_reader_refuses_decimal_floats_only(tmp_path: Path, monkeypatch) -
     with_decimals, without = tmp_path / "d.fermion", tmp_path / "r.fermion"
     fermion.write_table(table, with_decimals)
     fermion.write_table(table.select(["random"]), without)
-    known_1_2 = reader._KNOWN_REQUIRED & ~RequiredFeature.DECIMAL_FLOATS
-    monkeypatch.setattr(reader, "_KNOWN_REQUIRED", int(known_1_2))
+    known_1_2 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.DECIMAL_FLOATS
+    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_2))
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(with_decimals)
     assert_same(fermion.read_table(without), table.select(["random"]))
@@ -429,13 +429,13 @@ def _page_stats(path: Path, column: str) -> list[tuple[tuple[int, int], float, f
     """(rows, min, max, stats flags) of every DATA page of a flat float column."""
     out = []
     with fermion.FileReader(path) as r:
-        (proj,) = r._resolve([column])
-        (meta,) = r._column_metas([proj])
+        (proj,) = r.file_meta.projections([column])
+        (meta,) = r.file_meta.column_metas([proj])
         spec = proj.tree.stream(StreamType.DATA)
         assert spec is not None
         desc = meta.streams[spec.index]
         first = 0
-        for s, n in enumerate(r._stripe_rows([meta]).tolist()):
+        for s, n in enumerate(r.file_meta.stripe_rows([meta]).tolist()):
             pages = desc.pages(s)
             ends = np.cumsum(pages["row_count"].astype(np.int64))
             for j, page in enumerate(pages):

@@ -192,8 +192,8 @@ def _page_facts(path: Path) -> list[dict]:
     data = memoryview(path.read_bytes())
     facts = []
     with fermion.FileReader(path) as r:
-        projs = r._resolve(None)
-        for p, m in zip(projs, r._column_metas(projs), strict=True):
+        projs = r.file_meta.projections(None)
+        for p, m in zip(projs, r.file_meta.column_metas(projs), strict=True):
             for spec in p.tree.all_streams() if m.present else []:
                 desc = m.streams[spec.index]
                 if desc.full is None:
@@ -336,8 +336,8 @@ def test_v1_3_golden_file_has_checkpointed_pages() -> None:
     data = memoryview(CHECKPOINTED.read_bytes())
     flagged: dict[tuple[str, str], set[bool]] = {}
     with fermion.FileReader(CHECKPOINTED) as r:
-        projs = r._resolve(None)
-        for p, m in zip(projs, r._column_metas(projs), strict=True):
+        projs = r.file_meta.projections(None)
+        for p, m in zip(projs, r.file_meta.column_metas(projs), strict=True):
             for spec in p.tree.all_streams():
                 desc = m.streams[spec.index]
                 if desc.full is None:

@@ -74,12 +74,12 @@ def page_spans(path: Path, column: str, stream: StreamType = StreamType.DATA) ->
     data = path.read_bytes()
     out = []
     with fermion.FileReader(path) as r:
-        (proj,) = r._resolve([column])
-        (meta,) = r._column_metas([proj])
+        (proj,) = r.file_meta.projections([column])
+        (meta,) = r.file_meta.column_metas([proj])
         spec = proj.tree.stream(stream)
         assert spec is not None
         desc = meta.streams[spec.index]
-        stripe_rows = r._stripe_rows([meta])
+        stripe_rows = r.file_meta.stripe_rows([meta])
         first_row = 0
         for s, n in enumerate(stripe_rows.tolist()):
             if desc.full is not None and int(desc.full[s]["num_pages"]):

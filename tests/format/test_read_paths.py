@@ -82,8 +82,8 @@ def test_stripe_pruning_skips_whole_stripes(sorted_file) -> None:
     path, _ = sorted_file
     with fermion.FileReader(path) as r:
         kept = r._pruner.stripes(
-            r._resolve(["id"]),
-            r._column_metas(r._resolve(["id"])),
+            r.file_meta.projections(["id"]),
+            r.file_meta.column_metas(r.file_meta.projections(["id"])),
             np.array([25_000] * 4),
             FilterInfo(pc.field("id") >= 80_000),
         )

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import reader as reader_module
+from fermion.format import metadata
 from fermion.format import stripe_dictionary as sd
 from fermion.format.encodings import HEADER_SIZE
 from fermion.format.plan import take_values
@@ -162,8 +162,8 @@ def test_plain_options_write_a_1_3_file(tmp_path: Path, options: dict) -> None:
 def test_a_1_3_reader_refuses_the_file(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "t.fermion"
     fermion.write_table(pa.table({"city": medium(30_000, 3_000)}), path)
-    known_1_3 = reader_module._KNOWN_REQUIRED & ~RequiredFeature.STRIPE_DICTIONARY
-    monkeypatch.setattr(reader_module, "_KNOWN_REQUIRED", int(known_1_3))
+    known_1_3 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.STRIPE_DICTIONARY
+    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_3))
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(path)
 
@@ -181,8 +181,8 @@ def test_statistics_bloom_filters_and_page_pruning(tmp_path: Path) -> None:
     assert {p["encoding"] for p in pages[1:]} == {Encoding.DICTIONARY_INDICES}
     assert len(pages) > 3
     with fermion.FileReader(path) as r:
-        (proj,) = r._resolve(["city"])
-        (meta,) = r._column_metas([proj])
+        (proj,) = r.file_meta.projections(["city"])
+        (meta,) = r.file_meta.column_metas([proj])
         desc = meta.streams[proj.tree.stream(StreamType.DATA).index]
         metas = desc.pages(0)
         assert int(metas[0]["stats_flags"]) == 0 and int(metas[0]["null_count"]) == 0

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format import reader as reader_module
+from fermion.format import metadata
 from fermion.format import stripe_dictionary as sd
 from fermion.format.structs import Encoding, RequiredFeature
 from tests.format.test_points import page_spans
@@ -216,8 +216,8 @@ def test_the_required_bit_missing(good: Path, tmp_path: Path) -> None:
 
 
 def test_a_1_3_readers_view(good: Path, monkeypatch) -> None:
-    known_1_3 = reader_module._KNOWN_REQUIRED & ~RequiredFeature.STRIPE_DICTIONARY
-    monkeypatch.setattr(reader_module, "_KNOWN_REQUIRED", int(known_1_3))
+    known_1_3 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.STRIPE_DICTIONARY
+    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_3))
     _assert_refused(good, fermion.UnsupportedVersionError)
 
 

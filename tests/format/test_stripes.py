@@ -201,12 +201,12 @@ def offsets_pages(
 ) -> list[dict]:
     """Every OFFSETS (or other) page of one node: stripe, page index, offset and size."""
     with fermion.FileReader(path) as r:
-        (proj,) = r._resolve([column])
-        (meta,) = r._column_metas([proj])
+        (proj,) = r.file_meta.projections([column])
+        (meta,) = r.file_meta.column_metas([proj])
         spec = _node(proj.tree, node_path).stream(stream)
         desc = meta.streams[spec.index]
         out = []
-        for s in range(len(r._stripe_rows([meta]))):
+        for s in range(len(r.file_meta.stripe_rows([meta]))):
             if desc.full is None or not int(desc.full[s]["num_pages"]):
                 continue
             sizes = desc.pages(s)["page_size"].tolist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+import fermion
 import fermion.table as ft
 from fermion.cli import main as cli_main
 from fermion.errors import DatasetError, InvalidArgumentError
@@ -47,6 +49,18 @@ def test_time_travel_tags_checkout_and_restore(tmp_path: Path) -> None:
     assert old.versions()[0].tags == ("first",)
     ds.delete_tag("first")
     assert ds.tags() == {}
+
+
+def test_manifests_record_the_library_version(tmp_path: Path) -> None:
+    ds = ft.write_dataset(_ids(3), str(tmp_path / "t"))
+    ft.write_dataset(_ids(2, 3), ds.uri, mode="append")
+    for version in (1, 2):
+        manifest = ft.dataset(ds.uri, version=version).manifest
+        assert (manifest.writer_library, manifest.writer_version) == (
+            "fermion",
+            fermion.__version__,
+        )
+    assert fermion.__version__ == importlib.metadata.version("fermion")
 
 
 def test_schema_evolution_by_field_id_reads_old_files(tmp_path: Path) -> None:

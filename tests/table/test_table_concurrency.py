@@ -1,4 +1,5 @@
-"""DESIGN §7 scenarios 1–6: real processes racing on a real table directory."""
+"""Reliability scenarios 1–6 of docs/TABLE_FORMAT.md: real processes racing on a real table
+directory."""
 
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def test_single_attempt_appenders_never_share_a_version(tmp_path: Path, processe
     assert ds.count_rows() == 1 + len(won)
 
 
-# -- §7.3 concurrent deletes in one fragment ------------------------------------------------
+# -- scenario 3: concurrent deletes in one fragment ------------------------------------------------
 
 
 def _delete_residue(uri: str, residue: int) -> dict[str, int]:
@@ -192,7 +193,7 @@ def test_overlapping_deletes_give_one_winner_and_retryable_errors(
     assert ft.dataset(uri).count_rows() == 200 - 4
 
 
-# -- §7.4 / §7.5 compaction against deletes and appends -------------------------------------
+# -- scenarios 4 and 5: compaction against deletes and appends -------------------------------------
 
 
 def _compact_loop(uri: str, rounds: int) -> int:
@@ -294,7 +295,7 @@ def test_two_overlapping_compactions_exactly_one_wins(tmp_path: Path, processes:
     assert np.array_equal(np.sort(ds.to_table().column("id").to_numpy()), np.arange(100))
 
 
-# -- §7.6 statistics rebuild racing compaction ----------------------------------------------
+# -- scenario 6: statistics rebuild racing compaction ----------------------------------------------
 
 
 def _rebuild_loop(uri: str, rounds: int) -> int:

@@ -24,4 +24,5 @@ MODULES = sorted(
 def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 0, f"{name} has no runnable example"
     assert result.failed == 0

@@ -1,4 +1,5 @@
-"""DESIGN §7 scenarios 7–11 and 13: crashes, unknown outcomes, damaged metadata, bad input."""
+"""Reliability scenarios 7–11 and 13 of docs/TABLE_FORMAT.md: crashes, unknown outcomes, damaged
+metadata, bad input."""
 
 from __future__ import annotations
 
@@ -58,15 +59,19 @@ def _run_writer(uri: str, failpoint: str | None) -> subprocess.CompletedProcess[
     )
 
 
-@pytest.mark.parametrize(
-    ("point", "committed"),
-    [
-        ("after_data_write", False),
-        ("after_txn_write", False),
-        ("before_manifest_put", False),
-        ("after_manifest_put", True),
-    ],
-)
+KILL_POINTS = [
+    ("after_data_write", False),
+    ("after_txn_write", False),
+    ("before_manifest_put", False),
+    ("after_manifest_put", True),
+]
+
+
+def test_every_failpoint_is_exercised() -> None:
+    assert [point for point, _ in KILL_POINTS] == list(_failpoints.POINTS)
+
+
+@pytest.mark.parametrize(("point", "committed"), KILL_POINTS)
 def test_writer_killed_leaves_old_or_new_version_never_between(
     tmp_path: Path, point: str, committed: bool
 ) -> None:
@@ -172,7 +177,7 @@ def test_retry_exhaustion_after_exactly_the_configured_attempts(
     assert ft.dataset(uri).version == 1
 
 
-# -- §7.10 damaged manifests ------------------------------------------------------------------
+# -- scenario 10: damaged manifests --------------------------------------------------------
 
 
 def _manifest_path(uri: str, version: int) -> Path:
@@ -250,7 +255,7 @@ def test_unknown_writer_flag_refuses_to_write_and_commits_nothing(tmp_path: Path
     assert TableStorage(uri).versions() == [1]
 
 
-# -- §7.13 bad input ------------------------------------------------------------------------------
+# -- scenario 13: bad input ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -252,6 +252,17 @@ def test_the_same_input_recorded_by_two_concurrent_appends_commits_once(tmp_path
     assert ds.count_rows() == 4 and ds.manifest.config[f"{INPUT_KEY_PREFIX}day=2024-05-01"]
 
 
+def test_the_same_input_creating_a_table_twice_concurrently_commits_once(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    key = {f"{INPUT_KEY_PREFIX}day=1": "loaded"}
+    first, second = plan_write(uri, _rows(0, 1).schema), plan_write(uri, _rows(0, 1).schema)
+    r1, r2 = execute_write(first, _rows(0, 2)), execute_write(second, _rows(0, 2))
+    assert commit_write(first, [r1], table_config=key).version == 1
+    with pytest.raises(IncompatibleTransactionError, match="loaded concurrently"):
+        commit_write(second, [r2], table_config=key)
+    assert ft.dataset(uri).count_rows() == 2
+
+
 # -- batch mode ----------------------------------------------------------------------------
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import fermion
 from fermion.spark.jobs.config import VacuumConfig
 from fermion.spark.jobs.runner import JobContext, JobResult
+from fermion.table import dataset
 
 __all__ = ["vacuum"]
 
@@ -29,7 +29,7 @@ def vacuum(context: JobContext, config: VacuumConfig) -> JobResult:
 
     The table's version does not change: ``committed_version`` is ``None``.
     """
-    ds = fermion.dataset(config.table)
+    ds = dataset(config.table)
     orphans = config.orphan_retention_hours
     context.log.info(
         "vacuum %s at version %d: versions older than %s h, orphans older than %s h",

@@ -28,12 +28,17 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 
-from fermion.errors import DatasetError, InvalidArgumentError, SchemaMismatchError
+from fermion.errors import (
+    DatasetError,
+    IncompatibleTransactionError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+)
 from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
-from fermion.table.operations import Append, Operation, Overwrite
+from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -293,6 +298,11 @@ def _append_to_created(
     if not (theirs.arrow.equals(plan.schema.arrow) and theirs.field_ids == plan.schema.field_ids):
         raise SchemaMismatchError(
             f"{storage.uri}: the table was created concurrently with another schema"
+        )
+    recorded = sorted(k for k in entries if k.startswith(INPUT_KEY_PREFIX) and k in latest.config)
+    if recorded:  # the concurrent creator loaded the same input
+        raise IncompatibleTransactionError(
+            f"{storage.uri}: input {recorded[0]} was loaded concurrently (version {latest.version})"
         )
     if not fragments:
         return None

@@ -1,7 +1,8 @@
 """Table commands for the ``fermion`` CLI: ``fermion log URI`` and ``fermion show URI``.
 
-``fermion.cli`` calls :func:`add_table_commands` with its argparse subparsers object; each
-command sets ``handler`` and raises :class:`fermion.FermionError` for expected failures.
+:func:`fermion.cli.app.build_parser` calls :func:`add_table_commands` with its argparse
+subparsers object; each command sets ``handler`` and raises :class:`fermion.FermionError`
+for expected failures.
 
 Example:
     >>> import argparse

@@ -1,18 +1,16 @@
-"""The ``fermion`` command line.
+"""The ``fermion`` command line: the parser, ``main`` and the file commands.
 
 Subcommands::
 
     fermion inspect FILE [--json] [--columns a,b]    footer, schema, per-column CMB summary
     fermion convert SRC DST [--json]                 .parquet/.parq <-> .fermion
     fermion cat FILE [--columns a,b] [--limit N] [--format table|jsonl|csv]
+    fermion log URI [--json]                         versions of a table (fermion.cli.table)
+    fermion show URI [--version N] [--json]          one version of a table
 
 Expected failures print one line ``fermion: error: ...`` on stderr and exit with 2 for bad
-usage or 1 for a Fermion error (bad file, missing column, ...); no traceback.
-
-Extension point: when ``fermion.cli_table`` exists (the table layer's commands, e.g.
-``fermion log URI``), its ``add_table_commands(subparsers)`` is called. Each command it adds
-sets ``handler=<callable(args: argparse.Namespace) -> int>`` with ``set_defaults`` and may
-raise :class:`fermion.FermionError` for expected failures.
+usage or 1 for a Fermion error (bad file, missing column, ...); no traceback. Every command
+sets ``handler=<callable(args: argparse.Namespace) -> int>`` with ``set_defaults``.
 
 Example:
     >>> main(["convert", "a.csv", "b.fermion"])  # the error line goes to stderr
@@ -26,10 +24,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from fermion.cli_render import RowFormat, render_inspect, write_rows
+from fermion.cli.render import RowFormat, render_inspect, write_rows
+from fermion.cli.table import add_table_commands
 from fermion.errors import FermionError, InvalidArgumentError
+from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
+from fermion.format.reader import FileReader
 
 __all__ = ["main", "build_parser"]
 
@@ -80,9 +81,7 @@ def _non_negative_int(text: str) -> int:
 # commands
 
 
-def _open_reader(path: str) -> Any:
-    from fermion.format import FileReader
-
+def _open_reader(path: str) -> FileReader:
     try:
         return FileReader(path)
     except FileNotFoundError:
@@ -92,8 +91,8 @@ def _open_reader(path: str) -> Any:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    reader = _open_reader(args.file)
-    info = reader.describe(columns=args.columns)
+    with _open_reader(args.file) as reader:
+        info = reader.describe(columns=args.columns)
     if args.json:
         sys.stdout.write(json.dumps(info, indent=2, default=str) + "\n")
     else:
@@ -102,16 +101,22 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_cat(args: argparse.Namespace) -> int:
-    reader = _open_reader(args.file)
-    fmt: RowFormat = args.format
-    remaining = args.limit
+    with _open_reader(args.file) as reader:
+        _print_rows(reader, args.columns, args.limit, args.format)
+    return EXIT_OK
+
+
+def _print_rows(
+    reader: FileReader, columns: list[str] | None, limit: int | None, fmt: RowFormat
+) -> None:
+    remaining = limit
     header = True
     widths: list[int] | None = None
     if remaining == 0:
-        names = list(args.columns) if args.columns else list(reader.schema.names)
+        names = list(columns) if columns else list(reader.schema.names)
         write_rows([], names, sys.stdout, fmt=fmt, header=True)
-        return EXIT_OK
-    for batch in reader.iter_batches(columns=args.columns):
+        return
+    for batch in reader.iter_batches(columns=columns):
         if remaining is not None:
             batch = batch.slice(0, remaining)
             remaining -= batch.num_rows
@@ -127,9 +132,8 @@ def _cmd_cat(args: argparse.Namespace) -> int:
         if remaining == 0:
             break
     if header:  # no batch at all: an empty file still shows its columns
-        names = list(args.columns) if args.columns else list(reader.schema.names)
+        names = list(columns) if columns else list(reader.schema.names)
         write_rows([], names, sys.stdout, fmt=fmt, header=True)
-    return EXIT_OK
 
 
 def conversion_direction(src: str, dst: str) -> str:
@@ -160,8 +164,6 @@ def conversion_direction(src: str, dst: str) -> str:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
-
     direction = conversion_direction(args.src, args.dst)
     convert = parquet_to_fermion if direction == "parquet->fermion" else fermion_to_parquet
     summary = convert(args.src, args.dst)
@@ -182,17 +184,6 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 # parser
 
 
-def _add_extension_commands(subparsers: Any) -> None:
-    """Let the table layer add its commands (``fermion log URI``...) when it is installed."""
-    try:
-        from fermion.cli_table import add_table_commands
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("fermion.cli_table", "fermion.table"):
-            raise
-        return
-    add_table_commands(subparsers)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``fermion`` argument parser (usage errors raise :class:`UsageError`).
 
@@ -200,7 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
         >>> build_parser().parse_args(["cat", "t.fermion", "--limit", "3"]).limit
         3
     """
-    parser = _Parser(prog=PROG, description="Inspect, convert and print Fermion files.")
+    parser = _Parser(
+        prog=PROG, description="Inspect, convert and print Fermion files; inspect tables."
+    )
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
@@ -224,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
     p.set_defaults(handler=_cmd_cat)
 
-    _add_extension_commands(sub)
+    add_table_commands(sub)
     return parser
 
 
@@ -264,7 +257,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,473 @@
+"""A file's metadata: footer, Column Index Table (CIT), Column Metadata Blocks and schema.
+
+This module owns the footer (it builds and parses it) and every read of the metadata
+areas. :class:`MetadataReader` is what the reader, ``describe`` and the batch index use:
+opening costs one speculative tail read (``prefetch_bytes``) that normally holds the
+footer, CIT and schema index; nothing here touches every column. Resolving k columns reads
+k CIT entries, k schema entries and k CMBs (lazily and coalesced, or the whole CMB area in
+one read when it is small and the request needs a good share of it).
+
+Example:
+    >>> import pyarrow as pa, tempfile, os
+    >>> from fermion.format.options import ReadOptions
+    >>> from fermion.format.writer import write_table
+    >>> from fermion.io.source import open_source
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.fermion")
+    >>> write_table(pa.table({"a": [1, None, 3], "b": ["x", "y", "z"]}), path)
+    >>> meta = MetadataReader(open_source(path), ReadOptions())
+    >>> (proj,) = meta.projections(["b"])
+    >>> (cmb,) = meta.column_metas([proj])
+    >>> meta.num_rows, proj.info.index, meta.stripe_rows([cmb]).tolist()
+    (3, 1, [3])
+    >>> meta.source.close()
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from fermion.errors import (
+    BatchModeError,
+    ChecksumError,
+    ColumnNotFoundError,
+    InvalidArgumentError,
+    InvalidFileError,
+    TruncatedFileError,
+    UnsupportedTypeError,
+    UnsupportedVersionError,
+)
+from fermion.format.batch import system_tree
+from fermion.format.batch_read import BatchIndex
+from fermion.format.cmb import ColumnMeta, parse_cmb
+from fermion.format.layout import Kind, Node, build_tree
+from fermion.format.options import ReadOptions
+from fermion.format.plan import Projection
+from fermion.format.schema import ColumnInfo, SchemaIndex
+from fermion.format.structs import (
+    CIT_DTYPE,
+    FILE_HEADER_DTYPE,
+    FOOTER_DTYPE,
+    FORMAT_VERSION_MAJOR,
+    MAGIC,
+    OptionalFeature,
+    RequiredFeature,
+    minor_version,
+)
+from fermion.io.source import ByteSource
+
+__all__ = ["FileMetadata", "MetadataReader", "build_footer", "parse_footer"]
+
+KNOWN_REQUIRED_FEATURES = int(
+    RequiredFeature.BATCH_MODE
+    | RequiredFeature.ENCODINGS
+    | RequiredFeature.BIT_PACKING
+    | RequiredFeature.BLOCKS
+    | RequiredFeature.CHECKPOINTS
+    | RequiredFeature.DECIMAL_FLOATS
+    | RequiredFeature.STRIPE_DICTIONARY
+)  # format 1.4
+_FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
+
+
+@dataclass(frozen=True)
+class FileMetadata:
+    """File-level facts from the footer."""
+
+    file_size: int
+    num_rows: int
+    num_columns: int
+    num_stripes: int
+    format_version: str
+    required_features: int
+    optional_features: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts as a JSON-able dict.
+
+        Example:
+            >>> FileMetadata(10, 1, 1, 1, "1.4", 0, 0).to_dict()["format_version"]
+            '1.4'
+        """
+        return asdict(self)
+
+
+def build_footer(
+    *,
+    cmb_offset: int,
+    schema_offset: int,
+    cit_offset: int,
+    num_rows: int,
+    num_columns: int,
+    num_stripes: int,
+    schema_size: int,
+    required_features: int,
+    page_crc: bool,
+) -> bytes:
+    """The footer's 64 bytes (version from the required features, CRC filled in).
+
+    Example:
+        >>> raw = build_footer(cmb_offset=8, schema_offset=8, cit_offset=8, num_rows=0,
+        ...                    num_columns=0, num_stripes=0, schema_size=0,
+        ...                    required_features=0, page_crc=False)
+        >>> int(parse_footer(raw, "x")["num_rows"]), len(raw)
+        (0, 64)
+    """
+    footer = np.zeros(1, dtype=FOOTER_DTYPE)
+    f = footer[0]
+    f["cmb_offset"] = cmb_offset
+    f["schema_offset"] = schema_offset
+    f["cit_offset"] = cit_offset
+    f["num_rows"] = num_rows
+    f["num_columns"] = num_columns
+    f["num_stripes"] = num_stripes
+    f["schema_size"] = schema_size
+    f["required_features"] = required_features
+    f["optional_features"] = OptionalFeature.PAGE_CRC if page_crc else 0
+    f["version_major"] = FORMAT_VERSION_MAJOR
+    f["version_minor"] = minor_version(required_features)
+    f["magic"] = MAGIC
+    f["footer_crc"] = zlib.crc32(footer.tobytes()[:_FOOTER_CRC_BYTES])
+    return footer.tobytes()
+
+
+def parse_footer(raw: bytes, name: str) -> np.void:
+    """The footer record of the last ``FOOTER_DTYPE.itemsize`` bytes ``raw`` of file ``name``,
+    after its magic, major version, CRC and required feature flags are checked.
+
+    Raises:
+        InvalidFileError: bad magic. UnsupportedVersionError: another major version or an
+            unknown required feature. ChecksumError: the footer CRC does not match.
+
+    Example:
+        >>> parse_footer(bytes(64), "x.fermion")
+        Traceback (most recent call last):
+        ...
+        fermion.errors.InvalidFileError: x.fermion: not a Fermion file (bad footer magic)
+    """
+    footer = np.frombuffer(raw, dtype=FOOTER_DTYPE, count=1)[0]
+    if bytes(footer["magic"]) != MAGIC:
+        raise InvalidFileError(f"{name}: not a Fermion file (bad footer magic)")
+    if int(footer["version_major"]) != FORMAT_VERSION_MAJOR:
+        raise UnsupportedVersionError(
+            f"{name}: format version {int(footer['version_major'])}."
+            f"{int(footer['version_minor'])} is not supported (this reader: "
+            f"{FORMAT_VERSION_MAJOR}.x)"
+        )
+    if zlib.crc32(bytes(raw[:_FOOTER_CRC_BYTES])) != int(footer["footer_crc"]):
+        raise ChecksumError(f"{name}: footer CRC32 mismatch")
+    unknown = int(footer["required_features"]) & ~KNOWN_REQUIRED_FEATURES
+    if unknown:
+        raise UnsupportedVersionError(f"{name}: unknown required feature flags {unknown:#x}")
+    return footer
+
+
+class MetadataReader:
+    """The metadata of one open file, read lazily and cached.
+
+    Args:
+        source: the open file.
+        options: ``prefetch_bytes``, ``metadata_coalesce_gap`` and ``eager_load_threshold``
+            steer the metadata reads; ``coalesce_gap`` and ``verify_checksums`` the batch
+            index's reads.
+
+    Raises:
+        TruncatedFileError, InvalidFileError, ChecksumError, UnsupportedVersionError: the
+            footer or schema header is damaged or from an unsupported format version.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> from fermion.format.writer import write_table
+        >>> from fermion.io.source import open_source
+        >>> path = os.path.join(tempfile.mkdtemp(), "mr.fermion")
+        >>> write_table(pa.table({"a": [1, 2]}), path)
+        >>> meta = MetadataReader(open_source(path), ReadOptions())
+        >>> meta.file_metadata.num_columns, meta.schema.names
+        (1, ['a'])
+        >>> meta.cmb_offsets([0])[0] == meta.cmb_offset
+        True
+        >>> meta.close(); meta.source.close()
+    """
+
+    def __init__(self, source: ByteSource, options: ReadOptions) -> None:
+        self.source = source
+        self.options = options
+        self.cmbs: dict[int, ColumnMeta] = {}  # parsed CMBs by column index
+        self._trees: dict[int, Node] = {}
+        self._cmb_area: memoryview | None = None
+        self._schema: pa.Schema | None = None
+        self._batch_index: BatchIndex | None = None
+        size = source.size
+        fsize = FOOTER_DTYPE.itemsize
+        name = source.name
+        if size < FILE_HEADER_DTYPE.itemsize + fsize:
+            raise TruncatedFileError(f"{name}: {size} bytes is too small for a Fermion file")
+        tail_len = min(size, max(options.prefetch_bytes, fsize))
+        self._tail_start = size - tail_len
+        self._tail = source.read(self._tail_start, tail_len)
+        raw = bytes(self._tail[tail_len - fsize :])  # a copy: it outlives close()
+        self.footer = parse_footer(raw, name)
+        footer = self.footer
+        self.required_features = int(footer["required_features"])
+        self.num_rows = int(footer["num_rows"])
+        self.num_columns = int(footer["num_columns"])
+        self.num_stripes = int(footer["num_stripes"])
+        self.data_start = FILE_HEADER_DTYPE.itemsize
+        self.cmb_offset = int(footer["cmb_offset"])
+        self.schema_offset = int(footer["schema_offset"])
+        self.cit_offset = int(footer["cit_offset"])
+        schema_size = int(footer["schema_size"])
+        self.batch_mode = bool(self.required_features & RequiredFeature.BATCH_MODE)
+        # batch mode: CIT entry num_columns is the BATCH_META system column's CMB
+        cit_end = self.cit_offset + CIT_DTYPE.itemsize * (self.num_columns + 1 + self.batch_mode)
+        if not (
+            self.data_start <= self.cmb_offset <= self.schema_offset
+            and self.schema_offset + schema_size == self.cit_offset
+            and cit_end == size - fsize
+        ):
+            raise InvalidFileError(f"{name}: footer offsets are inconsistent with the file size")
+        self.index = SchemaIndex(
+            self.fetch, self.schema_offset, schema_size, num_columns=self.num_columns
+        )
+
+    # -- raw metadata ranges ----------------------------------------------------------
+    def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        """Metadata ranges: served from the tail buffer or the CMB area cache when possible,
+        the rest in one coalesced request."""
+        out: list[memoryview | None] = [None] * len(ranges)
+        missing: list[int] = []
+        area = self._cmb_area
+        for i, (off, n) in enumerate(ranges):
+            if off >= self._tail_start and off + n <= self._tail_start + len(self._tail):
+                rel = off - self._tail_start
+                out[i] = self._tail[rel : rel + n]
+            elif area is not None and self.cmb_offset <= off and off + n <= self.schema_offset:
+                rel = off - self.cmb_offset
+                out[i] = area[rel : rel + n]
+            else:
+                missing.append(i)
+        if missing:
+            got = self.source.read_ranges(
+                [ranges[i] for i in missing], max_gap=self.options.metadata_coalesce_gap
+            )
+            for i, view in zip(missing, got, strict=True):
+                out[i] = view
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Drop the metadata buffers (views into a memory map among them); the parsed
+        schema stays. The source is the caller's to close."""
+        self._tail = memoryview(b"")
+        self._cmb_area = None
+        self.cmbs.clear()
+        self._batch_index = None
+
+    # -- footer and schema ------------------------------------------------------------
+    @property
+    def file_metadata(self) -> FileMetadata:
+        """Footer facts (no IO)."""
+        f = self.footer
+        return FileMetadata(
+            file_size=self.source.size,
+            num_rows=self.num_rows,
+            num_columns=self.num_columns,
+            num_stripes=self.num_stripes,
+            format_version=f"{int(f['version_major'])}.{int(f['version_minor'])}",
+            required_features=self.required_features,
+            optional_features=int(f["optional_features"]),
+        )
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The file's Arrow schema (parsed on first access: O(columns))."""
+        if self._schema is None:
+            self._schema = self.index.full_schema()
+        return self._schema
+
+    def tree(self, info: ColumnInfo) -> Node:
+        """The storage node tree of a column (built once, checked against the schema entry)."""
+        tree = self._trees.get(info.index)
+        if tree is None:
+            try:
+                tree = build_tree(info.field, bloom=info.has_bloom)
+            except UnsupportedTypeError as exc:
+                raise InvalidFileError(f"column {info.field.name!r}: {exc}") from None
+            self._trees[info.index] = tree
+            if len(tree.all_streams()) != info.num_streams:
+                raise InvalidFileError(f"column {info.field.name!r}: stream count mismatch")
+            if sum(1 for _ in tree.walk()) != len(info.field_ids):
+                raise InvalidFileError(f"column {info.field.name!r}: field id count mismatch")
+        return tree
+
+    def projections(self, columns: Sequence[str] | None) -> list[Projection]:
+        """One projection per file column named (all columns for None): a dotted name
+        ``"s.a"`` selects that nested path of column ``s``; names of one column merge.
+
+        Raises:
+            ColumnNotFoundError: a name is not in the file.
+            InvalidArgumentError: ``columns`` is not a list of strings.
+        """
+        if columns is None:
+            infos = self.index.columns(range(self.num_columns))
+            return [Projection(i, self.tree(i), None) for i in infos]
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise InvalidArgumentError("columns must be a list of column names")
+        found = self.index.lookup(list(columns))
+        cols: list[int] = []
+        paths: list[list[str]] = []
+        for name, col in zip(columns, found, strict=True):
+            if col is not None:
+                cols.append(col)
+                paths.append([])
+                continue
+            parts = name.split(".")
+            for cut in range(len(parts) - 1, 0, -1):
+                (col,) = self.index.lookup([".".join(parts[:cut])])
+                if col is not None:
+                    cols.append(col)
+                    paths.append(parts[cut:])
+                    break
+            else:
+                raise ColumnNotFoundError(f"column {name!r} is not in the file")
+        infos = self.index.columns(cols)
+        out: dict[int, Projection] = {}
+        order: list[int] = []
+        for info, path, name in zip(infos, paths, columns, strict=True):
+            tree = self.tree(info)
+            proj = out.get(info.index)
+            if proj is None:
+                proj = out[info.index] = Projection(info, tree, set() if path else None)
+                order.append(info.index)
+            if not path:
+                proj.selected = None
+            elif proj.selected is not None:
+                proj.selected |= _select_path(tree, path, name)
+        return [out[i] for i in order]
+
+    # -- CIT and CMBs -----------------------------------------------------------------
+    def cmb_offsets(self, columns: Sequence[int]) -> list[int]:
+        """The CIT entries (absolute CMB offsets) of ``columns``."""
+        raws = self.fetch([(self.cit_offset + CIT_DTYPE.itemsize * c, 8) for c in columns])
+        return [int(np.frombuffer(raw, dtype=CIT_DTYPE)[0]) for raw in raws]
+
+    def column_metas(self, projs: Sequence[Projection]) -> list[ColumnMeta]:
+        """The parsed CMB of each projection's column (read once, then cached)."""
+        need = [p for p in dict.fromkeys(p.info.index for p in projs) if p not in self.cmbs]
+        if need:
+            cit_raw = self.fetch([(self.cit_offset + 8 * c, 16) for c in need])
+            spans = []
+            for c, raw in zip(need, cit_raw, strict=True):
+                start, end = (int(x) for x in np.frombuffer(raw, dtype=CIT_DTYPE, count=2))
+                if not self.cmb_offset <= start <= end <= self.schema_offset:
+                    raise InvalidFileError(f"CIT entry of column {c} points outside the CMB area")
+                spans.append((start, end - start))
+            self._maybe_load_cmb_area(sum(n for _, n in spans))
+            present = [(c, s) for c, s in zip(need, spans, strict=True) if s[1] > 0]
+            raws = self.fetch([s for _, s in present])
+            by_col = dict(zip((c for c, _ in present), raws, strict=True))
+            infos = {p.info.index: p for p in projs}
+            for c in need:
+                tree = infos[c].tree
+                if c not in by_col:
+                    self.cmbs[c] = ColumnMeta.all_null(len(tree.all_streams()))
+                    continue
+                self.cmbs[c] = self._parse_cmb(by_col[c], tree, c, infos[c].info.field.name)
+        return [self.cmbs[p.info.index] for p in projs]
+
+    def _parse_cmb(self, raw: memoryview, tree: Node, column: int, name: str) -> ColumnMeta:
+        return parse_cmb(
+            raw,
+            tree,
+            num_stripes=self.num_stripes,
+            num_rows=self.num_rows,
+            column_index=column,
+            data_start=self.data_start,
+            data_end=self.cmb_offset,
+            column=name,
+        )
+
+    def _maybe_load_cmb_area(self, requested: int) -> None:
+        """Eager strategy (docs/FORMAT.md): one read of the whole CMB area when it is small
+        and the request needs a good share of it; otherwise CMBs are read lazily one by one."""
+        if self._cmb_area is not None or self.cmb_offset >= self._tail_start:
+            return  # loaded already, or the tail read holds the whole area
+        area = self.schema_offset - self.cmb_offset
+        if area <= self.options.eager_load_threshold and requested * 4 >= area:
+            self._cmb_area = self.source.read(self.cmb_offset, area) if area else memoryview(b"")
+
+    def stripe_rows(self, metas: Sequence[ColumnMeta]) -> np.ndarray:
+        """Rows per stripe, from the first of ``metas`` that has a CMB (else from the batch
+        index, else from the first column of the file that has one)."""
+        for m in metas:
+            if m.present and m.stripe_rows is not None:
+                return m.stripe_rows.astype(np.int64)
+        # every projected column is all-null: ask the first column that has a CMB
+        if self.num_stripes == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.batch_mode:
+            return self.batches().stripe_rows
+        (cit_raw,) = self.fetch([(self.cit_offset, 8 * (self.num_columns + 1))])
+        cit = np.frombuffer(cit_raw, dtype=CIT_DTYPE)
+        sizes = np.diff(cit)
+        nonzero = np.nonzero(sizes)[0]
+        if len(nonzero) == 0:
+            return np.array([self.num_rows], dtype=np.int64)  # all columns all-null
+        (info,) = self.index.columns([int(nonzero[0])])
+        (meta,) = self.column_metas([Projection(info, self.tree(info), None)])
+        if meta.stripe_rows is None:
+            raise InvalidFileError(f"{self.source.name}: column {info.index} has no stripe rows")
+        return meta.stripe_rows.astype(np.int64)
+
+    # -- batch mode -------------------------------------------------------------------
+    def batches(self) -> BatchIndex:
+        """The BATCH_META index of a batch-mode file (loaded on first use).
+
+        Raises:
+            BatchModeError: the file was not written in batch mode.
+        """
+        if not self.batch_mode:
+            raise BatchModeError(f"{self.source.name} was not written in batch mode")
+        if self._batch_index is None:
+            self._batch_index = BatchIndex(
+                self._system_meta(),
+                self.source,
+                coalesce_gap=self.options.coalesce_gap,
+                verify_checksums=self.options.verify_checksums,
+            )
+        return self._batch_index
+
+    def _system_meta(self) -> ColumnMeta:
+        """The CMB of the BATCH_META system column (CIT entry ``num_columns``)."""
+        c = self.num_columns
+        (cit_raw,) = self.fetch([(self.cit_offset + 8 * c, 16)])
+        start, end = (int(x) for x in np.frombuffer(cit_raw, dtype=CIT_DTYPE, count=2))
+        if not self.cmb_offset <= start < end <= self.schema_offset:
+            raise InvalidFileError(
+                f"{self.source.name}: BATCH_META: CIT entry points outside the CMB area"
+            )
+        (raw,) = self.fetch([(start, end - start)])
+        return self._parse_cmb(raw, system_tree(), c, "BATCH_META")
+
+
+def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
+    """Node indices kept by a nested path projection (the path and the leaf's subtree)."""
+    keep = {tree.index}
+    node = tree
+    for part in path:
+        while node.kind in (Kind.LIST, Kind.FIXED_LIST) and node.children[0].kind == Kind.STRUCT:
+            node = node.children[0]
+            keep.add(node.index)
+        if node.kind != Kind.STRUCT:
+            raise ColumnNotFoundError(f"column {full_name!r} is not in the file")
+        match = [c for c in node.children if c.name == part]
+        if not match:
+            raise ColumnNotFoundError(f"column {full_name!r} is not in the file")
+        node = match[0]
+        keep.add(node.index)
+    keep.update(n.index for n in node.walk())
+    return keep

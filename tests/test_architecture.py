@@ -1,0 +1,496 @@
+"""The package's architecture, checked from its source (docs/ARCHITECTURE.md).
+
+Every ``.py`` file under ``fermion/`` is parsed with :mod:`ast` (nothing is imported), and
+every import statement counts wherever it sits: at the top, inside a function (a lazy
+import) or under ``if TYPE_CHECKING:``. A type-only import is still a dependency of the
+design, so it may not close a cycle either. ``importlib.import_module("...")`` and
+``__import__("...")`` with a literal name count as imports too.
+
+The rules:
+
+1. **No import cycles** between modules under ``fermion/``. ``from fermion.a import b``
+   depends on the module ``fermion.a.b`` when that is a module, else on ``fermion.a``
+   (its ``__init__``); importing a submodule does not count as importing its parent
+   package's ``__init__``.
+2. **Layers point one way**: ``fermion.errors`` and ``fermion.version`` (0) < ``fermion.io``
+   (1) < ``fermion.format`` (2) < ``fermion.table`` (3) < ``fermion.spark`` and
+   ``fermion.quality`` (4) < the entry points ``fermion`` (the package ``__init__``),
+   ``fermion.cli``, ``fermion.demo`` (5). A module may import its own layer and the layers
+   below, never one above. A module with no layer fails the test: add it to ``LAYERS``.
+3. **Third-party boundaries**: only ``fermion.spark`` imports ``pyspark``; nothing under
+   ``fermion/`` imports ``jobs`` or ``airflow_dags``.
+4. **No reading another module's private attributes.** A private name starts with ``_``
+   and is not a dunder (``__x__``). Flagged:
+
+   - ``from fermion.x import _name`` (a private function, class or constant of ``x``);
+   - importing a private module (``fermion.table._datafile``) from outside the package
+     that holds it (siblings and their subpackages may: it is package-private);
+   - ``obj._name`` where ``obj`` is not ``self``/``cls`` and ``_name`` is a private name
+     that some *other* fermion module defines (as ``self._name = ...``, a class-body
+     name, or a module-level name) and the accessing module does not define itself.
+
+   Private names that no fermion module defines belong to other libraries' objects
+   (``np._NoValue``, ``schema._export_to_c``, a namedtuple's ``_replace``) and are out of
+   scope, as is any attribute of a name bound by a non-fermion import (``sys._getframe``).
+   A module reading its own objects' private state (``other._x`` in ``__eq__``) is fine.
+   A name defined privately by two modules cannot be told apart statically: such an
+   access is allowed (rare; the test errs on the side of no false alarms).
+
+There is no allowlist: every rule holds for the whole package.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "fermion"
+GENERATED_SUFFIX = "_pb2.py"  # protobuf output: imports checked, attribute rule skipped
+
+LAYERS: dict[str, int] = {
+    "fermion.errors": 0,
+    "fermion.version": 0,
+    "fermion.io": 1,
+    "fermion.format": 2,
+    "fermion.table": 3,
+    "fermion.spark": 4,
+    "fermion.quality": 4,
+    "fermion": 5,
+    "fermion.cli": 5,
+    "fermion.demo": 5,
+}
+PYSPARK_ALLOWED = "fermion.spark"
+FORBIDDEN_TOP_LEVEL = ("jobs", "airflow_dags")
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+    is_package: bool
+    imports: list[tuple[str, int]] = field(default_factory=list)  # (target, line)
+    defined_private: set[str] = field(default_factory=set)
+    external_names: set[str] = field(default_factory=set)  # bound by non-fermion imports
+
+
+def _module_name(path: Path) -> tuple[str, bool]:
+    rel = path.relative_to(PACKAGE_DIR.parent).with_suffix("")
+    parts = list(rel.parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _resolve_relative(module: Module, level: int, target: str | None) -> str:
+    package = module.name if module.is_package else module.name.rpartition(".")[0]
+    for _ in range(level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{target}" if target else package
+
+
+def _defined_private_names(tree: ast.Module) -> set[str]:
+    """Private names a module defines: module level, class bodies, ``self._x = ...``."""
+    out: set[str] = set()
+
+    def add_target(target: ast.expr) -> None:
+        if isinstance(target, ast.Name) and _is_private(target.id):
+            out.add(target.id)
+        elif isinstance(target, ast.Tuple | ast.List):
+            for elt in target.elts:
+                add_target(elt)
+
+    def scan_body(body: list[ast.stmt]) -> None:  # module or class body
+        for stmt in body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                if _is_private(stmt.name):
+                    out.add(stmt.name)
+                if isinstance(stmt, ast.ClassDef):
+                    scan_body(stmt.body)
+            elif isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    add_target(t)
+            elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+                add_target(stmt.target)
+            elif isinstance(stmt, ast.If | ast.Try):
+                scan_body(stmt.body)
+                scan_body(stmt.orelse)
+
+    scan_body(tree.body)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+            and _is_private(node.attr)
+        ):
+            out.add(node.attr)
+    return out
+
+
+def _load_modules() -> dict[str, Module]:
+    modules: dict[str, Module] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        name, is_package = _module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        modules[name] = Module(name, path, tree, is_package)
+    for module in modules.values():
+        _collect_imports(module, modules)
+        module.defined_private = _defined_private_names(module.tree)
+    return modules
+
+
+def _internal(target: str, modules: dict[str, Module]) -> str | None:
+    """The fermion module a dotted import target lands on (longest known prefix)."""
+    parts = target.split(".")
+    for cut in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:cut])
+        if candidate in modules:
+            return candidate
+    return None
+
+
+def _collect_imports(module: Module, modules: dict[str, Module]) -> None:
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                module.imports.append((alias.name, node.lineno))
+                if not alias.name.startswith("fermion"):
+                    module.external_names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = (
+                _resolve_relative(module, node.level, node.module)
+                if node.level
+                else node.module or ""
+            )
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                module.imports.append((sub if sub in modules else base, node.lineno))
+                if not (base == "fermion" or base.startswith("fermion.")):
+                    module.external_names.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            dynamic = (isinstance(func, ast.Name) and func.id == "__import__") or (
+                isinstance(func, ast.Attribute)
+                and func.attr == "import_module"
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "importlib"
+            )
+            if (
+                dynamic
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                module.imports.append((node.args[0].value, node.lineno))
+
+
+MODULES = _load_modules()
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for module in MODULES.values():
+        for target, _ in module.imports:
+            dep = _internal(target, MODULES)
+            if dep is not None and dep != module.name:
+                graph[module.name].add(dep)
+    return graph
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative; components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        out.append(sorted(component))
+    return out
+
+
+def _cycle_path(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """One concrete cycle through the component's first module (for the message)."""
+    members = set(component)
+    start = component[0]
+    parents: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in sorted(graph[node] & members):
+                if child == start:
+                    chain = [node]
+                    while chain[-1] != start:
+                        chain.append(parents[chain[-1]])
+                    return [*reversed(chain), start]
+                if child not in parents:
+                    parents[child] = node
+                    following.append(child)
+        frontier = following
+    return component
+
+
+def _layer(name: str) -> int | None:
+    """The layer of a module: its own entry or its closest package's (the root package
+    ``fermion`` counts only for its ``__init__``, so a new subpackage needs an entry)."""
+    parts = name.split(".")
+    for cut in range(len(parts), 1 if len(parts) > 1 else 0, -1):
+        layer = LAYERS.get(".".join(parts[:cut]))
+        if layer is not None:
+            return layer
+    return None
+
+
+def _private_accesses(module: Module) -> Iterator[tuple[str, int]]:
+    """(private name, line) of every access to another module's private attribute."""
+    defined_elsewhere: set[str] = set()
+    for other in MODULES.values():
+        if other.name != module.name:
+            defined_elsewhere |= other.defined_private
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom):
+            base = (
+                _resolve_relative(module, node.level, node.module)
+                if node.level
+                else node.module or ""
+            )
+            if _internal(base, MODULES) is None:
+                continue
+            for alias in node.names:
+                if _is_private(alias.name) and f"{base}.{alias.name}" not in MODULES:
+                    yield alias.name, node.lineno
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            root = node.value
+            if isinstance(root, ast.Name) and root.id in ("self", "cls"):
+                continue
+            while isinstance(root, ast.Attribute | ast.Call | ast.Subscript):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name) and root.id in module.external_names:
+                continue
+            if node.attr in module.defined_private or node.attr not in defined_elsewhere:
+                continue
+            yield node.attr, node.lineno
+
+
+def _private_module_imports(module: Module) -> Iterator[tuple[str, int]]:
+    """Imports of a private module from outside the package that holds it."""
+    for target, line in module.imports:
+        dep = _internal(target, MODULES)
+        if dep is None:
+            continue
+        parts = dep.split(".")
+        for k, part in enumerate(parts):
+            if _is_private(part):
+                package = ".".join(parts[:k])
+                if not (module.name == package or module.name.startswith(package + ".")):
+                    yield dep, line
+                break
+
+
+def _where(module: Module, line: int) -> str:
+    return f"{module.path.relative_to(PACKAGE_DIR.parent)}:{line}"
+
+
+def test_modules_found() -> None:
+    assert "fermion.format.reader" in MODULES
+    assert "fermion.table.dataset" in MODULES
+    assert sum(len(m.imports) for m in MODULES.values()) > 100
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    messages = [
+        " -> ".join(_cycle_path(graph, c)) + f"  (modules in the cycle: {', '.join(c)})"
+        for c in _strongly_connected(graph)
+    ]
+    assert not messages, "import cycles:\n" + "\n".join(messages)
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(name for name in MODULES if _layer(name) is None)
+    assert not missing, f"modules with no layer (add them to LAYERS): {missing}"
+
+
+def _layer_violations(module: Module) -> Iterator[str]:
+    mine = _layer(module.name)
+    for target, line in module.imports:
+        dep = _internal(target, MODULES)
+        theirs = None if dep is None else _layer(dep)
+        if mine is not None and theirs is not None and theirs > mine:
+            where = _where(module, line)
+            yield f"{where}: {module.name} (layer {mine}) imports {dep} (layer {theirs})"
+
+
+def _boundary_violations(module: Module) -> Iterator[str]:
+    in_spark = module.name == PYSPARK_ALLOWED or module.name.startswith(PYSPARK_ALLOWED + ".")
+    for target, line in module.imports:
+        top = target.split(".")[0]
+        if top == "pyspark" and not in_spark:
+            yield f"{_where(module, line)}: imports pyspark outside {PYSPARK_ALLOWED}"
+        if top in FORBIDDEN_TOP_LEVEL:
+            yield f"{_where(module, line)}: imports {target}"
+
+
+def test_layers_point_one_way() -> None:
+    bad = [msg for module in MODULES.values() for msg in _layer_violations(module)]
+    assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def test_third_party_boundaries() -> None:
+    bad = [msg for module in MODULES.values() for msg in _boundary_violations(module)]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_access_across_modules() -> None:
+    bad = []
+    for module in MODULES.values():
+        if module.path.name.endswith(GENERATED_SUFFIX):
+            continue
+        for name, line in _private_accesses(module):
+            bad.append(f"{_where(module, line)}: reads another module's {name}")
+        for dep, line in _private_module_imports(module):
+            bad.append(f"{_where(module, line)}: imports private module {dep}")
+    assert not bad, "private attributes used across modules:\n" + "\n".join(bad)
+
+
+# -- the checker itself, on small sources --------------------------------------------------
+
+
+def _scratch(tmp_sources: dict[str, str]) -> dict[str, Module]:
+    out: dict[str, Module] = {}
+    for name, source in tmp_sources.items():
+        path = PACKAGE_DIR.parent / (name.replace(".", "/") + ".py")
+        out[name] = Module(name, path, ast.parse(source), is_package=False)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from fermion.x import reader\nreader._cache\n", ["_cache"]),
+        ("def f(r):\n    return r._cache.get(1)\n", ["_cache"]),
+        ("def f(r):\n    return r.meta._cache\n", ["_cache"]),
+        ("class A:\n    def f(self):\n        return self._cache\n", []),
+        ("class A:\n    def f(self):\n        return self._inner._cache\n", ["_cache"]),
+        ("import numpy as np\nnp._cache\n", []),  # another library's object
+        ("def f(t):\n    return t._replace(a=1)\n", []),  # defined by no fermion module
+        ("_cache = {}\ndef f(o):\n    return o._cache\n", []),  # the module's own name
+        ("from fermion.x import _helper\n", ["_helper"]),
+        ("x = a.__class__\n", []),  # dunder
+    ],
+)
+def test_private_rule(source: str, expected: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _scratch(
+        {
+            "fermion.x": "class R:\n    def __init__(self):\n        self._cache = {}\n"
+            "def _helper():\n    pass\n",
+            "fermion.y": source,
+        }
+    )
+    for module in fake.values():
+        module.defined_private = _defined_private_names(module.tree)
+    for module in fake.values():
+        _collect_imports(module, fake)
+    monkeypatch.setattr(f"{__name__}.MODULES", fake)
+    assert [name for name, _ in _private_accesses(fake["fermion.y"])] == expected
+
+
+def test_cycle_detection_and_path() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    components = _strongly_connected(graph)
+    assert components == [["a", "b", "c"]]
+    assert _cycle_path(graph, components[0]) == ["a", "b", "c", "a"]
+
+
+def test_lazy_and_type_checking_imports_count() -> None:
+    fake = _scratch(
+        {
+            "fermion.p": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from fermion.q import Q\n",
+            "fermion.q": "def f():\n    from fermion.p import g\n    import importlib\n"
+            "    importlib.import_module('pyspark.sql')\n",
+        }
+    )
+    for module in fake.values():
+        _collect_imports(module, fake)
+    assert ("fermion.q", 3) in fake["fermion.p"].imports
+    assert [t for t, _ in fake["fermion.q"].imports] == ["fermion.p", "importlib", "pyspark.sql"]
+
+
+def test_layer_and_boundary_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _scratch(
+        {
+            "fermion.io.low": "from fermion.table.high import x\nimport pyspark\n",
+            "fermion.table.high": "from fermion.io.low import y\nimport jobs.ingest\n",
+            "fermion.table._hidden": "",
+            "fermion.spark.ds": "from pyspark.sql import SparkSession\n"
+            "from fermion.table import _hidden\n",
+        }
+    )
+    for module in fake.values():
+        _collect_imports(module, fake)
+    monkeypatch.setattr(f"{__name__}.MODULES", fake)
+    assert [m.split(": ", 1)[1] for m in _layer_violations(fake["fermion.io.low"])] == [
+        "fermion.io.low (layer 1) imports fermion.table.high (layer 3)"
+    ]
+    assert list(_layer_violations(fake["fermion.table.high"])) == []
+    assert [m.split(": ", 1)[1] for m in _boundary_violations(fake["fermion.io.low"])] == [
+        "imports pyspark outside fermion.spark"
+    ]
+    assert [m.split(": ", 1)[1] for m in _boundary_violations(fake["fermion.table.high"])] == [
+        "imports jobs.ingest"
+    ]
+    assert list(_boundary_violations(fake["fermion.spark.ds"])) == []
+    assert (_layer("fermion"), _layer("fermion.cli.app"), _layer("fermion.newpkg.x")) == (
+        5,
+        5,
+        None,
+    )
+    assert list(_private_module_imports(fake["fermion.spark.ds"])) == [("fermion.table._hidden", 2)]
+    assert _strongly_connected(_graph()) == [["fermion.io.low", "fermion.table.high"]]
