@@ -51,7 +51,7 @@ with DAG(
             settings={
                 **table,
                 "suite": "{{ params.suite }}",
-                "output_dir": "{{ params.reports_dir }}",
+                "quality_dir": "{{ params.reports_dir }}",
             },
         ),
         FermionJobOperator(

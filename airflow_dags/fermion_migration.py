@@ -42,7 +42,7 @@ with DAG(
         settings={
             "table": "{{ params.target }}",
             "suite": "{{ params.suite }}",
-            "output_dir": "{{ params.reports_dir }}",
+            "quality_dir": "{{ params.reports_dir }}",
         },
     )
     migrate >> validate

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+from fermion.quality import load_suite
 from fermion.quality import validate as run_suite
 from fermion.spark.jobs.config import ValidateConfig
 from fermion.spark.jobs.runner import JobContext, JobResult
@@ -37,8 +38,9 @@ def validate(context: JobContext, config: ValidateConfig) -> JobResult:
 
     table = dataset(config.table, config.version)  # pins "latest" once
     context.log.info("validate %s version %d with %s", config.table, table.version, config.suite)
+    columns = load_suite(config.suite).columns or None  # the data source reads only these
     report = run_suite(
-        read_table(context.spark, config.table, version=table.version),
+        read_table(context.spark, config.table, columns=columns, version=table.version),
         config.suite,
         table_uri=config.table,
         table_version=table.version,
