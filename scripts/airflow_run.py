@@ -56,6 +56,9 @@ def dagbag() -> dict[str, Any]:
                 "params": sorted(dag.params.keys()),
                 "retries": {t.task_id: t.retries for t in dag.tasks},
                 "pools": sorted({t.pool for t in dag.tasks}),
+                "spark_binary": sorted({str(getattr(t, "_spark_binary", "")) for t in dag.tasks}),
+                "applications": {t.task_id: str(getattr(t, "application", "")) for t in dag.tasks},
+                "env_vars": [getattr(t, "env_vars", None) for t in dag.tasks][0],
             }
             for dag_id, dag in bag.dags.items()
         },
