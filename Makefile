@@ -35,9 +35,10 @@ $(AIRFLOW_STAMP): $(AIRFLOW_REQS)
 
 airflow-venv: $(AIRFLOW_STAMP)
 
-## make run: a demonstration on generated data (see README)
-run: $(STAMP)
-	$(PY) -m fermion.demo
+## make run: the main job: the ingest DAG for a few days of an embedded sample, then the
+## maintenance DAG (dag.test() in .venv-airflow, local Spark), and a report (see README)
+run: $(STAMP) $(AIRFLOW_STAMP)
+	$(PY) -m scripts.main_job $(RUN_ARGS)
 
 ## make test: the whole suite (unit, property, corruption/fuzz, golden files)
 test: $(STAMP) $(AIRFLOW_STAMP)
@@ -78,4 +79,4 @@ dist: $(STAMP)
 	ls -l dist
 
 clean:
-	rm -rf $(VENV) $(AIRFLOW_VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data dist build
+	rm -rf $(VENV) $(AIRFLOW_VENV) .run .pytest_cache .mypy_cache .ruff_cache .bench-data dist build
