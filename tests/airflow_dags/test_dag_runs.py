@@ -40,8 +40,10 @@ def _conf(report: MainJobReport) -> dict[str, Any]:
     }
 
 
-def _airflow(report: MainJobReport) -> AirflowHome:
-    return AirflowHome(report.workdir / "airflow", stream=open(report.workdir / "more.log", "w"))
+def _dag_test(report: MainJobReport, dag_id: str, ds: str, conf: dict[str, Any]) -> dict[str, Any]:
+    """One more DAG run in the main job's Airflow home (Airflow's log appended to a file)."""
+    with open(report.workdir / "more.log", "a") as log:
+        return AirflowHome(report.workdir / "airflow", stream=log).dag_test(dag_id, ds, conf)
 
 
 def _files(table: Path) -> list[str]:
@@ -95,7 +97,7 @@ def test_report(main_job: tuple[MainJobReport, str]) -> None:
 def test_rerun_of_an_ingested_day_commits_nothing(main_job: tuple[MainJobReport, str]) -> None:
     report, _ = main_job
     version = fermion.dataset(str(report.table)).version
-    run = _airflow(report).dag_test("fermion_ingest", report.days[0][0], _conf(report))
+    run = _dag_test(report, "fermion_ingest", report.days[0][0], _conf(report))
     assert run["state"] == "success"
     ingest = run["tasks"]["ingest"]["summary"]
     assert ingest["skipped"] is True and ingest["committed_version"] is None
@@ -113,7 +115,7 @@ def test_broken_day_fails_at_validation_and_commits_nothing(
     before_files = _files(report.table)
     before_results = set((report.reports / "results").glob("*.json"))
     conf = {**_conf(report), "input_root": str(broken_root)}
-    run = _airflow(report).dag_test("fermion_ingest", day.isoformat(), conf)
+    run = _dag_test(report, "fermion_ingest", day.isoformat(), conf)
     assert run["state"] == "failed"
     assert run["tasks"]["ingest"]["state"] == "failed"
     assert run["tasks"]["ingest"]["tries"] == 1  # a failed check is not retried
