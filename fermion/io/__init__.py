@@ -1,4 +1,5 @@
-"""Storage access: byte sources with ranged, coalesced reads; buffered sinks.
+"""Storage access: byte sources with ranged, coalesced reads; buffered sinks; the storage
+backends (:mod:`fermion.io.store`).
 
 Example:
     >>> import tempfile, os
@@ -14,14 +15,20 @@ Example:
 from fermion.io.coalesce import MergedRead, coalesce_ranges
 from fermion.io.sink import Sink, open_sink
 from fermion.io.source import ByteSource, IOStats, open_source, resolve
+from fermion.io.store import FsspecStore, LocalStore, MemoryStore, Store, open_store
 
 __all__ = [
     "ByteSource",
+    "FsspecStore",
     "IOStats",
+    "LocalStore",
+    "MemoryStore",
     "MergedRead",
     "Sink",
+    "Store",
     "coalesce_ranges",
     "open_sink",
     "open_source",
+    "open_store",
     "resolve",
 ]

@@ -39,8 +39,6 @@ import uuid as uuidlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pyroaring import BitMap
-
 from fermion.errors import (
     CommitConflictError,
     DatasetError,
@@ -51,15 +49,13 @@ from fermion.errors import (
 from fermion.table import _failpoints
 from fermion.table.codec import check_writer_flags, encode_manifest
 from fermion.table.conflicts import Verdict, check
-from fermion.table.deletions import read_deletion_file, write_deletion_file
 from fermion.table.operations import (
-    Delete,
     Operation,
     Overwrite,
-    Restore,
     operation_from_proto,
     operation_to_proto,
 )
+from fermion.table.operations.base import RebaseConflict
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 from fermion.table.transition import apply_operation
@@ -118,10 +114,6 @@ class CommitResult:
     committed: bool = True  # False: a re-plan found nothing left to do (manifest: latest)
 
 
-class _Retryable(Exception):
-    """Internal: the operation must be re-planned on a newer version."""
-
-
 def _their_operation(storage: TableStorage, manifest: pb.Manifest) -> Operation | None:
     try:
         txn = load_transaction(storage, manifest.transaction_file)
@@ -131,45 +123,6 @@ def _their_operation(storage: TableStorage, manifest: pb.Manifest) -> Operation 
             f"{storage.uri}: transaction of version {manifest.version} "
             f"({manifest.transaction_file or 'none'}) is missing or unreadable: {exc}"
         ) from exc
-
-
-def _rebase_delete(
-    storage: TableStorage, op: Delete, read: pb.Manifest, latest: pb.Manifest
-) -> Delete:
-    """Merge my deletions onto the latest deletion files; ``_Retryable`` if rows overlap."""
-    read_by_id = {f.id: f for f in read.fragments}
-    latest_by_id = {f.id: f for f in latest.fragments}
-
-    def rows(fragment: pb.Fragment) -> BitMap:
-        if not fragment.HasField("deletion_file"):
-            return BitMap()
-        return read_deletion_file(storage, fragment.id, fragment.deletion_file)
-
-    updated = []
-    for mine in op.updated_fragments:
-        current, base = latest_by_id.get(mine.id), read_by_id.get(mine.id)
-        if current is None or base is None:
-            raise _Retryable(f"fragment {mine.id} was removed")
-        if current.deletion_file == base.deletion_file:
-            updated.append(mine)
-            continue
-        base_rows = rows(base)
-        mine_new = rows(mine) - base_rows
-        theirs_new = rows(current) - base_rows
-        if mine_new & theirs_new:
-            raise _Retryable(f"concurrent deletes of the same rows of fragment {mine.id}")
-        fragment = pb.Fragment()
-        fragment.CopyFrom(current)
-        merged = rows(current) | mine_new
-        fragment.deletion_file.CopyFrom(
-            write_deletion_file(storage, mine.id, latest.version, merged)
-        )
-        updated.append(fragment)
-    for fragment_id in op.deleted_fragment_ids:
-        current, base = latest_by_id.get(fragment_id), read_by_id.get(fragment_id)
-        if current is None or base is None or current.deletion_file != base.deletion_file:
-            raise _Retryable(f"fragment {fragment_id} changed concurrently")
-    return Delete(tuple(updated), op.deleted_fragment_ids, op.predicate)
 
 
 def commit_operation(
@@ -257,12 +210,13 @@ def commit_operation(
             checked = version
         if base is not None:
             check_writer_flags(base)
-        if needs_rebase and not needs_replan and isinstance(op, Delete):
+        rebase = getattr(op, "rebase", None)
+        if needs_rebase and not needs_replan and rebase is not None:
             assert read_manifest is not None and base is not None
             try:
-                op = _rebase_delete(storage, op, read_manifest, base)
+                op = rebase(storage, read_manifest, base)
                 rebased += 1
-            except _Retryable as exc:
+            except RebaseConflict as exc:
                 if planner is None:
                     raise CommitConflictError(f"{storage.uri}: {exc}; re-plan and retry") from exc
                 needs_replan = True
@@ -280,7 +234,8 @@ def commit_operation(
             txn_name = write_transaction(
                 storage, operation_to_proto(op, checked, txn_uuid, _now_us())
             )
-        restored = load_manifest(storage, op.version) if isinstance(op, Restore) else None
+        needed = [load_manifest(storage, v) for v in op.required_versions()]
+        restored = needed[0] if needed else None
         manifest = apply_operation(
             base,
             op,

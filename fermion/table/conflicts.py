@@ -1,7 +1,10 @@
 """The conflict matrix: may my transaction commit on top of one committed since I read?
 
-One table, :data:`MATRIX`, keyed by (my operation, their operation). Each cell is a
-:class:`Verdict` or a rule that looks at the fragments both touch:
+One table, :data:`MATRIX`, keyed by (my operation, their operation), assembled from the
+rows the operation types declare in their own modules (``CONFLICTS``, and
+``CONFLICTS_AS_THEIRS`` for cells of older types' rows against a newer one). Every pair must
+have exactly one cell; :func:`build_matrix` refuses a gap or a double declaration. Each
+cell is a :class:`Verdict` or a rule that looks at the fragments both touch:
 
 ========== ======== ========== ========= ============ ============= ========= =========
 mine       append   delete     rewrite   create_index schema_change overwrite restore
@@ -35,91 +38,38 @@ Example:
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable
+from collections.abc import Mapping
 
-from fermion.table.operations import (
-    INPUT_KEY_PREFIX,
-    Append,
-    Delete,
-    Operation,
-    touched_fragment_ids,
-)
+from fermion.table.operations import REGISTRY, Operation
+from fermion.table.operations.base import NO, Cell, Rule, Verdict
 
-__all__ = ["MATRIX", "Verdict", "check"]
+__all__ = ["MATRIX", "Cell", "Rule", "Verdict", "build_matrix", "check"]
 
 
-class Verdict(enum.Enum):
-    """Outcome of checking my operation against one committed since my read version."""
+def build_matrix(registry: Mapping[str, type]) -> dict[str, dict[str, Cell]]:
+    """``{mine: {theirs: cell}}`` from the operation classes' declarations.
 
-    OK = "ok"
-    REBASE = "rebase"  # merge deletion bitmaps, then commit (or retry if rows overlap)
-    RETRY = "retry"  # retryable: re-plan the operation on the newer version
-    INCOMPATIBLE = "incompatible"  # not retryable
-
-
-Rule = Callable[[Operation, Operation], Verdict]
-Cell = Verdict | Rule
-
-OK, R, NO = Verdict.OK, Verdict.RETRY, Verdict.INCOMPATIBLE
-
-
-def _if_overlap(verdict: Verdict) -> Rule:
-    def rule(mine: Operation, theirs: Operation) -> Verdict:
-        return verdict if touched_fragment_ids(mine) & touched_fragment_ids(theirs) else OK
-
-    return rule
-
-
-_REBASE_IF_OVERLAP = _if_overlap(Verdict.REBASE)
-_RETRY_IF_OVERLAP = _if_overlap(R)
-
-
-def _no_if_same_config(mine: Operation, theirs: Operation) -> Verdict:
-    """Two appends recording the same input (config key) cannot both commit."""
-    if isinstance(mine, Append) and isinstance(theirs, Append):
-        same = mine.config.keys() & theirs.config.keys()
-        return NO if any(k.startswith(INPUT_KEY_PREFIX) for k in same) else OK
-    return OK
-
-
-def _retry_if_removed(mine: Operation, theirs: Operation) -> Verdict:
-    """An index only cares about fragments that disappear (more deletions keep stats valid)."""
-    removed = set(theirs.deleted_fragment_ids) if isinstance(theirs, Delete) else set()
-    return R if touched_fragment_ids(mine) & removed else OK
+    Raises:
+        ValueError: A pair without a cell, or with two.
+    """
+    matrix: dict[str, dict[str, Cell]] = {
+        name: dict(getattr(cls, "CONFLICTS", {})) for name, cls in registry.items()
+    }
+    for theirs, cls in registry.items():
+        for mine, cell in getattr(cls, "CONFLICTS_AS_THEIRS", {}).items():
+            if theirs in matrix[mine]:
+                raise ValueError(f"conflict cell ({mine}, {theirs}) is declared twice")
+            matrix[mine][theirs] = cell
+    for mine, row in matrix.items():
+        missing = sorted(set(registry) - set(row))
+        unknown = sorted(set(row) - set(registry))
+        if missing or unknown:
+            raise ValueError(f"conflict row {mine!r}: missing {missing}, unknown {unknown}")
+    return matrix
 
 
 #: (mine, theirs) -> verdict or rule. Keys are ``Operation.name``.
-MATRIX: dict[str, dict[str, Cell]] = {
-    "append": {
-        "append": _no_if_same_config, "delete": OK, "rewrite": OK, "create_index": OK,
-        "schema_change": OK, "overwrite": NO, "restore": NO,
-    },
-    "delete": {
-        "append": OK, "delete": _REBASE_IF_OVERLAP, "rewrite": _RETRY_IF_OVERLAP,
-        "create_index": OK, "schema_change": OK, "overwrite": NO, "restore": NO,
-    },
-    "rewrite": {
-        "append": OK, "delete": _RETRY_IF_OVERLAP, "rewrite": _RETRY_IF_OVERLAP,
-        "create_index": OK, "schema_change": OK, "overwrite": NO, "restore": NO,
-    },
-    "create_index": {
-        "append": OK, "delete": _retry_if_removed, "rewrite": _RETRY_IF_OVERLAP,
-        "create_index": OK, "schema_change": OK, "overwrite": R, "restore": R,
-    },
-    "schema_change": {
-        "append": OK, "delete": OK, "rewrite": OK, "create_index": OK,
-        "schema_change": R, "overwrite": NO, "restore": NO,
-    },
-    "overwrite": {
-        "append": OK, "delete": OK, "rewrite": OK, "create_index": OK,
-        "schema_change": OK, "overwrite": OK, "restore": OK,
-    },
-    "restore": {
-        "append": OK, "delete": OK, "rewrite": OK, "create_index": OK,
-        "schema_change": OK, "overwrite": OK, "restore": OK,
-    },
-}  # fmt: skip
+MATRIX: dict[str, dict[str, Cell]] = build_matrix(REGISTRY)
 
 
 def check(mine: Operation, theirs: Operation | None) -> Verdict:
@@ -127,7 +77,6 @@ def check(mine: Operation, theirs: Operation | None) -> Verdict:
 
     Example:
         >>> from fermion.table.operations import Delete, Rewrite, RewriteGroup
-        >>> from fermion.table.proto import manifest_pb2 as pb
         >>> gone = Delete(deleted_fragment_ids=(3,))
         >>> check(Rewrite((RewriteGroup((3, 4), ()),)), gone)
         <Verdict.RETRY: 'retry'>

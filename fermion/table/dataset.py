@@ -23,11 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.maintenance import cleanup_old_versions
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import Scanner, read_fragment

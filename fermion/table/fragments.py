@@ -23,9 +23,9 @@ import pyarrow as pa
 
 from fermion.errors import BatchModeError, InvalidArgumentError, SchemaMismatchError
 from fermion.format import FileWriter
-from fermion.io.manifest_store import ManifestStore
 from fermion.table import _failpoints
 from fermion.table._datafile import open_data_writer, write_data_file
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.stats import compute_stats

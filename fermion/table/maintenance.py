@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 
 from fermion.errors import InvalidArgumentError
 from fermion.io.atomic import is_temp_name
-from fermion.io.manifest_store import is_staging_path
 from fermion.table.deletions import deletion_path
+from fermion.table.manifest_store import is_staging_path
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage, manifest_name
 from fermion.table.versions import list_tags, load_manifest

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fermion.errors import DatasetError, InvalidArgumentError, InvalidFileError
-from fermion.io.atomic import put_if_absent
 from fermion.table.codec import decode_manifest, decode_transaction, encode_transaction
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
@@ -148,12 +147,7 @@ def create_tag(storage: TableStorage, name: str, version: int) -> None:
     storage.ensure_directories()
     data = json.dumps({"version": version}).encode()
     try:
-        if storage.manifest_store is None:
-            put_if_absent(storage.fs, storage.path(_tag_path(name)), data)
-        else:
-            if storage.exists(_tag_path(name)):
-                raise FileExistsError(name)
-            storage.write_bytes(_tag_path(name), data)
+        storage.create_bytes(_tag_path(name), data)
     except FileExistsError:
         raise DatasetError(f"tag {name!r} already exists") from None
 

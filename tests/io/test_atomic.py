@@ -1,10 +1,15 @@
-"""put-if-absent per backend: exactly one winner per name under real concurrency."""
+"""The storage backends: put-if-absent has exactly one winner per name under real
+concurrency (local: processes; in-memory: threads), and every store implements the same
+primitives the same way."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
 import threading
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import fsspec
@@ -12,17 +17,20 @@ import pytest
 from fsspec.implementations.local import LocalFileSystem
 
 from fermion.errors import InvalidArgumentError
-from fermion.io.atomic import is_temp_name, put_if_absent, supports_put_if_absent
+from fermion.io.atomic import is_temp_name, put_if_absent_local
+from fermion.io.source import open_source
+from fermion.io.store import FsspecStore, LocalStore, MemoryStore, Store, open_store
 
 SLOTS = 40
 
 
 def _race_local(directory: str, worker: int, start: mp.synchronize.Event, out: mp.Queue) -> None:
+    store = LocalStore()
     start.wait()
     won = []
     for slot in range(SLOTS):
         try:
-            put_if_absent(None, os.path.join(directory, f"{slot}.manifest"), f"{worker}".encode())
+            store.put_if_absent(os.path.join(directory, f"{slot}.manifest"), f"{worker}".encode())
             won.append(slot)
         except FileExistsError:
             pass
@@ -56,24 +64,27 @@ def test_local_put_if_absent_has_one_winner_per_name_across_processes(tmp_path: 
 
 def test_local_put_if_absent_keeps_existing_content_and_leaves_no_temp(tmp_path: Path) -> None:
     target = tmp_path / "v.manifest"
-    put_if_absent(None, str(target), b"one")
+    put_if_absent_local(str(target), b"one")
     with pytest.raises(FileExistsError):
-        put_if_absent(None, str(target), b"two")
-    with pytest.raises(FileExistsError):  # the fsspec local filesystem takes the same path
-        put_if_absent(LocalFileSystem(), str(target), b"three")
+        put_if_absent_local(str(target), b"two")
+    store, _ = open_store((LocalFileSystem(), str(tmp_path)))  # fsspec's local fs: same path
+    assert isinstance(store, LocalStore)
+    with pytest.raises(FileExistsError):
+        store.put_if_absent(str(target), b"three")
     assert target.read_bytes() == b"one"
     assert os.listdir(tmp_path) == ["v.manifest"]
 
 
 def test_local_put_if_absent_missing_directory_raises_and_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        put_if_absent(None, str(tmp_path / "nope" / "1.manifest"), b"x")
+        LocalStore().put_if_absent(str(tmp_path / "nope" / "1.manifest"), b"x")
     assert os.listdir(tmp_path) == []
 
 
 def test_memory_put_if_absent_has_one_winner_per_name_across_threads() -> None:
     # The memory filesystem lives inside one process, so threads are its concurrency.
     mem = fsspec.filesystem("memory")
+    store = MemoryStore(mem)
     root = "/atomic-race"
     barrier = threading.Barrier(8)
     wins: list[list[int]] = [[] for _ in range(8)]
@@ -82,7 +93,7 @@ def test_memory_put_if_absent_has_one_winner_per_name_across_threads() -> None:
         barrier.wait()
         for slot in range(SLOTS):
             try:
-                put_if_absent(mem, f"{root}/{slot}", f"{worker}".encode())
+                store.put_if_absent(f"{root}/{slot}", f"{worker}".encode())
                 wins[worker].append(slot)
             except FileExistsError:
                 pass
@@ -104,13 +115,72 @@ def test_backends_without_conditional_put_are_refused() -> None:
     class NoAtomic(fsspec.AbstractFileSystem):
         protocol = "noatomic"
 
-    fs = NoAtomic()
-    assert not supports_put_if_absent(fs)
+    store, root = open_store((NoAtomic(), "/t/"))
+    assert type(store) is FsspecStore and root == "/t"
+    assert not store.supports_put_if_absent
     with pytest.raises(InvalidArgumentError, match="external manifest store"):
-        put_if_absent(fs, "/x", b"")
+        store.put_if_absent("/x", b"")
 
 
 def test_temp_names_are_recognised() -> None:
     assert is_temp_name(".7.manifest.0123abcd.tmp")
     assert not is_temp_name("7.manifest")
     assert not is_temp_name(".hidden")
+
+
+# -- every store, the same primitives --------------------------------------------------------
+
+
+@pytest.fixture(params=["local", "memory", "fsspec"])
+def store_root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, str]]:
+    """A local store, the in-memory store, and the generic fsspec store (on fsspec's memory
+    filesystem, so it runs without a network)."""
+    if request.param == "local":
+        yield open_store(str(tmp_path))
+        return
+    mem = fsspec.filesystem("memory")
+    root = f"/store-{uuid.uuid4().hex}"
+    yield (MemoryStore(mem) if request.param == "memory" else FsspecStore(mem)), root
+    if mem.exists(root):
+        mem.rm(root, recursive=True)
+
+
+def test_store_primitives(store_root: tuple[Store, str]) -> None:
+    store, root = store_root
+    a, b = store.join(root, "d/a.bin"), store.join(root, "d/sub/b.bin")
+    store.makedirs(store.join(root, "d/sub"))
+    assert store.listdir(store.join(root, "missing")) == []
+    assert store.walk(store.join(root, "missing")) == []
+    before = time.time()
+    store.write(a, b"alpha")
+    store.write(b, b"beta")
+    assert (store.read(a), store.exists(a), store.size(b)) == (b"alpha", True, 4)
+    assert store.modified(a) >= before - 2  # file systems round their clocks
+    assert sorted(store.listdir(store.join(root, "d"))) == ["a.bin", "sub"]
+    walked = sorted(store.relative(root, p) for p in store.walk(store.join(root, "d")))
+    assert walked == ["d/a.bin", "d/sub/b.bin"]
+    store.copy(a, store.join(root, "d/c.bin"))
+    assert store.read(store.join(root, "d/c.bin")) == b"alpha"
+    source = open_source(store.target(a))  # the format layer reads the same bytes
+    try:
+        assert bytes(source.read(0, 5)) == b"alpha"
+    finally:
+        source.close()
+    store.delete(a)
+    store.delete(a)  # a missing file is not an error
+    assert not store.exists(a)
+    with pytest.raises(FileNotFoundError):
+        store.read(a)
+    if store.supports_put_if_absent:
+        store.put_if_absent(a, b"once")
+        with pytest.raises(FileExistsError):
+            store.put_if_absent(a, b"twice")
+        assert store.read(a) == b"once"
+
+
+def test_open_store_picks_the_backend(tmp_path: Path) -> None:
+    local, root = open_store(tmp_path / "t")
+    assert type(local) is LocalStore and root == str(tmp_path / "t")
+    assert local.uri(root) == root
+    memory, mroot = open_store("memory://tables/t/")
+    assert type(memory) is MemoryStore and memory.uri(mroot) == "memory:///tables/t"

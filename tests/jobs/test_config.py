@@ -177,8 +177,8 @@ def test_set_values_are_parsed_by_the_declared_type(tmp_path: Path) -> None:
     path = _write(tmp_path, "rebuild_index.yaml", "table: t\n")
     job = load_config(RebuildIndexConfig, path, overrides=["columns=a, b", "max_retries=3"]).job
     assert (job.columns, job.max_retries) == (["a", "b"], 3)
-    job = load_config(RebuildIndexConfig, path, overrides=["bloom_filter_columns=[x]"]).job
-    assert job.bloom_filter_columns == ["x"]
+    job = load_config(RebuildIndexConfig, path, overrides=["columns=[x]"]).job
+    assert job.columns == ["x"]
     migrate = _write(tmp_path, "migrate_parquet.yaml", "table: t\nsource: s\n")
     job2 = load_config(
         MigrateParquetConfig, migrate, overrides=["reverse=true", "target=out", "table=007"]

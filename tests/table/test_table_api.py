@@ -18,8 +18,8 @@ import fermion
 import fermion.table as ft
 from fermion.cli import main as cli_main
 from fermion.errors import DatasetError, InvalidArgumentError
-from fermion.io.manifest_store import SQLiteManifestStore
 from fermion.table.deletions import ARROW_MAX_ROWS
+from fermion.table.manifest_store import SQLiteManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 
 

@@ -16,7 +16,7 @@ MODULES = sorted(
         for info in pkgutil.iter_modules(fermion.table.__path__, "fermion.table.")
         if not (name := info.name).startswith("fermion.table.proto")
     ]
-    + ["fermion.table", "fermion.io.atomic", "fermion.io.manifest_store"]
+    + ["fermion.table", "fermion.io.atomic", "fermion.io.store"]
 )
 
 

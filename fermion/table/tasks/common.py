@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from fermion.errors import DatasetError
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitResult
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.model import CommitSummary

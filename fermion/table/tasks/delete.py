@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import (
     bitmap_from_offsets,
@@ -39,6 +38,7 @@ from fermion.table.deletions import (
     read_deletion_file,
     write_deletion_file,
 )
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Delete
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import CreateIndex
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import read_fragment

@@ -35,9 +35,9 @@ from typing import Any, ClassVar, Literal
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Rewrite, RewriteGroup
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import read_fragment

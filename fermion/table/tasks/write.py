@@ -34,10 +34,10 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
-from fermion.io.manifest_store import ManifestStore
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import shutil
+import uuid
 from pathlib import Path
 
+import fsspec
 import pytest
 
 from fermion.errors import DatasetError
-from fermion.io.manifest_store import (
+from fermion.io.store import FsspecStore, LocalStore, MemoryStore
+from fermion.table.manifest_store import (
     SQLiteManifestStore,
     commit_external,
+    finalise,
     is_staging_path,
     resolve_external,
 )
 
 VERSIONS = 30
+LOCAL = LocalStore()
 
 
 def _write(path: str, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
+    LOCAL.write(path, data)
 
 
 def _claim(
@@ -34,9 +37,7 @@ def _claim(
     for v in range(1, VERSIONS + 1):
         final = os.path.join(directory, f"{v}.manifest")
         try:
-            commit_external(
-                store, directory, v, final, f"{worker}".encode(), _write, shutil.copyfile
-            )
+            commit_external(store, LOCAL, directory, v, final, f"{worker}".encode())
             won.append(v)
         except FileExistsError:
             pass
@@ -79,18 +80,18 @@ def test_reader_repairs_a_commit_whose_writer_died_after_the_commit_point(tmp_pa
     _write(staging, b"manifest-4")
     store.put_if_absent("t", 4, staging)
     assert is_staging_path(store.get("t", 4) or "")
-    final = resolve_external(store, "t", 4, shutil.copyfile)
+    final = resolve_external(store, LOCAL, "t", 4)
     assert final == str(tmp_path / "4.manifest")
     assert (tmp_path / "4.manifest").read_bytes() == b"manifest-4"
     assert store.get("t", 4) == final
-    assert resolve_external(store, "t", 5, shutil.copyfile) is None
+    assert resolve_external(store, LOCAL, "t", 5) is None
 
 
 def test_reader_refuses_to_load_when_repair_fails(tmp_path: Path) -> None:
     store = SQLiteManifestStore(str(tmp_path / "m.db"))
     store.put_if_absent("t", 1, str(tmp_path / ("1.manifest-" + "c" * 32)))  # staging lost
     with pytest.raises(DatasetError, match="could not be finalised"):
-        resolve_external(store, "t", 1, shutil.copyfile)
+        resolve_external(store, LOCAL, "t", 1)
 
 
 def test_put_of_unknown_version_is_an_error(tmp_path: Path) -> None:
@@ -98,3 +99,28 @@ def test_put_of_unknown_version_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(DatasetError):
         store.put("t", 9, "x")
     assert store.latest_version("t") is None
+
+
+@pytest.mark.parametrize("kind", ["memory", "fsspec"])
+def test_commit_and_repair_on_object_stores(tmp_path: Path, kind: str) -> None:
+    """The staged protocol on the in-memory store (atomic finalise) and on a store without
+    put-if-absent (plain copy)."""
+    mem = fsspec.filesystem("memory")
+    files = MemoryStore(mem) if kind == "memory" else FsspecStore(mem)
+    base = f"/ms-{uuid.uuid4().hex}"
+    store = SQLiteManifestStore(str(tmp_path / "m.db"))
+    commit_external(store, files, base, 1, f"{base}/1.manifest", b"one")
+    assert (store.get(base, 1), files.read(f"{base}/1.manifest")) == (f"{base}/1.manifest", b"one")
+    with pytest.raises(FileExistsError):
+        commit_external(store, files, base, 1, f"{base}/1.manifest", b"other")
+    staging = f"{base}/2.manifest-" + "d" * 32
+    files.write(staging, b"two")
+    store.put_if_absent(base, 2, staging)
+    assert resolve_external(store, files, base, 2) == f"{base}/2.manifest"
+    assert files.read(f"{base}/2.manifest") == b"two"
+    finalise(files, staging, f"{base}/2.manifest")  # a second finaliser: same bytes, no error
+    assert files.read(f"{base}/2.manifest") == b"two"
+    names = files.listdir(base)
+    assert sorted(n for n in names if not is_staging_path(n)) == ["1.manifest", "2.manifest"]
+    assert sum(map(is_staging_path, names)) == 3  # two claims of version 1, one of version 2
+    mem.rm(base, recursive=True)

@@ -1,5 +1,8 @@
 """External manifest stores: put-if-absent for object stores that have none.
 
+This is table-layer knowledge (it names manifest paths); the bytes move through the table's
+:class:`~fermion.io.store.Store`.
+
 An external manifest store is a small key-value store keyed by ``(base_uri, version)`` that
 supports an atomic insert. It supplements, never replaces, the manifests in the table
 directory (docs/TABLE_FORMAT.md, "put-if-absent per backend"): a table committed through
@@ -37,15 +40,16 @@ import re
 import sqlite3
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from contextlib import closing
 
 from fermion.errors import DatasetError
+from fermion.io.store import Store
 
 __all__ = [
     "ManifestStore",
     "SQLiteManifestStore",
     "commit_external",
+    "finalise",
     "is_staging_path",
     "resolve_external",
 ]
@@ -146,51 +150,43 @@ class SQLiteManifestStore(ManifestStore):
 
 def commit_external(
     store: ManifestStore,
+    files: Store,
     base_uri: str,
     version: int,
     final_path: str,
     data: bytes,
-    write: Callable[[str, bytes], None],
-    copy: Callable[[str, str], None],
 ) -> None:
     """Commit manifest bytes for ``version`` through an external store (4 steps above).
 
     Args:
         store: The external store.
+        files: The table's file store (writes the staged manifest, copies it).
         base_uri: The table's identity in the store.
         version: The version to claim.
         final_path: The final manifest path, e.g. ``root/_versions/7.manifest``.
         data: The manifest bytes.
-        write: Writes bytes to a path of the object store (need not be atomic).
-        copy: Copies one object-store path to another.
 
     Raises:
         FileExistsError: Another writer owns ``version``.
 
     Example:
-        >>> import os, shutil, tempfile, pathlib
+        >>> import os, tempfile
+        >>> from fermion.io.store import LocalStore
         >>> d = tempfile.mkdtemp()
         >>> store = SQLiteManifestStore(os.path.join(d, "m.db"))
-        >>> def write(p: str, b: bytes) -> None:
-        ...     _ = pathlib.Path(p).write_bytes(b)
         >>> final = os.path.join(d, "1.manifest")
-        >>> commit_external(store, d, 1, final, b"m", write, shutil.copyfile)
-        >>> store.get(d, 1) == final
-        True
+        >>> commit_external(store, LocalStore(), d, 1, final, b"m")
+        >>> store.get(d, 1) == final, LocalStore().read(final)
+        (True, b'm')
     """
     staging = f"{final_path}-{uuid.uuid4().hex}"
-    write(staging, data)
+    files.write(staging, data)
     store.put_if_absent(base_uri, version, staging)  # the commit point
-    copy(staging, final_path)
+    finalise(files, staging, final_path)
     store.put(base_uri, version, final_path)
 
 
-def resolve_external(
-    store: ManifestStore,
-    base_uri: str,
-    version: int,
-    copy: Callable[[str, str], None],
-) -> str | None:
+def resolve_external(store: ManifestStore, files: Store, base_uri: str, version: int) -> str | None:
     """The final manifest path of ``version``, repairing a half-finished commit.
 
     Returns ``None`` when the store has no entry for ``version``.
@@ -199,13 +195,14 @@ def resolve_external(
         DatasetError: The store names a staging manifest that cannot be finalised.
 
     Example:
-        >>> import os, tempfile, shutil, pathlib
+        >>> import os, tempfile
+        >>> from fermion.io.store import LocalStore
         >>> d = tempfile.mkdtemp()
         >>> store = SQLiteManifestStore(os.path.join(d, "m.db"))
         >>> staging = os.path.join(d, "1.manifest-" + "a" * 32)
-        >>> _ = pathlib.Path(staging).write_bytes(b"m")
+        >>> LocalStore().write(staging, b"m")
         >>> store.put_if_absent(d, 1, staging)  # the writer died right after its commit point
-        >>> resolve_external(store, d, 1, shutil.copyfile) == os.path.join(d, "1.manifest")
+        >>> resolve_external(store, LocalStore(), d, 1) == os.path.join(d, "1.manifest")
         True
     """
     path = store.get(base_uri, version)
@@ -213,7 +210,7 @@ def resolve_external(
         return path
     final = _STAGING.sub(".manifest", path)
     try:
-        copy(path, final)
+        finalise(files, path, final)
     except OSError as exc:
         raise DatasetError(
             f"{base_uri}: version {version} is committed in the manifest store as {path!r} "
@@ -221,3 +218,19 @@ def resolve_external(
         ) from exc
     store.put(base_uri, version, final)
     return final
+
+
+def finalise(files: Store, staging: str, final: str) -> None:
+    """Copy a staged manifest to its final name; atomic where put-if-absent exists.
+
+    Writer and repairing readers may finalise the same version at once; both copy the same
+    staged bytes, so "already exists" is success. A plain copy would let one of them
+    truncate the file while another reads it.
+    """
+    if not files.supports_put_if_absent:
+        files.copy(staging, final)
+        return
+    try:
+        files.put_if_absent(final, files.read(staging))
+    except FileExistsError:
+        pass
