@@ -5,9 +5,14 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 BENCH_STAMP := $(VENV)/.bench-installed
+# The Airflow environment is separate from the jobs' one (docs/ORCHESTRATION.md): Airflow
+# parses the DAGs and runs dag.test(); its tasks call .venv/bin/spark-submit.
+AIRFLOW_VENV  ?= .venv-airflow
+AIRFLOW_REQS  := airflow_dags/requirements.txt airflow_dags/constraints.txt
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed-$(shell cat $(AIRFLOW_REQS) | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: all venv run test lint bench proto dist clean
+.PHONY: all venv airflow-venv run test lint bench proto dist clean
 
 all: test
 
@@ -20,18 +25,29 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## make run: a demonstration on generated data (see README)
-run: $(STAMP)
-	$(PY) -m fermion.demo
+$(AIRFLOW_STAMP): $(AIRFLOW_REQS)
+	test -x $(AIRFLOW_VENV)/bin/python || $(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet -r airflow_dags/requirements.txt \
+		-c airflow_dags/constraints.txt
+	rm -f $(AIRFLOW_VENV)/.installed-*
+	touch $@
+
+airflow-venv: $(AIRFLOW_STAMP)
+
+## make run: the main job: the ingest DAG for a few days of an embedded sample, then the
+## maintenance DAG (dag.test() in .venv-airflow, local Spark), and a report (see README)
+run: $(STAMP) $(AIRFLOW_STAMP)
+	$(PY) -m scripts.main_job $(RUN_ARGS)
 
 ## make test: the whole suite (unit, property, corruption/fuzz, golden files)
-test: $(STAMP)
+test: $(STAMP) $(AIRFLOW_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 ## make lint: ruff + mypy
 lint: $(STAMP)
-	$(VENV)/bin/ruff check fermion tests benchmarks jobs
-	$(VENV)/bin/ruff format --check fermion tests benchmarks jobs
+	$(VENV)/bin/ruff check fermion tests benchmarks jobs airflow_dags scripts
+	$(VENV)/bin/ruff format --check fermion tests benchmarks jobs airflow_dags scripts
 	$(VENV)/bin/mypy fermion
 
 $(BENCH_STAMP): $(STAMP)
@@ -63,4 +79,4 @@ dist: $(STAMP)
 	ls -l dist
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench-data dist build
+	rm -rf $(VENV) $(AIRFLOW_VENV) .run .pytest_cache .mypy_cache .ruff_cache .bench-data dist build

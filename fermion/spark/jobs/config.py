@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 SPARK_SECTION = "spark"
+QUALITY_DIR_DEFAULT = "/tmp/fermion/quality"
 ENV_SECTIONS = ("spark", "defaults", "jobs")
 
 
@@ -113,6 +114,15 @@ class IngestConfig(JobConfig):
         "null: the source files' paths, sizes and modification times (required for "
         "source_format: table).",
         None,
+    )
+    suite: str | None = _key(
+        "Quality suite (conf/quality/<name>.yaml) the input must pass before anything is "
+        "written; a failed check commits nothing (null: no check).",
+        None,
+    )
+    quality_dir: str = _key(
+        "Where quality results (JSON) and great_expectations data docs (HTML) go.",
+        QUALITY_DIR_DEFAULT,
     )
 
     def check(self) -> None:
@@ -240,6 +250,13 @@ class ValidateConfig(JobConfig):
     suite: str = _key("Path of the suite, conf/quality/<name>.yaml (required).")
     version: int | None = _key("Table version to check (null: the latest).", None)
     fail_on_error: bool = _key("Exit non-zero when an expectation fails.", True)
+    batch_id_column: str | None = _key(
+        "Batch-id column of the batch integrity check (null: the suite's).", None
+    )
+    quality_dir: str = _key(
+        "Where quality results (JSON) and great_expectations data docs (HTML) go.",
+        QUALITY_DIR_DEFAULT,
+    )
 
 
 def _positive(config: JobConfig, name: str) -> None:

@@ -21,6 +21,7 @@ import json
 from typing import TYPE_CHECKING
 
 from fermion.errors import IncompatibleTransactionError
+from fermion.quality import validate as run_suite
 from fermion.spark.jobs.config import IngestConfig
 from fermion.spark.jobs.distributed import (
     arrow_schema_of,
@@ -29,6 +30,7 @@ from fermion.spark.jobs.distributed import (
     write_or_abort,
 )
 from fermion.spark.jobs.runner import JobContext, JobResult
+from fermion.spark.jobs.validate import run_name
 from fermion.table.commit import CommitConfig
 from fermion.table.operations import INPUT_KEY_PREFIX
 from fermion.table.storage import TableStorage
@@ -71,6 +73,24 @@ def _input_record(
     return INPUT_KEY_PREFIX + digest, {"source": config.source, "files": len(paths)}
 
 
+def _check_input(context: JobContext, df: DataFrame, config: IngestConfig) -> dict[str, object]:
+    """Run ``config.suite`` on the input; a failed check raises before anything is written."""
+    if config.suite is None:
+        return {}
+    report = run_suite(
+        df,
+        config.suite,
+        output_dir=config.quality_dir,
+        run_name=run_name(config.suite, "ingest"),
+    )
+    context.log.info(
+        "input quality: %d checks, %d failed; results %s, data docs %s",
+        len(report.results), len(report.failed), report.json_path, report.docs_path,
+    )  # fmt: skip
+    report.raise_for_failure()
+    return {"quality": report.summary()}
+
+
 def _recorded_at(uri: str, key: str) -> int | None:
     """The latest version if it records ``key``, else ``None``."""
     manifest = latest_manifest(TableStorage(uri))
@@ -91,6 +111,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
             extra={"skipped": True, "reason": f"input already ingested (version {done})",
                    "input": key},
         )  # fmt: skip
+    quality = _check_input(context, df, config)
     plan = plan_write(
         config.table,
         arrow_schema_of(df),
@@ -144,5 +165,5 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         files_in=files_in,
         files_out=summary.fragments_added,
         retries=max(0, summary.attempts - 1),
-        extra={"skipped": False, "input": key, "write_id": plan.write_id},
+        extra={"skipped": False, "input": key, "write_id": plan.write_id, **quality},
     )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from fermion.quality import QualityCheckError, check_rows_conserved
 from fermion.spark.jobs.config import (
     CompactConfig,
     DeleteConfig,
@@ -32,6 +33,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     CommitSummary,
     RewritePlan,
+    RewriteResult,
     commit_delete,
     commit_index,
     commit_rewrite,
@@ -135,9 +137,11 @@ def _rewrite_rounds(
 def _rewrite_or_abort(
     context: JobContext, plan: RewritePlan, partitions: int, max_retries: int, job: str
 ) -> CommitSummary:
-    """Rewrite and commit; on failure remove the files this rewrite wrote (never committed
-    ones: a failure after the commit landed leaves them, the commit recognises itself)."""
+    """Rewrite, check that the new fragments hold exactly the live rows they replace, and
+    commit; on failure remove the files this rewrite wrote (never committed ones: a failure
+    after the commit landed leaves them, the commit recognises itself)."""
     results = run_tasks(context.spark, plan.tasks, execute_rewrite, partitions)
+    _check_rows_conserved(context, plan, results, job)
     try:
         return commit_rewrite(
             plan, results, config=_commit_config(max_retries), properties={"fermion.job": job}
@@ -151,6 +155,26 @@ def _rewrite_or_abort(
             storage.remove(path)
         context.log.error("commit failed: removed %d rewritten files", len(written - referenced))
         raise
+
+
+def _check_rows_conserved(
+    context: JobContext, plan: RewritePlan, results: Sequence[RewriteResult], job: str
+) -> None:
+    """Before the commit: the new fragments hold exactly the live rows they replace; if
+    not, every file of this rewrite (``data/{write_id}/``) is removed and the job fails."""
+    conserved = check_rows_conserved(plan, results)
+    if conserved.success:
+        context.log.info("rows conserved: %d live rows rewritten", conserved.rows_in)
+        return
+    storage = TableStorage(plan.uri)
+    written = storage.list_tree(f"data/{plan.write_id}")
+    for path in written:
+        storage.remove(path)
+    context.log.error("rows not conserved: removed the %d rewritten files", len(written))
+    raise QualityCheckError(
+        f"{job}: rewritten fragments do not hold the live rows they replace: "
+        f"{conserved.mismatched[:3]}"
+    )
 
 
 def compact(context: JobContext, config: CompactConfig) -> JobResult:

@@ -1,0 +1,51 @@
+"""The DAG folder parses in Airflow 3 with no import errors, the expected tasks and order,
+and without importing pyspark, pyarrow or fermion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scripts.airflow_env import AirflowHome
+
+EXPECTED = {
+    "fermion_ingest": {"ingest": ["validate"], "validate": []},
+    "fermion_maintenance": {
+        "compact": ["materialize_deletions"],
+        "materialize_deletions": ["rebuild_index"],
+        "rebuild_index": ["validate"],
+        "validate": ["vacuum"],
+        "vacuum": [],
+    },
+    "fermion_migration": {"migrate": ["validate"], "validate": []},
+}
+
+
+@pytest.fixture(scope="module")
+def bag(airflow: AirflowHome) -> dict[str, Any]:
+    return airflow.run("dagbag")
+
+
+def test_no_import_errors(bag: dict[str, Any]) -> None:
+    assert bag["import_errors"] == {}
+
+
+def test_tasks_and_order(bag: dict[str, Any]) -> None:
+    assert {dag_id: dag["tasks"] for dag_id, dag in bag["dags"].items()} == EXPECTED
+
+
+def test_parsing_imports_no_heavy_module(bag: dict[str, Any]) -> None:
+    assert bag["heavy_modules"] == []
+
+
+def test_schedules_params_and_retries(bag: dict[str, Any]) -> None:
+    dags = bag["dags"]
+    assert dags["fermion_ingest"]["schedule"] == "0 0 * * *"
+    assert dags["fermion_maintenance"]["schedule"] == "0 0 * * *"
+    assert dags["fermion_migration"]["schedule"] is None
+    assert {"source", "target"} <= set(dags["fermion_migration"]["params"])
+    assert {"table", "input_root"} <= set(dags["fermion_ingest"]["params"])
+    assert set(dags["fermion_maintenance"]["retries"].values()) == {2}
+    # no pools for mutual exclusion: the commit protocol serialises the jobs
+    assert {pool for dag in dags.values() for pool in dag["pools"]} == {"default_pool"}
