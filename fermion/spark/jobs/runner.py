@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -116,30 +115,16 @@ class JobContext:
 
 
 def build_session(app_name: str, conf: dict[str, str]) -> SparkSession:
-    """A SparkSession with the project's settings (until ``fermion.spark.session`` lands).
-
-    The Python workers run this interpreter (``PYSPARK_PYTHON``/``spark.pyspark.python``),
-    Arrow is on, Python data source filter pushdown is on. Under ``spark-submit`` its master
-    is kept; otherwise ``spark.master`` from the config, else ``local[2]``.
+    """The jobs' SparkSession: :func:`fermion.spark.session` (the ``fermion`` data source
+    registered, this interpreter for the Python workers, Arrow and filter pushdown on) with
+    the config's Spark settings; under ``spark-submit`` its ``--master`` is kept, otherwise
+    ``spark.master`` from the config, else ``local[2]``.
     """
-    from pyspark.sql import SparkSession
+    from fermion.spark.session import session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = {
-        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.python.filterPushdown.enabled": "true",
-        "spark.ui.showConsoleProgress": "false",  # progress bars would garble the logs
-    }
+    settings = {"spark.ui.showConsoleProgress": "false"}  # progress bars garble the logs
     settings.update(conf)
-    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    master = settings.pop("spark.master", "local[2]")
-    builder = SparkSession.builder.appName(app_name)
-    if not under_submit:
-        builder = builder.master(master)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return session(app_name, conf=settings)
 
 
 class _Parser(argparse.ArgumentParser):
