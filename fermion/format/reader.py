@@ -394,13 +394,46 @@ class FileReader:
 
     # -- reading ----------------------------------------------------------------------
     def read(
-        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        *,
+        stripes: Sequence[int] | None = None,
     ) -> pa.Table:
-        """Read the projected columns of the rows matching ``filter`` into a Table."""
+        """Read the projected columns of the rows matching ``filter`` into a Table.
+
+        ``stripes`` restricts the read to those stripes (indices into
+        :meth:`stripe_row_counts`), so a file can be split into row ranges read apart.
+        """
         projs, virtual = self._resolve_all(columns)
         schema = self._output_schema(projs, columns is None, virtual, columns)
-        batches = list(self._iter(projs, filter, None, columns is None, virtual, columns))
+        only = self._checked_stripes(stripes)
+        batches = list(self._iter(projs, filter, None, columns is None, virtual, columns, only))
         return pa.Table.from_batches(batches, schema=schema)
+
+    def stripe_row_counts(self) -> list[int]:
+        """Rows of each stripe, in file order (they sum to ``num_rows``).
+
+        Example:
+            >>> import pyarrow as pa, tempfile, os
+            >>> from fermion.format.writer import write_table
+            >>> path = os.path.join(tempfile.mkdtemp(), "s.fermion")
+            >>> write_table(pa.table({"a": list(range(5))}), path, max_stripe_rows=2)
+            >>> with FileReader(path) as r:
+            ...     r.stripe_row_counts(), r.read(stripes=[2]).to_pydict()
+            ([2, 2, 1], {'a': [4]})
+        """
+        return [int(n) for n in self._stripe_rows([])]
+
+    def _checked_stripes(self, stripes: Sequence[int] | None) -> set[int] | None:
+        if stripes is None:
+            return None
+        only = {int(s) for s in stripes}
+        if only and (min(only) < 0 or max(only) >= self.num_stripes):
+            raise InvalidArgumentError(
+                f"stripes {sorted(only)} out of range for {self.num_stripes} stripes"
+            )
+        return only
 
     def iter_batches(
         self,
@@ -408,12 +441,17 @@ class FileReader:
         filter: pc.Expression | None = None,
         *,
         batch_size: int | None = None,
+        stripes: Sequence[int] | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Yield record batches stripe by stripe (split to ``batch_size`` rows if given)."""
+        """Yield record batches stripe by stripe (split to ``batch_size`` rows if given).
+
+        ``stripes`` restricts the read to those stripes, as in :meth:`read`.
+        """
         if batch_size is not None and batch_size <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         projs, virtual = self._resolve_all(columns)
-        return self._iter(projs, filter, batch_size, columns is None, virtual, columns)
+        only = self._checked_stripes(stripes)
+        return self._iter(projs, filter, batch_size, columns is None, virtual, columns, only)
 
     def take(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at ``indices`` (any order, repeats allowed), reading only the pages holding them."""
@@ -582,6 +620,7 @@ class FileReader:
         full: bool = False,
         virtual: Sequence[str] = (),
         columns: Sequence[str] | None = None,
+        only: set[int] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         out_schema = self._output_schema(projs, full, virtual, columns)
         filter_projs: list[Projection] = []
@@ -602,6 +641,8 @@ class FileReader:
         stripes: Sequence[int] = range(len(rows))
         if info is not None:
             stripes = self._pruner.stripes(all_projs, metas, rows, info)
+        if only is not None:
+            stripes = [s for s in stripes if s in only]
 
         def jobs() -> Iterator[tuple[int, int, Selection]]:
             for s in stripes:

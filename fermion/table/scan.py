@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.errors import ColumnNotFoundError, InvalidFileError
+from fermion.errors import ColumnNotFoundError, InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
 from fermion.format.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
@@ -42,7 +42,7 @@ from fermion.table.stats import fragment_guarantee, prune
 from fermion.table.storage import TableStorage
 from fermion.table.transition import live_rows
 
-__all__ = ["ROW_OFFSET", "ScanStats", "Scanner", "read_fragment"]
+__all__ = ["ROW_OFFSET", "ScanStats", "Scanner", "fragment_stripe_rows", "read_fragment"]
 
 ROW_OFFSET = "_rowoffset"
 _SCAN_THREADS = 8
@@ -99,21 +99,46 @@ def read_fragment(
     *,
     with_row_offsets: bool = False,
     stats: ScanStats | None = None,
+    stripes: range | None = None,
 ) -> pa.Table:
     """The live rows of one fragment matching ``filter``, projected to ``columns``.
 
     With ``with_row_offsets`` a ``_rowoffset`` (uint64) column gives each row's physical
-    offset in the fragment.
+    offset in the fragment. ``stripes`` reads only that range of stripes of a fragment
+    with one data file (see :func:`fragment_stripe_rows`); its deletions and the filter
+    are applied as for the whole fragment, so a fragment split into stripe ranges reads
+    exactly the rows of the whole.
+
+    Raises:
+        InvalidArgumentError: ``stripes`` for a fragment of several data files, or out of
+            range.
+
+    Example:
+        >>> import tempfile, pyarrow as pa, pyarrow.compute as pc, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+        >>> ds.delete(pc.field("x") == 2)
+        >>> read_fragment(ds.storage, ds.table_schema, ds.fragments[0], ["x"],
+        ...               stripes=range(0, 1)).to_pydict()
+        {'x': [1, 3]}
     """
     stats = stats if stats is not None else ScanStats()
     needed = list(dict.fromkeys([*columns, *_referenced(filter, schema.arrow.names)]))
     if not needed:
         needed = [schema.arrow.names[0]]
+    if stripes is not None and len(fragment.files) != 1:
+        raise InvalidArgumentError(
+            f"fragment {fragment.id} has {len(fragment.files)} data files: stripe ranges "
+            "need exactly one"
+        )
     opened = _open(storage, fragment, stats)
     try:
+        span = (0, fragment.physical_rows)
+        if stripes is not None:
+            span = _stripe_span(opened[0][0], stripes)
         return _read_opened(
-            storage, schema, fragment, opened, columns, needed, filter, stats, with_row_offsets
-        )
+            storage, schema, fragment, opened, columns, needed, filter, stats, with_row_offsets,
+            stripes, span,
+        )  # fmt: skip
     finally:
         for reader, _ in opened:
             reader.close()
@@ -129,6 +154,8 @@ def _read_opened(
     filter: pc.Expression | None,
     stats: ScanStats,
     with_row_offsets: bool,
+    stripes: range | None,
+    span: tuple[int, int],
 ) -> pa.Table:
     top_ids = schema.top_level_ids()
     wanted_ids = {top_ids[schema.arrow.get_field_index(n)]: n for n in needed}
@@ -152,27 +179,54 @@ def _read_opened(
             and same
             and len(file_columns) == len(needed)
         )
-        table = reader.read(columns=file_columns, filter=filter if push else None)
+        table = reader.read(columns=file_columns, filter=filter if push else None, stripes=stripes)
         if push:
             out = table.select(list(columns))
             stats.rows_returned += out.num_rows
             return out
         ids = [file_ids[reader.schema.get_field_index(c)] for c in file_columns]
         parts.append(project_file_table(table, ids, schema, [wanted_ids[i] for i in ids]))
-    merged = _merge(parts, schema, needed, fragment.physical_rows)
+    start, stop = span
+    merged = _merge(parts, schema, needed, stop - start)
     if with_row_offsets:
-        merged = merged.append_column(
-            ROW_OFFSET, pa.array(np.arange(fragment.physical_rows, dtype=np.uint64))
-        )
+        merged = merged.append_column(ROW_OFFSET, pa.array(np.arange(start, stop, dtype=np.uint64)))
     if has_deletions:
         deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
         stats.deletion_files_read += 1
-        merged = merged.filter(pa.array(keep_mask(deleted, fragment.physical_rows)))
+        keep = keep_mask(deleted, fragment.physical_rows)[start:stop]
+        merged = merged.filter(pa.array(keep))
     if filter is not None:
         merged = merged.filter(filter)
     out = merged.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
     stats.rows_returned += out.num_rows
     return out
+
+
+def fragment_stripe_rows(storage: TableStorage, fragment: pb.Fragment) -> list[int]:
+    """Rows of each stripe of a fragment's data file (one entry per stripe).
+
+    A fragment of several data files (columns added by a schema change) has no common
+    stripes: it is one entry of ``physical_rows``.
+
+    Example:
+        >>> import tempfile, pyarrow as pa, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+        >>> fragment_stripe_rows(ds.storage, ds.fragments[0])
+        [3]
+    """
+    if len(fragment.files) != 1:
+        return [fragment.physical_rows]
+    with open_data_file(storage.target(fragment.files[0].path)) as reader:
+        return reader.stripe_row_counts()
+
+
+def _stripe_span(reader: FileReader, stripes: range) -> tuple[int, int]:
+    """The physical rows ``[start, stop)`` of a range of stripes."""
+    counts = reader.stripe_row_counts()
+    if stripes.step != 1 or (len(stripes) and (stripes.start < 0 or stripes.stop > len(counts))):
+        raise InvalidArgumentError(f"stripes {stripes} out of range for {len(counts)} stripes")
+    start = sum(counts[: stripes.start])
+    return start, start + sum(counts[stripes.start : stripes.stop])
 
 
 def _merge(parts: list[pa.Table], schema: TableSchema, needed: list[str], rows: int) -> pa.Table:

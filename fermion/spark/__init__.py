@@ -1,0 +1,39 @@
+"""Fermion tables in Spark: the ``fermion`` data source, a configured session, helpers.
+
+Usage and options: ``docs/SPARK.md``. This is the only package under ``fermion`` that
+imports pyspark.
+
+Example:
+    >>> import tempfile
+    >>> import fermion.spark
+    >>> spark = fermion.spark.session("doc")
+    >>> uri = tempfile.mkdtemp()
+    >>> spark.range(4).write.format("fermion").mode("append").save(uri)
+    >>> fermion.spark.read_table(spark, uri, filter="id > 1").count()
+    2
+"""
+
+from __future__ import annotations
+
+from fermion.spark.options import ReadOptions, WriteOptions
+from fermion.spark.read import FermionReader, FragmentSlice, read_table
+from fermion.spark.session import session
+from fermion.spark.source import FORMAT_NAME, FermionDataSource, register
+from fermion.spark.types import arrow_schema, spark_schema
+from fermion.spark.write import FermionCommitMessage, FermionWriter
+
+__all__ = [
+    "FORMAT_NAME",
+    "FermionCommitMessage",
+    "FermionDataSource",
+    "FermionReader",
+    "FermionWriter",
+    "FragmentSlice",
+    "ReadOptions",
+    "WriteOptions",
+    "arrow_schema",
+    "read_table",
+    "register",
+    "session",
+    "spark_schema",
+]

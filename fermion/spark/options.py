@@ -1,0 +1,135 @@
+"""The options of the ``fermion`` data source, parsed and checked once.
+
+Spark hands a Python data source its options as a case-insensitive dict of strings
+(``load(uri)`` / ``save(uri)`` put the location under ``path``). Unknown options are
+errors, so a misspelt ``verison`` never silently reads the latest version.
+
+Example:
+    >>> ReadOptions.parse({"path": "/t", "version": "3", "columns": "a, b"})
+    ReadOptions(uri='/t', version=3, tag=None, columns=('a', 'b'), rows_per_partition=1048576)
+    >>> WriteOptions.parse({"path": "/t", "max_rows_per_file": "1000"}).max_rows_per_file
+    1000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fermion.errors import InvalidArgumentError
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
+
+__all__ = ["ROWS_PER_PARTITION_DEFAULT", "ReadOptions", "WriteOptions"]
+
+#: A fragment with more rows than this is read by several tasks, split between stripes.
+ROWS_PER_PARTITION_DEFAULT = MAX_ROWS_PER_FILE_DEFAULT
+
+
+def _uri(options: Mapping[str, str]) -> str:
+    uri = options.get("path")
+    if not uri:
+        raise InvalidArgumentError("no table location: pass it to load(uri) / save(uri)")
+    return uri
+
+
+def _positive(options: Mapping[str, str], key: str, default: int) -> int:
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"option {key}={text!r} is not an integer") from None
+    if value < 1:
+        raise InvalidArgumentError(f"option {key}={text!r} must be at least 1")
+    return value
+
+
+def _check_keys(options: Mapping[str, str], known: set[str], kind: str) -> None:
+    unknown = sorted(k for k in options if k.lower() not in known)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown {kind} option(s) {unknown}; the fermion source takes {sorted(known)}"
+        )
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """``spark.read.format("fermion")`` options.
+
+    Attributes:
+        uri: The table location (``load(uri)``).
+        version: Read this version (default: the latest).
+        tag: Read the version this tag names.
+        columns: Read only these columns (``columns="a,b"``), in this order.
+        rows_per_partition: Fragments with more rows are split between stripes into
+            partitions of about this many rows.
+    """
+
+    uri: str
+    version: int | None = None
+    tag: str | None = None
+    columns: tuple[str, ...] | None = None
+    rows_per_partition: int = ROWS_PER_PARTITION_DEFAULT
+
+    KEYS = frozenset({"path", "version", "tag", "columns", "rows_per_partition"})
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
+        """Check and convert the options Spark passed.
+
+        Raises:
+            InvalidArgumentError: An unknown option, a bad version, both a version and a
+                tag, an empty or repeated column name.
+        """
+        _check_keys(options, set(cls.KEYS), "read")
+        version = None
+        if options.get("version") is not None:
+            version = _positive(options, "version", 0)
+        tag = options.get("tag") or None
+        if version is not None and tag is not None:
+            raise InvalidArgumentError("give the option version or tag, not both")
+        columns = None
+        if options.get("columns") is not None:
+            columns = tuple(c.strip() for c in options["columns"].split(","))
+            if not all(columns):
+                raise InvalidArgumentError(
+                    f"option columns={options['columns']!r} has an empty name"
+                )
+            if len(set(columns)) != len(columns):
+                raise InvalidArgumentError(f"option columns={options['columns']!r} repeats a name")
+        return cls(
+            uri=_uri(options),
+            version=version,
+            tag=tag,
+            columns=columns,
+            rows_per_partition=_positive(options, "rows_per_partition", ROWS_PER_PARTITION_DEFAULT),
+        )
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """``df.write.format("fermion")`` options.
+
+    Attributes:
+        uri: The table location (``save(uri)``).
+        max_rows_per_file: Rows per data file (one fragment each).
+    """
+
+    uri: str
+    max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
+
+    KEYS = frozenset({"path", "max_rows_per_file"})
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> WriteOptions:
+        """Check and convert the options Spark passed.
+
+        Raises:
+            InvalidArgumentError: An unknown option or a bad row count.
+        """
+        _check_keys(options, set(cls.KEYS), "write")
+        return cls(
+            uri=_uri(options),
+            max_rows_per_file=_positive(options, "max_rows_per_file", MAX_ROWS_PER_FILE_DEFAULT),
+        )

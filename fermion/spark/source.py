@@ -1,0 +1,64 @@
+"""The ``fermion`` Spark data source and its registration.
+
+Example:
+    >>> import tempfile
+    >>> from fermion.spark.session import session
+    >>> spark = session("doc")
+    >>> uri = tempfile.mkdtemp()
+    >>> spark.range(3).write.format("fermion").mode("overwrite").save(uri)
+    >>> spark.read.format("fermion").load(uri).count()
+    3
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from fermion.spark.options import ReadOptions, WriteOptions
+from fermion.spark.read import FermionReader, table_schema
+from fermion.spark.write import FermionWriter, plan_spark_write
+
+__all__ = ["FORMAT_NAME", "FermionDataSource", "register"]
+
+#: The name given to ``spark.read.format`` / ``df.write.format``.
+FORMAT_NAME = "fermion"
+
+
+class FermionDataSource(DataSource):
+    """Reads and writes Fermion tables (options: docs/SPARK.md)."""
+
+    @classmethod
+    def name(cls) -> str:
+        """``fermion``."""
+        return FORMAT_NAME
+
+    def schema(self) -> StructType:  # type: ignore[override]
+        """The table's schema in Spark types (only the ``columns`` option's, if given)."""
+        return table_schema(ReadOptions.parse(self.options))
+
+    def reader(self, schema: StructType) -> FermionReader:
+        """A reader of the version the options name, as ``schema``."""
+        return FermionReader(ReadOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> FermionWriter:
+        """A writer with its plan made here, once, on the driver."""
+        return FermionWriter(plan_spark_write(WriteOptions.parse(self.options), schema, overwrite))
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``fermion`` format on ``spark`` and turn filter pushdown on.
+
+    The reader pushes filters down, and Spark refuses to read from a source that can while
+    ``spark.sql.python.filterPushdown.enabled`` is off; registering sets it.
+
+    Example:
+        >>> from fermion.spark.session import session
+        >>> spark = session("doc")
+        >>> register(spark)
+        >>> spark.conf.get("spark.sql.python.filterPushdown.enabled")
+        'true'
+    """
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(FermionDataSource)

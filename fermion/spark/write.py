@@ -1,0 +1,135 @@
+"""Writing a DataFrame to a Fermion table: plan on the driver, write in tasks, commit once.
+
+``DataSource.writer`` runs once on the driver and makes the write plan
+(:func:`fermion.table.tasks.plan_write`: write id, read version, schema with field ids).
+Every task casts its Arrow batches to the plan's schema and writes data files under
+``data/{write_id}/`` with :func:`~fermion.table.tasks.execute_write`; its
+:class:`~fermion.table.tasks.WriteResult` travels back in the commit message. When every
+task succeeded Spark calls ``commit``, which makes one Append or Overwrite
+(:func:`~fermion.table.tasks.commit_write`, with retries); otherwise ``abort`` removes the
+files of the tasks that reported and, by the write id, those of the tasks that failed
+(:func:`~fermion.table.tasks.abort_write`).
+
+Example:
+    >>> import tempfile, fermion.table as ft
+    >>> from fermion.spark.session import session
+    >>> uri = tempfile.mkdtemp()
+    >>> session("doc").range(5).write.format("fermion").mode("append").save(uri)
+    >>> ft.dataset(uri).count_rows()
+    5
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from fermion.errors import DatasetError, SchemaMismatchError
+from fermion.spark.options import WriteOptions
+from fermion.spark.types import arrow_schema, conform, loose, spark_schema
+from fermion.table import dataset
+from fermion.table.tasks import (
+    WritePlan,
+    WriteResult,
+    abort_write,
+    commit_write,
+    execute_write,
+    plan_write,
+)
+
+__all__ = ["FermionCommitMessage", "FermionWriter", "plan_spark_write"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FermionCommitMessage(WriterCommitMessage):
+    """What one task wrote (fragments not committed yet)."""
+
+    result: WriteResult
+
+
+def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
+    """The Arrow schema the files are written with.
+
+    An existing table whose columns have the DataFrame's Spark types keeps its own Arrow
+    types (``uint32`` stays ``uint32``, a ``list<item>`` stays one) and field ids; an
+    overwrite with other columns or nullability writes the DataFrame's schema.
+    """
+    ours = arrow_schema(schema)
+    try:
+        existing = dataset(uri).schema
+    except DatasetError:
+        return ours  # no table yet: the first write creates it
+    theirs = spark_schema(existing)
+    same_names = set(theirs.fieldNames()) == set(schema.fieldNames())
+    if same_names and all(
+        loose(theirs[f.name].dataType) == loose(f.dataType) for f in schema.fields
+    ):
+        if not overwrite:
+            return existing
+        if all(theirs[f.name] == f for f in schema.fields):
+            return existing
+        return ours
+    if overwrite:
+        return ours
+    raise SchemaMismatchError(
+        f"cannot append to {uri}: the DataFrame has {schema.simpleString()}, "
+        f"the table has {theirs.simpleString()}"
+    )
+
+
+def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool) -> WritePlan:
+    """The write plan of a DataFrame of Spark ``schema`` (driver side).
+
+    Raises:
+        SchemaMismatchError: An append whose columns or types differ from the table's.
+    """
+    return plan_write(
+        options.uri,
+        _write_schema(options.uri, schema, overwrite),
+        mode="overwrite" if overwrite else "append",
+        max_rows_per_file=options.max_rows_per_file,
+    )
+
+
+def _task_id() -> str:
+    context = TaskContext.get()
+    if context is None:
+        return uuid.uuid4().hex
+    return f"{context.partitionId()}.{context.attemptNumber()}"
+
+
+class FermionWriter(DataSourceArrowWriter):
+    """Writes a DataFrame as one new table version (holds only the plan: it is pickled)."""
+
+    def __init__(self, plan: WritePlan) -> None:
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FermionCommitMessage:
+        """Write one task's batches under ``data/{write_id}/`` (commits nothing)."""
+        target = self.plan.schema.arrow
+        stream = pa.RecordBatchReader.from_batches(target, (conform(b, target) for b in iterator))
+        return FermionCommitMessage(execute_write(self.plan, stream, task_id=_task_id()))
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        """Commit every task's fragments as one version (with retries)."""
+        results = [m.result for m in messages if isinstance(m, FermionCommitMessage)]
+        summary = commit_write(self.plan, results)
+        _log.info(
+            "fermion: %s committed version %d (%d rows, %d attempts)",
+            self.plan.uri, summary.version, summary.rows_added, summary.attempts,
+        )  # fmt: skip
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        """Remove every file of this write, failed tasks' included (found by the write id)."""
+        results = [m.result if isinstance(m, FermionCommitMessage) else None for m in messages]
+        removed = abort_write(self.plan, results)
+        _log.info("fermion: aborted write %s, removed %d files", self.plan.write_id, removed)
