@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks import datagen
+from benchmarks import datagen, systems
 from benchmarks.config import FULL, QUICK, WORKER_TIMEOUT_S, Sizes
 from benchmarks.prepare import dataset_path, fingerprint
 from benchmarks.scenarios import Dataset
@@ -241,12 +241,6 @@ def checks_differ(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
-def _size(path: Path) -> int:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    return path.stat().st_size
-
-
 @dataclass
 class _Case:
     """One Spark case: its worker spec per system and what a correct result has."""
@@ -270,7 +264,7 @@ def _row(case: _Case, system: str, outcome: dict[str, Any]) -> dict[str, Any]:
     }
     size_of = case.sizes_of.get(system)
     if size_of is not None:
-        row["size_bytes"] = _size(Path(size_of))
+        row["size_bytes"] = systems.path_size(Path(size_of))
     check = outcome.get("check")
     if row.get("status") == "ok" and isinstance(check, dict):
         row["io"] = {"check": check}
