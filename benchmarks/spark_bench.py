@@ -1,7 +1,8 @@
 """Spark benchmarks (issue 12): Fermion through Spark vs Spark with Parquet, in one run.
 
-Four cases, each measured for both systems one after the other, each (case, system) in a
-fresh worker process with its own ``local[2]`` SparkSession (see ``benchmarks.spark_cases``):
+Four cases, measured for both systems one after the other: one fresh worker process per
+system with one ``local[2]`` SparkSession runs the four cases in turn
+(see ``benchmarks.spark_cases``):
 
 - ``spark_lineitem_agg``: ``spark.read.format("fermion").load(table)`` vs
   ``spark.read.parquet(file)`` of TPC-H lineitem, then count + sum/max of every column;
@@ -76,15 +77,17 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "Fermion through Spark vs Spark's built-in Parquet source and writer (system "
             "`parquet` in these rows: `spark.read.parquet` / `df.write.parquet`, Spark's "
             "default snappy compression for what it writes), pyspark "
-            f"{_pyspark_version()}; each (case, system) in a fresh process with one "
-            f"SparkSession ({', '.join(f'{k}={v}' for k, v in SPARK_CONF.items())}, the "
-            "project's `fermion.spark.session` settings). Session and JVM start-up are NOT "
-            "timed (started before the warm-up run). Read inputs: the verified Parquet "
-            "copies above and Fermion tables written from the same tables "
-            "(`fermion.table.write_dataset` defaults). Peak RSS for these rows: the largest "
-            f"sum of the resident sets of the worker's process tree (Python driver + JVM + "
-            f"Spark's Python workers), sampled every {RSS_SAMPLE_S:g} s. Check: count, sum of "
-            "every numeric and max of every other column of the result (of the written table "
+            f"{_pyspark_version()}; each system in one fresh process with one SparkSession "
+            f"({', '.join(f'{k}={v}' for k, v in SPARK_CONF.items())}, the project's "
+            "`fermion.spark.session` settings) that runs the four cases in turn, in the same "
+            "order for both systems. Session and JVM start-up are NOT timed (started before "
+            "the first warm-up run). Read inputs: the verified Parquet copies above and "
+            "Fermion tables written from the same tables (`fermion.table.write_dataset` "
+            "defaults). Peak RSS for these rows: the largest sum of the resident sets of the "
+            "worker's process tree (Python driver + JVM + Spark's Python workers) sampled "
+            f"every {RSS_SAMPLE_S:g} s while the case runs; it includes what earlier cases "
+            "left (the JVM keeps its heap). Check: count, sum of every numeric and max of "
+            "every other column of the result (of the written table "
             "or files for ingest and compaction), equal between the two systems",
         ),
         (
