@@ -52,6 +52,8 @@ class Sizes:
     lineitem_scale: float
     nested_rows: int
     take_rows: int
+    #: Small fragments (and Parquet files) the Spark compaction case starts from.
+    compact_fragments: int
 
 
 FULL = Sizes(
@@ -63,6 +65,7 @@ FULL = Sizes(
     lineitem_scale=1.0,
     nested_rows=2_000_000,
     take_rows=1_000,
+    compact_fragments=1_000,
 )
 
 QUICK = Sizes(
@@ -74,4 +77,5 @@ QUICK = Sizes(
     lineitem_scale=0.01,
     nested_rows=20_000,
     take_rows=1_000,
+    compact_fragments=100,
 )

@@ -11,7 +11,9 @@ written once per system into ``--data-dir`` (default ``.bench-data/``) and reuse
 
 Extra modules ``benchmarks/*_bench.py`` exposing ``run(results: list[dict]) -> None`` are
 run after the built-in scenarios (only those named in ``--only``, if given); they can read
-``FERMION_BENCH_QUICK``, ``FERMION_BENCH_REPEAT`` and ``FERMION_BENCH_DATA_DIR``.
+``FERMION_BENCH_QUICK``, ``FERMION_BENCH_REPEAT`` and ``FERMION_BENCH_DATA_DIR``, and may
+add lines to the report's Method section with ``method_notes(sizes) -> [(key, text)]``.
+The Spark cases are such a module (``--only spark_bench``; ``benchmarks/spark_bench.py``).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ from benchmarks.config import (
     WORKER_TIMEOUT_S,
 )
 from benchmarks.prepare import cached_check, dataset_path, fingerprint
-from benchmarks.scenarios import SCENARIOS, Case, cases
+from benchmarks.scenarios import SCENARIOS, Case, Dataset, cases
 from benchmarks.worker import RESULT_MARKER
 
-__all__ = ["extra_modules", "main", "parse_args"]
+__all__ = ["extra_modules", "main", "parse_args", "prepare_copy", "run_worker"]
 
 
 def _log(msg: str) -> None:
@@ -79,15 +81,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _run_worker(spec: dict[str, Any]) -> dict[str, Any]:
+def run_worker(spec: dict[str, Any], timeout: float = WORKER_TIMEOUT_S) -> dict[str, Any]:
     """Run one worker subprocess; its result, or a row-ready error description."""
     cmd = [sys.executable, "-m", "benchmarks.worker", json.dumps(spec)]
     try:
-        done = subprocess.run(
-            cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S
-        )
+        done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"status": "error", "note": f"timed out after {WORKER_TIMEOUT_S} s"}
+        return {"status": "error", "note": f"timed out after {timeout:g} s"}
     for line in reversed(done.stdout.splitlines()):
         if line.startswith(RESULT_MARKER):
             return json.loads(line[len(RESULT_MARKER) :])
@@ -104,6 +104,29 @@ def _flag_check(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "status": "wrong-result", "note": note}
 
 
+def prepare_copy(data_dir: Path, dataset: Dataset, system: str, path: Path) -> dict[str, Any]:
+    """Make sure ``system``'s copy of ``dataset`` exists at ``path`` and was read back and
+    checked (in a worker process); ``{'status': ..., 'check': ...}``."""
+    check = cached_check(path) if path.exists() else None
+    if check is not None:
+        return {"status": "ok", "check": check}
+    verb = "verifying" if path.exists() else "writing + verifying"
+    _log(f"{verb} {dataset.id} with {system} -> {path.name}")
+    spec = {
+        "mode": "prepare",
+        "dataset": dataset.to_json(),
+        "system": system,
+        "data_dir": str(data_dir),
+        "path": str(path),
+    }
+    outcome = run_worker(spec)
+    if outcome.get("status") == "ok":
+        _log(f"  done in {outcome['seconds']:.1f} s, check: {outcome['check']}")
+    else:
+        _log(f"  FAILED: {outcome.get('note')}")
+    return outcome
+
+
 class Runner:
     """Prepares files and measures every case of one run."""
 
@@ -114,6 +137,8 @@ class Runner:
         self.available = systems.availability()
         self.fingerprints = {name: fingerprint(name) for name in systems.SYSTEMS}
         self.prepared: dict[tuple[str, str], dict[str, Any]] = {}
+        #: Method lines of the extra modules run (their optional ``method_notes(sizes)``).
+        self.method_notes: list[tuple[str, str]] = []
 
     def path(self, case: Case, system: str) -> Path:
         return dataset_path(self.data_dir, case.dataset, system, self.fingerprints[system])
@@ -121,29 +146,10 @@ class Runner:
     def prepare(self, case: Case, system: str) -> dict[str, Any]:
         """Make sure ``system``'s copy of the case's dataset exists; ``{'status': ...}``."""
         key = (case.dataset.id, system)
-        if key in self.prepared:
-            return self.prepared[key]
-        path = self.path(case, system)
-        check = cached_check(path) if path.exists() else None
-        if check is not None:
-            outcome: dict[str, Any] = {"status": "ok", "check": check}
-        else:
-            verb = "verifying" if path.exists() else "writing + verifying"
-            _log(f"{verb} {case.dataset.id} with {system} -> {path.name}")
-            spec = {
-                "mode": "prepare",
-                "dataset": case.dataset.to_json(),
-                "system": system,
-                "data_dir": str(self.data_dir),
-                "path": str(path),
-            }
-            outcome = _run_worker(spec)
-            if outcome.get("status") == "ok":
-                _log(f"  done in {outcome['seconds']:.1f} s, check: {outcome['check']}")
-            else:
-                _log(f"  FAILED: {outcome.get('note')}")
-        self.prepared[key] = outcome
-        return outcome
+        if key not in self.prepared:
+            path = self.path(case, system)
+            self.prepared[key] = prepare_copy(self.data_dir, case.dataset, system, path)
+        return self.prepared[key]
 
     def measure(self, case: Case, system: str) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -175,7 +181,7 @@ class Runner:
             "repeat": self.args.repeat,
         }
         _log(f"measuring {case.scenario} [{case.variant}] {system}")
-        outcome = _run_worker(spec)
+        outcome = run_worker(spec)
         if outcome.get("status") == "ok":
             _log(f"  median {outcome['value'] * 1e3:.1f} ms, peak RSS {outcome['peak_rss_mb']} MB")
         else:
@@ -201,6 +207,8 @@ class Runner:
             _log(f"running extra module benchmarks.{name}")
             try:
                 module = importlib.import_module(f"benchmarks.{name}")
+                if hasattr(module, "method_notes"):
+                    self.method_notes += module.method_notes(self.sizes)
                 module.run(results)
             except Exception as exc:  # an extra module must not lose the whole run
                 traceback.print_exc()
@@ -247,7 +255,7 @@ def _method_notes(runner: Runner) -> list[tuple[str, str]]:
         ),
     ]
     notes += [(name, systems.get(name).description) for name in systems.SYSTEMS]
-    return notes
+    return notes + runner.method_notes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -146,7 +146,16 @@ def prepare(spec: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     spec = json.loads(args[0])
-    out = prepare(spec) if spec["mode"] == "prepare" else measure(spec)
+    if spec["mode"] == "spark":  # imports pyspark: only in the Spark cases' workers
+        from benchmarks import spark_cases
+
+        out = spark_cases.measure(spec)
+    elif spec["mode"] == "spark-prepare":
+        from benchmarks import spark_bench
+
+        out = spark_bench.prepare_input(spec)
+    else:
+        out = prepare(spec) if spec["mode"] == "prepare" else measure(spec)
     print(RESULT_MARKER + json.dumps(out), flush=True)
     return 0
 
