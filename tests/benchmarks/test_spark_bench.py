@@ -7,7 +7,6 @@ No timing is asserted; the run must produce an ``ok`` row per (case, system) who
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,13 +19,7 @@ from benchmarks.spark_bench import SCENARIOS, SYSTEMS, checks_differ, mark_diffe
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _tpchgen_missing() -> bool:
-    beside = Path(sys.executable).parent / "tpchgen-cli"
-    return not beside.exists() and shutil.which("tpchgen-cli") is None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_tpchgen_missing(), reason="tpchgen-cli (the bench extra) is not installed")
 def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Path) -> None:
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "benchmarks.run", "--quick", "--only", "spark_bench"]
