@@ -21,10 +21,23 @@ from fermion.table.commit import CommitResult
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.model import CommitSummary
+from fermion.table.tasks.model import CommitSummary, FragmentInfo
 from fermion.table.versions import latest_manifest, load_manifest
 
-__all__ = ["open_table", "summarise"]
+__all__ = ["fragment_groups", "open_table", "summarise"]
+
+
+def fragment_groups(
+    fragments: Sequence[pb.Fragment], per_task: int
+) -> list[tuple[FragmentInfo, ...]]:
+    """Committed ``fragments`` as plain data, ``per_task`` to a task, in order.
+
+    Example:
+        >>> [len(g) for g in fragment_groups([pb.Fragment(id=i) for i in range(5)], 2)]
+        [2, 2, 1]
+    """
+    infos = [FragmentInfo.from_proto(f, committed=True) for f in fragments]
+    return [tuple(infos[i : i + per_task]) for i in range(0, len(infos), per_task)]
 
 
 def open_table(

@@ -45,7 +45,7 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import open_table, summarise
+from fermion.table.tasks.common import fragment_groups, open_table, summarise
 from fermion.table.tasks.model import (
     EXPRESSION,
     FRAGMENTS,
@@ -150,18 +150,8 @@ def plan_delete(
     expression, text = _expression(filter, schema.arrow)
     candidates = Scanner(storage, manifest, schema, [], expression).fragments()
     tasks = tuple(
-        DeleteTask(
-            task_id=str(n),
-            uri=storage.uri,
-            read_version=manifest.version,
-            schema=schema,
-            fragments=tuple(
-                FragmentInfo.from_proto(f, committed=True)
-                for f in candidates[start : start + fragments_per_task]
-            ),
-            predicate=expression,
-        )
-        for n, start in enumerate(range(0, len(candidates), fragments_per_task))
+        DeleteTask(str(n), storage.uri, manifest.version, schema, group, expression)
+        for n, group in enumerate(fragment_groups(candidates, fragments_per_task))
     )
     return DeletePlan(storage.uri, manifest.version, expression, text, tasks)
 

@@ -38,7 +38,7 @@ from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.stats import compute_stats
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import open_table, summarise
+from fermion.table.tasks.common import fragment_groups, open_table, summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
@@ -146,18 +146,8 @@ def plan_index(
 
     todo = [f for f in manifest.fragments if not only_stale or stale(f)]
     tasks = tuple(
-        IndexTask(
-            task_id=str(n),
-            uri=storage.uri,
-            read_version=manifest.version,
-            schema=schema,
-            fragments=tuple(
-                FragmentInfo.from_proto(f, committed=True)
-                for f in todo[start : start + fragments_per_task]
-            ),
-            columns=names,
-        )
-        for n, start in enumerate(range(0, len(todo), fragments_per_task))
+        IndexTask(str(n), storage.uri, manifest.version, schema, group, names)
+        for n, group in enumerate(fragment_groups(todo, fragments_per_task))
     )
     return IndexPlan(storage.uri, manifest.version, names, ids, tasks)
 
