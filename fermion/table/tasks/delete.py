@@ -55,6 +55,7 @@ from fermion.table.tasks.model import (
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    tasks_codec,
 )
 from fermion.table.versions import schema_of
 
@@ -97,10 +98,7 @@ class DeletePlan(JsonMixin):
 
     _codecs: ClassVar[dict[str, Codec]] = {
         "predicate": EXPRESSION,
-        "tasks": (
-            lambda tasks: [t.to_dict() for t in tasks],
-            lambda values: tuple(DeleteTask.from_dict(v) for v in values),
-        ),
+        "tasks": tasks_codec(DeleteTask),
     }
 
 

@@ -48,6 +48,7 @@ from fermion.table.tasks.model import (
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    tasks_codec,
 )
 from fermion.table.versions import load_manifest, schema_of
 
@@ -93,10 +94,7 @@ class IndexPlan(JsonMixin):
     _codecs: ClassVar[dict[str, Codec]] = {
         "columns": STRS,
         "field_ids": INTS,
-        "tasks": (
-            lambda tasks: [t.to_dict() for t in tasks],
-            lambda values: tuple(IndexTask.from_dict(v) for v in values),
-        ),
+        "tasks": tasks_codec(IndexTask),
     }
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "fragments_from_json",
     "fragments_to_json",
     "loads_json",
+    "tasks_codec",
 ]
 
 
@@ -231,6 +232,14 @@ FRAGMENTS: Codec = (fragments_to_json, fragments_from_json)
 EXPRESSION: Codec = (encode_expression, decode_expression)
 INTS: Codec = (list, lambda v: tuple(int(i) for i in v))
 STRS: Codec = (list, lambda v: tuple(str(i) for i in v))
+
+
+def tasks_codec(cls: Any) -> Codec:
+    """The codec of a field holding a tuple of ``cls`` values (a plan's tasks)."""
+    return (
+        lambda tasks: [t.to_dict() for t in tasks],
+        lambda values: tuple(cls.from_dict(v) for v in values),
+    )
 
 
 class JsonMixin:

@@ -52,6 +52,7 @@ from fermion.table.tasks.model import (
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    tasks_codec,
 )
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
 from fermion.table.transition import live_rows
@@ -107,10 +108,7 @@ class RewritePlan(JsonMixin):
     tasks: tuple[RewriteTask, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {
-        "tasks": (
-            lambda tasks: [t.to_dict() for t in tasks],
-            lambda values: tuple(RewriteTask.from_dict(v) for v in values),
-        )
+        "tasks": tasks_codec(RewriteTask),
     }
 
 
