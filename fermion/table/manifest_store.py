@@ -43,12 +43,14 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import threading
 import uuid
+import weakref
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from contextlib import closing
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from fermion.errors import DatasetError, InvalidArgumentError, ManifestStoreError
@@ -175,9 +177,12 @@ class SQLiteManifestStore(ManifestStore):
 class PostgresManifestStore(ManifestStore):
     """The manifest table on a PostgreSQL server, shared by writers on many hosts.
 
-    Every call opens its own connection (safe across ``fork``, threads and pickling to Spark
-    executors: the store holds only its DSN); the primary key on ``(base_uri, version)``
-    makes ``put_if_absent`` atomic. The table ``fermion_manifests`` is created on first use
+    Each process keeps one autocommit connection, opened on first use and closed with the
+    store (or by :meth:`close`); a forked child opens its own, and a pickled store (a Spark
+    executor's) carries only its DSN. A connection that broke while idle is replaced. The
+    primary key on ``(base_uri, version)`` makes ``put_if_absent`` atomic; a failed insert
+    raises :class:`~fermion.errors.ManifestStoreError`, an ``OSError``, which the commit
+    loop treats as an unknown outcome. The table ``fermion_manifests`` is created on first use
     (idempotent, also when several processes start at once). The driver, psycopg 3
     (``pip install 'psycopg[binary]'``), is imported only here.
 
@@ -198,25 +203,47 @@ class PostgresManifestStore(ManifestStore):
     """
 
     def __init__(self, dsn: str, *, connect_timeout: float = CONNECT_TIMEOUT_DEFAULT) -> None:
+        self._setup(dsn, connect_timeout)
+
+        def create(conn: psycopg.Connection[Any]) -> None:
+            with conn.transaction():
+                # CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL (a unique
+                # violation in the catalog); a transaction-level advisory lock serialises
+                # the creators.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {POSTGRES_TABLE} ("
+                    " base_uri TEXT NOT NULL, version BIGINT NOT NULL, path TEXT NOT NULL,"
+                    " PRIMARY KEY (base_uri, version))"
+                )
+
+        self._call(create, retry=True)
+
+    def _setup(self, dsn: str, connect_timeout: float) -> None:
         self.dsn = dsn
         self.connect_timeout = connect_timeout
         self._label, self._secret = _describe_dsn(dsn)
-        with self._connect() as conn, conn.transaction():
-            # CREATE TABLE IF NOT EXISTS races with itself in PostgreSQL (a unique violation
-            # on the catalog); a transaction-level advisory lock serialises the creators.
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {POSTGRES_TABLE} ("
-                " base_uri TEXT NOT NULL, version BIGINT NOT NULL, path TEXT NOT NULL,"
-                " PRIMARY KEY (base_uri, version))"
-            )
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pid = os.getpid()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"dsn": self.dsn, "connect_timeout": self.connect_timeout}  # no connection
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state["dsn"], state["connect_timeout"])
 
     def __repr__(self) -> str:
         return f"PostgresManifestStore({self._label!r})"
 
-    @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[Any]]:
-        """A fresh autocommit connection; driver errors become one-line typed errors."""
+    def _connection(self) -> tuple[psycopg.Connection[Any], bool]:
+        """This process's connection (opened on first use) and whether it was reused."""
+        if self._pid != os.getpid():
+            # a forked child shares the parent's socket: never use or close that connection
+            _INHERITED.append(self._conn)
+            self._conn, self._pid = None, os.getpid()
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn, True
         psycopg = _import_psycopg()
         try:
             conn = psycopg.connect(
@@ -226,52 +253,105 @@ class PostgresManifestStore(ManifestStore):
             raise ManifestStoreError(
                 f"manifest store {self._label}: cannot connect: {self._clean(exc)}"
             ) from None
-        try:
-            with conn:
-                yield conn
-        except psycopg.Error as exc:
-            raise ManifestStoreError(f"manifest store {self._label}: {self._clean(exc)}") from None
+        weakref.finalize(self, _close_in, conn, self._pid)
+        self._conn = conn
+        return conn, False
+
+    def _call(self, fn: Callable[[psycopg.Connection[Any]], _T], *, retry: bool) -> _T:
+        """Run ``fn`` on the connection; driver errors become one-line typed errors.
+
+        A connection that broke while idle (server restart, idle timeout) is replaced and
+        ``fn`` run again when ``retry`` (idempotent calls only).
+        """
+        psycopg = _import_psycopg()
+        with self._lock:
+            for attempt in (1, 2):
+                conn, reused = self._connection()
+                try:
+                    return fn(conn)
+                except psycopg.Error as exc:
+                    if conn.broken or conn.closed:
+                        self._conn = None
+                    if (
+                        retry
+                        and reused
+                        and attempt == 1
+                        and isinstance(exc, psycopg.OperationalError)
+                    ):
+                        continue
+                    raise ManifestStoreError(
+                        f"manifest store {self._label}: {self._clean(exc)}"
+                    ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _clean(self, exc: BaseException) -> str:
         """The first line of a driver message, with the password (if any) blanked out."""
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return text.replace(self._secret, "***") if self._secret else text
 
+    def close(self) -> None:
+        """Close this process's connection (the next call opens a new one)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
     def put_if_absent(self, base_uri: str, version: int, path: str) -> None:
-        with self._connect() as conn:
-            cursor = conn.execute(
-                f"INSERT INTO {POSTGRES_TABLE} (base_uri, version, path) VALUES (%s, %s, %s)"
-                " ON CONFLICT (base_uri, version) DO NOTHING",
-                (base_uri, version, path),
-            )
-            inserted = cursor.rowcount
+        # never retried here: a failure is an unknown outcome, which the commit loop resolves
+        inserted = self._call(
+            lambda conn: (
+                conn.execute(
+                    f"INSERT INTO {POSTGRES_TABLE} (base_uri, version, path) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (base_uri, version) DO NOTHING",
+                    (base_uri, version, path),
+                ).rowcount
+            ),
+            retry=False,
+        )
         if inserted != 1:
             raise FileExistsError(f"{base_uri} version {version}")
 
     def put(self, base_uri: str, version: int, path: str) -> None:
-        with self._connect() as conn:
-            cursor = conn.execute(
-                f"UPDATE {POSTGRES_TABLE} SET path = %s WHERE base_uri = %s AND version = %s",
-                (path, base_uri, version),
-            )
-            updated = cursor.rowcount
+        updated = self._call(
+            lambda conn: (
+                conn.execute(
+                    f"UPDATE {POSTGRES_TABLE} SET path = %s WHERE base_uri = %s AND version = %s",
+                    (path, base_uri, version),
+                ).rowcount
+            ),
+            retry=True,
+        )
         if updated != 1:
             raise DatasetError(f"{base_uri}: version {version} is not in the store")
 
     def get(self, base_uri: str, version: int) -> str | None:
-        with self._connect() as conn:
-            row = conn.execute(
+        row = self._call(
+            lambda conn: conn.execute(
                 f"SELECT path FROM {POSTGRES_TABLE} WHERE base_uri = %s AND version = %s",
                 (base_uri, version),
-            ).fetchone()
+            ).fetchone(),
+            retry=True,
+        )
         return None if row is None else str(row[0])
 
     def latest_version(self, base_uri: str) -> int | None:
-        with self._connect() as conn:
-            row = conn.execute(
+        row = self._call(
+            lambda conn: conn.execute(
                 f"SELECT MAX(version) FROM {POSTGRES_TABLE} WHERE base_uri = %s", (base_uri,)
-            ).fetchone()
+            ).fetchone(),
+            retry=True,
+        )
         return None if row is None or row[0] is None else int(row[0])
+
+
+_T = TypeVar("_T")
+_INHERITED: list[Any] = []  # connections a forked child got from its parent: kept, never used
+
+
+def _close_in(conn: Any, pid: int) -> None:
+    """Close a store's connection when the store goes away, in the process that opened it."""
+    if os.getpid() == pid:
+        conn.close()
 
 
 _LOCK_KEY = zlib.crc32(POSTGRES_TABLE.encode())  # the advisory lock of the table's creation

@@ -227,3 +227,30 @@ def test_table_creation_is_idempotent_when_many_clients_start_at_once(
                 "SELECT count(*) FROM pg_tables WHERE tablename = %s", (POSTGRES_TABLE,)
             ).fetchone()
         assert row == (1,)
+
+
+def _terminate_backends(dsn: str) -> int:
+    """Kill the server sessions of every other connection to the database of ``dsn``."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return len(rows)
+
+
+def test_a_connection_killed_while_idle_is_replaced(postgres_dsn: str) -> None:
+    store = PostgresManifestStore(postgres_dsn)
+    store.put_if_absent("t", 1, "one")
+    assert _terminate_backends(postgres_dsn) == 1  # the store's one cached connection
+    assert store.get("t", 1) == "one"  # an idempotent read reconnects and runs again
+    store.put("t", 1, "uno")
+    assert _terminate_backends(postgres_dsn) == 1
+    # an insert is never re-run: its outcome is unknown, which the commit loop resolves
+    with pytest.raises(ManifestStoreError):
+        store.put_if_absent("t", 2, "two")
+    assert store.get("t", 2) is None and store.get("t", 1) == "uno"
+    store.put_if_absent("t", 2, "two")  # and the next call has a new connection
+    assert store.latest_version("t") == 2
+    store.close()
+    assert _terminate_backends(postgres_dsn) == 0
