@@ -8,6 +8,7 @@ commit on object stores) is tested on both stores in tests/table/test_manifest_s
 
 from __future__ import annotations
 
+import json
 import pickle
 import socket
 import subprocess
@@ -254,3 +255,38 @@ def test_a_connection_killed_while_idle_is_replaced(postgres_dsn: str) -> None:
     assert store.latest_version("t") == 2
     store.close()
     assert _terminate_backends(postgres_dsn) == 0
+
+
+def test_cli_reads_through_the_store_and_repairs(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    postgres_dsn: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from fermion.cli import main
+
+    uri = str(tmp_path / "t")
+    ft.write_dataset(pa.table({"x": [1]}), uri, manifest_store=postgres_dsn)
+    ft.write_dataset(pa.table({"x": [2]}), uri, mode="append", manifest_store=postgres_dsn)
+    # back to the state a writer killed right after its insert leaves: only a staged manifest
+    final = Path(uri) / manifest_name(2)
+    staged = f"{final}-{'e' * 32}"
+    final.rename(staged)
+    store = PostgresManifestStore(postgres_dsn)
+    store.put(uri, 2, staged)
+
+    def log(*extra: str) -> tuple[int, list[int], str]:
+        code = main(["log", uri, "--json", *extra])
+        out, err = capsys.readouterr()
+        return code, [json.loads(line)["version"] for line in out.splitlines()], err
+
+    assert log() == (0, [1], "")  # the directory alone: one version behind
+    assert log("--manifest-store", postgres_dsn) == (0, [2, 1], "")
+    assert store.get(uri, 2) == str(final) and final.exists()  # repaired by the reader
+    assert main(["show", uri, "--json", "--manifest-store", postgres_dsn]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 2
+    wrong = postgres_server.dsn(password="Not-the-password-42")
+    code, versions, err = log("--manifest-store", wrong)
+    assert (code, versions) == (1, [])
+    assert "password authentication failed" in err and "Not-the-password-42" not in err
+    assert len(err.strip().splitlines()) == 1
