@@ -242,8 +242,11 @@ class PostgresManifestStore(ManifestStore):
             # a forked child shares the parent's socket: never use or close that connection
             _INHERITED.append(self._conn)
             self._conn, self._pid = None, os.getpid()
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            return self._conn, True
+        if self._conn is not None:
+            if not self._conn.closed and not self._conn.broken:
+                return self._conn, True
+            self._conn.close()  # broken: release it before opening the next one
+            self._conn = None
         psycopg = _import_psycopg()
         try:
             conn = psycopg.connect(
@@ -270,8 +273,6 @@ class PostgresManifestStore(ManifestStore):
                 try:
                     return fn(conn)
                 except psycopg.Error as exc:
-                    if conn.broken or conn.closed:
-                        self._conn = None
                     if (
                         retry
                         and reused
