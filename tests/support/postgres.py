@@ -10,7 +10,9 @@ of the virtualenv. Here the server
 * listens on 127.0.0.1 only, on a free port, with ``scram-sha-256`` password logins (so the
   tests can check that a password never reaches an error message);
 * runs as ``nobody`` when the tests run as root (PostgreSQL refuses to run as root), from a
-  data directory under the system temp folder that it owns, without fsync;
+  data directory under the system temp folder that it owns, without fsync; when ``nobody``
+  cannot reach the binaries (a checkout under a private home folder), they are copied
+  into that folder first (about 27 MB);
 * is stopped (``pg_ctl stop -m fast``, then SIGKILL of the postmaster if need be) and its
   folder removed when the fixture ends.
 
@@ -32,6 +34,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import uuid
@@ -58,6 +61,13 @@ def bin_dir() -> Path:
             f"no PostgreSQL binaries: install the dev extra (pgserver) or set {BIN_ENV_VAR}"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _reachable_by_others(folder: Path) -> bool:
+    """Whether every parent of ``folder`` (and the folder) lets other users through."""
+    return all(
+        p.stat().st_mode & stat.S_IXOTH for p in (folder.resolve(), *folder.resolve().parents)
+    )
 
 
 def _free_port() -> int:
@@ -87,9 +97,29 @@ class PostgresServer:
             os.chown(self.folder, nobody.pw_uid, nobody.pw_gid)
         self.folder.chmod(0o700)
 
+    def _bin(self) -> Path:
+        """The binaries, copied where ``nobody`` can run them if it cannot reach them."""
+        found = bin_dir()
+        if not self._as or _reachable_by_others(found):
+            return found
+        # keep the wheel's layout: the binaries find their libraries through
+        # RPATH $ORIGIN/../../../pgserver.libs
+        root = self.folder / "pg"
+        copy = root / found.parent.parent.name / found.parent.name
+        if not root.exists():
+            for part in ("bin", "lib", "share"):
+                shutil.copytree(found.parent / part, copy / part, symlinks=True)
+            libs = found.parent.parent.parent / "pgserver.libs"
+            if libs.is_dir():
+                shutil.copytree(libs, root / libs.name, symlinks=True)
+            for path in (root, *root.rglob("*")):
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o055)
+        return copy / "bin"
+
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(bin_dir() / args[0]), *args[1:]],
+            [str(self._bin() / args[0]), *args[1:]],
             capture_output=True,
             text=True,
             cwd=self.folder,
