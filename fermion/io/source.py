@@ -181,7 +181,12 @@ class FsspecSource(ByteSource):
         try:
             self.size = int(fs.size(path))
         except FileNotFoundError:
-            raise SourceNotFoundError(f"{path}: no such file") from None
+            # a cached listing of the folder may predate the file: ask the backend itself
+            fs.invalidate_cache(path)
+            try:
+                self.size = int(fs.size(path))
+            except FileNotFoundError:
+                raise SourceNotFoundError(f"{path}: no such file") from None
         self.stats = IOStats()
 
     def _read_at(self, offset: int, length: int) -> bytes:

@@ -237,16 +237,24 @@ class FsspecStore(Store):
     def listdir(self, path: str) -> list[str]:
         self.fs.invalidate_cache(path)
         try:
-            return [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False)]
+            names = [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False)]
         except FileNotFoundError:
             return []
+        finally:
+            # a listing left in the cache would later hide files other processes add
+            # (``info``/``size`` answer "not found" from a cached listing of the parent)
+            self.fs.invalidate_cache(path)
+        return names
 
     def walk(self, path: str) -> list[str]:
         self.fs.invalidate_cache(path)
         try:
-            return list(self.fs.find(path))
+            found = list(self.fs.find(path))
         except FileNotFoundError:
             return []
+        for directory in {posixpath.dirname(p) for p in found} | {path}:
+            self.fs.invalidate_cache(directory)
+        return found
 
     def delete(self, path: str) -> None:
         try:
@@ -255,6 +263,7 @@ class FsspecStore(Store):
             pass
 
     def size(self, path: str) -> int:
+        self.fs.invalidate_cache(path)
         return int(self.fs.size(path))
 
     def modified(self, path: str) -> float:

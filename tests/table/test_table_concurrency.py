@@ -36,11 +36,11 @@ def _rows(ids: list[int]) -> pa.Table:
     )
 
 
-def _append_many(uri: str, worker: int) -> dict[str, float]:
+def _append_many(uri: str, worker: int, commits: int = COMMITS) -> dict[str, float]:
     attempts = 0
     started = time.perf_counter()
-    for commit in range(COMMITS):
-        base = (worker * COMMITS + commit) * ROWS_PER_COMMIT
+    for commit in range(commits):
+        base = (worker * commits + commit) * ROWS_PER_COMMIT
         ds = ft.write_dataset(_rows(list(range(base, base + ROWS_PER_COMMIT))), uri, mode="append")
         assert ds.last_commit is not None
         attempts += ds.last_commit.attempts
