@@ -10,6 +10,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 import pytest
+import s3fs
 from botocore.exceptions import ClientError
 
 import fermion
@@ -217,3 +218,26 @@ def test_fsspec_source_read_ranges_on_s3_matches_local_bytes(
     assert fs.bytes_read == source.stats.bytes_read == 25 + 100 + 2_400
     with pytest.raises(fermion.TruncatedFileError):
         source.read_ranges([(0, 10), (len(data) - 5, 10)], max_gap=0)
+
+
+def test_endpoint_from_client_kwargs_or_environment_reaches_the_server(
+    s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in s3_server.env():
+        monkeypatch.delenv(name, raising=False)
+    bucket = s3_server.create_bucket()
+    options = s3_server.storage_options()
+    endpoint = options.pop("endpoint_url")
+    options["client_kwargs"] = {**options["client_kwargs"], "endpoint_url": endpoint}
+    fs = s3fs.S3FileSystem(**options, skip_instance_cache=True)
+    ds = fermion.write_dataset(pa.table({"x": [1, 2]}), (fs, f"{bucket}/t"))
+    assert isinstance(ds.storage.store, S3Store) and ds.uri == f"s3://{bucket}/t"
+    # the same table by URL, endpoint and credentials from boto's environment variables
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    fermion.write_dataset(pa.table({"x": [3]}), f"s3://{bucket}/t", mode="append")
+    assert sorted(fermion.dataset((fs, f"{bucket}/t")).to_table().column("x").to_pylist()) == [
+        1,
+        2,
+        3,
+    ]
