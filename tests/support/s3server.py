@@ -126,7 +126,14 @@ def start_s3_server(*, port: int | None = None, timeout: float = START_TIMEOUT) 
     """
     port = port or free_port()
     process = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "--port", str(port)],
+        [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--port",
+            str(port),
+            "--parent",
+            str(os.getpid()),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -165,8 +172,24 @@ def patched_environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _serve(port: int) -> None:
-    """Serve moto's S3 API on 127.0.0.1:port, one request at a time, until terminated."""
+def _exit_with(parent: int) -> None:
+    """Exit once ``parent`` is gone (a test run killed without stopping its server)."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            time.sleep(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _serve(port: int, parent: int | None = None) -> None:
+    """Serve moto's S3 API on 127.0.0.1:port, one request at a time, until terminated (or
+    until the process ``parent`` exits)."""
     import signal
 
     from moto.moto_server.werkzeug_app import (
@@ -177,6 +200,8 @@ def _serve(port: int) -> None:
     from werkzeug.serving import run_simple
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if parent:
+        _exit_with(parent)
     os.environ.setdefault("MOTO_PORT", str(port))
     app = DomainDispatcherApplication(create_backend_app)
     run_simple(HOST, port, app, threaded=False, request_handler=MotoRequestHandler)
@@ -185,4 +210,6 @@ def _serve(port: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
-    _serve(parser.parse_args().port)
+    parser.add_argument("--parent", type=int, help="exit when this process is gone")
+    args = parser.parse_args()
+    _serve(args.port, args.parent)
