@@ -326,6 +326,11 @@ class S3Store(FsspecStore):
 
     supports_put_if_absent = True
 
+    def read(self, path: str) -> bytes:
+        """One ``GetObject`` (s3fs would first ask the size to split big objects into
+        concurrent ranged GETs: a request too many for manifests and transactions)."""
+        return bytes(self.fs.cat_file(path, max_concurrency=1))
+
     def put_if_absent(self, path: str, data: bytes) -> None:
         """One ``PutObject`` with ``If-None-Match: *``.
 
