@@ -10,9 +10,9 @@ A :class:`Store` owns a few primitives on the absolute paths of one backend: ``r
   exclusive create under one process-wide lock, atomic for everyone who sees the store.
 * :class:`S3Store` — S3 and S3-compatible servers through ``s3fs``. Put-if-absent is one
   conditional ``PutObject`` (``If-None-Match: *``): the server creates the object only if
-  the key is free, and answers 412 ``PreconditionFailed`` (or 409
-  ``ConditionalRequestConflict`` while another conditional write to the key is in flight)
-  when it is taken.
+  the key is free, and answers 412 ``PreconditionFailed`` when it is taken (a 409
+  ``ConditionalRequestConflict``, another conditional write to the key in flight, is
+  retried until it turns into a 412 or a success).
 * :class:`FsspecStore` — any other fsspec filesystem (GCS, Azure, HDFS, ...). It has no
   atomic put-if-absent (fsspec's ``pipe_file(mode="create")`` is check-then-write on most
   backends), so :attr:`~Store.supports_put_if_absent` is False and callers commit through
@@ -41,9 +41,11 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import threading
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -58,8 +60,10 @@ from fermion.io.source import resolve
 
 __all__ = ["FsspecStore", "LocalStore", "MemoryStore", "S3Store", "Store", "open_store"]
 
-#: S3 error codes that mean "the key is taken" for a conditional create.
-S3_TAKEN_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict", "412", "409"})
+#: Retries of a conditional PutObject answered 409 ``ConditionalRequestConflict``.
+S3_CONFLICT_RETRIES = 4
+#: First backoff (seconds) before such a retry; doubles per retry.
+S3_CONFLICT_BACKOFF = 0.05
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -334,34 +338,53 @@ class S3Store(FsspecStore):
     def put_if_absent(self, path: str, data: bytes) -> None:
         """One ``PutObject`` with ``If-None-Match: *``.
 
-        A request retried by the client after a lost response may find its own object and
-        report ``FileExistsError``: the commit loop then recognises its transaction in the
-        version it meant to write (:mod:`fermion.table.commit`).
+        412 ``PreconditionFailed``: the key is taken. 409 ``ConditionalRequestConflict``:
+        another conditional write to the key was in flight, with an outcome this request
+        cannot know; S3 asks for a retry, which then gets 412 (the other write landed) or
+        creates the key. A request retried by the client after a lost response may find its
+        own object and report ``FileExistsError``: the commit loop then recognises its
+        transaction in the version it meant to write (:mod:`fermion.table.commit`).
 
         Raises:
-            FileExistsError: The key exists (412), or a concurrent conditional write to it
-                is in flight (409).
+            FileExistsError: The key exists.
+            OSError: Any other failure (the outcome is unknown), including a key still in
+                conflict after :data:`S3_CONFLICT_RETRIES` retries.
         """
         bucket, key, _ = self.fs.split_path(path)
+        request = {"Bucket": bucket, "Key": key, "Body": bytes(data), "IfNoneMatch": "*"}
         try:
-            self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=bytes(data), IfNoneMatch="*")
-        except Exception as exc:
-            if _s3_key_taken(exc):
-                raise FileExistsError(path) from None
-            raise
+            for attempt in range(S3_CONFLICT_RETRIES + 1):
+                try:
+                    self.fs.call_s3("put_object", **request)
+                    return
+                except Exception as exc:
+                    answer = _s3_conditional_answer(exc)
+                    if answer == "taken":
+                        raise FileExistsError(path) from None
+                    if answer != "conflict":
+                        raise
+                time.sleep(S3_CONFLICT_BACKOFF * 2**attempt)
+            raise OSError(
+                errno.EBUSY, f"{path}: conditional writes kept conflicting (409); outcome unknown"
+            )
         finally:
             self.fs.invalidate_cache(path)
 
 
-def _s3_key_taken(exc: BaseException) -> bool:
-    """Whether an s3fs/botocore error says a conditional create found the key taken."""
+def _s3_conditional_answer(exc: BaseException) -> str:
+    """``"taken"`` (412), ``"conflict"`` (409) or ``"other"`` for an s3fs/botocore error of
+    a conditional create."""
     for error in (exc, exc.__cause__):
         response = getattr(error, "response", None)
         if isinstance(response, dict):
             code = str(response.get("Error", {}).get("Code", ""))
             status = str(response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-            return code in S3_TAKEN_CODES or status in {"409", "412"}
-    return isinstance(exc, FileExistsError)
+            if code == "PreconditionFailed" or status == "412":
+                return "taken"
+            if code == "ConditionalRequestConflict" or status == "409":
+                return "conflict"
+            return "other"
+    return "taken" if isinstance(exc, FileExistsError) else "other"
 
 
 def _is_s3(fs: Any) -> bool:

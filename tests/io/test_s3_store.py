@@ -15,7 +15,8 @@ from botocore.exceptions import ClientError
 
 import fermion
 from fermion.io import FsspecStore, LocalStore, MemoryStore, S3Store, open_source, open_store
-from fermion.io.store import S3_TAKEN_CODES
+from fermion.io import store as store_module
+from fermion.io.store import S3_CONFLICT_RETRIES
 from tests.support.s3count import CountingS3FileSystem
 from tests.support.s3server import S3Server
 
@@ -124,24 +125,39 @@ def _client_error(code: str, status: int) -> ClientError:
     return ClientError(response, "PutObject")  # type: ignore[arg-type]
 
 
-def test_conflict_answers_map_to_file_exists_and_other_errors_pass_through(
+def test_conflict_answers_are_retried_then_taken_or_unknown(
     s3_env: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # moto never answers 409 ConditionalRequestConflict (S3 does while another conditional
-    # write to the key is in flight), so this error is built by hand and raised by a
-    # stand-in for the client call
+    # write to the key is in flight), so these answers are built by hand and raised by a
+    # stand-in for the client call; the real 412 is tested above against the server
     store, root = _store(s3_env, s3_bucket)
-    assert {"PreconditionFailed", "ConditionalRequestConflict"} <= S3_TAKEN_CODES
-    errors = [_client_error("ConditionalRequestConflict", 409), _client_error("AccessDenied", 403)]
+    path = store.join(root, "x")
+    monkeypatch.setattr(store_module, "S3_CONFLICT_BACKOFF", 0.0)
+    answers: list[ClientError | None] = []
+    calls: list[str] = []
 
-    def failing_call(method: str, **kwargs: object) -> None:
-        raise errors.pop(0)
+    def scripted_call(method: str, **kwargs: object) -> None:
+        calls.append(method)
+        answer = answers.pop(0)
+        if answer is not None:
+            raise answer
 
-    monkeypatch.setattr(store.fs, "call_s3", failing_call)
-    with pytest.raises(FileExistsError):
-        store.put_if_absent(store.join(root, "x"), b"x")
+    monkeypatch.setattr(store.fs, "call_s3", scripted_call)
+    answers[:] = [_client_error("ConditionalRequestConflict", 409), None]
+    store.put_if_absent(path, b"x")  # the other write failed: the retry creates the key
+    assert calls == ["put_object", "put_object"]
+    answers[:] = [_client_error("ConditionalRequestConflict", 409)] * 2
+    answers.append(_client_error("PreconditionFailed", 412))
+    with pytest.raises(FileExistsError):  # the other write landed
+        store.put_if_absent(path, b"x")
+    answers[:] = [_client_error("ConditionalRequestConflict", 409)] * (S3_CONFLICT_RETRIES + 1)
+    with pytest.raises(OSError, match="outcome unknown") as unknown:
+        store.put_if_absent(path, b"x")
+    assert not isinstance(unknown.value, FileExistsError) and answers == []
+    answers[:] = [_client_error("AccessDenied", 403)]
     with pytest.raises(ClientError, match="AccessDenied"):
-        store.put_if_absent(store.join(root, "x"), b"x")
+        store.put_if_absent(path, b"x")
 
 
 def test_put_into_a_missing_bucket_is_not_reported_as_taken(s3_env: S3Server) -> None:
