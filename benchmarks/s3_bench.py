@@ -10,7 +10,8 @@ measurement and stops it; ``python -m benchmarks.s3_bench`` prints them. Measure
   ``_versions/``, read the manifest) and prune fragments by their statistics, no data read
   (median ms), local disk vs S3;
 * the bytes and GET requests of a selective scan on S3 (counted on the wire by
-  :class:`tests.support.s3count.CountingS3FileSystem`) next to the table's size.
+  :class:`tests.support.s3count.CountingS3FileSystem`) next to the size of the manifest
+  (read whole) and of the table.
 
 moto answers every request from memory in one Python process, one at a time: its latency
 is not S3's (no network, no disk), so the S3 rows show request counts and the cost of the
@@ -133,6 +134,7 @@ def measure(server: S3Server, *, fragments: int, commits: int) -> list[dict[str,
                 "bytes_read": fs.bytes_read,
                 "get_requests": fs.counts["get_object"],
                 "all_requests": sum(fs.counts.values()),
+                "manifest_bytes": fs.size(f"{bucket}/wide/_versions/1.manifest"),
                 "table_bytes": table_bytes,
                 "load_1min": _load(),
             }
