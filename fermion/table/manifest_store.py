@@ -11,7 +11,8 @@ behind.
 
 Commit (see :func:`commit_external`), for version ``v``:
 
-1. write the manifest to a staging path ``_versions/{v}.manifest-{uuid}``;
+1. write the manifest to a staging path ``_versions/{v}.manifest-{uuid}`` and sync it and
+   its directory (:meth:`~fermion.io.store.Store.sync_directory`; a no-op on object stores);
 2. ``store.put_if_absent(base, v, staging)`` — the commit point; ``FileExistsError`` means
    another writer owns ``v``;
 3. copy the staging file to ``_versions/{v}.manifest``;
@@ -36,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import uuid
@@ -43,6 +45,7 @@ from abc import ABC, abstractmethod
 from contextlib import closing
 
 from fermion.errors import DatasetError
+from fermion.io import failpoints
 from fermion.io.store import Store
 
 __all__ = [
@@ -181,7 +184,9 @@ def commit_external(
     """
     staging = f"{final_path}-{uuid.uuid4().hex}"
     files.write(staging, data)
+    files.sync_directory(os.path.dirname(staging))  # durable before the store names it
     store.put_if_absent(base_uri, version, staging)  # the commit point
+    failpoints.hit("external_after_insert", staging)
     finalise(files, staging, final_path)
     store.put(base_uri, version, final_path)
 

