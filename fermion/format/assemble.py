@@ -277,7 +277,7 @@ def _buf(x: object | None) -> pa.Buffer | None:
 
 
 def _finish(node: Node, storage: pa.Array, t: pa.DataType) -> pa.Array:
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         if is_view(t.storage_type):
             storage = storage.cast(t.storage_type)
         return pa.ExtensionArray.from_storage(t, storage)
@@ -346,7 +346,7 @@ def _dictionary_length(ctx: StripeContext, node: Node) -> int:
 def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
     """Materialise ``n`` values of ``node`` (whole stripe) from decoded pages."""
     t = pruned_type(node, ctx.selected)
-    storage_t = t.storage_type if isinstance(t, pa.ExtensionType) else t
+    storage_t = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
     kind = node.kind
     if kind == Kind.NULL:
         return _finish(node, pa.nulls(n), t)
