@@ -20,8 +20,10 @@ An armed point may carry a ``match``: it then acts only when the ``detail`` the 
 Points (:data:`POINTS`): ``after_data_write``, ``after_txn_write``, ``before_manifest_put``,
 ``after_manifest_put`` (table commit); ``partial_write`` (half of a data, deletion,
 transaction or staged manifest file written); ``before_link`` (put-if-absent: the temp file
-is written and synced, the final name not linked yet); ``external_after_insert`` (external
-manifest store: the version is inserted, the staged manifest not copied yet). Unarmed (the
+is written and synced, the final name not linked yet); and inside a commit through an
+external manifest store (:data:`EXTERNAL_POINTS`) ``after_manifest_staged``,
+``after_store_insert`` (the version is inserted, the staged manifest not copied yet) and
+``after_manifest_copy``. Unarmed (the
 default), :func:`hit` costs one truth test of an empty dict.
 
 Example:
@@ -46,6 +48,7 @@ __all__ = [
     "ENABLE_TOKEN",
     "ENABLE_VAR",
     "ENV_VAR",
+    "EXTERNAL_POINTS",
     "POINTS",
     "arm",
     "armed",
@@ -57,6 +60,7 @@ __all__ = [
 ENV_VAR = "FERMION_TABLE_FAILPOINT"
 ENABLE_VAR = "FERMION_FAILPOINTS_ENABLE"
 ENABLE_TOKEN = "test-harness-only"
+EXTERNAL_POINTS = ("after_manifest_staged", "after_store_insert", "after_manifest_copy")
 POINTS = (
     "after_data_write",
     "after_txn_write",
@@ -64,7 +68,7 @@ POINTS = (
     "after_manifest_put",
     "partial_write",
     "before_link",
-    "external_after_insert",
+    *EXTERNAL_POINTS,
 )
 ACTIONS = ("kill", "raise")
 
