@@ -30,20 +30,35 @@ def _run(uri: str, extra_env: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
-@pytest.mark.parametrize(
-    "extra_env",
-    [
-        {failpoints.ENV_VAR: "after_data_write:kill"},  # a stray variable alone
-        {failpoints.ENV_VAR: "before_manifest_put:kill", failpoints.ENABLE_VAR: "1"},
-        {failpoints.ENV_VAR: "before_manifest_put:kill", failpoints.ENABLE_VAR: "yes"},
-        {failpoints.ENABLE_VAR: failpoints.ENABLE_TOKEN},  # the opt-in without a point
-        {failpoints.ENV_VAR: "no_such_point:kill", failpoints.ENABLE_VAR: failpoints.ENABLE_TOKEN},
-    ],
-)
-def test_stray_environment_does_nothing(tmp_path: Path, extra_env: dict[str, str]) -> None:
+STRAY = [
+    {failpoints.ENV_VAR: "after_data_write:kill"},  # a stray variable alone
+    {failpoints.ENV_VAR: "before_manifest_put:kill", failpoints.ENABLE_VAR: "1"},
+    {failpoints.ENV_VAR: "before_manifest_put:kill", failpoints.ENABLE_VAR: "yes"},
+    {failpoints.ENABLE_VAR: failpoints.ENABLE_TOKEN},  # the opt-in without a point
+    {failpoints.ENV_VAR: "no_such_point:kill", failpoints.ENABLE_VAR: failpoints.ENABLE_TOKEN},
+]
+
+
+@pytest.mark.parametrize("extra_env", STRAY)
+def test_stray_environment_arms_nothing(
+    monkeypatch: pytest.MonkeyPatch, extra_env: dict[str, str]
+) -> None:
+    """What the module reads at import, run again in this process under each environment."""
+    for name in (failpoints.ENV_VAR, failpoints.ENABLE_VAR):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in extra_env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        failpoints._arm_from_environment()
+        assert not [p for p in failpoints.POINTS if failpoints.armed(p)]
+    finally:
+        failpoints.disarm()
+
+
+def test_a_stray_variable_does_nothing_in_a_real_writer(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     ft.write_dataset(pa.table({"x": [1, 2]}), uri)
-    proc = _run(uri, extra_env)
+    proc = _run(uri, {failpoints.ENV_VAR: "before_manifest_put:kill"})
     assert proc.returncode == 0 and proc.stdout.strip() == "committed", proc.stderr
     assert ft.dataset(uri).to_table()["x"].to_pylist() == [1, 2, 4]
 
