@@ -367,3 +367,30 @@ def test_console_script(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert_one_error_line(done.stderr)
+
+
+def test_internal_error_is_one_line_unless_debug(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    sample: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception outside FermionError/OSError is a bug. No known input raises one any
+    more, so the converter is replaced by one that fails (the only stand-in in this file)."""
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(app, "fermion_to_parquet", broken)
+    monkeypatch.delenv(app.DEBUG_ENV_VAR, raising=False)
+    code, _, err = run(capsys, "convert", str(sample), str(tmp_path / "o.parquet"))
+    assert code == 3
+    assert_one_error_line(err)
+    assert "internal error: RuntimeError: boom" in err and "--debug" in err
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["--debug", "convert", str(sample), str(tmp_path / "o.parquet")])
+    monkeypatch.setenv(app.DEBUG_ENV_VAR, "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["convert", str(sample), str(tmp_path / "o.parquet")])
+    monkeypatch.setenv(app.DEBUG_ENV_VAR, "0")
+    assert main(["convert", str(sample), str(tmp_path / "o.parquet")]) == 3

@@ -10,7 +10,8 @@ Bad inputs tried, and what each now does:
 - ``write_table`` to a directory, below a plain file, into a missing folder:
   ``InvalidArgumentError``, ``InvalidArgumentError``, ``SourceNotFoundError``.
 - ``cleanup_old_versions(older_than=-1)``, ``older_than=timedelta(days=-1)``,
-  ``orphan_older_than=timedelta(seconds=-1)``: ``InvalidArgumentError``, nothing removed.
+  ``orphan_older_than=timedelta(seconds=-1)``, a ``datetime`` cutoff in the future (aware or
+  naive, for either age): ``InvalidArgumentError``, nothing removed.
 - a file cut right after its header (and at 100 bytes, half way, one byte short of the
   end): ``TruncatedFileError`` (was "bad footer magic"); junk bytes stay
   ``InvalidFileError`` "not a Fermion file".
@@ -62,7 +63,7 @@ from __future__ import annotations
 
 import io
 import struct
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,9 @@ def test_write_table_into_a_missing_folder(tmp_path: Path) -> None:
         (-1, None, "not int"),
         (timedelta(days=-1), None, "must not be negative"),
         (timedelta(0), timedelta(seconds=-1), "must not be negative"),
+        (datetime.now(UTC) + timedelta(hours=1), None, "in the future"),
+        (timedelta(0), datetime.now(UTC) + timedelta(days=3), "in the future"),
+        (datetime.now() + timedelta(hours=1), None, "in the future"),  # naive: local time
     ],
 )
 def test_cleanup_refuses_bad_ages(

@@ -12,7 +12,9 @@ Expected failures print one line ``fermion: error: ...`` on stderr and exit with
 usage or 1 for a Fermion error (bad file, missing column, ...) or an OS error (permission,
 full disk, ...); no traceback. Where the user went the wrong way the line says which command
 fits (a table directory given to ``cat`` -> ``fermion show``, a Parquet file ->
-``fermion convert``). Every command sets ``handler=<callable(args: argparse.Namespace) ->
+``fermion convert``). Any other exception is a bug: one line ``fermion: error: internal
+error: ...`` and exit code 3; ``fermion --debug ...`` (or ``FERMION_DEBUG=1``) shows the
+full traceback instead. Every command sets ``handler=<callable(args: argparse.Namespace) ->
 int>`` with ``set_defaults``.
 
 Example:
@@ -42,6 +44,8 @@ PROG = "fermion"
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+DEBUG_ENV_VAR = "FERMION_DEBUG"
 
 PARQUET_SUFFIXES = (".parquet", ".parq")
 FERMION_SUFFIXES = (".fermion",)
@@ -243,6 +247,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, description="Inspect, convert and print Fermion files; inspect tables."
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help=f"show the full traceback of an internal error (or set {DEBUG_ENV_VAR}=1)",
+    )
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
@@ -283,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: arguments without the program name (``sys.argv[1:]`` when ``None``).
 
     Returns:
-        0 on success, 1 on a Fermion error (bad file, missing column...), 2 on bad usage.
+        0 on success, 1 on a Fermion error (bad file, missing column...), 2 on bad usage,
+        3 on an internal error (a bug; ``--debug`` re-raises it with its traceback).
 
     Example:
         >>> main(["cat"])
@@ -309,6 +319,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except OSError as exc:  # permissions, a full disk, a network store going away, ...
         return _fail(_one_line(exc), EXIT_ERROR)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line unless asked for the traceback
+        if args.debug or os.environ.get(DEBUG_ENV_VAR, "") not in ("", "0"):
+            raise
+        return _fail(
+            f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+            f"(rerun with --debug or {DEBUG_ENV_VAR}=1 for the traceback)",
+            EXIT_INTERNAL,
+        )
 
 
 def _one_line(exc: BaseException) -> str:

@@ -277,7 +277,7 @@ def _buf(x: object | None) -> pa.Buffer | None:
 
 
 def _finish(node: Node, storage: pa.Array, t: pa.DataType) -> pa.Array:
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         if is_view(t.storage_type):
             storage = storage.cast(t.storage_type)
         return pa.ExtensionArray.from_storage(t, storage)
@@ -346,7 +346,7 @@ def _dictionary_length(ctx: StripeContext, node: Node) -> int:
 def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
     """Materialise ``n`` values of ``node`` (whole stripe) from decoded pages."""
     t = pruned_type(node, ctx.selected)
-    storage_t = t.storage_type if isinstance(t, pa.ExtensionType) else t
+    storage_t = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
     kind = node.kind
     if kind == Kind.NULL:
         return _finish(node, pa.nulls(n), t)
@@ -385,8 +385,45 @@ def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
             for c in node.children
             if ctx.selected is None or c.index in ctx.selected
         ]
-        return _finish(node, _from_buffers(ctx, storage_t, n, [validity], nulls, children), t)
+        arr = _from_buffers(ctx, storage_t, n, [validity], nulls, children)
+        if nulls and any(c.null_count for c in children):
+            arr = _non_nullable_children_valid(ctx, arr, storage_t, validity, nulls)
+        return _finish(node, arr, t)
     raise ctx.fail(f"unknown node kind {kind}")
+
+
+def _non_nullable_children_valid(
+    ctx: StripeContext, arr: pa.StructArray, t: pa.DataType, validity: object, nulls: int
+) -> pa.StructArray:
+    """A non-nullable child holding nulls only under null parents (as some Parquet writers
+    leave it) gets no validity: the slots under null parents read as the default value (0,
+    "", an empty list), so the array is valid and writes back to Parquet. A null under a
+    valid parent is left alone (the data breaks its own schema)."""
+    parent_valid = arr.is_valid()
+    children = []
+    for i in range(t.num_fields):
+        child = arr.field(i)
+        if not t.field(i).nullable and child.null_count:
+            exposed = pc.any(pc.and_(child.is_null(), parent_valid)).as_py()
+            if not exposed:
+                child = _without_validity(child)
+        children.append(child)
+    return _from_buffers(ctx, t, len(arr), [validity], nulls, children)
+
+
+def _without_validity(child: pa.Array) -> pa.Array:
+    """``child`` with its validity bitmap dropped (top level only; built at offset 0)."""
+    t = child.type
+    own = child.buffers()[: t.num_buffers]
+    if pa.types.is_struct(t):
+        grandchildren = [child.field(j) for j in range(t.num_fields)]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        grandchildren = [child.values]
+    elif t.num_fields:
+        return child  # maps, unions, ...: left as they are
+    else:
+        grandchildren = None
+    return pa.Array.from_buffers(t, len(child), [None, *own[1:]], 0, children=grandchildren)
 
 
 def _rows_validity(

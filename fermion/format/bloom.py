@@ -43,7 +43,7 @@ def bloom_supported(t: pa.DataType) -> bool:
     """Whether columns of type ``t`` can carry bloom filters."""
     import pyarrow.types as pat
 
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         return False
     return int_domain(t) is not None or any(
         f(t)

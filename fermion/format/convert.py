@@ -309,6 +309,8 @@ def parquet_to_fermion(
         schema = pf.schema_arrow
         try:
             writer = FileWriter(destination.writer_target(), schema, **write_options)
+        except UnsupportedTypeError:
+            raise  # a column of a type the format cannot store: named in the message
         except TypeError as exc:
             raise InvalidArgumentError(f"bad write option: {exc}") from exc
         except OSError as exc:

@@ -141,7 +141,7 @@ def _unpack(buf: memoryview | bytes, offset: int, bits: int, count: int, where: 
 
 def int_domain(t: pa.DataType) -> tuple[int, bool] | None:
     """(bytes per value, signed) when values of ``t`` can use the integer codec."""
-    if pat.is_boolean(t) or isinstance(t, pa.ExtensionType):
+    if pat.is_boolean(t) or isinstance(t, pa.BaseExtensionType):
         return None
     if pat.is_integer(t):
         return t.bit_width // 8, pat.is_signed_integer(t)

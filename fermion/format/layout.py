@@ -112,7 +112,7 @@ class Node:
         BOOL, FIXED or BINARY, not an extension type. Other columns are read stripe by
         stripe whole."""
         return self.kind in (Kind.FIXED, Kind.BOOL, Kind.BINARY) and not isinstance(
-            self.type, pa.ExtensionType
+            self.type, pa.BaseExtensionType
         )
 
 
@@ -148,7 +148,7 @@ def without_views(t: pa.DataType) -> pa.DataType:
 
 def storage_type(t: pa.DataType) -> pa.DataType:
     """The physical type of ``t`` (extension types unwrapped)."""
-    while isinstance(t, pa.ExtensionType):
+    while isinstance(t, pa.BaseExtensionType):
         t = t.storage_type
     return t
 

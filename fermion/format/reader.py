@@ -144,7 +144,7 @@ class FileReader:
             raise ColumnNotFoundError(f"read_dictionary: no column {missing[0]!r} in the file")
         for info in index.columns([c for c in found if c is not None]):
             tree = self.file_meta.tree(info)
-            if tree.kind != Kind.BINARY or isinstance(tree.type, pa.ExtensionType):
+            if tree.kind != Kind.BINARY or isinstance(tree.type, pa.BaseExtensionType):
                 raise InvalidArgumentError(
                     f"read_dictionary: column {info.field.name!r} is {tree.type}, "
                     "not a string or binary column"

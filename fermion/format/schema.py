@@ -127,7 +127,7 @@ def build_schema_area(
     first = 0
     for i, fld in enumerate(schema):
         name = fld.name.encode()
-        flat = not fld.metadata and not isinstance(fld.type, pa.ExtensionType)  # may not hash
+        flat = not fld.metadata and not isinstance(fld.type, pa.BaseExtensionType)  # may not hash
         code = _PRIMITIVES.get(fld.type, PrimitiveCode.IPC) if flat else PrimitiveCode.IPC
         blob = b"" if code else pa.schema([fld]).serialize().to_pybytes()
         count = node_counts[i]

@@ -255,7 +255,7 @@ def shred_column(
     enc = _Encoder(
         opts,
         encode,
-        blocks=point_readable and not isinstance(node.type, pa.ExtensionType),
+        blocks=point_readable and not isinstance(node.type, pa.BaseExtensionType),
         page_size=page_size,
     )
     out: list[StreamChunk] = []

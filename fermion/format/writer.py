@@ -100,6 +100,16 @@ class _ColumnRecord:
         self.counted_nodes = {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
 
 
+def _tree_of(f: pa.Field, bloom: bool) -> Node:
+    """``build_tree``, its ``UnsupportedTypeError`` naming the column."""
+    try:
+        return build_tree(f, bloom=bloom)
+    except UnsupportedTypeError as exc:
+        if repr(f.name) in str(exc):
+            raise
+        raise UnsupportedTypeError(f"column {f.name!r}: {exc}") from None
+
+
 class FileWriter:
     """Write one Fermion file from Arrow tables or record batches.
 
@@ -133,7 +143,7 @@ class FileWriter:
         if unknown:
             raise InvalidArgumentError(f"bloom_filter_columns not in the schema: {sorted(unknown)}")
         # raises UnsupportedTypeError early, also for bloom filters on unsupported columns
-        self._trees = [build_tree(f, bloom=f.name in blooms) for f in schema]
+        self._trees = [_tree_of(f, f.name in blooms) for f in schema]
         for f in schema:
             if f.name in blooms and not bloom_supported(f.type):
                 raise UnsupportedTypeError(f"no bloom filters for {f.name!r} of type {f.type}")

@@ -8,6 +8,11 @@ taken. The temp file is always unlinked afterwards; there is no check-then-write
 :class:`fermion.io.store.LocalStore` uses it; the other backends are in
 :mod:`fermion.io.store`.
 
+Durability: :func:`write_file_durable` writes and fsyncs a plain file, :func:`fsync_file`
+fsyncs one written by other means, :func:`fsync_directory` makes the names in a directory
+durable (POSIX: a new file's directory entry survives a power loss only once its directory
+was fsynced). The table layer calls them through :class:`fermion.io.store.Store`.
+
 Temp files are named ``.{name}.{uuid}.tmp`` (see :func:`is_temp_name`), so maintenance can
 recognise the leftovers of a writer killed between its write and its unlink.
 
@@ -29,7 +34,16 @@ from __future__ import annotations
 import os
 import uuid
 
-__all__ = ["TEMP_SUFFIX", "is_temp_name", "put_if_absent_local"]
+from fermion.io import failpoints
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "fsync_directory",
+    "fsync_file",
+    "is_temp_name",
+    "put_if_absent_local",
+    "write_file_durable",
+]
 
 TEMP_SUFFIX = ".tmp"
 
@@ -56,20 +70,69 @@ def put_if_absent_local(path: str, data: bytes) -> None:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_all(fd, data, temp)
             os.fsync(fd)
         finally:
             os.close(fd)
+        failpoints.hit("before_link", path)
         os.link(temp, path)  # atomic; raises FileExistsError if the name is taken
-        _fsync_directory(directory)
+        fsync_directory(directory)
     finally:
         os.unlink(temp)
 
 
-def _fsync_directory(directory: str) -> None:
+def _write_all(fd: int, data: bytes, detail: str) -> None:
+    def write(view: memoryview) -> None:
+        while view:
+            view = view[os.write(fd, view) :]
+
+    failpoints.split_write(write, data, detail)
+
+
+def write_file_durable(path: str, data: bytes) -> None:
+    """Create or replace the local file ``path`` with ``data`` and fsync it (not its
+    directory: see :func:`fsync_directory`).
+
+    Example:
+        >>> import os, tempfile, pathlib
+        >>> path = os.path.join(tempfile.mkdtemp(), "a.txn")
+        >>> write_file_durable(path, b"abc")
+        >>> pathlib.Path(path).read_bytes()
+        b'abc'
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data, path)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str) -> None:
+    """Flush a written local file's data to the disk (one ``fsync``).
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "d.bin")
+        >>> with open(path, "wb") as f:
+        ...     _ = f.write(b"x")
+        >>> fsync_file(path)
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(directory: str) -> None:
+    """Make the entries of a local directory durable (best effort where a platform cannot
+    open or fsync a directory).
+
+    Example:
+        >>> import tempfile
+        >>> fsync_directory(tempfile.mkdtemp())
+    """
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # some platforms cannot open directories; durability is best effort

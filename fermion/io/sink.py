@@ -21,6 +21,7 @@ import os
 from typing import IO, Any
 
 from fermion.errors import InvalidArgumentError, SourceNotFoundError
+from fermion.io import failpoints
 from fermion.io.source import resolve
 
 __all__ = ["Sink", "open_sink", "DEFAULT_FLUSH_BYTES"]
@@ -58,7 +59,8 @@ class Sink:
     def flush(self) -> None:
         """Write what is queued in one call."""
         if self._pending:
-            self._handle.write(b"".join(self._pending))
+            data = b"".join(self._pending)
+            failpoints.split_write(self._handle.write, data, str(getattr(self._handle, "name", "")))
             self._pending.clear()
             self._pending_bytes = 0
 

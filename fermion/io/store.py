@@ -2,10 +2,13 @@
 
 A :class:`Store` owns a few primitives on the absolute paths of one backend: ``read``,
 ``write``, ``exists``, ``listdir``, ``walk``, ``delete``, ``size``, ``modified``, ``makedirs``,
-``copy`` and ``put_if_absent``. Four implementations:
+``copy`` and ``put_if_absent``, and two durability hooks, ``sync`` (a written file) and
+``sync_directory`` (the names in a directory). Four implementations:
 
 * :class:`LocalStore` — the local disk through ``os``. Put-if-absent writes a uniquely
   named temp file, fsyncs it and hard-links it to the final name (:mod:`fermion.io.atomic`).
+  ``write`` fsyncs the file, ``makedirs`` fsyncs the parent of every directory it creates,
+  ``sync`` and ``sync_directory`` are one ``fsync`` each.
 * :class:`MemoryStore` — fsspec's in-memory filesystem (``memory://``); put-if-absent is an
   exclusive create under one process-wide lock, atomic for everyone who sees the store.
 * :class:`S3Store` — S3 and S3-compatible servers through ``s3fs``. Put-if-absent is one
@@ -55,7 +58,12 @@ from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from fermion.errors import InvalidArgumentError
-from fermion.io.atomic import put_if_absent_local
+from fermion.io.atomic import (
+    fsync_directory,
+    fsync_file,
+    put_if_absent_local,
+    write_file_durable,
+)
 from fermion.io.source import resolve
 
 __all__ = ["FsspecStore", "LocalStore", "MemoryStore", "S3Store", "Store", "open_store"]
@@ -131,6 +139,15 @@ class Store(ABC):
         """Copy one object to another path (not atomic)."""
         self.write(destination, self.read(source))
 
+    def sync(self, path: str) -> None:  # noqa: B027 - an optional hook, a no-op by default
+        """Make a file written through :meth:`target` durable. A no-op here: object stores
+        make an object durable when its upload completes, and other fsspec filesystems
+        offer no way to ask."""
+
+    def sync_directory(self, path: str) -> None:  # noqa: B027 - an optional hook
+        """Make the names in a directory durable (a no-op where there are no directories
+        or no way to ask)."""
+
     def put_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError`` and change
         nothing. Readers never see a partial object.
@@ -168,8 +185,13 @@ class LocalStore(Store):
             return f.read()
 
     def write(self, path: str, data: bytes) -> None:
-        with open(path, "wb") as f:
-            f.write(data)
+        write_file_durable(path, data)  # the file is fsynced; its directory is not
+
+    def sync(self, path: str) -> None:
+        fsync_file(path)
+
+    def sync_directory(self, path: str) -> None:
+        fsync_directory(path)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -198,7 +220,19 @@ class LocalStore(Store):
         return os.stat(path).st_mtime
 
     def makedirs(self, path: str) -> None:
+        missing = []
+        current = os.path.abspath(path)
+        while not os.path.isdir(current):
+            missing.append(current)
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        if not missing:
+            return
         os.makedirs(path, exist_ok=True)
+        for created in reversed(missing):  # each new entry is durable in its parent
+            fsync_directory(os.path.dirname(created))
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         put_if_absent_local(path, data)

@@ -46,7 +46,7 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
 )
-from fermion.table import _failpoints
+from fermion.io import failpoints
 from fermion.table.codec import check_writer_flags, encode_manifest
 from fermion.table.conflicts import Verdict, check
 from fermion.table.operations import (
@@ -174,7 +174,7 @@ def commit_operation(
     txn_uuid = uuidlib.uuid4().hex
     my_uuids = {txn_uuid}
     txn_name = write_transaction(storage, operation_to_proto(op, read_version, txn_uuid, _now_us()))
-    _failpoints.hit("after_txn_write")
+    failpoints.hit("after_txn_write")
     checked = read_version
     base = read_manifest
     rebased = replanned = 0

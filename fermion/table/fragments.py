@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from fermion.errors import BatchModeError, InvalidArgumentError, SchemaMismatchError
 from fermion.format import FileWriter
-from fermion.table import _failpoints
+from fermion.io import failpoints
 from fermion.table._datafile import open_data_writer, write_data_file
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
@@ -132,7 +132,8 @@ def write_fragments(
         _check_batch_column(target, batch_id_column)
         conformed = (files.conform_batch(b) for b in batches if b.num_rows)
         _write_batches(files, _batch_runs(conformed, batch_id_column), max_rows_per_file)
-    _failpoints.hit("after_data_write")
+    storage.sync_directories()  # a worker's files are durable before it reports them
+    failpoints.hit("after_data_write")
     return files.fragments
 
 
@@ -172,6 +173,8 @@ class _FileMaker:
         self.describe(path, table)
 
     def describe(self, path: str, table: pa.Table) -> None:
+        """Sync the finished file ``path`` and add its fragment."""
+        self.storage.sync_file(path)
         fragment = pb.Fragment(physical_rows=table.num_rows)
         fragment.files.add(
             path=path,

@@ -68,8 +68,8 @@ def cleanup_old_versions(
 
     Raises:
         InvalidArgumentError: an age that is not a ``timedelta`` / ``datetime``, or a
-            negative ``timedelta`` (a cutoff in the future would remove a running writer's
-            files).
+            negative ``timedelta`` or a ``datetime`` in the future (a cutoff in the future
+            would remove a running writer's files).
     """
     for value in (older_than, orphan_older_than):
         if value is not None and not isinstance(value, timedelta | datetime):
@@ -79,6 +79,12 @@ def cleanup_old_versions(
         if isinstance(value, timedelta) and value < timedelta(0):
             raise InvalidArgumentError(f"ages must not be negative, got {value}")
     now = datetime.now(UTC)
+    for value in (older_than, orphan_older_than):
+        if isinstance(value, datetime) and value.timestamp() > now.timestamp():
+            raise InvalidArgumentError(
+                f"a cutoff in the future ({value.isoformat()}) would remove a running "
+                "writer's files; give a time in the past"
+            )
     cutoff = now - older_than if isinstance(older_than, timedelta) else older_than
     orphan = orphan_older_than if orphan_older_than is not None else older_than
     orphan_cutoff = (now - orphan if isinstance(orphan, timedelta) else orphan).timestamp()

@@ -11,7 +11,8 @@ behind.
 
 Commit (see :func:`commit_external`), for version ``v``:
 
-1. write the manifest to a staging path ``_versions/{v}.manifest-{uuid}``;
+1. write the manifest to a staging path ``_versions/{v}.manifest-{uuid}`` and sync it and
+   its directory (:meth:`~fermion.io.store.Store.sync_directory`; a no-op on object stores);
 2. ``store.put_if_absent(base, v, staging)`` — the commit point; ``FileExistsError`` means
    another writer owns ``v``;
 3. copy the staging file to ``_versions/{v}.manifest``;
@@ -54,8 +55,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from fermion.errors import DatasetError, InvalidArgumentError, ManifestStoreError
+from fermion.io import failpoints
 from fermion.io.store import Store
-from fermion.table import _failpoints
 
 if TYPE_CHECKING:
     import psycopg
@@ -476,11 +477,12 @@ def commit_external(
     """
     staging = f"{final_path}-{uuid.uuid4().hex}"
     files.write(staging, data)
-    _failpoints.hit("after_manifest_staged")
+    files.sync_directory(os.path.dirname(staging))  # durable before the store names it
+    failpoints.hit("after_manifest_staged", staging)
     store.put_if_absent(base_uri, version, staging)  # the commit point
-    _failpoints.hit("after_store_insert")
+    failpoints.hit("after_store_insert", staging)
     finalise(files, staging, final_path)
-    _failpoints.hit("after_manifest_copy")
+    failpoints.hit("after_manifest_copy", staging)
     store.put(base_uri, version, final_path)
 
 

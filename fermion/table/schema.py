@@ -56,7 +56,7 @@ def count_nodes(field: pa.Field) -> int:
         2
     """
     kind = field.type
-    if kind.num_fields == 0 and not isinstance(kind, pa.DictionaryType | pa.ExtensionType):
+    if kind.num_fields == 0 and not isinstance(kind, pa.DictionaryType | pa.BaseExtensionType):
         return 1  # the common flat case, without building the storage tree
     return sum(1 for _ in build_tree(field).walk())
 

@@ -14,6 +14,13 @@ fsspec filesystem). Manifests are committed with the store's put-if-absent or, f
 stores without a conditional put, through an external manifest store
 (:mod:`fermion.table.manifest_store`).
 
+Durability (docs/TABLE_FORMAT.md, "Durability"): :meth:`TableStorage.write_bytes` writes a
+synced file (on the local disk), :meth:`TableStorage.sync_file` syncs one written through
+:meth:`TableStorage.target`; both remember the file's directory, and
+:meth:`TableStorage.sync_directories` syncs each remembered directory once. The manifest put
+calls it first, so the files a manifest names and their directory entries are durable
+before the manifest is.
+
 Example:
     >>> import tempfile
     >>> st = TableStorage(tempfile.mkdtemp())
@@ -33,8 +40,8 @@ from typing import Any
 import fsspec
 
 from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.io import failpoints
 from fermion.io.store import FsspecStore, Store, open_store
-from fermion.table import _failpoints
 from fermion.table.manifest_store import (
     ManifestStore,
     commit_external,
@@ -91,6 +98,7 @@ class TableStorage:
                     "FERMION_MANIFEST_STORE"
                 )
         self._dirs_ready = False
+        self._unsynced_dirs: set[str] = set()  # directories with entries not yet synced
 
     def _is_a_file(self) -> DatasetError:
         """The error for a root that is a plain file (``NotADirectoryError`` underneath)."""
@@ -144,6 +152,19 @@ class TableStorage:
         """Write a uniquely named file (not atomic: only for names nobody else uses)."""
         self.ensure_directories()
         self.store.write(self.path(relative), data)
+        self._unsynced_dirs.add(relative.rpartition("/")[0])
+
+    def sync_file(self, relative: str) -> None:
+        """Make a file written through :meth:`target` durable (its directory entry follows
+        with :meth:`sync_directories`)."""
+        self.store.sync(self.path(relative))
+        self._unsynced_dirs.add(relative.rpartition("/")[0])
+
+    def sync_directories(self) -> None:
+        """Sync each directory that received a file since the last call, once."""
+        for relative in sorted(self._unsynced_dirs):
+            self.store.sync_directory(self.path(relative) if relative else self.root)
+        self._unsynced_dirs.clear()
 
     def create_bytes(self, relative: str, data: bytes) -> None:
         """Create a file that must not exist yet: atomic (put-if-absent) where the store has
@@ -218,12 +239,16 @@ class TableStorage:
             raise DatasetError(f"{self.uri}: version {version} does not exist") from None
 
     def put_manifest(self, version: int, data: bytes) -> None:
-        """Commit point: make ``data`` the manifest of ``version``, or ``FileExistsError``."""
+        """Commit point: make ``data`` the manifest of ``version``, or ``FileExistsError``.
+
+        First syncs the directories of the files written through this storage
+        (:meth:`sync_directories`); the put itself syncs the manifest and its directory."""
         self.ensure_directories()
-        _failpoints.hit("before_manifest_put")
+        self.sync_directories()  # what the manifest names is durable before the manifest
+        failpoints.hit("before_manifest_put")
         final = self.path(manifest_name(version))
         if self.manifest_store is None:
             self.store.put_if_absent(final, data)
         else:
             commit_external(self.manifest_store, self.store, self.uri, version, final, data)
-        _failpoints.hit("after_manifest_put")
+        failpoints.hit("after_manifest_put")

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import fermion
-from fermion.table import _failpoints
+from fermion.io import failpoints
 from tests.jobs.helpers import JOBS, ROOT, job_env, write_config
 
 INITIAL = 300
@@ -124,7 +124,8 @@ def test_killed_ingest_driver_leaves_a_committed_version_and_a_rerun_completes(
     config = write_config(tmp_path / "ingest.yaml", table=str(uri), source=str(sources[0]),
                           batch_id_column="b")  # fmt: skip
     env = job_env()
-    env[_failpoints.ENV_VAR] = f"{point}:kill"
+    env[failpoints.ENV_VAR] = f"{point}:kill"
+    env[failpoints.ENABLE_VAR] = failpoints.ENABLE_TOKEN  # the explicit opt-in of a test
     killed = subprocess.run(_job("ingest", config), cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=600)  # fmt: skip
     assert killed.returncode == -9, killed.stderr[-3000:]

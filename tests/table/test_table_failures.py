@@ -28,8 +28,8 @@ from fermion.errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from fermion.io import failpoints
 from fermion.io.atomic import is_temp_name
-from fermion.table import _failpoints
 from fermion.table.codec import encode_manifest
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.manifest_store import PostgresManifestStore, is_staging_path
@@ -58,9 +58,11 @@ def _run_writer(
     uri: str, failpoint: str | None, ms: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env.pop(_failpoints.ENV_VAR, None)
+    env.pop(failpoints.ENV_VAR, None)
+    env.pop(failpoints.ENABLE_VAR, None)
     if failpoint:
-        env[_failpoints.ENV_VAR] = failpoint
+        env[failpoints.ENV_VAR] = failpoint
+        env[failpoints.ENABLE_VAR] = failpoints.ENABLE_TOKEN  # the test's explicit opt-in
     args = [sys.executable, "-c", WRITER, uri, *([ms] if ms else [])]
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
 
@@ -87,10 +89,11 @@ EXTERNAL_KILL_POINTS = [
 
 
 def test_every_failpoint_is_exercised() -> None:
-    assert [point for point, _ in KILL_POINTS] == list(_failpoints.POINTS)
+    commit_points = failpoints.POINTS[:4]  # the rest: tests/table/test_kill_points.py
+    assert [point for point, _ in KILL_POINTS] == list(commit_points)
     assert {point for point, _, _ in EXTERNAL_KILL_POINTS} == {
-        *_failpoints.POINTS,
-        *_failpoints.EXTERNAL_POINTS,
+        *commit_points,
+        *failpoints.EXTERNAL_POINTS,
     }
 
 
@@ -156,12 +159,14 @@ def test_writer_killed_in_an_external_store_commit_is_repaired_by_readers(
 
 
 def test_commit_that_landed_but_reported_an_error_is_recognised(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     uri = _table(tmp_path)
-    monkeypatch.setenv(_failpoints.ENV_VAR, "after_manifest_put:raise")
-    monkeypatch.setattr(_failpoints, "_fired", set())
-    ds = ft.write_dataset(pa.table({"x": pa.array([7], pa.int64())}), uri, mode="append")
+    failpoints.arm("after_manifest_put", "raise")
+    try:
+        ds = ft.write_dataset(pa.table({"x": pa.array([7], pa.int64())}), uri, mode="append")
+    finally:
+        failpoints.disarm()
     assert ds.last_commit is not None and ds.last_commit.recognised
     assert ds.last_commit.attempts == 2
     assert ds.storage.versions() == [1, 2]  # committed exactly once

@@ -191,6 +191,7 @@ def execute_delete(task: DeleteTask) -> DeleteResult:
             removed.append(fragment.id)
         elif update is not None:
             updated.append(FragmentInfo.from_proto(update, committed=True))
+    storage.sync_directories()  # the deletion files are durable before they are reported
     return DeleteResult(task.task_id, tuple(updated), tuple(removed), deleted)
 
 
