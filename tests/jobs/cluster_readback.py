@@ -1,6 +1,7 @@
 """Read a Fermion table back through the ``fermion`` data source on whatever master
 ``spark-submit`` gives, and print one JSON line: row count, distinct and summed ``id``,
-summed ``value``, the number of partitions read and the driver's pid.
+summed ``value``, the number of partitions read, the driver's pid and where the driver
+imported Fermion from.
 
 spark-submit --master spark://... --py-files fermion.zip tests/jobs/cluster_readback.py \
     TABLE EXECUTOR_PYTHON
@@ -25,6 +26,11 @@ if __name__ == "__main__":
         F.sum("id").alias("id_sum"),
         F.sum("value").alias("value_sum"),
     ).collect()[0]
-    out = {**totals.asDict(), "driver_pid": os.getpid(), "partitions": rows.rdd.getNumPartitions()}
+    out = {
+        **totals.asDict(),
+        "driver_pid": os.getpid(),
+        "driver_fermion": fermion.__file__,
+        "partitions": rows.rdd.getNumPartitions(),
+    }
     spark.stop()
     print(json.dumps(out), flush=True)

@@ -78,6 +78,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
         yield running
 
 
+def test_no_java_fails_loudly_and_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(RuntimeError, match="no java on PATH"):
+        with standalone_cluster(tmp_path / "cluster"):
+            pass
+    assert not (tmp_path / "cluster").exists()
+
+
 def _source(directory: Path) -> pa.Table:
     """ROWS rows, ids shuffled across SOURCE_FILES Parquet files (a batch spans files)."""
     ids = np.random.default_rng(17).permutation(ROWS).astype(np.int64)
@@ -204,6 +215,8 @@ def test_ingest_and_compact_on_a_standalone_cluster(
         assert read["value_sum"] == sum(expected["value"])
         readers = _check_ran_on_both_workers(cluster, _app_id(cluster, "fermion-readback"))
         assert read["driver_pid"] not in readers
+        # the driver too runs the shipped build (--py-files go first on its path)
+        assert read["driver_fermion"] == f"{py_files}/fermion/__init__.py", read
     except BaseException:
         print(cluster.log_tails())  # pytest shows it with the failure
         raise
