@@ -50,11 +50,13 @@ def _rows(ids: list[int]) -> pa.Table:
     )
 
 
-def _append_many(uri: str, worker: int, ms: str | None = None) -> dict[str, float]:
+def _append_many(
+    uri: str, worker: int, ms: str | None = None, commits: int = COMMITS
+) -> dict[str, float]:
     attempts = 0
     started = time.perf_counter()
-    for commit in range(COMMITS):
-        base = (worker * COMMITS + commit) * ROWS_PER_COMMIT
+    for commit in range(commits):
+        base = (worker * commits + commit) * ROWS_PER_COMMIT
         ids = list(range(base, base + ROWS_PER_COMMIT))
         ds = ft.write_dataset(_rows(ids), uri, mode="append", manifest_store=ms)
         assert ds.last_commit is not None
