@@ -38,6 +38,7 @@ import pytest
 import fermion
 from tests.jobs.helpers import CONF, JOBS, ROOT, SPARK_SUBMIT
 from tests.jobs.standalone_cluster import StandaloneCluster, standalone_cluster
+from tests.support.s3server import S3Server
 
 pytestmark = pytest.mark.slow
 
@@ -59,21 +60,27 @@ CLUSTER_CONF = {
     "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
     "spark.sql.shuffle.partitions": "4",
 }
+_OUTPUTS: list[str] = []  # every submission's stdout and stderr, searched for the secret
 _IMPORT_LINE = re.compile(r"^FERMION-IMPORT pid=(\d+) origin=(.*)$", re.MULTILINE)
 _EXECUTOR_JVM = re.compile(
     r"CoarseGrainedExecutorBackend: Started daemon with process name: (\d+)@"
 )
 
 
-def table_location(tmp: Path) -> str:
-    """Where the table lives: a path the driver and every executor see (one machine)."""
-    return str(tmp / "table")
+def table_location(bucket: str) -> str:
+    """Where the table lives: a bucket on the S3-compatible server (tests/support/s3server.py)."""
+    return f"s3://{bucket}/table"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server
+) -> Iterator[StandaloneCluster]:
     started = time.monotonic()
-    with standalone_cluster(tmp_path_factory.mktemp("cluster")) as running:
+    # the nodes hold the object store's credentials and endpoint (as an instance profile
+    # or the workers' environment would): the executors inherit them from their worker
+    root = tmp_path_factory.mktemp("cluster")
+    with standalone_cluster(root, env=s3_server.env()) as running:
         print(f"cluster up: {time.monotonic() - started:.1f} s")
         yield running
 
@@ -106,7 +113,8 @@ def _source(directory: Path) -> pa.Table:
 
 
 def _submit_env() -> dict[str, str]:
-    """The driver's environment: the venv's Python, 127.0.0.1, no repository on PYTHONPATH."""
+    """The driver's environment: the venv's Python, 127.0.0.1, no repository on PYTHONPATH,
+    and (from the test's environment, ``s3_env``) the object store's ``AWS_*`` settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env.pop("PYTHONPATH", None)
     env.update(
@@ -131,6 +139,7 @@ def _submit(cluster: StandaloneCluster, py_files: Path, app: Path, *args: str) -
         f"{app.name} exited {process.returncode}\n--- stdout\n{process.stdout[-4000:]}\n"
         f"--- stderr\n{process.stderr[-4000:]}\n--- cluster\n{cluster.log_tails()}"
     )
+    _OUTPUTS.append(process.stdout + process.stderr)
     summary: dict[str, Any] = json.loads(lines[-1])
     print(f"{app.name}: {time.monotonic() - started:.1f} s")  # shown with -s or a failure
     return summary
@@ -167,13 +176,25 @@ def _rows(uri: str) -> dict[str, list[Any]]:
     return {name: table[name].to_pylist() for name in ("batch_id", "id", "value", "name")}
 
 
+def _secret_nowhere(cluster: StandaloneCluster, server: S3Server, bucket: str) -> None:
+    """The secret key is in no driver output, daemon or executor log, nor in any object of
+    the table (manifests, transactions, data files)."""
+    secret = server.secret_access_key
+    assert all(secret not in text for text in _OUTPUTS)
+    logs = [*cluster.logs, *(p for w in cluster.work_dirs for p in w.rglob("std*"))]
+    assert logs and all(secret not in p.read_text(errors="replace") for p in logs)
+    fs = server.filesystem()
+    objects = fs.find(bucket)
+    assert objects and all(secret.encode() not in fs.cat_file(o) for o in objects)
+
+
 def test_ingest_and_compact_on_a_standalone_cluster(
-    cluster: StandaloneCluster, dist: Path, tmp_path: Path
+    cluster: StandaloneCluster, dist: Path, tmp_path: Path, s3_env: S3Server, s3_bucket: str
 ) -> None:
     py_files = dist / "fermion.zip"
     source = _source(tmp_path / "input")
     expected = {n: source.sort_by("id")[n].to_pylist() for n in ("batch_id", "id", "value", "name")}
-    uri = table_location(tmp_path)
+    uri = table_location(s3_bucket)
     try:
         ingested = _submit(
             cluster, py_files, JOBS / "ingest.py", "--config", str(CONF / "ingest.yaml"),
@@ -217,6 +238,7 @@ def test_ingest_and_compact_on_a_standalone_cluster(
         assert read["driver_pid"] not in readers
         # the driver too runs the shipped build (--py-files go first on its path)
         assert read["driver_fermion"] == f"{py_files}/fermion/__init__.py", read
+        _secret_nowhere(cluster, s3_env, s3_bucket)
     except BaseException:
         print(cluster.log_tails())  # pytest shows it with the failure
         raise
