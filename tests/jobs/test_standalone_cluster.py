@@ -11,8 +11,11 @@ and ``spark-submit --py-files`` shipped, and every such import is logged in the 
 logs, which the test reads. Three applications are
 submitted with ``--master spark://127.0.0.1:<port>``: ``jobs/ingest.py`` (batch-aligned,
 small files), ``jobs/compact.py``, and a read-back through the ``fermion`` data source.
-After each, every row is accounted for: the table read back equals the input row for row
-(no row lost, none duplicated, no value changed).
+The table lives on the S3-compatible server (moto's, tests/support/s3server.py): the workers'
+environment holds its ``AWS_*`` settings, as a node's would, and the driver's comes from the
+test's. After each step every row is accounted for: the table read back equals the input
+row for row (no row lost, none duplicated, no value changed); at the end the secret key is
+in no driver output, no daemon or executor log and no object of the bucket.
 
 Never skipped: without Java, or when the workers do not register, the test fails with the
 daemons' logs.
