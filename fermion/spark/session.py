@@ -1,8 +1,12 @@
 """A SparkSession with the project's settings and the ``fermion`` data source registered.
 
 Spark starts its Python workers with ``python3`` from PATH unless told otherwise; they
-must run this interpreter (the one that has Fermion and the pinned pyarrow), so
-:func:`session` sets ``spark.pyspark.python`` and ``PYSPARK_PYTHON`` to ``sys.executable``.
+must run an interpreter that has Fermion and the pinned pyarrow, so :func:`session` sets
+``spark.pyspark.python`` and ``PYSPARK_PYTHON`` to ``sys.executable`` unless ``conf`` names
+another ``spark.pyspark.python`` (a cluster's nodes keep it at another path). PySpark takes
+the workers' interpreter from ``PYSPARK_PYTHON`` when it creates the SparkContext and
+ignores ``spark.pyspark.python`` given to the session builder, so the setting is exported
+to that variable before the context is created.
 
 Example:
     >>> spark = session("doc")
@@ -20,7 +24,7 @@ from pyspark.sql import SparkSession
 
 from fermion.spark.source import register
 
-__all__ = ["LOCAL_MASTER_DEFAULT", "session", "session_conf"]
+__all__ = ["LOCAL_MASTER_DEFAULT", "session", "session_conf", "workers_python"]
 
 #: The master used when neither ``master`` nor ``spark.master`` names one.
 LOCAL_MASTER_DEFAULT = "local[2]"
@@ -67,6 +71,28 @@ def session_conf(
     return {k: str(v) for k, v in settings.items()}
 
 
+def workers_python(
+    conf: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """The interpreter Spark's Python workers should run: ``conf``'s
+    ``spark.pyspark.python``, else ``PYSPARK_PYTHON`` from ``environ`` (default
+    ``os.environ``; ``spark-submit --conf spark.pyspark.python`` sets it), else this one.
+
+    Example:
+        >>> workers_python({"spark.pyspark.python": "/opt/venv/bin/python"}, {})
+        '/opt/venv/bin/python'
+        >>> workers_python({}, {"PYSPARK_PYTHON": "/usr/bin/python3"})
+        '/usr/bin/python3'
+        >>> workers_python({}, {}) == sys.executable
+        True
+    """
+    configured = (conf or {}).get("spark.pyspark.python")
+    if configured:
+        return str(configured)
+    env = os.environ if environ is None else environ
+    return env.get("PYSPARK_PYTHON") or sys.executable
+
+
 def session(
     app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -76,7 +102,9 @@ def session(
         app_name: The application name.
         master: Spark master URL (default: ``spark.master`` from ``conf``, else
             ``local[2]``). Under ``spark-submit`` its ``--master`` is kept instead.
-        conf: More Spark settings (they win over the defaults).
+        conf: More Spark settings (they win over the defaults). Its
+            ``spark.pyspark.python``, if any, is exported as ``PYSPARK_PYTHON``, the
+            interpreter of the Python workers of a context created by this call.
 
     A session already running in this process is returned with the runtime settings
     applied (static ones, such as the master, stay those it was started with).
@@ -86,9 +114,12 @@ def session(
         >>> spark.range(3).count()
         3
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # spark-submit starts the Python driver with a gateway to its JVM in the environment
     settings = session_conf(master, conf, submitted="PYSPARK_GATEWAY_PORT" in os.environ)
+    # PySpark reads the Python workers' interpreter from the environment only (when it
+    # creates the context): a configured one must go there; spark-submit's
+    # --conf spark.pyspark.python arrives there already
+    os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"] = workers_python(conf)
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -63,3 +64,27 @@ def write_config(path: Path, **keys: Any) -> str:
     """A job config file with ``keys`` (YAML via JSON, which YAML reads)."""
     path.write_text("\n".join(f"{k}: {json.dumps(v)}" for k, v in keys.items()) + "\n")
     return str(path)
+
+
+def build_dist(tmp: Path) -> Path:
+    """``make dist`` in a copy of the checkout under ``tmp`` (never touching the checkout's
+    ``dist/``); returns the copy's ``dist/`` (the wheel and ``fermion.zip``)."""
+    tree = tmp / "src"
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for name in files:
+        if (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
+    venv = Path(sys.executable).parent.parent  # the venv running the tests
+    (tree / ".venv").symlink_to(venv)
+    # -o: the venv is installed already (and editable from ROOT): never reinstall it here
+    stamps = [f".venv/{p.name}" for p in venv.glob(".installed-*")]
+    built = subprocess.run(
+        ["make", *[f"--old-file={s}" for s in stamps], "dist"],
+        cwd=tree, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
+    return tree / "dist"

@@ -11,7 +11,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 import fermion.table as ft
-from fermion.spark.session import LOCAL_MASTER_DEFAULT, session_conf
+from fermion.spark.session import LOCAL_MASTER_DEFAULT, session_conf, workers_python
 from fermion.spark.source import register
 
 
@@ -29,6 +29,18 @@ def test_settings_defaults_and_precedence() -> None:
     assert "spark.sql.shuffle.partitions" not in cluster
     submitted = session_conf("local[1]", {"spark.master": "local[3]"}, submitted=True)
     assert "spark.master" not in submitted  # spark-submit's --master is kept
+
+
+def test_the_workers_interpreter_configured_wins_over_the_environment() -> None:
+    # PySpark reads it from PYSPARK_PYTHON only, so session() exports this value there;
+    # tests/jobs/test_standalone_cluster.py checks that executors then run it
+    node = "/opt/fermion/venv/bin/python"
+    submitted = {"PYSPARK_PYTHON": "/usr/bin/python3"}  # e.g. spark-submit --conf, Airflow
+    assert workers_python({"spark.pyspark.python": node}, submitted) == node
+    assert workers_python({"spark.pyspark.python": node}, {}) == node
+    assert workers_python({}, submitted) == "/usr/bin/python3"
+    assert workers_python(None, {"PYSPARK_PYTHON": ""}) == sys.executable
+    assert workers_python({"spark.pyspark.python": ""}, {}) == sys.executable
 
 
 def test_the_shared_session_runs_workers_with_this_interpreter(spark: SparkSession) -> None:
