@@ -7,7 +7,11 @@ writes every Column Metadata Block (relocated to CMB-relative offsets), the sche
 the Column Index Table and the fixed-size footer.
 
 In batch mode (:meth:`FileWriter.append_batch`) rows come as identified batches that are
-never split across pages or stripes, and a BATCH_META system column records them.
+never split across pages or stripes, and a BATCH_META system column records them. Many
+small batches of a wide schema are not concatenated chunk by chunk: the columns of the most
+common numeric type are copied per batch into one column-major block (one C++ call) and
+gathered with one NumPy concatenation when the stripe is flushed; the bytes written are the
+same as the chunk-by-chunk path's.
 
 Example:
     >>> import pyarrow as pa, tempfile, os

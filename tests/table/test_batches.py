@@ -285,3 +285,20 @@ def test_lookup_matches_a_filtered_scan(
             written = reader.read(["bid"])["bid"].to_numpy()
         may_hold += any(written.min() <= w <= written.max() for w in wanted)
     assert lookup.stats.files_opened == may_hold
+
+
+def test_a_batch_mode_append_records_the_column(tmp_path: Path) -> None:
+    data = pa.table({"bid": pa.array([1, 1, 2], pa.int64()), "x": [1, 2, 3]})
+    ds = write_dataset(data, str(tmp_path))  # created without batch mode
+    with pytest.raises(BatchModeError):
+        ds.read_batches([1])
+    more = pa.table({"bid": pa.array([5, 5], pa.int64()), "x": [7, 8]})
+    plan = plan_write(ds.uri, more.schema, batch_id_column="bid")
+    commit_write(plan, [execute_write(plan, more)])
+    ds = dataset(ds.uri)
+    assert ds.manifest.config["fermion.batch_id_column"] == "bid"
+    assert ds.read_batches([5, 1])["x"].to_pylist() == [7, 8, 1, 2]
+    other = pa.table({"bid": pa.array([9], pa.int64()), "x": [9]})
+    plan = plan_write(ds.uri, other.schema, batch_id_column="x")  # never replaces the record
+    commit_write(plan, [execute_write(plan, other)])
+    assert dataset(ds.uri).manifest.config["fermion.batch_id_column"] == "bid"
