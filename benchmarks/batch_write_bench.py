@@ -10,9 +10,9 @@ Systems: ``fermion`` (``FileWriter.append_batch`` once per batch, each batch a
 ``RecordBatch``), ``fermion-tables`` (the same with each batch a one-chunk ``pa.Table``
 slice), ``fermion-write_table`` (``fermion.write_table`` of the whole table, no batches) and
 ``parquet`` (``pq.write_table`` of the whole table, default options: snappy, 1 Mi-row
-groups). Default options everywhere (Fermion: zstd level 3). The median of ``runs`` timed
-writes is reported, with the 1-minute load average when the case started (the machine may
-be shared).
+groups). Default options everywhere (Fermion: zstd level 3). The systems are timed
+round-robin, ``runs`` rounds; the median per system is reported, with the 1-minute load
+average when the case started (the machine may be shared).
 
     python -m benchmarks.batch_write_bench          # prints the result rows as JSON lines
 """
@@ -63,13 +63,16 @@ def shape(name: str, quick: bool, seed: int = 0) -> tuple[pa.Table, np.ndarray]:
     return pa.table(cols), sizes
 
 
-def _median_s(fn: Callable[[], None], runs: int) -> tuple[float, list[float]]:
-    times = []
+def _interleaved(systems: dict[str, Callable[[], None]], runs: int) -> dict[str, list[float]]:
+    """``runs`` timed calls of every system, round-robin (each system sees the same load
+    drift on a shared machine)."""
+    times: dict[str, list[float]] = {name: [] for name in systems}
     for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
+        for name, fn in systems.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
 
 
 def _systems(table: pa.Table, sizes: np.ndarray, tmp: Path) -> dict[str, Callable[[], None]]:
@@ -110,8 +113,9 @@ def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
         for name in ("wide_f32", "issue16"):
             table, sizes = shape(name, quick)
             load = os.getloadavg()[0]
-            for system, fn in _systems(table, sizes, tmp).items():
-                median, times = _median_s(fn, runs)
+            timed = _interleaved(_systems(table, sizes, tmp), runs)
+            for system, times in timed.items():
+                median = statistics.median(times)
                 results.append(
                     {
                         "scenario": SCENARIO,

@@ -28,5 +28,5 @@ def test_batch_table_bench_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [(r["metric"], r["system"]) for r in rows] == [
         (m, s) for m in ("lookup_100_ids_ms", "lookups_50x1_ms") for s in ("fermion", "parquet")
     ]
-    assert all(r["status"] == "ok" and r["value"] > 0 and r["fragments"] == 5 for r in rows)
-    assert 1 <= rows[0]["files_opened"] <= 5
+    assert all(r["status"] == "ok" and r["value"] > 0 and r["fragments"] >= 5 for r in rows)
+    assert 1 <= rows[0]["files_opened"] <= rows[0]["fragments"]
