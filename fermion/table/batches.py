@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
@@ -236,8 +237,9 @@ def read_fragment_batches(
                 part = reader.read(columns=names)
                 parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
             merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
-            values = merged.column(batch_column).to_numpy(zero_copy_only=False)
-            offsets = np.flatnonzero(np.isin(values.astype(np.int64), ids))
+            values = merged.column(batch_column).cast(pa.int64())  # nulls never match
+            hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
+            offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
             merged = merged.take(pa.array(offsets))
         if fragment.HasField("deletion_file"):
             deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)

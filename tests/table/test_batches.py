@@ -302,3 +302,15 @@ def test_a_batch_mode_append_records_the_column(tmp_path: Path) -> None:
     plan = plan_write(ds.uri, other.schema, batch_id_column="x")  # never replaces the record
     commit_write(plan, [execute_write(plan, other)])
     assert dataset(ds.uri).manifest.config["fermion.batch_id_column"] == "bid"
+
+
+def test_a_batch_column_added_later_reads_old_fragments_as_no_match(tmp_path: Path) -> None:
+    ds = write_dataset(pa.table({"x": [1, 2]}), str(tmp_path))
+    ds.add_columns([pa.field("bid", pa.int64())])  # old rows: bid is null
+    more = pa.table({"x": [3, 4, 5], "bid": pa.array([0, 0, 1], pa.int64())})
+    plan = plan_write(ds.uri, more.schema, batch_id_column="bid")
+    commit_write(plan, [execute_write(plan, more)])
+    ds = dataset(ds.uri)
+    lookup = ds.batch_lookup([1, 0], columns=["x"])
+    assert lookup.to_table()["x"].to_pylist() == [5, 3, 4]
+    assert lookup.stats.files_opened == 2  # the old fragment has no range: a candidate
