@@ -193,6 +193,22 @@ def _batch_file_rows(reader: FileReader, ids: np.ndarray) -> tuple[np.ndarray, n
     return np.concatenate(present), np.stack([np.concatenate(starts), np.concatenate(lengths)])
 
 
+def _batch_mode_by(
+    reader: FileReader, file_ids: Sequence[int], fragment: pb.Fragment, batch_fid: int
+) -> bool:
+    """Whether the file's BATCH_META ids are the values of the batch-id column: a batch-mode
+    file holding the column whose id range (metadata only) is the column's min/max."""
+    if not reader.batch_mode or batch_fid not in file_ids:
+        return False
+    ranges = BatchRanges.build(pb.Manifest(fragments=[fragment]), batch_fid)
+    index = reader.batches()
+    filled = index.batches_per_stripe > 0
+    if not ranges.fragments or not bool(np.any(filled)):
+        return False
+    lo, hi = int(ranges.lo[0]), int(ranges.hi[0])
+    return int(index.min_ids[filled].min()) == lo and int(index.max_ids[filled].max()) == hi
+
+
 def read_fragment_batches(
     storage: TableStorage,
     schema: TableSchema,
@@ -211,7 +227,7 @@ def read_fragment_batches(
         wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
         batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
         reader, file_ids = opened[0]
-        if len(opened) == 1 and reader.batch_mode and batch_fid in file_ids:
+        if len(opened) == 1 and _batch_mode_by(reader, file_ids, fragment, batch_fid):
             present, (starts, lengths) = _batch_file_rows(reader, ids)
             names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
             table = reader.read_batches(present, columns=names)

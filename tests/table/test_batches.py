@@ -298,10 +298,13 @@ def test_a_batch_mode_append_records_the_column(tmp_path: Path) -> None:
     ds = dataset(ds.uri)
     assert ds.manifest.config["fermion.batch_id_column"] == "bid"
     assert ds.read_batches([5, 1])["x"].to_pylist() == [7, 8, 1, 2]
-    other = pa.table({"bid": pa.array([9], pa.int64()), "x": [9]})
+    other = pa.table({"bid": pa.array([9, 9], pa.int64()), "x": [50, 60]})
     plan = plan_write(ds.uri, other.schema, batch_id_column="x")  # never replaces the record
     commit_write(plan, [execute_write(plan, other)])
-    assert dataset(ds.uri).manifest.config["fermion.batch_id_column"] == "bid"
+    ds = dataset(ds.uri)
+    assert ds.manifest.config["fermion.batch_id_column"] == "bid"
+    # that file's batches are by x: its rows are found by their bid values all the same
+    assert ds.read_batches([9, 5])["x"].to_pylist() == [50, 60, 7, 8]
 
 
 def test_a_batch_column_added_later_reads_old_fragments_as_no_match(tmp_path: Path) -> None:
