@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from fermion.table.batches import BatchLookup
 from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.dataset import Dataset, WriteMode, dataset, write_dataset
 from fermion.table.fragments import write_fragments
@@ -35,6 +36,7 @@ from fermion.table.versions import VersionInfo
 
 __all__ = [
     "Append",
+    "BatchLookup",
     "CommitConfig",
     "CommitResult",
     "CreateIndex",

@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -23,6 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.table.batches import (
+    BatchLookup,
+    BatchRanges,
+    OnMissing,
+    epoch_batches,
+)
+from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
@@ -185,6 +192,7 @@ class Dataset:
         self._manifest = manifest
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
+        self._batch_ranges: dict[tuple[int, int], BatchRanges] = {}
 
     # -- identity --------------------------------------------------------------------------
 
@@ -314,6 +322,150 @@ class Dataset:
         inverse = np.empty(wanted.size, dtype=np.int64)
         inverse[np.concatenate(order)] = np.arange(wanted.size)
         return combined.take(pa.array(inverse))
+
+    # -- batches (batch mode, see fermion.table.batches) --------------------------------------
+
+    def _ranges(self, column: str) -> BatchRanges:
+        key = (self.version, self._schema.id_of(column))
+        ranges = self._batch_ranges.get(key)
+        if ranges is None:
+            ranges = BatchRanges.build(self._manifest, key[1])
+            self._batch_ranges = {key: ranges}  # one version at a time
+        return ranges
+
+    def batch_lookup(
+        self,
+        batch_ids: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | None = None,
+        *,
+        on_missing: OnMissing = "raise",
+        batch_id_column: str | None = None,
+    ) -> BatchLookup:
+        """A planned lookup of batch ids (see :meth:`read_batches`); its ``stats`` count the
+        fragments pruned and the data files opened.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+            >>> uri = tempfile.mkdtemp()
+            >>> data = pa.table({"b": [1, 2, 3, 4], "x": [10, 20, 30, 40]})
+            >>> plan = plan_write(uri, data.schema, batch_id_column="b", max_rows_per_file=2)
+            >>> _ = commit_write(plan, [execute_write(plan, data)])
+            >>> lookup = dataset(uri).batch_lookup([4])
+            >>> lookup.to_table()["x"].to_pylist(), lookup.stats.fragments_pruned
+            ([40], 1)
+        """
+        column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
+        return BatchLookup(
+            self._storage, self._ranges(column), self._schema, column, batch_ids, columns,
+            on_missing=on_missing,
+        )  # fmt: skip
+
+    def read_batches(
+        self,
+        batch_ids: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | None = None,
+        *,
+        on_missing: OnMissing = "raise",
+        batch_id_column: str | None = None,
+    ) -> pa.Table:
+        """The rows of the batches ``batch_ids`` of a batch-mode table, in the order asked.
+
+        A batch is the live rows sharing one value of the table's batch-id column (recorded
+        by ``plan_write(..., batch_id_column=...)``; ``batch_id_column`` overrides it). Only
+        the fragments whose batch-id range (manifest statistics) can hold an id are opened,
+        in parallel; batch-mode data files read only the pages holding the batches. Rows
+        come grouped by batch in the order of ``batch_ids`` (a repeated id repeats its
+        rows); deleted rows never come back; columns are read by field id through this
+        version's schema.
+
+        Args:
+            batch_ids: integer ids (list, NumPy or Arrow array).
+            columns: column names (default: all).
+            on_missing: ``"raise"`` (default) or ``"skip"`` ids without a live row
+                (never written, or every row deleted).
+            batch_id_column: the batch-id column, if the table does not record one.
+
+        Raises:
+            BatchModeError: no batch-id column, or a missing id with ``on_missing="raise"``.
+            ColumnNotFoundError: a column not in this version's schema.
+            InvalidArgumentError: ids that are not integers.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+            >>> uri = tempfile.mkdtemp()
+            >>> data = pa.table({"b": [7, 7, 8, 9], "x": ["a", "b", "c", "d"]})
+            >>> plan = plan_write(uri, data.schema, batch_id_column="b")
+            >>> _ = commit_write(plan, [execute_write(plan, data)])
+            >>> dataset(uri).read_batches([9, 7], columns=["x"]).to_pydict()
+            {'x': ['d', 'a', 'b']}
+            >>> dataset(uri).read_batches([9, 5], on_missing="skip").num_rows
+            1
+        """
+        return self.batch_lookup(
+            batch_ids, columns, on_missing=on_missing, batch_id_column=batch_id_column
+        ).to_table()
+
+    def batch_ids(self, *, batch_id_column: str | None = None) -> np.ndarray:
+        """The distinct batch ids with live rows in this version, sorted (reads only the
+        batch-id column).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+            >>> uri = tempfile.mkdtemp()
+            >>> data = pa.table({"b": [3, 3, 5], "x": [1, 2, 3]})
+            >>> plan = plan_write(uri, data.schema, batch_id_column="b")
+            >>> _ = commit_write(plan, [execute_write(plan, data)])
+            >>> dataset(uri).batch_ids().tolist()
+            [3, 5]
+        """
+        column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
+        values = self.to_table([column]).column(column).to_numpy()
+        return np.unique(values.astype(np.int64))
+
+    def epoch_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        *,
+        seed: int | None = None,
+        shuffle: bool = True,
+        read_ahead: int = 64,
+        batch_id_column: str | None = None,
+    ) -> Iterator[tuple[int, pa.Table]]:
+        """One epoch over the batches of this version: ``(batch_id, rows)`` for every batch
+        exactly once, in an order shuffled by ``seed`` (the same seed gives the same order;
+        ``shuffle=False``: increasing ids).
+
+        The ids are listed once (:meth:`batch_ids`), permuted with
+        ``numpy.random.default_rng(seed)``, then looked up ``read_ahead`` at a time with
+        :meth:`read_batches` (one planning pass and one parallel read per group). A batch
+        deleted while the epoch runs is left out; this object's version never changes under
+        it, so that happens only through another ``Dataset`` object.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+            >>> uri = tempfile.mkdtemp()
+            >>> data = pa.table({"b": [1, 2, 2, 3], "x": [10, 20, 21, 30]})
+            >>> plan = plan_write(uri, data.schema, batch_id_column="b")
+            >>> _ = commit_write(plan, [execute_write(plan, data)])
+            >>> [(i, t["x"].to_pylist()) for i, t in dataset(uri).epoch_batches(shuffle=False)]
+            [(1, [10]), (2, [20, 21]), (3, [30])]
+        """
+        column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
+        ids = self.batch_ids(batch_id_column=column)
+        ranges = self._ranges(column)
+        schema = self._schema
+        storage = self._storage
+
+        def lookup(chunk: np.ndarray) -> BatchLookup:
+            return BatchLookup(storage, ranges, schema, column, chunk, columns, on_missing="skip")
+
+        if columns is not None:
+            lookup(ids[:0])  # check the columns before the first batch is asked for
+        return epoch_batches(lookup, ids, seed=seed, shuffle=shuffle, read_ahead=read_ahead)
 
     # -- history -----------------------------------------------------------------------------------
 

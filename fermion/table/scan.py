@@ -43,7 +43,15 @@ from fermion.table.stats import fragment_guarantee, prune
 from fermion.table.storage import TableStorage
 from fermion.table.transition import live_rows
 
-__all__ = ["ROW_OFFSET", "ScanStats", "Scanner", "fragment_stripe_rows", "read_fragment"]
+__all__ = [
+    "ROW_OFFSET",
+    "ScanStats",
+    "Scanner",
+    "fragment_stripe_rows",
+    "merge_fragment_columns",
+    "open_fragment_files",
+    "read_fragment",
+]
 
 ROW_OFFSET = "_rowoffset"
 _SCAN_THREADS = 8
@@ -68,7 +76,7 @@ def _referenced(filter: pc.Expression | None, names: Sequence[str]) -> list[str]
     return [name for name in names if name in used]
 
 
-def _open(
+def open_fragment_files(
     storage: TableStorage, fragment: pb.Fragment, stats: ScanStats
 ) -> list[tuple[FileReader, list[int]]]:
     """Open every data file of a fragment with its top-level field ids (caller closes)."""
@@ -131,7 +139,7 @@ def read_fragment(
             f"fragment {fragment.id} has {len(fragment.files)} data files: stripe ranges "
             "need exactly one"
         )
-    opened = _open(storage, fragment, stats)
+    opened = open_fragment_files(storage, fragment, stats)
     try:
         span = (0, fragment.physical_rows)
         if stripes is not None:
@@ -188,7 +196,7 @@ def _read_opened(
         ids = [file_ids[reader.schema.get_field_index(c)] for c in file_columns]
         parts.append(project_file_table(table, ids, schema, [wanted_ids[i] for i in ids]))
     start, stop = span
-    merged = _merge(parts, schema, needed, stop - start)
+    merged = merge_fragment_columns(parts, schema, needed, stop - start)
     if with_row_offsets:
         merged = merged.append_column(ROW_OFFSET, pa.array(np.arange(start, stop, dtype=np.uint64)))
     if has_deletions:
@@ -230,7 +238,9 @@ def _stripe_span(reader: FileReader, stripes: range) -> tuple[int, int]:
     return start, start + sum(counts[stripes.start : stripes.stop])
 
 
-def _merge(parts: list[pa.Table], schema: TableSchema, needed: list[str], rows: int) -> pa.Table:
+def merge_fragment_columns(
+    parts: list[pa.Table], schema: TableSchema, needed: list[str], rows: int
+) -> pa.Table:
     columns: dict[str, pa.ChunkedArray] = {}
     for part in parts:
         for name in part.column_names:

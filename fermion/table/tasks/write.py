@@ -260,6 +260,12 @@ def commit_write(
     entries = dict(table_config or {})
     if plan.batch_id_column is not None and (plan.read_version == 0 or plan.mode == "overwrite"):
         entries.setdefault(BATCH_ID_COLUMN_KEY, plan.batch_id_column)
+    elif plan.batch_id_column is not None and fragments:
+        # a batch-mode append to a table that records no batch-id column records it (a
+        # table's recorded column is never replaced by an append)
+        latest = latest_manifest(storage)
+        if latest is not None and not latest.config.get(BATCH_ID_COLUMN_KEY):
+            entries.setdefault(BATCH_ID_COLUMN_KEY, plan.batch_id_column)
     if plan.mode == "append" and plan.read_version and not fragments:
         return CommitSummary(False, plan.read_version, plan.read_version, operation="append")
     create = plan.read_version == 0 and plan.mode == "append"

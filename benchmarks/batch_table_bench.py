@@ -1,0 +1,164 @@
+"""Table-level batch lookup benchmark (issue 16, item 2): ``Dataset.read_batches``.
+
+A batch-mode Fermion table of 2,000 batches of 1-64 rows (seeded), 200 float32 columns and
+the ``bid`` batch-id column, written with ``plan_write(..., batch_id_column="bid")`` into
+about 20 fragments (rows / 20 per file, batches kept whole; the count is reported); the
+same rows, fragment by fragment, as one Parquet file each (pyarrow defaults,
+sorted ``bid`` so row-group statistics prune) read with ``pyarrow.dataset``.
+
+Metrics (50 projected columns, the same seeded ids for both systems, timed round-robin,
+medians of ``runs``):
+
+- ``lookup_100_ids_ms``: one call for 100 random ids (Fermion: ``read_batches``, rows in
+  the order asked; Parquet: ``to_table(filter=bid.isin(ids))``, rows in file order);
+- ``lookups_50x1_ms``: 50 calls of one id each (what a data loader does per step).
+
+Both readers are opened once outside the timing (a loader keeps its dataset open).
+
+    python -m benchmarks.batch_table_bench          # prints the result rows as JSON lines
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pds
+import pyarrow.parquet as pq
+
+from fermion.table import dataset
+from fermion.table.scan import read_fragment
+from fermion.table.tasks import commit_write, execute_write, plan_write
+
+SCENARIO = "batch_table_lookup"
+
+
+def make_table(batches: int, columns: int, seed: int = 0) -> tuple[pa.Table, np.ndarray]:
+    """Rows of ``batches`` batches of 1-64 rows; returns the table and the batch ids.
+
+    Example:
+        >>> t, ids = make_table(3, 2)
+        >>> t.column_names, len(ids)
+        (['bid', 'f0000', 'f0001'], 3)
+    """
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 65, batches)
+    ids = np.cumsum(rng.integers(1, 5, batches)).astype(np.int64)
+    rows = int(sizes.sum())
+    cols: dict[str, Any] = {"bid": np.repeat(ids, sizes)}
+    cols.update({f"f{i:04d}": rng.random(rows, dtype=np.float32) for i in range(columns)})
+    return pa.table(cols), ids
+
+
+def _interleaved(cases: dict[Any, Callable[[], None]], runs: int) -> dict[Any, list[float]]:
+    """``runs`` timed calls (ms) of every case, round-robin (same load drift for each)."""
+    times: dict[Any, list[float]] = {key: [] for key in cases}
+    for _ in range(runs):
+        for key, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            times[key].append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
+    """Append one result row per (metric, system) to ``results``."""
+    quick = os.environ.get("FERMION_BENCH_QUICK") == "1"
+    runs = runs or max(5, int(os.environ.get("FERMION_BENCH_REPEAT", "5")))
+    batches, columns, fragments = (200, 20, 5) if quick else (2000, 200, 20)
+    table, ids = make_table(batches, columns)
+    rng = np.random.default_rng(1)
+    names = [f"f{i:04d}" for i in sorted(rng.choice(columns, min(50, columns), replace=False))]
+    many = rng.choice(ids, 100, replace=False)
+    singles = rng.choice(ids, 50, replace=False).tolist()
+    tmp = Path(tempfile.mkdtemp(prefix="fermion-batch-table-"))
+    try:
+        uri = str(tmp / "table")
+        plan = plan_write(
+            uri,
+            table.schema,
+            batch_id_column="bid",
+            max_rows_per_file=-(-table.num_rows // fragments),
+        )
+        commit_write(plan, [execute_write(plan, table)])
+        ds = dataset(uri)
+        (tmp / "parquet").mkdir()
+        for k, fragment in enumerate(ds.fragments):
+            part = read_fragment(ds.storage, ds.table_schema, fragment, table.column_names)
+            pq.write_table(part, tmp / "parquet" / f"part-{k:03d}.parquet", row_group_size=8192)
+        pds_ = pds.dataset(tmp / "parquet", format="parquet")
+        wanted_rows = sum(int((table["bid"].to_numpy() == i).sum()) for i in many)
+        opened: list[int] = []
+
+        def fermion_many() -> None:
+            lookup = ds.batch_lookup(many, columns=names)
+            assert lookup.to_table().num_rows == wanted_rows
+            opened.append(lookup.stats.files_opened)
+
+        def parquet_many() -> None:
+            got = pds_.to_table(columns=names, filter=pds.field("bid").isin(many))
+            assert got.num_rows == wanted_rows
+
+        def fermion_singles() -> None:
+            for i in singles:
+                ds.read_batches([i], columns=names)
+
+        def parquet_singles() -> None:
+            for i in singles:
+                pds_.to_table(columns=names, filter=pds.field("bid") == i)
+
+        load = os.getloadavg()[0]
+        cases = {
+            ("lookup_100_ids_ms", "fermion"): fermion_many,
+            ("lookup_100_ids_ms", "parquet"): parquet_many,
+            ("lookups_50x1_ms", "fermion"): fermion_singles,
+            ("lookups_50x1_ms", "parquet"): parquet_singles,
+        }
+        for (metric, system), times in _interleaved(cases, runs).items():
+            median = statistics.median(times)
+            row: dict[str, Any] = {
+                "scenario": SCENARIO,
+                "variant": metric,
+                "system": system,
+                "metric": metric,
+                "status": "ok",
+                "value": median,
+                "unit": "ms",
+                "runs": [round(t, 1) for t in times],
+                "fragments": len(ds.fragments),
+                "rows": table.num_rows,
+                "load_1min": round(load, 2),
+            }
+            if system == "fermion" and metric == "lookup_100_ids_ms":
+                row["files_opened"] = opened[-1]
+            results.append(row)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def method_notes(sizes: Any) -> list[tuple[str, str]]:
+    """The report's Method lines for this module."""
+    return [
+        (
+            "batch_table_lookup",
+            "Dataset.read_batches on a ~20-fragment batch-mode table (2,000 batches of 1-64 "
+            "rows, 200 float32) vs pyarrow.dataset with a bid filter over the same rows, one "
+            "Parquet file per fragment; 50 columns; 100 ids in one call, and 50 single-id calls",
+        )
+    ]
+
+
+if __name__ == "__main__":
+    rows: list[dict[str, Any]] = []
+    run(rows)
+    for row in rows:
+        print(json.dumps(row))

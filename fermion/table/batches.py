@@ -1,0 +1,410 @@
+"""Table-level batch lookup: the rows of given batch ids, and shuffled epochs of batches.
+
+A table written in batch mode (``plan_write(..., batch_id_column=...)``; the column is
+recorded in the table configuration under ``fermion.batch_id_column``) keeps every batch —
+the rows sharing one value of that integer column — whole inside one data file, written
+with ``append_batch`` (docs/FORMAT.md §11). A lookup of many ids costs one planning pass:
+
+1. **planning** — the ids are sorted once; each fragment's min/max of the batch-id column
+   (its manifest statistics, docs/TABLE_FORMAT.md) is turned into the slice of sorted ids it
+   can hold by binary search. Fragments whose range holds none of the ids are never opened;
+   fragments without statistics for the column are always candidates.
+2. **reading** — candidate fragments are read in parallel (a thread pool, as a scan). A
+   batch-mode data file is read with ``FileReader.read_batches`` (only the pages holding
+   the batches); any other file (a fragment written without batch mode, or one of several
+   data files) is scanned with an ``is_in`` filter on the batch-id column.
+3. **assembly** — deleted rows are dropped; columns are read by field id through this
+   version's schema (renames, widening, added columns as nulls); the rows come out grouped
+   by batch, in the order the ids were asked (a repeated id repeats its rows), rows of one
+   batch in table order.
+
+An id with no live row (never written, or every row deleted) is *missing*: by default
+:meth:`BatchLookup.to_table` raises :class:`~fermion.errors.BatchModeError` naming it (a
+data loader asking for an id it was not given is a bug worth seeing);
+``on_missing="skip"`` returns the other batches instead.
+
+Example:
+    >>> import tempfile, pyarrow as pa
+    >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+    >>> from fermion.table.dataset import dataset
+    >>> uri = tempfile.mkdtemp()
+    >>> data = pa.table({"b": [1, 1, 2, 3, 3, 3], "x": list("abcdef")})
+    >>> plan = plan_write(uri, data.schema, batch_id_column="b", max_rows_per_file=3)
+    >>> _ = commit_write(plan, [execute_write(plan, data)])
+    >>> lookup = dataset(uri).batch_lookup([3, 1], columns=["x"])
+    >>> lookup.to_table().to_pydict(), lookup.stats.files_opened
+    ({'x': ['d', 'e', 'f', 'a', 'b']}, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
+from fermion.format import FileReader
+from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.scan import ScanStats, merge_fragment_columns, open_fragment_files
+from fermion.table.schema import TableSchema, project_file_table
+from fermion.table.storage import TableStorage
+from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
+from fermion.table.transition import live_rows
+
+__all__ = ["BatchLookup", "BatchRanges", "OnMissing", "batch_id_column", "epoch_batches"]
+
+OnMissing = Literal["raise", "skip"]
+_LOOKUP_THREADS = 8
+_INT64 = np.iinfo(np.int64)
+
+
+def batch_id_column(manifest: pb.Manifest, schema: TableSchema, given: str | None = None) -> str:
+    """The batch-id column of a table version: ``given``, else the table configuration's.
+
+    Raises:
+        BatchModeError: no batch-id column is recorded (and none given), or it is not an
+            integer column of this version's schema.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> m = pb.Manifest(config={"fermion.batch_id_column": "b"})
+        >>> batch_id_column(m, TableSchema.from_arrow(pa.schema([("b", pa.int64())])))
+        'b'
+    """
+    name = given if given is not None else manifest.config.get(BATCH_ID_COLUMN_KEY)
+    if not name:
+        raise BatchModeError(
+            f"the table records no batch-id column ({BATCH_ID_COLUMN_KEY}); write it with "
+            "plan_write(..., batch_id_column=...) or pass batch_id_column="
+        )
+    index = schema.arrow.get_field_index(name)
+    if index < 0:
+        raise BatchModeError(f"batch-id column {name!r} is not in the table schema")
+    if not pa.types.is_integer(schema.arrow.field(index).type):
+        raise BatchModeError(
+            f"batch-id column {name!r} must be an integer column, not "
+            f"{schema.arrow.field(index).type}"
+        )
+    return str(name)
+
+
+def _as_ids(batch_ids: Any) -> np.ndarray:
+    """The requested ids as a one-dimensional int64 array (typed errors otherwise)."""
+    if isinstance(batch_ids, str | bytes):
+        raise InvalidArgumentError("batch_ids must be a sequence of integers, not a string")
+    try:
+        if hasattr(batch_ids, "to_numpy"):
+            batch_ids = batch_ids.to_numpy(zero_copy_only=False)
+        ids = np.asarray(batch_ids)
+    except (TypeError, ValueError, pa.ArrowInvalid) as exc:
+        raise InvalidArgumentError(f"batch_ids must be integers: {exc}") from None
+    if ids.ndim != 1:
+        raise InvalidArgumentError("batch_ids must be a one-dimensional sequence of integers")
+    if ids.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if ids.dtype == np.bool_ or not np.issubdtype(ids.dtype, np.integer):
+        raise InvalidArgumentError(f"batch_ids must be integers, not {ids.dtype}")
+    if ids.dtype == np.uint64 and bool(np.any(ids > np.uint64(_INT64.max))):
+        raise InvalidArgumentError("batch ids must fit in int64")
+    return ids.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class BatchRanges:
+    """Per-fragment batch-id ranges of one version, from the manifest alone.
+
+    ``lo[k]``/``hi[k]`` bound the batch ids of ``fragments[k]`` (its min/max statistics of
+    the batch-id column); a fragment without them gets the whole int64 range.
+    """
+
+    fragments: tuple[pb.Fragment, ...]
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @staticmethod
+    def build(manifest: pb.Manifest, field_id: int) -> BatchRanges:
+        """Ranges of the fragments with live rows (fragments fully deleted are left out).
+
+        Example:
+            >>> f = pb.Fragment(id=1, physical_rows=2)
+            >>> s = f.stats.add(field_id=0)
+            >>> s.min.int_value, s.max.int_value = 5, 9
+            >>> r = BatchRanges.build(pb.Manifest(fragments=[f]), 0)
+            >>> r.lo.tolist(), r.hi.tolist()
+            ([5], [9])
+        """
+        fragments = tuple(f for f in manifest.fragments if live_rows(f) > 0)
+        lo = np.full(len(fragments), _INT64.min, dtype=np.int64)
+        hi = np.full(len(fragments), _INT64.max, dtype=np.int64)
+        for k, fragment in enumerate(fragments):
+            for item in fragment.stats:
+                if item.field_id != field_id or item.null_count:
+                    continue
+                if item.min.WhichOneof("kind") == "int_value" and item.max.WhichOneof("kind") == (
+                    "int_value"
+                ):
+                    lo[k], hi[k] = item.min.int_value, item.max.int_value
+        return BatchRanges(fragments, lo, hi)
+
+    def plan(self, unique_ids: np.ndarray) -> list[tuple[pb.Fragment, np.ndarray]]:
+        """The fragments that may hold some of ``unique_ids`` (sorted, distinct), each with
+        the ids its range holds: two binary searches per fragment, no IO.
+
+        Example:
+            >>> r = BatchRanges((pb.Fragment(id=1), pb.Fragment(id=2)),
+            ...                 np.array([0, 10]), np.array([9, 19]))
+            >>> [(f.id, ids.tolist()) for f, ids in r.plan(np.array([3, 4, 25]))]
+            [(1, [3, 4])]
+        """
+        first = np.searchsorted(unique_ids, self.lo, side="left")
+        last = np.searchsorted(unique_ids, self.hi, side="right")
+        return [
+            (self.fragments[k], unique_ids[first[k] : last[k]])
+            for k in np.flatnonzero(last > first).tolist()
+        ]
+
+
+def _batch_file_rows(reader: FileReader, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of sorted ``ids``, those the batch-mode file holds, and each one's first row and
+    length in the file (from BATCH_META: metadata and the ids/lengths of touched stripes)."""
+    index = reader.batches()
+    stripe_of = index.locate(ids)
+    stripe_start = np.concatenate([[0], np.cumsum(index.stripe_rows)]).astype(np.int64)
+    present: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    for s in np.unique(stripe_of[stripe_of >= 0]).tolist():
+        mask = stripe_of == s
+        b = index.stripe(s)
+        pos = b.find(ids[mask])
+        found = pos >= 0
+        present.append(ids[mask][found])
+        starts.append(stripe_start[s] + b.starts[pos[found]])
+        lengths.append(b.lengths[pos[found]])
+    if not present:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, np.zeros((2, 0), dtype=np.int64)
+    return np.concatenate(present), np.stack([np.concatenate(starts), np.concatenate(lengths)])
+
+
+def _batch_mode_by(
+    reader: FileReader, file_ids: Sequence[int], fragment: pb.Fragment, batch_fid: int
+) -> bool:
+    """Whether the file's BATCH_META ids are the values of the batch-id column: a batch-mode
+    file holding the column whose id range (metadata only) is the column's min/max."""
+    if not reader.batch_mode or batch_fid not in file_ids:
+        return False
+    ranges = BatchRanges.build(pb.Manifest(fragments=[fragment]), batch_fid)
+    index = reader.batches()
+    filled = index.batches_per_stripe > 0
+    if not ranges.fragments or not bool(np.any(filled)):
+        return False
+    lo, hi = int(ranges.lo[0]), int(ranges.hi[0])
+    return int(index.min_ids[filled].min()) == lo and int(index.max_ids[filled].max()) == hi
+
+
+def read_fragment_batches(
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    columns: Sequence[str],
+    batch_column: str,
+    ids: np.ndarray,
+    stats: ScanStats,
+) -> pa.Table:
+    """The live rows of ``fragment`` whose ``batch_column`` is in ``ids`` (sorted,
+    distinct), projected to ``columns`` (which must include ``batch_column``), in table
+    order. Batch-mode files are read by batch; other files are scanned with a filter."""
+    opened = open_fragment_files(storage, fragment, stats)
+    try:
+        top_ids = schema.top_level_ids()
+        wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
+        batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
+        reader, file_ids = opened[0]
+        if len(opened) == 1 and _batch_mode_by(reader, file_ids, fragment, batch_fid):
+            present, (starts, lengths) = _batch_file_rows(reader, ids)
+            names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+            table = reader.read_batches(present, columns=names)
+            got = [file_ids[reader.schema.get_field_index(n)] for n in names]
+            merged = project_file_table(table, got, schema, list(columns))
+            offsets = (
+                np.concatenate([np.arange(a, a + n) for a, n in zip(starts, lengths, strict=True)])
+                if len(present)
+                else np.zeros(0, dtype=np.int64)
+            )
+            expected = np.repeat(present, lengths)
+            stored = merged.column(batch_column).to_numpy(zero_copy_only=False)
+            if not np.array_equal(stored.astype(np.int64), expected):
+                raise BatchModeError(
+                    f"{fragment.files[0].path}: the batch-id column disagrees with the "
+                    "file's batch ids (written outside the table's batch mode)"
+                )
+        else:
+            parts = []
+            for reader, file_ids in opened:
+                names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+                got = [file_ids[reader.schema.get_field_index(n)] for n in names]
+                part = reader.read(columns=names)
+                parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
+            merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
+            values = merged.column(batch_column).cast(pa.int64())  # nulls never match
+            hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
+            offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+            merged = merged.take(pa.array(offsets))
+        if fragment.HasField("deletion_file"):
+            deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
+            stats.deletion_files_read += 1
+            keep = keep_mask(deleted, fragment.physical_rows)[offsets]
+            merged = merged.filter(pa.array(keep))
+        stats.rows_returned += merged.num_rows
+        return merged
+    finally:
+        for reader, _ in opened:
+            reader.close()
+
+
+class BatchLookup:
+    """A planned lookup of batch ids in one table version. Build with
+    ``Dataset.batch_lookup``; ``Dataset.read_batches`` is ``batch_lookup(...).to_table()``.
+
+    Attributes:
+        stats: what the lookup touched (``files_opened`` counts data files opened,
+            ``fragments_pruned`` the fragments never opened).
+        missing: after :meth:`to_table`, the requested ids without a live row (sorted).
+        row_counts: after :meth:`to_table`, the rows returned for each requested id, in
+            the order asked (0 for a missing id).
+    """
+
+    def __init__(
+        self,
+        storage: TableStorage,
+        ranges: BatchRanges,
+        schema: TableSchema,
+        batch_column: str,
+        batch_ids: Any,
+        columns: Sequence[str] | None = None,
+        *,
+        on_missing: OnMissing = "raise",
+    ) -> None:
+        if on_missing not in ("raise", "skip"):
+            raise InvalidArgumentError(f"on_missing must be 'raise' or 'skip', not {on_missing!r}")
+        if isinstance(columns, str):
+            raise InvalidArgumentError("columns must be a list of column names")
+        names = schema.arrow.names
+        self.columns = list(names) if columns is None else list(columns)
+        unknown = [c for c in self.columns if c not in names]
+        if unknown:
+            raise ColumnNotFoundError(f"no such columns: {unknown}")
+        self.ids = _as_ids(batch_ids)
+        self.batch_column = batch_column
+        self.on_missing = on_missing
+        self.stats = ScanStats()
+        self.missing = np.zeros(0, dtype=np.int64)
+        self.row_counts = np.zeros(0, dtype=np.int64)
+        self._storage, self._ranges, self._schema = storage, ranges, schema
+
+    def plan(self) -> list[tuple[pb.Fragment, np.ndarray]]:
+        """The fragments to open, each with the sorted ids its batch-id range holds."""
+        unique = np.unique(self.ids)
+        planned = self._ranges.plan(unique)
+        self.stats.fragments_total = len(self._ranges.fragments)
+        self.stats.fragments_pruned = len(self._ranges.fragments) - len(planned)
+        return planned
+
+    def _read(self, item: tuple[pb.Fragment, np.ndarray]) -> pa.Table:
+        fragment, ids = item
+        needed = list(dict.fromkeys([*self.columns, self.batch_column]))
+        return read_fragment_batches(
+            self._storage, self._schema, fragment, needed, self.batch_column, ids, self.stats
+        )
+
+    def to_table(self) -> pa.Table:
+        """The rows of the requested batches, grouped by batch in the order asked.
+
+        Raises:
+            BatchModeError: an id has no live row and ``on_missing`` is ``"raise"``.
+        """
+        planned = self.plan()
+        if len(planned) <= 1:
+            tables = [self._read(item) for item in planned]
+        else:
+            with ThreadPoolExecutor(min(_LOOKUP_THREADS, len(planned))) as pool:
+                tables = list(pool.map(self._read, planned))
+        schema = self._output_schema()
+        tables = [t for t in tables if t.num_rows]
+        if not tables:
+            combined = pa.Table.from_arrays(
+                [pa.array([], type=f.type) for f in schema], schema=schema
+            ).append_column(self.batch_column + "\0", pa.array([], pa.int64()))
+            found = np.zeros(0, dtype=np.int64)
+        else:
+            combined = pa.concat_tables(
+                [t.select(self.columns).cast(schema) for t in tables]
+            ).append_column(
+                self.batch_column + "\0",
+                pa.chunked_array([t.column(self.batch_column).cast(pa.int64()) for t in tables]),
+            )
+            found = combined.column(self.batch_column + "\0").to_numpy()
+        unique = np.unique(self.ids)
+        group = np.searchsorted(unique, found)  # every found row's id is one of unique
+        counts = np.bincount(group, minlength=len(unique))
+        self.missing = unique[counts == 0]
+        if len(self.missing) and self.on_missing == "raise":
+            shown = self.missing[:5].tolist()
+            more = f" and {len(self.missing) - 5} more" if len(self.missing) > 5 else ""
+            raise BatchModeError(f"batch id(s) {shown}{more} have no live rows in this version")
+        by_group = np.argsort(group, kind="stable")  # rows of one batch keep table order
+        first = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        wanted = np.searchsorted(unique, self.ids)
+        self.row_counts = counts[wanted].astype(np.int64)
+        order = np.concatenate(
+            [by_group[first[g] : first[g + 1]] for g in wanted.tolist()]
+            or [np.zeros(0, dtype=np.int64)]
+        )
+        out = combined.drop_columns([self.batch_column + "\0"]).take(pa.array(order))
+        return out.combine_chunks() if out.num_rows else out
+
+    def _output_schema(self) -> pa.Schema:
+        return pa.schema([self._schema.arrow.field(c).with_nullable(True) for c in self.columns])
+
+
+def epoch_batches(
+    lookup_factory: Any,
+    ids: np.ndarray,
+    *,
+    seed: int | None,
+    shuffle: bool,
+    read_ahead: int,
+) -> Iterator[tuple[int, pa.Table]]:
+    """``(batch_id, rows)`` for each of ``ids`` once, in a shuffled (or sorted) order.
+
+    ``lookup_factory(ids)`` returns a :class:`BatchLookup` with ``on_missing="skip"``;
+    ids are looked up ``read_ahead`` at a time (one planning pass each). A batch whose rows
+    are deleted meanwhile is left out.
+    """
+    if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 1:
+        raise InvalidArgumentError(f"read_ahead must be an integer >= 1, got {read_ahead!r}")
+    order = np.sort(ids)
+    if shuffle:
+        order = np.random.default_rng(seed).permutation(order)
+    return _epoch(lookup_factory, order, read_ahead)
+
+
+def _epoch(
+    lookup_factory: Any, order: np.ndarray, read_ahead: int
+) -> Iterator[tuple[int, pa.Table]]:
+    for start in range(0, len(order), read_ahead):
+        chunk = order[start : start + read_ahead]
+        lookup: BatchLookup = lookup_factory(chunk)
+        table = lookup.to_table()
+        offset = 0
+        for bid, n in zip(chunk.tolist(), lookup.row_counts.tolist(), strict=True):
+            if n:
+                yield bid, table.slice(offset, n)
+                offset += n

@@ -1,0 +1,32 @@
+"""Smoke tests of the batch-mode benchmark modules in quick mode (no timing asserted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import batch_table_bench, batch_write_bench, report
+
+
+def test_batch_write_bench_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FERMION_BENCH_QUICK", "1")
+    rows: list[dict] = []
+    batch_write_bench.run(rows, runs=1)
+    systems = ["fermion", "fermion-tables", "fermion-write_table", "parquet"]
+    assert [(r["variant"], r["system"]) for r in rows] == [
+        (v, s) for v in ("wide_f32", "issue16") for s in systems
+    ]
+    assert all(r["status"] == "ok" and r["value"] > 0 and r["file_mb"] > 0 for r in rows)
+    ratios = report.add_ratios(rows)
+    assert [r["vs_parquet"] for r in ratios if r["system"] == "parquet"] == [1.0, 1.0]
+    assert rows[0]["batches"] == 200 and rows[4]["batches"] == 400
+
+
+def test_batch_table_bench_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FERMION_BENCH_QUICK", "1")
+    rows: list[dict] = []
+    batch_table_bench.run(rows, runs=1)
+    assert [(r["metric"], r["system"]) for r in rows] == [
+        (m, s) for m in ("lookup_100_ids_ms", "lookups_50x1_ms") for s in ("fermion", "parquet")
+    ]
+    assert all(r["status"] == "ok" and r["value"] > 0 and r["fragments"] >= 5 for r in rows)
+    assert 1 <= rows[0]["files_opened"] <= rows[0]["fragments"]
