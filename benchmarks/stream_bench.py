@@ -21,6 +21,20 @@ process, imports included) and its wall time; the results must equal pyarrow's e
 
     python -m benchmarks.stream_bench --gb 4.3        # prints one JSON line per step
     python -m benchmarks.stream_bench --gb 0.3 --dir /tmp/s   # a quick one
+
+Measured 2026-11-23 16:02-16:07 UTC (2 cores shared with other jobs, load average 13-17;
+duckdb 2.0.0, polars 2.1.0, pyarrow 26.0.1): 4.3 GB of Arrow data (67,187,500 rows x 8
+int64/float64 columns), 65 fragments, 1.0 GB on disk; the query keeps 33,599,270 rows and
+every engine's result equals pyarrow's. Peak RSS is the whole process (its baseline after
+imports: 136 MB for the write, 188 MB for the reads)::
+
+    step              peak RSS   wall time
+    write (stream)     333 MB     128.8 s
+    pyarrow            431 MB      19.6 s
+    duckdb-stream      594 MB      17.7 s   every column through __arrow_c_stream__
+    duckdb-dataset     465 MB      17.2 s   columns + filter pushed into ds.scanner()
+    polars-stream      586 MB      13.3 s   every column through __arrow_c_stream__
+    polars-dataset     454 MB       8.1 s   columns + filter pushed into ds.to_batches()
 """
 
 from __future__ import annotations
