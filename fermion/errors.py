@@ -18,6 +18,7 @@ working::
     ├── CommitError                          the table commit protocol failed
     │   ├── CommitConflictError              retryable; raised after retries ran out
     │   └── IncompatibleTransactionError     not retryable: rebasing cannot help
+    ├── ManifestStoreError (OSError)         the external manifest store is unreachable
     └── DatasetError (ValueError)            table-level misuse (missing version, ...)
 
 Example:
@@ -39,6 +40,7 @@ __all__ = [
     "IncompatibleTransactionError",
     "InvalidArgumentError",
     "InvalidFileError",
+    "ManifestStoreError",
     "SchemaMismatchError",
     "SourceNotFoundError",
     "TruncatedFileError",
@@ -107,6 +109,14 @@ class CommitConflictError(CommitError):
 
 class IncompatibleTransactionError(CommitError):
     """A concurrent commit makes this transaction impossible; retrying cannot help."""
+
+
+class ManifestStoreError(FermionError, OSError):
+    """The external manifest store (a database server) cannot be reached or failed a call.
+
+    An ``OSError``: a commit whose insert fails this way has an unknown outcome, and the
+    commit loop checks whether it landed before trying again.
+    """
 
 
 class DatasetError(FermionError, ValueError):

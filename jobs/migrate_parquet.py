@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from fermion.spark.jobs.migrate_parquet import migrate_parquet
-
 from fermion.spark.jobs.config import MigrateParquetConfig
+from fermion.spark.jobs.migrate_parquet import migrate_parquet
 from fermion.spark.jobs.runner import run
 
 if __name__ == "__main__":

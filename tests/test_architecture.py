@@ -42,6 +42,8 @@ There is no allowlist: every rule holds for the whole package.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -494,3 +496,11 @@ def test_layer_and_boundary_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert list(_private_module_imports(fake["fermion.spark.ds"])) == [("fermion.table._hidden", 2)]
     assert _strongly_connected(_graph()) == [["fermion.io.low", "fermion.table.high"]]
+
+
+def test_import_fermion_leaves_pandas_and_pyarrow_dataset_unloaded() -> None:
+    # Both load lazily where used: pyarrow.dataset pulls in pandas, about half a second
+    # at every CLI start and in every Spark Python worker.
+    probe = "import sys, fermion; print(sorted({'pandas', 'pyarrow.dataset'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

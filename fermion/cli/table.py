@@ -25,23 +25,32 @@ from fermion.table.deletions import deletion_path
 __all__ = ["add_table_commands", "cmd_log", "cmd_show"]
 
 
+MANIFEST_STORE_HELP = (
+    "external manifest store the table commits through: postgresql://user@host/db or an "
+    "SQLite file path (default: FERMION_MANIFEST_STORE, for filesystems without an atomic "
+    "create); keep the password in PGPASSWORD or ~/.pgpass"
+)
+
+
 def add_table_commands(subparsers: Any) -> None:
     """Register ``log`` and ``show`` on an argparse subparsers object."""
     p = subparsers.add_parser("log", help="versions of a table with operation summaries")
     p.add_argument("uri", metavar="URI", help="table directory: path or fsspec URL")
     p.add_argument("--json", action="store_true", help="one JSON object per version")
+    p.add_argument("--manifest-store", metavar="STORE", default=None, help=MANIFEST_STORE_HELP)
     p.set_defaults(handler=cmd_log)
 
     p = subparsers.add_parser("show", help="schema, fragments, deletions and sizes of a version")
     p.add_argument("uri", metavar="URI", help="table directory: path or fsspec URL")
     p.add_argument("--version", type=int, default=None, help="version (default: latest)")
     p.add_argument("--json", action="store_true", help="print as one JSON object")
+    p.add_argument("--manifest-store", metavar="STORE", default=None, help=MANIFEST_STORE_HELP)
     p.set_defaults(handler=cmd_show)
 
 
 def cmd_log(args: argparse.Namespace) -> int:
     """Print every version, newest first."""
-    ds = dataset(args.uri)
+    ds = dataset(args.uri, manifest_store=args.manifest_store)
     for info in reversed(ds.versions()):
         if args.json:
             row = {
@@ -67,7 +76,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print one version: schema with field ids, fragments, deletion files, sizes."""
-    ds = dataset(args.uri, version=args.version)
+    ds = dataset(args.uri, version=args.version, manifest_store=args.manifest_store)
     m = ds.manifest
     fragments = []
     for f in m.fragments:

@@ -18,14 +18,13 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pds
-import pyarrow.fs as pafs
 
 from fermion.errors import InvalidArgumentError
 
@@ -230,8 +229,16 @@ def guarantee_for(
     return in_range | f.is_null()
 
 
-_FS = pafs.LocalFileSystem()
-_FORMAT = pds.IpcFileFormat()
+@functools.cache
+def _placeholder_dataset_parts() -> tuple[Any, Any, Any]:
+    """``pyarrow.dataset``, a filesystem and a format for the placeholder datasets.
+
+    Imported on first use: ``pyarrow.dataset`` pulls in pandas, which would add about half a
+    second to ``import fermion`` (the CLI's start and every Spark Python worker's)."""
+    import pyarrow.dataset as pds
+    import pyarrow.fs as pafs
+
+    return pds, pafs.LocalFileSystem(), pds.IpcFileFormat()
 
 
 def segments_that_may_match(
@@ -248,9 +255,10 @@ def segments_that_may_match(
         return []
     exprs = [g if g is not None else pc.scalar(True) for g in guarantees]
     paths = [f"/fermion-segment/{i}" for i in range(len(exprs))]
+    pds, filesystem, file_format = _placeholder_dataset_parts()
     try:
         ds = pds.FileSystemDataset.from_paths(
-            paths, schema=schema, format=_FORMAT, filesystem=_FS, partitions=exprs
+            paths, schema=schema, format=file_format, filesystem=filesystem, partitions=exprs
         )
         kept = ds.get_fragments(filter=filter)
         return [int(frag.path.rsplit("/", 1)[1]) for frag in kept]

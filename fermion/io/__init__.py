@@ -15,7 +15,7 @@ Example:
 from fermion.io.coalesce import MergedRead, coalesce_ranges
 from fermion.io.sink import Sink, open_sink
 from fermion.io.source import ByteSource, FileObjectSource, IOStats, open_source, resolve
-from fermion.io.store import FsspecStore, LocalStore, MemoryStore, Store, open_store
+from fermion.io.store import FsspecStore, LocalStore, MemoryStore, S3Store, Store, open_store
 
 __all__ = [
     "ByteSource",
@@ -25,6 +25,7 @@ __all__ = [
     "LocalStore",
     "MemoryStore",
     "MergedRead",
+    "S3Store",
     "Sink",
     "Store",
     "coalesce_ranges",

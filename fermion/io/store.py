@@ -2,16 +2,24 @@
 
 A :class:`Store` owns a few primitives on the absolute paths of one backend: ``read``,
 ``write``, ``exists``, ``listdir``, ``walk``, ``delete``, ``size``, ``modified``, ``makedirs``,
-``copy`` and ``put_if_absent``. Three implementations:
+``copy`` and ``put_if_absent``. Four implementations:
 
 * :class:`LocalStore` — the local disk through ``os``. Put-if-absent writes a uniquely
   named temp file, fsyncs it and hard-links it to the final name (:mod:`fermion.io.atomic`).
 * :class:`MemoryStore` — fsspec's in-memory filesystem (``memory://``); put-if-absent is an
   exclusive create under one process-wide lock, atomic for everyone who sees the store.
-* :class:`FsspecStore` — any other fsspec filesystem (S3, HDFS, ...). It has no atomic
-  put-if-absent (fsspec's ``pipe_file(mode="create")`` is check-then-write), so
-  :attr:`~Store.supports_put_if_absent` is False and callers commit through an external
-  manifest store instead.
+* :class:`S3Store` — S3 and S3-compatible servers through ``s3fs``. Put-if-absent is one
+  conditional ``PutObject`` (``If-None-Match: *``): the server creates the object only if
+  the key is free, and answers 412 ``PreconditionFailed`` when it is taken (a 409
+  ``ConditionalRequestConflict``, another conditional write to the key in flight, is
+  retried until it turns into a 412 or a success).
+* :class:`FsspecStore` — any other fsspec filesystem (GCS, Azure, HDFS, ...). It has no
+  atomic put-if-absent (fsspec's ``pipe_file(mode="create")`` is check-then-write on most
+  backends), so :attr:`~Store.supports_put_if_absent` is False and callers commit through
+  an external manifest store instead.
+
+Listings and existence checks bypass fsspec's listing cache: another process may have
+committed a version since the last look.
 
 :func:`open_store` picks the backend for a path, URL or ``(filesystem, path)`` pair. Stores
 only move bytes: they know nothing of the files they hold.
@@ -33,9 +41,11 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import threading
+import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
@@ -48,7 +58,12 @@ from fermion.errors import InvalidArgumentError
 from fermion.io.atomic import put_if_absent_local
 from fermion.io.source import resolve
 
-__all__ = ["FsspecStore", "LocalStore", "MemoryStore", "Store", "open_store"]
+__all__ = ["FsspecStore", "LocalStore", "MemoryStore", "S3Store", "Store", "open_store"]
+
+#: Retries of a conditional PutObject answered 409 ``ConditionalRequestConflict``.
+S3_CONFLICT_RETRIES = 4
+#: First backoff (seconds) before such a retry; doubles per retry.
+S3_CONFLICT_BACKOFF = 0.05
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -220,19 +235,30 @@ class FsspecStore(Store):
         self.fs.pipe_file(path, bytes(data))
 
     def exists(self, path: str) -> bool:
+        self.fs.invalidate_cache(path)
         return bool(self.fs.exists(path))
 
     def listdir(self, path: str) -> list[str]:
+        self.fs.invalidate_cache(path)
         try:
-            return [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False)]
+            names = [posixpath.basename(p.rstrip("/")) for p in self.fs.ls(path, detail=False)]
         except FileNotFoundError:
             return []
+        finally:
+            # a listing left in the cache would later hide files other processes add
+            # (``info``/``size`` answer "not found" from a cached listing of the parent)
+            self.fs.invalidate_cache(path)
+        return names
 
     def walk(self, path: str) -> list[str]:
+        self.fs.invalidate_cache(path)
         try:
-            return list(self.fs.find(path))
+            found = list(self.fs.find(path))
         except FileNotFoundError:
             return []
+        for directory in {posixpath.dirname(p) for p in found} | {path}:
+            self.fs.invalidate_cache(directory)
+        return found
 
     def delete(self, path: str) -> None:
         try:
@@ -241,6 +267,7 @@ class FsspecStore(Store):
             pass
 
     def size(self, path: str) -> int:
+        self.fs.invalidate_cache(path)
         return int(self.fs.size(path))
 
     def modified(self, path: str) -> float:
@@ -282,8 +309,93 @@ class MemoryStore(FsspecStore):
             self.fs.pipe_file(path, bytes(data))
 
 
+class S3Store(FsspecStore):
+    """S3 or an S3-compatible server through ``s3fs``, with an atomic put-if-absent.
+
+    Credentials and the endpoint come from the filesystem (``storage_options`` of an
+    ``s3fs.S3FileSystem``, or boto's environment: ``AWS_ACCESS_KEY_ID``,
+    ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``, ...); the store never reads or prints
+    them. Data files go through the filesystem's file objects: one ``PutObject`` below its
+    block size (``default_block_size``, 50 MiB unless set), a multipart upload above.
+
+    Args:
+        fs: An ``s3fs.S3FileSystem``.
+
+    Example:
+        >>> import s3fs
+        >>> store = S3Store(s3fs.S3FileSystem(anon=True))
+        >>> store.supports_put_if_absent, store.uri("bucket/table")
+        (True, 's3://bucket/table')
+    """
+
+    supports_put_if_absent = True
+
+    def read(self, path: str) -> bytes:
+        """One ``GetObject`` (s3fs would first ask the size to split big objects into
+        concurrent ranged GETs: a request too many for manifests and transactions)."""
+        return bytes(self.fs.cat_file(path, max_concurrency=1))
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """One ``PutObject`` with ``If-None-Match: *``.
+
+        412 ``PreconditionFailed``: the key is taken. 409 ``ConditionalRequestConflict``:
+        another conditional write to the key was in flight, with an outcome this request
+        cannot know; S3 asks for a retry, which then gets 412 (the other write landed) or
+        creates the key. A request retried by the client after a lost response may find its
+        own object and report ``FileExistsError``: the commit loop then recognises its
+        transaction in the version it meant to write (:mod:`fermion.table.commit`).
+
+        Raises:
+            FileExistsError: The key exists.
+            OSError: Any other failure (the outcome is unknown), including a key still in
+                conflict after :data:`S3_CONFLICT_RETRIES` retries.
+        """
+        bucket, key, _ = self.fs.split_path(path)
+        request = {"Bucket": bucket, "Key": key, "Body": bytes(data), "IfNoneMatch": "*"}
+        try:
+            for attempt in range(S3_CONFLICT_RETRIES + 1):
+                try:
+                    self.fs.call_s3("put_object", **request)
+                    return
+                except Exception as exc:
+                    answer = _s3_conditional_answer(exc)
+                    if answer == "taken":
+                        raise FileExistsError(path) from None
+                    if answer != "conflict":
+                        raise
+                time.sleep(S3_CONFLICT_BACKOFF * 2**attempt)
+            raise OSError(
+                errno.EBUSY, f"{path}: conditional writes kept conflicting (409); outcome unknown"
+            )
+        finally:
+            self.fs.invalidate_cache(path)
+
+
+def _s3_conditional_answer(exc: BaseException) -> str:
+    """``"taken"`` (412), ``"conflict"`` (409) or ``"other"`` for an s3fs/botocore error of
+    a conditional create."""
+    for error in (exc, exc.__cause__):
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):
+            code = str(response.get("Error", {}).get("Code", ""))
+            status = str(response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+            if code == "PreconditionFailed" or status == "412":
+                return "taken"
+            if code == "ConditionalRequestConflict" or status == "409":
+                return "conflict"
+            return "other"
+    return "taken" if isinstance(exc, FileExistsError) else "other"
+
+
+def _is_s3(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    return hasattr(fs, "call_s3") and bool({"s3", "s3a"} & set(protocols))
+
+
 def open_store(where: Any) -> tuple[Store, str]:
-    """The store and root path for a local path, fsspec URL or ``(filesystem, path)`` pair.
+    """The store and root path for a local path, fsspec URL or ``(filesystem, path)`` pair:
+    :class:`S3Store` for ``s3://`` URLs and ``s3fs`` filesystems, :class:`MemoryStore` for
+    ``memory://``, :class:`LocalStore` for the local disk, :class:`FsspecStore` otherwise.
 
     Example:
         >>> import fsspec
@@ -299,6 +411,8 @@ def open_store(where: Any) -> tuple[Store, str]:
         fs, root = resolve(str(where) if isinstance(where, Path) else where)
     if isinstance(fs, MemoryFileSystem):
         return MemoryStore(fs), root.rstrip("/")
+    if isinstance(fs, fsspec.AbstractFileSystem) and _is_s3(fs):
+        return S3Store(fs), root.rstrip("/")
     if isinstance(fs, fsspec.AbstractFileSystem) and not isinstance(fs, LocalFileSystem):
         return FsspecStore(fs), root.rstrip("/")
     return LocalStore(), os.path.abspath(root)

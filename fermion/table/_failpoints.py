@@ -7,7 +7,10 @@ Set ``FERMION_TABLE_FAILPOINT`` to ``"{point}:{action}"`` in a writer process:
   failure, e.g. a connection reset after a request already took effect).
 
 Points: ``after_data_write``, ``after_txn_write``, ``before_manifest_put``,
-``after_manifest_put``. Unset (the default), :func:`hit` costs one dict lookup.
+``after_manifest_put``, and inside a commit through an external manifest store
+(:func:`fermion.table.manifest_store.commit_external`) ``after_manifest_staged``,
+``after_store_insert`` and ``after_manifest_copy``. Unset (the default), :func:`hit` costs
+one dict lookup.
 
 Example:
     >>> hit("after_data_write")  # no failpoint configured: nothing happens
@@ -18,10 +21,11 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["ENV_VAR", "POINTS", "hit"]
+__all__ = ["ENV_VAR", "EXTERNAL_POINTS", "POINTS", "hit"]
 
 ENV_VAR = "FERMION_TABLE_FAILPOINT"
 POINTS = ("after_data_write", "after_txn_write", "before_manifest_put", "after_manifest_put")
+EXTERNAL_POINTS = ("after_manifest_staged", "after_store_insert", "after_manifest_copy")
 _fired: set[str] = set()
 
 

@@ -73,7 +73,7 @@ def write_dataset(
     mode: WriteMode = "create",
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
     commit_config: CommitConfig | None = None,
-    manifest_store: ManifestStore | None = None,
+    manifest_store: ManifestStore | str | None = None,
 ) -> Dataset:
     """Write ``data`` as a new version of the table at ``uri``.
 
@@ -87,7 +87,9 @@ def write_dataset(
             rows; a different schema gets fresh field ids).
         max_rows_per_file: Rows per data file / fragment.
         commit_config: Retry attempts, backoff and timeout of the commit.
-        manifest_store: External manifest store for stores without an atomic put.
+        manifest_store: External manifest store for stores without an atomic put: a
+            ``ManifestStore``, a ``postgresql://`` URL or an SQLite file path
+            (docs/TABLE_FORMAT.md, "External manifest stores").
 
     Raises:
         DatasetError: ``create`` on an existing table, unknown ``mode``.
@@ -115,7 +117,7 @@ def write_dataset(
             schema = TableSchema.from_arrow(data_schema, first_id=latest.max_field_id + 1)
     fragments = write_fragments(
         stream, uri, schema=schema, max_rows_per_file=max_rows_per_file,
-        manifest_store=manifest_store,
+        manifest_store=storage.manifest_store,
     )  # fmt: skip
     op: Operation
     if latest is None or mode == "overwrite":
@@ -147,7 +149,7 @@ def dataset(
     version: int | None = None,
     *,
     tag: str | None = None,
-    manifest_store: ManifestStore | None = None,
+    manifest_store: ManifestStore | str | None = None,
 ) -> Dataset:
     """Open a table at its latest version, a given ``version``, or a ``tag``.
 
@@ -770,7 +772,7 @@ class Dataset(pds.Dataset):
         *,
         max_retries: int = MAX_RETRIES_DEFAULT,
         timeout: float | None = None,
-        manifest_store: ManifestStore | None = None,
+        manifest_store: ManifestStore | str | None = None,
     ) -> Dataset:
         """Commit an operation built from :func:`write_fragments` output (the driver side).
 

@@ -48,12 +48,18 @@ def _ordered(kind: pa.DataType) -> bool:
     )
 
 
-def _to_value(scalar: pa.Scalar) -> pb.Value:
+_INT64_MAX = 2**63 - 1
+
+
+def _to_value(scalar: pa.Scalar) -> pb.Value | None:
+    """The manifest value of a bound, or None where it has none (a uint64 above the int64
+    range: ``Value.int_value`` is a sint64, so such a column keeps no range)."""
     kind = scalar.type
     if pa.types.is_boolean(kind):
         return pb.Value(bool_value=bool(scalar.as_py()))
     if pa.types.is_integer(kind):
-        return pb.Value(int_value=int(scalar.as_py()))
+        value = int(scalar.as_py())
+        return pb.Value(int_value=value) if value <= _INT64_MAX else None
     if pa.types.is_floating(kind):
         return pb.Value(float_value=float(scalar.as_py()))
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
@@ -96,8 +102,10 @@ def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.Fiel
                 bounds = pc.min_max(column)
                 low, high = bounds["min"], bounds["max"]
                 if low.is_valid and high.is_valid:
-                    stats.min.CopyFrom(_to_value(low))
-                    stats.max.CopyFrom(_to_value(high))
+                    low_value, high_value = _to_value(low), _to_value(high)
+                    if low_value is not None and high_value is not None:
+                        stats.min.CopyFrom(low_value)
+                        stats.max.CopyFrom(high_value)
         out.append(stats)
     return out
 

@@ -35,7 +35,12 @@ import fsspec
 from fermion.errors import DatasetError, InvalidArgumentError
 from fermion.io.store import FsspecStore, Store, open_store
 from fermion.table import _failpoints
-from fermion.table.manifest_store import ManifestStore, commit_external, resolve_external
+from fermion.table.manifest_store import (
+    ManifestStore,
+    commit_external,
+    open_manifest_store,
+    resolve_external,
+)
 
 __all__ = ["DIRECTORIES", "TableStorage", "manifest_name"]
 
@@ -59,21 +64,32 @@ class TableStorage:
     Args:
         uri: Local path, fsspec URL, or ``(filesystem, path)``.
         manifest_store: Commit manifests through this external store instead of
-            put-if-absent (required for stores without an atomic create).
+            put-if-absent (required for stores without an atomic create): a
+            :class:`ManifestStore`, a ``postgresql://`` URL or an SQLite file path
+            (:func:`~fermion.table.manifest_store.open_manifest_store`). When none is given
+            and the filesystem has no atomic create, the ``FERMION_MANIFEST_STORE``
+            environment variable names it.
     """
 
-    def __init__(self, uri: Any, *, manifest_store: ManifestStore | None = None) -> None:
+    def __init__(self, uri: Any, *, manifest_store: ManifestStore | str | None = None) -> None:
         if isinstance(uri, TableStorage):
             raise InvalidArgumentError("pass a URI, not a TableStorage")
         self.store: Store
         self.store, self.root = open_store(uri if not isinstance(uri, Path) else str(uri))
         self.uri: str = self.store.uri(self.root)
-        self.manifest_store = manifest_store
-        if manifest_store is None and not self.store.supports_put_if_absent:
-            raise InvalidArgumentError(
-                f"{self.uri}: this filesystem has no atomic put-if-absent; "
-                "pass manifest_store=SQLiteManifestStore(...)"
-            )
+        self.manifest_store: ManifestStore | None = None
+        if manifest_store is not None:
+            self.manifest_store = open_manifest_store(manifest_store)
+        elif not self.store.supports_put_if_absent:
+            # only here: a table on a store with an atomic create never switches to the
+            # external store behind its other writers' backs
+            self.manifest_store = open_manifest_store(None)
+            if self.manifest_store is None:
+                raise InvalidArgumentError(
+                    f"{self.uri}: this filesystem has no atomic put-if-absent; pass "
+                    "manifest_store='postgresql://...' (or an SQLite file path), or set "
+                    "FERMION_MANIFEST_STORE"
+                )
         self._dirs_ready = False
 
     def _is_a_file(self) -> DatasetError:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.postgres import postgres_dsn, postgres_server  # noqa: F401 - fixtures
+
 CTX = mp.get_context("forkserver")
 CTX.set_forkserver_preload(["pyarrow", "pyarrow.compute", "pyarrow.dataset", "fermion.table"])
 
@@ -53,3 +55,12 @@ def run_processes(
 def processes() -> Callable[..., list[tuple[str, Any]]]:
     """The :func:`run_processes` helper."""
     return run_processes
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_spec(request: pytest.FixtureRequest, tmp_path: Any) -> str:
+    """The setting of a fresh, empty external manifest store, once per kind: an SQLite file
+    path, or the URL of a new database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "manifests.db")
+    return str(request.getfixturevalue("postgres_dsn"))

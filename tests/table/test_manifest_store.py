@@ -1,4 +1,5 @@
-"""The SQLite external manifest store: atomic claims across processes, reader-side repair."""
+"""The external manifest stores (SQLite and PostgreSQL, each test on both): atomic claims across
+processes, reader-side repair."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 from fermion.errors import DatasetError
 from fermion.io.store import FsspecStore, LocalStore, MemoryStore
 from fermion.table.manifest_store import (
-    SQLiteManifestStore,
+    ManifestStore,
     commit_external,
     finalise,
     is_staging_path,
+    open_manifest_store,
     resolve_external,
 )
 
@@ -28,10 +30,16 @@ def _write(path: str, data: bytes) -> None:
     LOCAL.write(path, data)
 
 
+def _open(spec: str) -> ManifestStore:
+    store = open_manifest_store(spec)
+    assert store is not None
+    return store
+
+
 def _claim(
-    db: str, directory: str, worker: int, start: mp.synchronize.Event, out: mp.Queue
+    spec: str, directory: str, worker: int, start: mp.synchronize.Event, out: mp.Queue
 ) -> None:
-    store = SQLiteManifestStore(db)
+    store = _open(spec)
     start.wait()
     won = []
     for v in range(1, VERSIONS + 1):
@@ -44,15 +52,15 @@ def _claim(
     out.put((worker, won))
 
 
-def test_sqlite_store_has_one_winner_per_version_across_processes(tmp_path: Path) -> None:
-    db = str(tmp_path / "store.db")
+def test_store_has_one_winner_per_version_across_processes(tmp_path: Path, store_spec: str) -> None:
     table = tmp_path / "t"
     table.mkdir()
-    SQLiteManifestStore(db)  # create the schema once before the race
     ctx = mp.get_context("forkserver")
     start = ctx.Event()
     out: mp.Queue = ctx.Queue()
-    procs = [ctx.Process(target=_claim, args=(db, str(table), w, start, out)) for w in range(8)]
+    procs = [
+        ctx.Process(target=_claim, args=(store_spec, str(table), w, start, out)) for w in range(8)
+    ]
     for p in procs:
         p.start()
     start.set()
@@ -66,7 +74,7 @@ def test_sqlite_store_has_one_winner_per_version_across_processes(tmp_path: Path
             assert v not in owner
             owner[v] = worker
     assert sorted(owner) == list(range(1, VERSIONS + 1))
-    store = SQLiteManifestStore(db)
+    store = _open(store_spec)
     assert store.latest_version(str(table)) == VERSIONS
     for v, worker in owner.items():
         final = store.get(str(table), v)
@@ -74,8 +82,10 @@ def test_sqlite_store_has_one_winner_per_version_across_processes(tmp_path: Path
         assert (table / f"{v}.manifest").read_bytes() == f"{worker}".encode()
 
 
-def test_reader_repairs_a_commit_whose_writer_died_after_the_commit_point(tmp_path: Path) -> None:
-    store = SQLiteManifestStore(str(tmp_path / "m.db"))
+def test_reader_repairs_a_commit_whose_writer_died_after_the_commit_point(
+    tmp_path: Path, store_spec: str
+) -> None:
+    store = _open(store_spec)
     staging = str(tmp_path / ("4.manifest-" + "b" * 32))
     _write(staging, b"manifest-4")
     store.put_if_absent("t", 4, staging)
@@ -87,28 +97,28 @@ def test_reader_repairs_a_commit_whose_writer_died_after_the_commit_point(tmp_pa
     assert resolve_external(store, LOCAL, "t", 5) is None
 
 
-def test_reader_refuses_to_load_when_repair_fails(tmp_path: Path) -> None:
-    store = SQLiteManifestStore(str(tmp_path / "m.db"))
+def test_reader_refuses_to_load_when_repair_fails(tmp_path: Path, store_spec: str) -> None:
+    store = _open(store_spec)
     store.put_if_absent("t", 1, str(tmp_path / ("1.manifest-" + "c" * 32)))  # staging lost
     with pytest.raises(DatasetError, match="could not be finalised"):
         resolve_external(store, LOCAL, "t", 1)
 
 
-def test_put_of_unknown_version_is_an_error(tmp_path: Path) -> None:
-    store = SQLiteManifestStore(str(tmp_path / "m.db"))
+def test_put_of_unknown_version_is_an_error(store_spec: str) -> None:
+    store = _open(store_spec)
     with pytest.raises(DatasetError):
         store.put("t", 9, "x")
     assert store.latest_version("t") is None
 
 
 @pytest.mark.parametrize("kind", ["memory", "fsspec"])
-def test_commit_and_repair_on_object_stores(tmp_path: Path, kind: str) -> None:
+def test_commit_and_repair_on_object_stores(store_spec: str, kind: str) -> None:
     """The staged protocol on the in-memory store (atomic finalise) and on a store without
     put-if-absent (plain copy)."""
     mem = fsspec.filesystem("memory")
     files = MemoryStore(mem) if kind == "memory" else FsspecStore(mem)
     base = f"/ms-{uuid.uuid4().hex}"
-    store = SQLiteManifestStore(str(tmp_path / "m.db"))
+    store = _open(store_spec)
     commit_external(store, files, base, 1, f"{base}/1.manifest", b"one")
     assert (store.get(base, 1), files.read(f"{base}/1.manifest")) == (f"{base}/1.manifest", b"one")
     with pytest.raises(FileExistsError):

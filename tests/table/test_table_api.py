@@ -114,6 +114,25 @@ def test_pruning_is_correct_with_nulls_and_nans(tmp_path: Path) -> None:
     assert ds.count_rows(pc.field("k") == 2) == 2
 
 
+def test_uint64_above_the_int64_range_is_written_and_pruned_safely(tmp_path: Path) -> None:
+    # Manifest bounds are sint64: a fragment whose uint64 range does not fit keeps no
+    # range (it is never pruned), one that fits keeps its range.
+    big = 2**64 - 1
+    data = pa.table({"u": pa.array([1, 2, 3, big], pa.uint64())})
+    ds = ft.write_dataset(data, str(tmp_path / "t"), max_rows_per_file=2)
+    bounds = [
+        (s.HasField("min"), s.HasField("max"))
+        for fragment in ds.manifest.fragments
+        for s in fragment.stats
+    ]
+    assert bounds == [(True, True), (False, False)]
+    above = pc.field("u") > pa.scalar(2, pa.uint64())
+    scanner = ds.scanner(filter=above)
+    assert scanner.to_table().column("u").to_pylist() == [3, big]
+    assert scanner.stats.files_opened == 1
+    assert ds.count_rows(pc.field("u") == pa.scalar(big, pa.uint64())) == 1
+
+
 @pytest.mark.parametrize("count", [3, ARROW_MAX_ROWS + 500])
 def test_deletions_use_arrow_for_few_rows_and_roaring_for_many(tmp_path: Path, count: int) -> None:
     uri = str(tmp_path / "t")

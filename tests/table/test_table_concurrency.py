@@ -1,5 +1,9 @@
 """Reliability scenarios 1–6 of docs/TABLE_FORMAT.md: real processes racing on a real table
-directory."""
+directory.
+
+Scenarios 1, 2 and 4 also run with every commit going through the PostgreSQL external
+manifest store (a real server, tests/support/postgres.py) instead of the directory's own
+put-if-absent: ``via="postgres"``."""
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import pytest
 import fermion.table as ft
 from fermion.errors import CommitConflictError
 from fermion.io.atomic import is_temp_name
+from fermion.table.manifest_store import PostgresManifestStore, is_staging_path
+from fermion.table.storage import manifest_name
 from fermion.table.tasks import STATS_INDEX_NAME
 
 Runner = Callable[..., list[tuple[str, Any]]]
@@ -24,6 +30,14 @@ Runner = Callable[..., list[tuple[str, Any]]]
 WORKERS = 8
 COMMITS = 25
 ROWS_PER_COMMIT = 3
+
+
+VIAS = ["own", "postgres"]  # how commits claim a version: put-if-absent, or the external store
+
+
+def _store_for(via: str, request: pytest.FixtureRequest) -> str | None:
+    """``None`` (the directory's own put-if-absent) or the URL of a fresh PostgreSQL store."""
+    return None if via == "own" else str(request.getfixturevalue("postgres_dsn"))
 
 
 def _rows(ids: list[int]) -> pa.Table:
@@ -36,28 +50,32 @@ def _rows(ids: list[int]) -> pa.Table:
     )
 
 
-def _append_many(uri: str, worker: int) -> dict[str, float]:
+def _append_many(
+    uri: str, worker: int, ms: str | None = None, commits: int = COMMITS
+) -> dict[str, float]:
     attempts = 0
     started = time.perf_counter()
-    for commit in range(COMMITS):
-        base = (worker * COMMITS + commit) * ROWS_PER_COMMIT
-        ds = ft.write_dataset(_rows(list(range(base, base + ROWS_PER_COMMIT))), uri, mode="append")
+    for commit in range(commits):
+        base = (worker * commits + commit) * ROWS_PER_COMMIT
+        ids = list(range(base, base + ROWS_PER_COMMIT))
+        ds = ft.write_dataset(_rows(ids), uri, mode="append", manifest_store=ms)
         assert ds.last_commit is not None
         attempts += ds.last_commit.attempts
     return {"attempts": attempts, "seconds": time.perf_counter() - started}
 
 
-@pytest.mark.parametrize("round_", [1, 2])
+@pytest.mark.parametrize(("round_", "via"), [(1, "own"), (2, "own"), (1, "postgres")])
 def test_concurrent_appenders_lose_and_duplicate_nothing(
-    tmp_path: Path, processes: Runner, round_: int
+    tmp_path: Path, processes: Runner, round_: int, via: str, request: pytest.FixtureRequest
 ) -> None:
     uri = str(tmp_path / "t")
-    ft.write_dataset(_rows([]), uri)
+    ms = _store_for(via, request)
+    ft.write_dataset(_rows([]), uri, manifest_store=ms)
     started = time.perf_counter()
-    results = processes(_append_many, [(uri, w) for w in range(WORKERS)])
+    results = processes(_append_many, [(uri, w, ms) for w in range(WORKERS)])
     elapsed = time.perf_counter() - started
     assert all(status == "ok" for status, _ in results), results
-    ds = ft.dataset(uri)
+    ds = ft.dataset(uri, manifest_store=ms)
     total = WORKERS * COMMITS
     assert ds.storage.versions() == list(range(1, total + 2))  # contiguous, nothing skipped
     ids = ds.to_table(["id"]).column("id").to_numpy()
@@ -76,19 +94,27 @@ def test_concurrent_appenders_lose_and_duplicate_nothing(
         manifest = ds.checkout(v).manifest
         assert manifest.transaction_uuid in manifest.transaction_file
     retries = sum(r["attempts"] for _, r in results) - total
+    if ms is not None:
+        store = PostgresManifestStore(ms)
+        assert store.latest_version(uri) == total + 1
+        for v in (1, total // 2, total + 1):  # every commit finished: final paths, not staged
+            assert store.get(uri, v) == str(Path(uri) / manifest_name(v))
+        # one staged manifest per put attempt (the initial write's included), none lost
+        staged = [n for n in os.listdir(Path(uri) / "_versions") if is_staging_path(n)]
+        assert len(staged) == total + retries + 1
     print(
-        f"\nround {round_}: {WORKERS} procs x {COMMITS} commits in {elapsed:.2f}s = "
+        f"\n{via} round {round_}: {WORKERS} procs x {COMMITS} commits in {elapsed:.2f}s = "
         f"{total / elapsed:.1f} commits/s, {retries} retries"
     )
 
 
-def _claim_version_two(uri: str, worker: int) -> str:
+def _claim_version_two(uri: str, worker: int, ms: str | None = None) -> str:
     """Build a real version-2 manifest and race for the one put of version 2."""
     from fermion.table.codec import encode_manifest
     from fermion.table.transition import apply_operation
     from fermion.table.versions import load_manifest
 
-    storage = ft.dataset(uri).storage
+    storage = ft.dataset(uri, manifest_store=ms).storage
     op = ft.Append(ft.write_fragments(_rows([1000 + worker]), uri))
     manifest = apply_operation(
         load_manifest(storage, 1), op, version=2, transaction_file=f"1-{worker}.txn",
@@ -101,16 +127,19 @@ def _claim_version_two(uri: str, worker: int) -> str:
         return "lost"
 
 
-def test_same_version_race_has_exactly_one_winner(tmp_path: Path, processes: Runner) -> None:
-    uri = str(tmp_path / "t")
-    ft.write_dataset(_rows([0]), uri)
-    for _ in range(3):  # repeat the race on fresh tables
-        results = processes(_claim_version_two, [(uri, w) for w in range(WORKERS)])
+@pytest.mark.parametrize("via", VIAS)
+def test_same_version_race_has_exactly_one_winner(
+    tmp_path: Path, processes: Runner, via: str, request: pytest.FixtureRequest
+) -> None:
+    ms = _store_for(via, request)
+    for round_ in range(3):  # repeat the race on fresh tables
+        uri = str(tmp_path / f"t{round_}")
+        ft.write_dataset(_rows([0]), uri, manifest_store=ms)
+        results = processes(_claim_version_two, [(uri, w, ms) for w in range(WORKERS)])
         winners = [r for _, r in results if r != "lost"]
         assert len(winners) == 1, results
-        assert ft.dataset(uri).manifest.transaction_uuid == winners[0]
-        uri = str(tmp_path / f"t{_}")
-        ft.write_dataset(_rows([0]), uri)
+        assert ft.dataset(uri, manifest_store=ms).manifest.transaction_uuid == winners[0]
+        assert ft.dataset(uri).manifest.transaction_uuid == winners[0]  # finalised on disk
 
 
 def _append_once_no_retry(uri: str, worker: int) -> str:
@@ -196,50 +225,53 @@ def test_overlapping_deletes_give_one_winner_and_retryable_errors(
 # -- scenarios 4 and 5: compaction against deletes and appends -------------------------------------
 
 
-def _compact_loop(uri: str, rounds: int) -> int:
+def _compact_loop(uri: str, rounds: int, ms: str | None) -> int:
     done = 0
     for _ in range(rounds):
-        ds = ft.dataset(uri)
+        ds = ft.dataset(uri, manifest_store=ms)
         done += ds.compact_files(target_rows_per_fragment=400)["fragments_removed"]
     return done
 
 
-def _delete_loop(uri: str, residues: list[int]) -> int:
+def _delete_loop(uri: str, residues: list[int], ms: str | None) -> int:
     for r in residues:
-        ft.dataset(uri).delete((pc.field("r50") == r) & (pc.field("id") < 1000))
+        ft.dataset(uri, manifest_store=ms).delete((pc.field("r50") == r) & (pc.field("id") < 1000))
     return len(residues)
 
 
-def _append_loop(uri: str, base: int) -> int:
+def _append_loop(uri: str, base: int, ms: str | None) -> int:
     for i in range(10):
         start = base + i * 10
-        ft.write_dataset(_rows(list(range(start, start + 10))), uri, mode="append")
+        rows = _rows(list(range(start, start + 10)))
+        ft.write_dataset(rows, uri, mode="append", manifest_store=ms)
     return 10
 
 
-def _maintain(uri: str, kind: str, arg: Any) -> int:
+def _maintain(uri: str, kind: str, arg: Any, ms: str | None = None) -> int:
     jobs = {"c": _compact_loop, "d": _delete_loop, "a": _append_loop, "s": _rebuild_loop}
-    return int(jobs[kind](uri, arg))
+    return int(jobs[kind](uri, arg, ms))
 
 
+@pytest.mark.parametrize("via", VIAS)
 def test_compaction_racing_deletes_and_appends_never_resurrects_rows(
-    tmp_path: Path, processes: Runner
+    tmp_path: Path, processes: Runner, via: str, request: pytest.FixtureRequest
 ) -> None:
     uri = str(tmp_path / "t")
-    ft.write_dataset(_rows(list(range(1000))), uri, max_rows_per_file=50)
+    ms = _store_for(via, request)
+    ft.write_dataset(_rows(list(range(1000))), uri, max_rows_per_file=50, manifest_store=ms)
     deleters = [list(range(k, 20, 4)) for k in range(4)]
-    results = processes(
-        _maintain,
-        [(uri, "c", 6), (uri, "c", 6), (uri, "a", 5000), *[(uri, "d", d) for d in deleters]],
-    )
+    jobs = [(uri, "c", 6), (uri, "c", 6), (uri, "a", 5000), *[(uri, "d", d) for d in deleters]]
+    results = processes(_maintain, [(*job, ms) for job in jobs])
     assert all(s == "ok" for s, _ in results), results
-    ds = ft.dataset(uri)
+    ds = ft.dataset(uri, manifest_store=ms)
     got = np.sort(ds.to_table(["id"]).column("id").to_numpy())
     expect = np.array(
         [i for i in [*range(1000), *range(5000, 5100)] if i >= 1000 or i % 50 >= 20], np.int64
     )
     assert np.array_equal(got, expect)
     assert ds.storage.versions() == list(range(1, ds.version + 1))
+    if ms is not None:
+        assert PostgresManifestStore(ms).latest_version(uri) == ds.version
 
 
 def test_compaction_planned_before_a_delete_is_retryable_not_resurrecting(tmp_path: Path) -> None:
@@ -298,9 +330,9 @@ def test_two_overlapping_compactions_exactly_one_wins(tmp_path: Path, processes:
 # -- scenario 6: statistics rebuild racing compaction ----------------------------------------------
 
 
-def _rebuild_loop(uri: str, rounds: int) -> int:
+def _rebuild_loop(uri: str, rounds: int, ms: str | None) -> int:
     for _ in range(rounds):
-        ft.dataset(uri).rebuild_stats()
+        ft.dataset(uri, manifest_store=ms).rebuild_stats()
     return rounds
 
 

@@ -1,5 +1,6 @@
 """Reliability scenarios 7–11 and 13 of docs/TABLE_FORMAT.md: crashes, unknown outcomes, damaged
-metadata, bad input."""
+metadata, bad input. Scenarios 7, 8 and 11 also run with commits going through the PostgreSQL
+external manifest store (a real server, tests/support/postgres.py), with its own kill points."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from fermion.errors import (
     IncompatibleTransactionError,
     InvalidArgumentError,
     InvalidFileError,
+    ManifestStoreError,
     SchemaMismatchError,
     TruncatedFileError,
     UnsupportedVersionError,
@@ -30,18 +32,21 @@ from fermion.io.atomic import is_temp_name
 from fermion.table import _failpoints
 from fermion.table.codec import encode_manifest
 from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.manifest_store import PostgresManifestStore, is_staging_path
 from fermion.table.storage import TableStorage, manifest_name
 
 WRITER = """
 import sys, pyarrow as pa, fermion.table as ft
-ft.write_dataset(pa.table({"x": pa.array([10, 11], pa.int64())}), sys.argv[1], mode="append")
+ms = sys.argv[2] if len(sys.argv) > 2 else None
+rows = pa.table({"x": pa.array([10, 11], pa.int64())})
+ft.write_dataset(rows, sys.argv[1], mode="append", manifest_store=ms)
 print("committed")
 """
 
 
-def _table(tmp_path: Path) -> str:
+def _table(tmp_path: Path, ms: str | None = None) -> str:
     uri = str(tmp_path / "t")
-    ft.write_dataset(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), uri)
+    ft.write_dataset(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), uri, manifest_store=ms)
     return uri
 
 
@@ -49,14 +54,15 @@ def _files(uri: str) -> dict[str, list[str]]:
     return {d: sorted(os.listdir(Path(uri) / d)) for d in ("data", "_versions", "_transactions")}
 
 
-def _run_writer(uri: str, failpoint: str | None) -> subprocess.CompletedProcess[str]:
+def _run_writer(
+    uri: str, failpoint: str | None, ms: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env.pop(_failpoints.ENV_VAR, None)
     if failpoint:
         env[_failpoints.ENV_VAR] = failpoint
-    return subprocess.run(
-        [sys.executable, "-c", WRITER, uri], env=env, capture_output=True, text=True, timeout=120
-    )
+    args = [sys.executable, "-c", WRITER, uri, *([ms] if ms else [])]
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
 
 
 KILL_POINTS = [
@@ -67,8 +73,25 @@ KILL_POINTS = [
 ]
 
 
+# A commit through an external manifest store (docs/TABLE_FORMAT.md): (point, committed,
+# visible to a reader without the store before any repair).
+EXTERNAL_KILL_POINTS = [
+    ("after_data_write", False, False),
+    ("after_txn_write", False, False),
+    ("before_manifest_put", False, False),
+    ("after_manifest_staged", False, False),
+    ("after_store_insert", True, False),  # committed, but only the staged manifest exists
+    ("after_manifest_copy", True, True),  # the store still names the staged manifest
+    ("after_manifest_put", True, True),
+]
+
+
 def test_every_failpoint_is_exercised() -> None:
     assert [point for point, _ in KILL_POINTS] == list(_failpoints.POINTS)
+    assert {point for point, _, _ in EXTERNAL_KILL_POINTS} == {
+        *_failpoints.POINTS,
+        *_failpoints.EXTERNAL_POINTS,
+    }
 
 
 @pytest.mark.parametrize(("point", "committed"), KILL_POINTS)
@@ -98,6 +121,40 @@ def test_writer_killed_leaves_old_or_new_version_never_between(
     assert _run_writer(uri, None).stdout.strip() == "committed"
 
 
+@pytest.mark.parametrize(("point", "committed", "on_disk"), EXTERNAL_KILL_POINTS)
+def test_writer_killed_in_an_external_store_commit_is_repaired_by_readers(
+    tmp_path: Path, postgres_dsn: str, point: str, committed: bool, on_disk: bool
+) -> None:
+    uri = _table(tmp_path, postgres_dsn)
+    proc = _run_writer(uri, f"{point}:kill", postgres_dsn)
+    assert proc.returncode == -9, proc.stderr
+    store = PostgresManifestStore(postgres_dsn)
+    entry = store.get(uri, 2)
+    assert (entry is not None) is committed
+    if point in ("after_store_insert", "after_manifest_copy"):  # died between insert and update
+        assert entry is not None and is_staging_path(entry)
+    # a reader without the store sees the old or the new version: at most one behind
+    assert ft.dataset(uri).version == (2 if on_disk else 1)
+    # a reader with the store sees the committed version, repairing the table on the way
+    ds = ft.dataset(uri, manifest_store=postgres_dsn)
+    assert ds.version == (2 if committed else 1)
+    rows = [1, 2, 3, 10, 11] if committed else [1, 2, 3]
+    assert sorted(ds.to_table().column("x").to_pylist()) == rows
+    if committed:
+        assert store.get(uri, 2) == str(Path(uri) / manifest_name(2))
+        assert ft.dataset(uri).version == 2  # repaired on disk, for every reader
+    # cleanup removes the orphans (staged manifests included) and nothing the table needs
+    ds.cleanup_old_versions(timedelta(days=1), orphan_older_than=timedelta(0))
+    assert not [n for n in _files(uri)["_versions"] if is_staging_path(n)]
+    referenced = {f.files[0].path.split("/")[1] for f in ds.fragments}
+    assert set(_files(uri)["data"]) == referenced
+    # and the table keeps working through the store
+    assert _run_writer(uri, None, postgres_dsn).stdout.strip() == "committed"
+    after = ft.dataset(uri, manifest_store=postgres_dsn)
+    assert after.version == store.latest_version(uri) == (3 if committed else 2)
+    assert after.count_rows() == len(rows) + 2
+
+
 def test_commit_that_landed_but_reported_an_error_is_recognised(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -125,6 +182,57 @@ def _race_after_planning(uri: str) -> tuple[list[ft.FragmentMetadata], ft.Datase
     mine = ft.write_fragments(pa.table({"x": pa.array([100], pa.int64())}), uri)
     theirs = ft.write_dataset(pa.table({"x": pa.array([200], pa.int64())}), uri, mode="append")
     return mine, theirs
+
+
+def test_store_insert_that_landed_but_reported_an_error_is_recognised(
+    tmp_path: Path, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection drops after the server ran the insert (simulated: the real insert,
+    then the error the store raises for a dropped connection)."""
+    uri = _table(tmp_path, postgres_dsn)
+    insert = PostgresManifestStore.put_if_absent
+    claims: list[int] = []
+
+    def lands_then_fails(self: PostgresManifestStore, base: str, version: int, path: str) -> None:
+        insert(self, base, version, path)
+        claims.append(version)
+        if len(claims) == 1:
+            raise ManifestStoreError("manifest store: server closed the connection unexpectedly")
+
+    monkeypatch.setattr(PostgresManifestStore, "put_if_absent", lands_then_fails)
+    rows = pa.table({"x": pa.array([7], pa.int64())})
+    ds = ft.write_dataset(rows, uri, mode="append", manifest_store=postgres_dsn)
+    assert ds.last_commit is not None and ds.last_commit.recognised
+    assert claims == [2]  # committed once: the retry found its own commit and repaired it
+    store = PostgresManifestStore(postgres_dsn)
+    assert store.latest_version(uri) == 2
+    assert store.get(uri, 2) == str(Path(uri) / manifest_name(2))
+    assert ft.dataset(uri).to_table().column("x").to_pylist() == [1, 2, 3, 7]
+
+
+def test_retry_exhaustion_through_the_external_store(
+    tmp_path: Path, postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = _table(tmp_path, postgres_dsn)
+    claims: list[int] = []
+
+    def always_taken(self: PostgresManifestStore, base: str, version: int, path: str) -> None:
+        claims.append(version)
+        raise FileExistsError(version)
+
+    monkeypatch.setattr(PostgresManifestStore, "put_if_absent", always_taken)
+    frags = ft.write_fragments(pa.table({"x": pa.array([5], pa.int64())}), uri)
+    for attempts in (1, 4):
+        claims.clear()
+        with pytest.raises(CommitConflictError, match=f"after {attempts} commit attempts"):
+            ft.Dataset.commit(
+                uri, ft.Append(frags), read_version=1, max_retries=attempts,
+                manifest_store=postgres_dsn,
+            )  # fmt: skip
+        assert claims == [2] * attempts
+    monkeypatch.undo()
+    assert PostgresManifestStore(postgres_dsn).latest_version(uri) == 1
+    assert ft.dataset(uri, manifest_store=postgres_dsn).version == 1
 
 
 def test_missing_intervening_transaction_is_not_retryable(tmp_path: Path) -> None:
