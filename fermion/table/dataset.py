@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pds
 
 from fermion.errors import DatasetError, InvalidArgumentError
 from fermion.format.streams import export_stream
@@ -177,13 +176,6 @@ def dataset(
     return Dataset(storage, load_manifest(storage, version))
 
 
-def _restore_dataset(state: dict[str, Any]) -> Dataset:
-    """Unpickle a :class:`Dataset` (its Arrow base class has no pickling of its own)."""
-    ds = Dataset.__new__(Dataset)
-    ds.__dict__.update(state)
-    return ds
-
-
 class Tags(Mapping[str, int]):
     """The tags of a table as a read-only mapping ``name -> version`` (live: every access
     lists the table's tags), with ``create`` and ``delete``. Calling it, as the method
@@ -231,18 +223,17 @@ class Tags(Mapping[str, int]):
         self._ds.delete_tag(name)
 
 
-class Dataset(pds.Dataset):
+class Dataset:
     """One version of a Fermion table.
 
     Mutating methods (``delete``, ``restore``, schema changes, compaction) commit a new
     version and move this object to it.
 
-    A Dataset is also a ``pyarrow.dataset.Dataset`` as DuckDB and Polars see one (as a
-    lance dataset is): ``duckdb.sql("select ... from ds")`` and
-    ``polars.scan_pyarrow_dataset(ds)`` ask :meth:`scanner` / :meth:`to_batches` for the
-    columns and filter of the query, so only those columns are read and fragments and
-    pages the filter rules out are skipped. The Arrow methods this class does not
-    implement (``join``, ``sort_by``, ...) raise :class:`~fermion.errors.InvalidArgumentError`.
+    It speaks the ``pyarrow.dataset`` read API (``scanner``, ``to_batches``, ``to_table``,
+    ``head``, ``count_rows``, ``take``) and ``__arrow_c_stream__``:
+    ``polars.scan_pyarrow_dataset(ds)`` hands :meth:`to_batches` the query's columns and
+    filter; DuckDB does the same with :meth:`arrow_dataset` (``duckdb.sql("select ... from
+    ads")``) and streams ``ds`` itself without pushdown.
 
     Example:
         >>> import tempfile, pyarrow as pa
@@ -257,11 +248,22 @@ class Dataset(pds.Dataset):
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore_dataset, (dict(self.__dict__),))
+    def arrow_dataset(self) -> Any:
+        """This version as a ``pyarrow.dataset.Dataset`` subclass (see
+        :class:`fermion.table.arrow_dataset.ArrowDataset`): DuckDB then passes the query's
+        columns and filter to :meth:`scanner`. (``Dataset`` itself is not one: importing
+        ``pyarrow.dataset`` loads pandas, half a second at every start.)
 
-    __eq__ = object.__eq__
-    __hash__ = object.__hash__
+        Example:
+            >>> import tempfile, duckdb, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ads = ds.arrow_dataset()
+            >>> duckdb.sql("select sum(x) from ads where x > 1").fetchall()
+            [(5,)]
+        """
+        from fermion.table.arrow_dataset import ArrowDataset  # loads pyarrow.dataset
+
+        return ArrowDataset(self)
 
     # -- identity --------------------------------------------------------------------------
 
@@ -791,50 +793,3 @@ class Dataset(pds.Dataset):
         ds = Dataset(storage, result.manifest)
         ds.last_commit = result
         return ds
-
-    # -- pyarrow.dataset.Dataset methods a Fermion table does not offer ----------------------
-    # (the Arrow base class would dereference a C++ dataset this object does not have)
-
-    def _unsupported(self, name: str) -> NoReturn:
-        raise InvalidArgumentError(
-            f"Dataset.{name} is not supported on a Fermion table: read it first "
-            "(ds.to_table(...)) or use DuckDB / Polars on it"
-        )
-
-    def filter(self, expression: Any) -> NoReturn:
-        """Not supported: pass ``filter=`` to :meth:`scanner`, :meth:`to_table`, ..."""
-        self._unsupported("filter")
-
-    def get_fragments(self, filter: Any = None) -> NoReturn:
-        """Not supported: see :attr:`fragments` (manifest fragment messages)."""
-        self._unsupported("get_fragments")
-
-    def _get_fragments(self, filter: Any = None) -> NoReturn:
-        self._unsupported("_get_fragments")
-
-    def _scan_options(self, *args: Any, **kwargs: Any) -> NoReturn:
-        self._unsupported("_scan_options")
-
-    def _scanner_options(self, *args: Any, **kwargs: Any) -> NoReturn:
-        self._unsupported("_scanner_options")
-
-    def join(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported: join the tables :meth:`to_table` returns, or use DuckDB."""
-        self._unsupported("join")
-
-    def join_asof(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported: join the tables :meth:`to_table` returns, or use DuckDB."""
-        self._unsupported("join_asof")
-
-    def sort_by(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Not supported: sort the table :meth:`to_table` returns."""
-        self._unsupported("sort_by")
-
-    def replace_schema(self, schema: Any) -> NoReturn:
-        """Not supported: change the schema with :meth:`add_columns`, ..."""
-        self._unsupported("replace_schema")
-
-    @property
-    def partition_expression(self) -> pc.Expression:
-        """Always true: a Fermion table is not partitioned by directory."""
-        return pc.scalar(True)

@@ -164,8 +164,10 @@ class StatsAccumulator:
             stats = pb.FieldStats(field_id=field_id, null_count=self._nulls[i])
             low, high = self._low[i], self._high[i]
             if self._ranged[i] and low is not None and high is not None:
-                stats.min.CopyFrom(_to_value(low))
-                stats.max.CopyFrom(_to_value(high))
+                low_value, high_value = _to_value(low), _to_value(high)
+                if low_value is not None and high_value is not None:
+                    stats.min.CopyFrom(low_value)
+                    stats.max.CopyFrom(high_value)
             out.append(stats)
         return out
 

@@ -128,22 +128,22 @@ def test_head_stops_reading(tmp_path: Path) -> None:
 
 def _spied(ds: ft.Dataset, calls: list[tuple[str, dict[str, Any]]]) -> ft.Dataset:
     class Spy(ft.Dataset):
-        def scanner(self, *args: Any, **kwargs: Any) -> Scanner:
-            scanner = super().scanner(*args, **kwargs)
-            calls.append(("scanner", {**kwargs, "scan": scanner}))
+        def scanner(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> Scanner:
+            scanner = super().scanner(columns, filter, **kwargs)
+            calls.append(("scanner", {"columns": columns, "filter": filter, "scan": scanner}))
             return scanner
 
-        def to_batches(self, *args: Any, **kwargs: Any) -> Any:
-            calls.append(("to_batches", kwargs))
-            return super().to_batches(*args, **kwargs)
+        def to_batches(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> Any:
+            calls.append(("to_batches", {"columns": columns, "filter": filter}))
+            return super().to_batches(columns, filter, **kwargs)
 
     return Spy(ds.storage, ds.manifest)
 
 
 def test_duckdb_pushes_projection_and_filter_into_a_dataset(tmp_path: Path) -> None:
     calls: list[tuple[str, dict[str, Any]]] = []
-    ds = _spied(_ds(tmp_path), calls)  # noqa: F841 - DuckDB finds it by its name
-    got = duckdb.sql("select s, sum(x) as total from ds where id >= 900 group by s order by s")
+    ads = _spied(_ds(tmp_path), calls).arrow_dataset()  # noqa: F841 - DuckDB finds it by name
+    got = duckdb.sql("select s, sum(x) as total from ads where id >= 900 group by s order by s")
     rows = got.fetchall()
     expected = (
         TABLE.filter(pc.field("id") >= 900).group_by("s").aggregate([("x", "sum")]).sort_by("s")
@@ -161,6 +161,8 @@ def test_duckdb_pushes_projection_and_filter_into_a_dataset(tmp_path: Path) -> N
 
 def test_duckdb_on_streams(tmp_path: Path) -> None:
     ds = _ds(tmp_path)
+    # a Dataset itself is an Arrow stream to DuckDB (no pushdown: every column is read)
+    assert duckdb.sql("select count(*), max(s) from ds").fetchall() == [(N, "s6")]
     reader = ds.to_reader(["id", "x"], "id < 500")  # noqa: F841 - found by name
     assert duckdb.sql("select count(*), sum(id) from reader").fetchall() == [(500, 124750)]
     with fermion.FileReader(ds.storage.target(ds.fragments[0].files[0].path)) as file:  # noqa: F841
@@ -186,29 +188,36 @@ def test_polars_reads_the_stream_interface(tmp_path: Path) -> None:
     assert lazy.select(pl.col("id").sum()).collect().item() == sum(range(990, N))
 
 
-def test_arrow_methods_a_table_does_not_offer_fail_cleanly(tmp_path: Path) -> None:
+def test_arrow_dataset_reads_and_refuses_what_a_table_does_not_offer(tmp_path: Path) -> None:
     ds = _ds(tmp_path)
-    assert isinstance(ds, pds.Dataset)
+    ads = ds.arrow_dataset()
+    assert isinstance(ads, pds.Dataset) and not isinstance(ds, pds.Dataset)
+    assert ads.schema == ds.schema and ads.count_rows("id < 10") == 10
+    assert ads.to_table(["id"], pc.field("id") < 2)["id"].to_pylist() == [0, 1]
+    assert ads.head(2).num_rows == 2 and ads.take([5])["id"].to_pylist() == [5]
+    assert sum(b.num_rows for b in ads.to_batches(filter="id >= 500")) == 500
+    assert pa.table(ads).num_rows == N
     for call in (
-        lambda: ds.filter(pc.field("id") > 1),
-        lambda: ds.get_fragments(),
-        lambda: ds.join(ds, "id"),
-        lambda: ds.join_asof(ds, "id", "id", 1),
-        lambda: ds.sort_by("id"),
-        lambda: ds.replace_schema(ds.schema),
-        lambda: ds._get_fragments(None),
-        lambda: ds._scanner_options({}),
-        lambda: ds._scan_options(),
+        lambda: ads.filter(pc.field("id") > 1),
+        lambda: ads.get_fragments(),
+        lambda: ads.join(ads, "id"),
+        lambda: ads.join_asof(ads, "id", "id", 1),
+        lambda: ads.sort_by("id"),
+        lambda: ads.replace_schema(ds.schema),
+        lambda: ads._get_fragments(None),
+        lambda: ads._scanner_options({}),
+        lambda: ads._scan_options(),
     ):
         with pytest.raises(InvalidArgumentError, match="not supported"):
             call()
-    assert ds.partition_expression.equals(pc.scalar(True))
+    assert ads.partition_expression.equals(pc.scalar(True))
     for name in dir(pds.Dataset):  # nothing of the base class is left unimplemented
         if not name.startswith("__"):
-            assert name in vars(ft.Dataset), name
-    copy = pickle.loads(pickle.dumps(ds))
-    assert copy.version == ds.version and copy.count_rows() == N
-    assert ds == ds and ds != copy and len({ds, copy}) == 2
+            assert name in vars(type(ads)), name
+    for obj in (ds, ads):
+        copy = pickle.loads(pickle.dumps(obj))
+        assert copy.count_rows() == N
+        assert obj == obj and obj != copy and len({obj, copy}) == 2
 
 
 def test_tags_mapping_restore_retention_create_and_repr(tmp_path: Path) -> None:
