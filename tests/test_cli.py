@@ -70,14 +70,14 @@ def sample(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "argv",
-    [
-        [],
+    [  # bare `fermion` prints the help instead (tests/test_cli_doctests.py)
         ["frobnicate"],
         ["cat"],
         ["inspect"],
         ["cat", "x.fermion", "--limit", "-1"],
         ["cat", "x.fermion", "--limit", "x"],
         ["cat", "x.fermion", "--format", "xml"],
+        ["cat", "x.fermion", "--version", "-1"],
         ["cat", "x.fermion", "--columns", ""],
         ["cat", "x.fermion", "--columns", "a,,b"],
         ["convert", "a.csv", "b.fermion"],
@@ -394,3 +394,46 @@ def test_internal_error_is_one_line_unless_debug(
         main(["convert", str(sample), str(tmp_path / "o.parquet")])
     monkeypatch.setenv(app.DEBUG_ENV_VAR, "0")
     assert main(["convert", str(sample), str(tmp_path / "o.parquet")]) == 3
+
+
+# --------------------------------------------------------------------------------------
+# cat on a table directory
+
+
+def test_cat_table_versions_filters_and_limits(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    uri = str(tmp_path / "t")
+    ds = fermion.write_dataset(pa.table({"id": [1, 2, 3], "s": ["a", "b", "c"]}), uri)
+    ds.append(pa.table({"id": [4], "s": ["d"]}))
+    ds.delete("id = 2")
+    code, out, _ = run(capsys, "cat", uri, "--format", "jsonl")
+    assert code == 0 and [json.loads(x)["id"] for x in out.splitlines()] == [1, 3, 4]
+    code, out, _ = run(capsys, "cat", uri, "--version", "1", "--format", "csv", "--columns", "s")
+    assert code == 0 and out.splitlines() == ["s", "a", "b", "c"]
+    code, out, _ = run(capsys, "cat", uri, "--filter", "id >= 3 AND s <> 'c'", "--format", "csv")
+    assert code == 0 and out.splitlines() == ["id,s", "4,d"]
+    code, out, _ = run(capsys, "cat", uri, "--limit", "1", "--format", "csv")
+    assert code == 0 and out.splitlines() == ["id,s", "1,a"]
+    code, out, _ = run(capsys, "cat", uri, "--limit", "0", "--columns", "s", "--format", "csv")
+    assert code == 0 and out.splitlines() == ["s"]
+    for argv, needle in [
+        (["cat", uri, "--version", "9"], "version 9"),
+        (["cat", uri, "--filter", "nope = 1"], "nope"),
+        (["cat", uri, "--filter", "id >"], "cannot parse"),
+        (["cat", uri, "--columns", "nope"], "nope"),
+    ]:
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == "" and needle in err, (argv, err)
+        assert_one_error_line(err)
+
+
+def test_cat_file_filter_and_version_on_a_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = str(tmp_path / "f.fermion")
+    fermion.write_table(pa.table({"id": [1, 2, 3]}), path)
+    code, out, _ = run(capsys, "cat", path, "--filter", "id > 1", "--format", "csv")
+    assert code == 0 and out.splitlines() == ["id", "2", "3"]
+    code, out, err = run(capsys, "cat", path, "--version", "1")
+    assert code == 2 and "table directories" in err

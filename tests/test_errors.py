@@ -305,7 +305,7 @@ def test_filters_that_do_not_apply_are_one_line(
 # the CLI: hints, --force, OS errors
 
 
-@pytest.mark.parametrize("command", ["cat", "inspect"])
+@pytest.mark.parametrize("command", ["inspect"])  # `cat` reads tables (tests/test_cli.py)
 def test_cli_file_commands_on_a_table_suggest_show(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
 ) -> None:

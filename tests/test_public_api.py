@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import inspect
 import pkgutil
 from pathlib import Path
 
@@ -77,3 +78,33 @@ def test_docstring_examples_run(module: str) -> None:
     failures, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert failures == 0
     assert (attempted > 0) is (module not in _WITHOUT_EXAMPLES), "a module without examples"
+
+
+def _public_members(cls: type) -> dict[str, object]:
+    """Public attributes ``cls`` defines itself or inherits from a Fermion class."""
+    members: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        if klass.__module__.split(".")[0] != "fermion":
+            continue
+        members.update({k: v for k, v in vars(klass).items() if not k.startswith("_")})
+    return members
+
+
+def test_every_public_class_and_method_has_a_docstring() -> None:
+    """Everything ``fermion.__all__`` names, and every public method and property of its
+    classes, is documented (``help()`` and IDEs show it)."""
+    missing = []
+    for name in fermion.__all__:
+        obj = getattr(fermion, name)
+        if not (inspect.getdoc(obj) or "").strip():
+            missing.append(name)
+        if not inspect.isclass(obj):
+            continue
+        for attr, value in _public_members(obj).items():
+            target = value.fget if isinstance(value, property) else value
+            target = getattr(target, "__func__", target)  # classmethod / staticmethod
+            if not callable(target) or inspect.isclass(target):
+                continue  # constants, dataclass defaults, nested types
+            if not (getattr(target, "__doc__", None) or "").strip():
+                missing.append(f"{name}.{attr}")
+    assert missing == []

@@ -4,9 +4,13 @@ Subcommands::
 
     fermion inspect FILE [--json] [--columns a,b]    footer, schema, per-column CMB summary
     fermion convert SRC DST [--json] [--force]       .parquet/.parq <-> .fermion
-    fermion cat FILE [--columns a,b] [--limit N] [--format table|jsonl|csv]
+    fermion cat FILE|URI [--columns a,b] [--filter SQL] [--limit N] [--version N]
+                [--format table|jsonl|csv]           rows of a file or of a table version
     fermion log URI [--json]                         versions of a table (fermion.cli.table)
     fermion show URI [--version N] [--json]          one version of a table
+    fermion --version                                the library version
+
+Bare ``fermion`` prints the help (the commands) on stdout and exits with 2: no command ran.
 
 Expected failures print one line ``fermion: error: ...`` on stderr and exit with 2 for bad
 usage or 1 for a Fermion error (bad file, missing column, ...) or an OS error (permission,
@@ -28,8 +32,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NoReturn
+
+import pyarrow as pa
 
 from fermion.cli.render import RowFormat, render_inspect, write_rows
 from fermion.cli.table import add_table_commands
@@ -37,6 +43,9 @@ from fermion.errors import FermionError, InvalidArgumentError, InvalidFileError
 from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
 from fermion.format.reader import FileReader
 from fermion.io.source import open_source, resolve
+from fermion.table.dataset import dataset
+from fermion.table.predicate import parse_predicate
+from fermion.version import __version__
 
 __all__ = ["main", "build_parser"]
 
@@ -152,22 +161,42 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def _cmd_cat(args: argparse.Namespace) -> int:
+    if _is_table_directory(args.file):
+        ds = dataset(args.file, version=args.version)
+        scanner = ds.scanner(args.columns, args.filter)
+        names = scanner.projected_schema.names
+        if args.limit == 0:
+            _print_rows(iter(()), names, args.limit, args.format)
+            return EXIT_OK
+        batches = scanner.to_batches()
+        try:
+            _print_rows(batches, names, args.limit, args.format)
+        finally:
+            batches.close()  # stops the fragments read ahead
+        return EXIT_OK
+    if args.version is not None:
+        raise UsageError(f"--version is for table directories; {args.file} is not one")
     with _open_reader(args.file, "cat") as reader:
-        _print_rows(reader, args.columns, args.limit, args.format)
+        where = None if args.filter is None else parse_predicate(args.filter, reader.schema)
+        names = list(args.columns) if args.columns else list(reader.schema.names)
+        if args.limit == 0:
+            reader.read(columns=args.columns, stripes=[])  # unknown columns still fail
+            _print_rows(iter(()), names, args.limit, args.format)
+        else:
+            _print_rows(reader.iter_batches(args.columns, where), names, args.limit, args.format)
     return EXIT_OK
 
 
 def _print_rows(
-    reader: FileReader, columns: list[str] | None, limit: int | None, fmt: RowFormat
+    batches: Iterator[pa.RecordBatch], names: list[str], limit: int | None, fmt: RowFormat
 ) -> None:
     remaining = limit
     header = True
     widths: list[int] | None = None
     if remaining == 0:
-        names = list(columns) if columns else list(reader.schema.names)
         write_rows([], names, sys.stdout, fmt=fmt, header=True)
         return
-    for batch in reader.iter_batches(columns=columns):
+    for batch in batches:
         if remaining is not None:
             batch = batch.slice(0, remaining)
             remaining -= batch.num_rows
@@ -183,7 +212,6 @@ def _print_rows(
         if remaining == 0:
             break
     if header:  # no batch at all: an empty file still shows its columns
-        names = list(columns) if columns else list(reader.schema.names)
         write_rows([], names, sys.stdout, fmt=fmt, header=True)
 
 
@@ -245,13 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
         3
     """
     parser = _Parser(
-        prog=PROG, description="Inspect, convert and print Fermion files; inspect tables."
+        prog=PROG,
+        description="Inspect, convert and print Fermion files; inspect tables.",
+        epilog="docs/CLI.md describes every command with an example.",
     )
     parser.add_argument(
         "--debug",
         action="store_true",
         help=f"show the full traceback of an internal error (or set {DEBUG_ENV_VAR}=1)",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"{PROG} {__version__}",
+        help="print the library version and exit",
+    )  # fmt: skip
     sub = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
@@ -269,11 +303,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite an existing destination")
     p.set_defaults(handler=_cmd_convert)
 
-    p = sub.add_parser("cat", help="print rows")
-    p.add_argument("file", metavar="FILE", help="a .fermion file: path or fsspec URL")
+    p = sub.add_parser("cat", help="print rows of a file or of a table version")
+    p.add_argument(
+        "file", metavar="FILE|URI", help="a .fermion file or a table directory: path or fsspec URL"
+    )
     p.add_argument("--columns", type=_column_list, help="only these columns: a,b,c")
+    p.add_argument(
+        "--filter",
+        metavar="SQL",
+        help="only rows matching a SQL predicate, e.g. \"x > 1 AND y = 'a'\"",
+    )
     p.add_argument("--limit", type=_non_negative_int, help="print at most N rows")
-    p.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
+    p.add_argument(
+        "--version", type=_non_negative_int, default=None,
+        help="table version to read (default: the latest; tables only)",
+    )  # fmt: skip
+    p.add_argument(
+        "--format", choices=["table", "jsonl", "csv"], default="table",
+        help="aligned text (default), one JSON object per row, or CSV with a header",
+    )  # fmt: skip
     p.set_defaults(handler=_cmd_cat)
 
     add_table_commands(sub)
@@ -300,8 +348,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         2
     """
     parser = build_parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments:  # bare `fermion`: show the commands (exit 2: nothing ran)
+        sys.stdout.write(parser.format_help())
+        return EXIT_USAGE
     try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = parser.parse_args(arguments)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except SystemExit as exc:  # --help / --version exit through argparse

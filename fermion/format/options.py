@@ -118,6 +118,7 @@ class WriteOptions:
 
     @property
     def worker_threads(self) -> int:
+        """Threads to use: ``threads``, or the default for this machine when it is 0."""
         return self.threads or _threads_default()
 
     def encodes(self, column: str) -> bool:
@@ -173,6 +174,7 @@ class ReadOptions:
 
     @property
     def worker_threads(self) -> int:
+        """Threads to use: ``threads``, or the default for this machine when it is 0."""
         return self.threads or _threads_default()
 
 

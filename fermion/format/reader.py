@@ -46,6 +46,7 @@ from fermion.format.plan import (
     take_values,
 )
 from fermion.format.pruning import arrow_reason
+from fermion.format.streams import export_stream
 from fermion.format.stripes import StripeReader
 from fermion.io.source import ByteSource, open_source
 
@@ -56,7 +57,9 @@ class FileReader:
     """Read a Fermion file: projection, filters with pruning, batches and random access.
 
     Args:
-        source: local path, fsspec URL, ``(filesystem, path)`` or a ``ByteSource``.
+        source: local path, fsspec URL, ``(filesystem, path)``, a ``ByteSource``, a
+            seekable binary file object (``open(path, "rb")``, ``io.BytesIO``, a
+            ``pa.NativeFile`` such as ``pa.BufferReader``; left open) or in-memory bytes.
         **options: :class:`~fermion.format.options.ReadOptions` fields.
 
     Example:
@@ -210,6 +213,75 @@ class FileReader:
         projs, virtual = self._resolve_all(columns)
         only = self._checked_stripes(stripes)
         return self._iter(projs, filter, batch_size, columns is None, virtual, columns, only)
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        *,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Record batches of the projected, filtered rows, read one stripe at a time
+        (the ``pyarrow.dataset`` name for :meth:`iter_batches`).
+
+        Example:
+            >>> import pyarrow as pa, pyarrow.compute as pc, tempfile, os
+            >>> from fermion.format.writer import write_table
+            >>> path = os.path.join(tempfile.mkdtemp(), "b.fermion")
+            >>> write_table(pa.table({"a": [1, 2, 3]}), path, max_stripe_rows=2)
+            >>> with FileReader(path) as r:
+            ...     [b.num_rows for b in r.to_batches(filter=pc.field("a") > 0)]
+            [2, 1]
+        """
+        return self.iter_batches(columns, filter, batch_size=batch_size)
+
+    def to_reader(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        *,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """A ``pa.RecordBatchReader`` streaming the projected, filtered rows stripe by
+        stripe: hand it to DuckDB, Polars or pyarrow without materialising the file.
+        The reader must stay open while the stream is consumed.
+
+        Example:
+            >>> import pyarrow as pa, pyarrow.compute as pc, tempfile, os
+            >>> from fermion.format.writer import write_table
+            >>> path = os.path.join(tempfile.mkdtemp(), "s.fermion")
+            >>> write_table(pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}), path)
+            >>> with FileReader(path) as r:
+            ...     r.to_reader(["b"], pc.field("a") >= 2).read_all().to_pydict()
+            {'b': ['y', 'z']}
+        """
+        if batch_size is not None and batch_size <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        projs, virtual = self._resolve_all(columns)
+        schema = self._output_schema(projs, columns is None, virtual, columns)
+        batches = self._iter(projs, filter, batch_size, columns is None, virtual, columns)
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream of the whole file (``pa.RecordBatchReader.from_stream``,
+        ``polars.from_arrow``, DuckDB); a ``requested_schema`` projects to its columns.
+
+        Example:
+            >>> import pyarrow as pa, tempfile, os
+            >>> from fermion.format.writer import write_table
+            >>> path = os.path.join(tempfile.mkdtemp(), "c.fermion")
+            >>> write_table(pa.table({"a": [1, 2]}), path)
+            >>> with FileReader(path) as r:
+            ...     pa.table(r).to_pydict()
+            {'a': [1, 2]}
+        """
+        return export_stream(lambda columns: self.to_reader(columns), requested_schema)
+
+    def __repr__(self) -> str:
+        return (
+            f"FileReader({self.source.name!r}, rows={self.num_rows}, "
+            f"columns={self.num_columns}, stripes={self.num_stripes})"
+        )
 
     def take(self, indices: Any, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at ``indices`` (any order, repeats allowed), reading only the pages holding them."""
@@ -464,7 +536,8 @@ def read_table(
     """Read a Fermion file into a ``pyarrow.Table``.
 
     Args:
-        source: local path, fsspec URL or ``(filesystem, path)``.
+        source: local path, fsspec URL, ``(filesystem, path)``, a seekable binary file
+            object or a ``pa.NativeFile`` (see :class:`FileReader`).
         columns: names to project (nested fields as ``"struct.child"``); None for all.
         filter: a ``pyarrow.compute`` expression; stripes and pages whose statistics rule it
             out are skipped before any data IO, the rest is filtered exactly.

@@ -54,6 +54,7 @@ from fermion.format.metadata import build_footer
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.schema import build_schema_area
 from fermion.format.shred import ChunkState, StreamChunk, shred_column
+from fermion.format.streams import ArrowInput, as_reader
 from fermion.format.structs import (
     BASE_VERSION_MINOR,
     CHUNK_ALL_NULL,
@@ -192,8 +193,17 @@ class FileWriter:
         self._sink.append(header.tobytes())
 
     # -- public API -------------------------------------------------------------------
-    def write(self, data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> None:
-        """Append rows; stripes are cut by row count or buffered bytes."""
+    def write(self, data: ArrowInput) -> None:
+        """Append rows; stripes are cut by row count or buffered bytes.
+
+        ``data`` is a ``pa.Table``, ``RecordBatch``, ``RecordBatchReader``, pandas
+        DataFrame or any object with ``__arrow_c_stream__``; a stream is pulled batch by
+        batch, so at most a stripe of it is in memory.
+
+        Raises:
+            InvalidArgumentError: an unsupported input type.
+            SchemaMismatchError: the data's schema is not the file schema.
+        """
         self._check_open()
         if self._mode == "batches":
             raise BatchModeError("this file is written with append_batch(); write() cannot mix")
@@ -311,17 +321,14 @@ class FileWriter:
             raise InvalidArgumentError("the writer is closed")
 
     def _batches(self, data: Any) -> Iterable[pa.RecordBatch]:
+        batches: Iterable[pa.RecordBatch]
         if isinstance(data, pa.RecordBatch):
-            batches: Iterable[pa.RecordBatch] = [data]
-            schema = data.schema
+            batches, schema = [data], data.schema
         elif isinstance(data, pa.Table):
             batches, schema = data.to_batches(), data.schema
-        elif isinstance(data, pa.RecordBatchReader):
-            batches, schema = data, data.schema
         else:
-            raise InvalidArgumentError(
-                f"expected a pyarrow Table, RecordBatch or RecordBatchReader, got {type(data)}"
-            )
+            reader = as_reader(data)
+            batches, schema = reader, reader.schema
         if not schema.equals(self.schema, check_metadata=False):
             raise SchemaMismatchError(
                 f"data schema does not match the file schema:\n{schema}\n!=\n{self.schema}"
@@ -645,7 +652,7 @@ def _batch_meta_chunks(
 
 
 def write_table(
-    table: pa.Table | pa.RecordBatchReader,
+    table: ArrowInput,
     where: Any,
     *,
     field_ids: Sequence[int] | None = None,
@@ -654,8 +661,11 @@ def write_table(
     """Write a table (or a stream of batches) as one Fermion file.
 
     Args:
-        table: a ``pyarrow.Table`` or ``RecordBatchReader``.
-        where: local path, fsspec URL or ``(filesystem, path)``.
+        table: a ``pa.Table``, ``RecordBatch``, ``RecordBatchReader``, pandas DataFrame or
+            any object with ``__arrow_c_stream__`` (Polars, DuckDB); a stream is written
+            as it is read, holding at most a stripe in memory.
+        where: local path, fsspec URL, ``(filesystem, path)`` or a writable binary file
+            object (``io.BytesIO``, ``pa.BufferOutputStream``, ``pa.OSFile``; left open).
         field_ids: one id per storage node in pre-order (default ``0..n-1``).
         **options: :class:`~fermion.format.options.WriteOptions` fields, e.g.
             ``page_size``, ``max_stripe_rows``, ``compression``, ``compression_level``.
@@ -666,10 +676,11 @@ def write_table(
         >>> write_table(pa.table({"a": [1, None, 3]}), path, compression="none")
         >>> os.path.getsize(path) > 0
         True
+        >>> sink = pa.BufferOutputStream()
+        >>> write_table(pa.record_batch({"a": [1]}), sink)
+        >>> sink.getvalue().size > 0
+        True
     """
-    if not isinstance(table, pa.Table | pa.RecordBatchReader):
-        raise InvalidArgumentError(
-            f"expected a pyarrow Table or RecordBatchReader, got {type(table)}"
-        )
-    with FileWriter(where, table.schema, field_ids=field_ids, **options) as writer:
-        writer.write(table)
+    data = table if isinstance(table, pa.Table) else as_reader(table)
+    with FileWriter(where, data.schema, field_ids=field_ids, **options) as writer:
+        writer.write(data)

@@ -14,11 +14,12 @@ Example:
 
 from fermion.io.coalesce import MergedRead, coalesce_ranges
 from fermion.io.sink import Sink, open_sink
-from fermion.io.source import ByteSource, IOStats, open_source, resolve
+from fermion.io.source import ByteSource, FileObjectSource, IOStats, open_source, resolve
 from fermion.io.store import FsspecStore, LocalStore, MemoryStore, S3Store, Store, open_store
 
 __all__ = [
     "ByteSource",
+    "FileObjectSource",
     "FsspecStore",
     "IOStats",
     "LocalStore",

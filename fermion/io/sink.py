@@ -30,10 +30,18 @@ DEFAULT_FLUSH_BYTES = 8 << 20
 
 
 class Sink:
-    """Append-only writer with a position counter and a flush threshold."""
+    """Append-only writer with a position counter and a flush threshold.
 
-    def __init__(self, handle: IO[bytes], *, flush_bytes: int = DEFAULT_FLUSH_BYTES) -> None:
+    A handle the caller opened (``owned=False``: a file object, ``io.BytesIO``, a
+    ``pa.NativeFile`` such as ``pa.BufferOutputStream``) is flushed but left open on close,
+    as ``pyarrow.parquet.write_table`` leaves it.
+    """
+
+    def __init__(
+        self, handle: IO[bytes], *, flush_bytes: int = DEFAULT_FLUSH_BYTES, owned: bool = True
+    ) -> None:
         self._handle = handle
+        self._owned = owned
         self._pending: list[bytes | memoryview] = []
         self._pending_bytes = 0
         self._position = 0
@@ -69,15 +77,19 @@ class Sink:
         if not self.closed:
             try:
                 self.flush()
+                if not self._owned and hasattr(self._handle, "flush"):
+                    self._handle.flush()
             finally:
-                self._handle.close()
+                if self._owned:
+                    self._handle.close()
                 self.closed = True
 
     def abort(self) -> None:
         """Close without flushing what is queued."""
         if not self.closed:
             self._pending.clear()
-            self._handle.close()
+            if self._owned:
+                self._handle.close()
             self.closed = True
 
     def __enter__(self) -> Sink:
@@ -88,14 +100,18 @@ class Sink:
 
 
 def open_sink(where: Any, *, flush_bytes: int = DEFAULT_FLUSH_BYTES) -> Sink:
-    """Open a local path, fsspec URL, ``(fs, path)`` pair or binary file object.
+    """Open a local path, fsspec URL, ``(fs, path)`` pair or writable binary file object
+    (``open(..., "wb")``, ``io.BytesIO``, ``pa.OSFile``, ``pa.BufferOutputStream``; such a
+    handle is left open).
 
     Raises:
         InvalidArgumentError: ``where`` is a directory, or below a plain file.
         SourceNotFoundError: the folder to write into does not exist.
     """
     if hasattr(where, "write") and not isinstance(where, str):
-        return Sink(where, flush_bytes=flush_bytes)
+        if getattr(where, "closed", False):
+            raise InvalidArgumentError("the file object to write into is closed")
+        return Sink(where, flush_bytes=flush_bytes, owned=False)
     if isinstance(where, tuple) and len(where) == 2:
         fs, path = where
     else:

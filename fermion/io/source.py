@@ -28,11 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
+import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, SourceNotFoundError, TruncatedFileError
 from fermion.io.coalesce import coalesce_ranges
 
-__all__ = ["ByteSource", "IOStats", "LocalSource", "FsspecSource", "open_source", "resolve"]
+__all__ = [
+    "ByteSource",
+    "FileObjectSource",
+    "FsspecSource",
+    "IOStats",
+    "LocalSource",
+    "open_source",
+    "resolve",
+]
 
 
 @dataclass
@@ -223,6 +232,63 @@ class FsspecSource(ByteSource):
         return out
 
 
+class FileObjectSource(ByteSource):
+    """A seekable binary file object the caller opened: ``open(path, "rb")``,
+    ``io.BytesIO``, or a ``pa.NativeFile`` (``pa.BufferReader``, ``pa.OSFile``,
+    ``pa.memory_map``). In-memory bytes (``bytes``, ``pa.Buffer``) are served through a
+    ``pa.BufferReader``, whose ranges are views (no copy).
+
+    Reads are serialised by a lock (a file object has one position); closing the source
+    leaves the caller's object open.
+
+    Example:
+        >>> import io
+        >>> src = FileObjectSource(io.BytesIO(b"0123456789"))
+        >>> src.size, bytes(src.read(3, 4))
+        (10, b'3456')
+    """
+
+    def __init__(self, handle: Any) -> None:
+        if isinstance(handle, bytes | bytearray | memoryview | pa.Buffer):
+            handle = pa.BufferReader(handle)
+        if getattr(handle, "closed", False):
+            raise InvalidArgumentError("the file object to read from is closed")
+        self._native = isinstance(handle, pa.NativeFile)
+        if self._native and not handle.seekable():
+            raise InvalidArgumentError(f"{type(handle).__name__} is not seekable")
+        if not self._native and hasattr(handle, "seekable") and not handle.seekable():
+            raise InvalidArgumentError(f"{type(handle).__name__} is not seekable")
+        self._handle = handle
+        self._lock = threading.Lock()
+        self._in_memory = isinstance(handle, pa.BufferReader)
+        self.name = str(getattr(handle, "name", "") or f"<{type(handle).__name__}>")
+        with self._lock:
+            if self._native:
+                self.size = int(handle.size())
+            else:
+                position = handle.tell()
+                self.size = int(handle.seek(0, os.SEEK_END))
+                handle.seek(position)
+        self.stats = IOStats()
+
+    @property
+    def mapped(self) -> bool:
+        return self._in_memory
+
+    def _read_at(self, offset: int, length: int) -> bytes | memoryview:
+        if self._native:
+            return memoryview(self._handle.read_at(length, offset))
+        with self._lock:
+            self._handle.seek(offset)
+            return bytes(self._handle.read(length))
+
+
+def _is_file_object(source: Any) -> bool:
+    if isinstance(source, bytes | bytearray | memoryview | pa.Buffer):
+        return True
+    return hasattr(source, "read") and hasattr(source, "seek") and not isinstance(source, str)
+
+
 def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
     """Split a path, ``pathlib.Path`` or fsspec URL into (filesystem or None, path).
 
@@ -247,9 +313,12 @@ def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
 
 def open_source(source: Any, memory_map: bool = False) -> ByteSource:
     """Open a path, URL or ``(fsspec filesystem, path)`` pair for random-access reads
-    (a local file memory-mapped with ``memory_map``, see :class:`LocalSource`)."""
+    (a local file memory-mapped with ``memory_map``, see :class:`LocalSource`), or serve
+    a seekable file object or in-memory bytes (:class:`FileObjectSource`)."""
     if isinstance(source, ByteSource):
         return source
+    if _is_file_object(source):
+        return FileObjectSource(source)
     if isinstance(source, tuple) and len(source) == 2:
         fs, path = source
         return FsspecSource(fs, path)

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.format.streams import export_stream
 from fermion.table.batches import (
     BatchLookup,
     BatchRanges,
@@ -33,7 +34,7 @@ from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
-from fermion.table.maintenance import cleanup_old_versions
+from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.proto import manifest_pb2 as pb
@@ -66,7 +67,7 @@ from fermion.table.versions import (
     version_info,
 )
 
-__all__ = ["Dataset", "WriteMode", "dataset", "write_dataset"]
+__all__ = ["Dataset", "Tags", "WriteMode", "dataset", "write_dataset"]
 
 WriteMode = Literal["create", "append", "overwrite"]
 
@@ -83,7 +84,9 @@ def write_dataset(
     """Write ``data`` as a new version of the table at ``uri``.
 
     Args:
-        data: ``pa.Table``, ``RecordBatch``, ``RecordBatchReader`` or list of batches.
+        data: ``pa.Table``, ``RecordBatch``, ``RecordBatchReader``, pandas DataFrame, any
+            object with ``__arrow_c_stream__`` (Polars, DuckDB) or a list of batches. A
+            stream is written as it is read: memory holds a stripe, not the input.
         uri: Table location: local path, fsspec URL or ``(filesystem, path)``.
         mode: ``"create"`` (the table must not exist), ``"append"`` (creates it if absent;
             the data must have the table's columns and types), ``"overwrite"`` (replace all
@@ -180,11 +183,70 @@ def dataset(
     return Dataset(storage, load_manifest(storage, version))
 
 
+class Tags(Mapping[str, int]):
+    """The tags of a table as a read-only mapping ``name -> version`` (live: every access
+    lists the table's tags), with ``create`` and ``delete``. Calling it, as the method
+    ``Dataset.tags()`` was called before, returns a ``dict``.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> ds.tags.create("gold")
+        >>> dict(ds.tags), "gold" in ds.tags, ds.tags["gold"]
+        ({'gold': 1}, True, 1)
+        >>> ds.tags.delete("gold")
+        >>> len(ds.tags)
+        0
+    """
+
+    def __init__(self, ds: Dataset) -> None:
+        self._ds = ds
+
+    def _all(self) -> dict[str, int]:
+        return list_tags(self._ds.storage)
+
+    def __getitem__(self, name: str) -> int:
+        return self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __call__(self) -> dict[str, int]:
+        """Every tag and its version, as a dict."""
+        return self._all()
+
+    def __repr__(self) -> str:
+        return f"Tags({self._all()!r})"
+
+    def create(self, name: str, version: int | None = None) -> None:
+        """Pin ``version`` (default: the dataset's version) as ``name``."""
+        self._ds.create_tag(name, version)
+
+    def delete(self, name: str) -> None:
+        """Remove the tag ``name``."""
+        self._ds.delete_tag(name)
+
+
 class Dataset:
     """One version of a Fermion table.
 
     Mutating methods (``delete``, ``restore``, schema changes, compaction) commit a new
     version and move this object to it.
+
+    It speaks the ``pyarrow.dataset`` read API (``scanner``, ``to_batches``, ``to_table``,
+    ``head``, ``count_rows``, ``take``) and ``__arrow_c_stream__``:
+    ``polars.scan_pyarrow_dataset(ds)`` hands :meth:`to_batches` the query's columns and
+    filter; DuckDB does the same with :meth:`arrow_dataset` (``duckdb.sql("select ... from
+    ads")``) and streams ``ds`` itself without pushdown.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+        >>> ds.head(2).to_pydict(), pa.table(ds).num_rows
+        ({'x': [1, 2]}, 3)
     """
 
     def __init__(self, storage: TableStorage, manifest: pb.Manifest) -> None:
@@ -193,6 +255,23 @@ class Dataset:
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         self._batch_ranges: dict[tuple[int, int], BatchRanges] = {}
+
+    def arrow_dataset(self) -> Any:
+        """This version as a ``pyarrow.dataset.Dataset`` subclass (see
+        :class:`fermion.table.arrow_dataset.ArrowDataset`): DuckDB then passes the query's
+        columns and filter to :meth:`scanner`. (``Dataset`` itself is not one: importing
+        ``pyarrow.dataset`` loads pandas, half a second at every start.)
+
+        Example:
+            >>> import tempfile, duckdb, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ads = ds.arrow_dataset()
+            >>> duckdb.sql("select sum(x) from ads where x > 1").fetchall()
+            [(5,)]
+        """
+        from fermion.table.arrow_dataset import ArrowDataset  # loads pyarrow.dataset
+
+        return ArrowDataset(self)
 
     # -- identity --------------------------------------------------------------------------
 
@@ -239,7 +318,12 @@ class Dataset:
         return list(self._manifest.fragments)
 
     def __repr__(self) -> str:
-        return f"Dataset({self.uri!r}, version={self.version}, fragments={len(self.fragments)})"
+        columns = ", ".join(f"{f.name}: {f.type}" for f in self.schema)
+        rows = sum(live_rows(f) for f in self._manifest.fragments)
+        return (
+            f"Dataset({self.uri!r}, version={self.version}, rows={rows}, "
+            f"fragments={len(self._manifest.fragments)}, schema=({columns}))"
+        )
 
     def _moved(self, result: CommitResult) -> None:
         self._manifest = result.manifest
@@ -254,16 +338,24 @@ class Dataset:
         filter: pc.Expression | str | None = None,
         *,
         with_row_offsets: bool = False,
+        batch_size: int | None = None,
     ) -> Scanner:
         """A scan of this version (see :mod:`fermion.table.scan`); ``filter`` is an
-        expression or a SQL predicate (:mod:`fermion.table.predicate`).
+        expression or a SQL predicate (:mod:`fermion.table.predicate`). DuckDB calls this
+        with the query's columns and filter, then reads ``scanner.to_reader()``.
 
         Raises:
             ColumnNotFoundError: a projected or filtered column is not in the table.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ds.scanner(["x"], "x >= 2").to_table().num_rows
+            2
         """
         return Scanner(
             self._storage, self._manifest, self._schema, columns, filter,
-            with_row_offsets=with_row_offsets,
+            with_row_offsets=with_row_offsets, batch_size=batch_size,
         )  # fmt: skip
 
     def to_table(
@@ -285,8 +377,114 @@ class Dataset:
         return self.scanner(columns, filter).to_table()
 
     def count_rows(self, filter: pc.Expression | str | None = None) -> int:
-        """Row count; without a filter it comes from the manifest alone."""
+        """Row count; without a filter it comes from the manifest alone.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ds.count_rows(), ds.count_rows("x > 1")
+            (3, 2)
+        """
         return self.scanner([], filter).count_rows()
+
+    def to_batches(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        batch_size: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows as record batches, read fragment by fragment as they are consumed
+        (a few fragments ahead at most): memory holds fragments, not the table.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": list(range(5))}), tempfile.mkdtemp(),
+            ...                    max_rows_per_file=2)
+            >>> [b.num_rows for b in ds.to_batches(filter="x > 0")]
+            [1, 2, 1]
+        """
+        return self.scanner(columns, filter).to_batches(batch_size)
+
+    def to_reader(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        batch_size: int | None = None,
+    ) -> pa.RecordBatchReader:
+        """A ``pa.RecordBatchReader`` over the rows, read as it is consumed: hand it to
+        DuckDB (``duckdb.sql("select ... from reader")``), Polars
+        (``pl.scan_arrow_c_stream(reader)``) or pyarrow.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2], "y": ["a", "b"]}), tempfile.mkdtemp())
+            >>> ds.to_reader(["y"], "x = 2").read_all().to_pydict()
+            {'y': ['b']}
+        """
+        return self.scanner(columns, filter).to_reader(batch_size)
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream of this version (``pa.table(ds)``,
+        ``polars.DataFrame(ds)``, DuckDB); a ``requested_schema`` projects to its columns
+        before anything is read.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> pa.RecordBatchReader.from_stream(ds).read_all().num_rows
+            2
+        """
+        return export_stream(lambda columns: self.to_reader(columns), requested_schema)
+
+    def to_pandas(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | str | None = None,
+        **to_pandas_options: Any,
+    ) -> Any:
+        """The rows as a pandas DataFrame (``to_pandas_options`` go to
+        ``pa.Table.to_pandas``).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> ds.to_pandas(filter="x > 1")["x"].tolist()
+            [2]
+        """
+        return self.to_table(columns, filter).to_pandas(**to_pandas_options)
+
+    def head(
+        self,
+        num_rows: int = 5,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | str | None = None,
+    ) -> pa.Table:
+        """The first ``num_rows`` rows (in scan order); reading stops once they are found.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": list(range(10))}), tempfile.mkdtemp(),
+            ...                    max_rows_per_file=3)
+            >>> ds.head(4, filter="x > 2")["x"].to_pylist()
+            [3, 4, 5, 6]
+        """
+        if isinstance(num_rows, bool) or not isinstance(num_rows, int) or num_rows < 0:
+            raise InvalidArgumentError(f"num_rows must be a non-negative integer, got {num_rows!r}")
+        scanner = self.scanner(columns, filter)
+        schema = scanner.projected_schema
+        batches: list[pa.RecordBatch] = []
+        got = 0
+        if num_rows:
+            stream = scanner.to_batches()  # a generator
+            for batch in stream:
+                batches.append(batch.slice(0, num_rows - got))
+                got += batches[-1].num_rows
+                if got >= num_rows:
+                    break
+            stream.close()  # stops the fragments read ahead
+        return pa.Table.from_batches(batches, schema=schema)
 
     def take(
         self, indices: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
@@ -495,9 +693,11 @@ class Dataset:
         """Remove a tag (the version becomes eligible for cleanup)."""
         delete_tag(self._storage, name)
 
-    def tags(self) -> dict[str, int]:
-        """Every tag and its version."""
-        return list_tags(self._storage)
+    @property
+    def tags(self) -> Tags:
+        """The table's tags: a mapping ``name -> version`` with ``create`` / ``delete``
+        (``ds.tags()`` still returns a dict)."""
+        return Tags(self)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -508,9 +708,54 @@ class Dataset:
         )
         self._moved(result)
 
-    def restore(self) -> None:
-        """Commit this (old) version's content as the newest version."""
-        self._commit(Restore(self.version))
+    def append(self, data: Any, *, max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT) -> None:
+        """Append ``data`` (any input :func:`write_dataset` takes; a stream is written as
+        it is read) as a new version, and move this object to it.
+
+        Raises:
+            SchemaMismatchError: the data has other columns or types (nothing is written).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+            >>> ds.append(pa.record_batch({"x": [2, 3]}))
+            >>> ds.version, ds.count_rows()
+            (2, 3)
+        """
+        result = write_dataset(
+            data, self._storage.uri, mode="append", max_rows_per_file=max_rows_per_file,
+            manifest_store=self._storage.manifest_store,
+        )  # fmt: skip
+        self._manifest = result._manifest
+        self._schema = result._schema
+        self.last_commit = result.last_commit
+
+    def restore(self, version: int | None = None, *, tag: str | None = None) -> None:
+        """Commit an old version's content as the newest version (default: the version
+        this object reads), and move this object to it.
+
+        Raises:
+            DatasetError: the version or tag does not exist.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> uri = tempfile.mkdtemp()
+            >>> _ = write_dataset(pa.table({"x": [1]}), uri)
+            >>> ds = write_dataset(pa.table({"x": [2, 3]}), uri, mode="overwrite")
+            >>> ds.restore(1)
+            >>> ds.version, ds.to_table()["x"].to_pylist()
+            (3, [1])
+        """
+        if version is not None and tag is not None:
+            raise InvalidArgumentError("give a version or a tag, not both")
+        if tag is not None:
+            version = resolve_tag(self._storage, tag)
+        if version is None:
+            version = self.version
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise InvalidArgumentError(f"version must be an integer, got {version!r}")
+        load_manifest(self._storage, version)  # DatasetError if it does not exist
+        self._commit(Restore(version))
 
     def delete(self, filter: pc.Expression | str, *, max_retries: int | None = None) -> None:
         """Mark the rows matching ``filter`` deleted (writes deletion files, no data copy).
@@ -650,12 +895,25 @@ class Dataset:
 
     def cleanup_old_versions(
         self,
-        older_than: timedelta,
+        older_than: timedelta | datetime = RETENTION_DEFAULT,
         *,
         keep_tags: bool = True,
-        orphan_older_than: timedelta | None = None,
+        orphan_older_than: timedelta | datetime | None = None,
     ) -> dict[str, int]:
-        """Remove old versions and unreferenced files (see :mod:`fermion.table.maintenance`)."""
+        """Remove versions older than ``older_than`` (default 14 days) and unreferenced
+        files (see :mod:`fermion.table.maintenance`); the latest and tagged versions stay.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from datetime import timedelta
+            >>> uri = tempfile.mkdtemp()
+            >>> _ = write_dataset(pa.table({"x": [1]}), uri)
+            >>> ds = write_dataset(pa.table({"x": [2]}), uri, mode="append")
+            >>> ds.cleanup_old_versions()["versions_removed"]
+            0
+            >>> ds.cleanup_old_versions(timedelta(0))["versions_removed"]
+            1
+        """
         return cleanup_old_versions(
             self._storage, older_than, keep_tags=keep_tags, orphan_older_than=orphan_older_than
         )

@@ -23,12 +23,13 @@ import pyarrow as pa
 
 from fermion.errors import BatchModeError, InvalidArgumentError, SchemaMismatchError
 from fermion.format import FileWriter
+from fermion.format.streams import as_reader, is_arrow_input
 from fermion.io import failpoints
-from fermion.table._datafile import open_data_writer, write_data_file
+from fermion.table._datafile import open_data_writer
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
-from fermion.table.stats import compute_stats
+from fermion.table.stats import StatsAccumulator, compute_stats
 from fermion.table.storage import TableStorage
 from fermion.table.versions import latest_manifest, schema_of
 
@@ -36,21 +37,21 @@ __all__ = ["MAX_ROWS_PER_FILE_DEFAULT", "TableData", "as_batches", "write_fragme
 
 MAX_ROWS_PER_FILE_DEFAULT = 1_048_576
 
+# also a pandas DataFrame or any object with __arrow_c_stream__ (see as_batches)
 TableData = pa.Table | pa.RecordBatch | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
 
 def as_batches(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """The schema and record batches of any supported input.
+    """The schema and record batches of any supported input: what
+    :func:`fermion.format.streams.as_reader` takes, or a list of record batches. A stream
+    is not read here.
 
     Raises:
         InvalidArgumentError: Unsupported input type.
     """
-    if isinstance(data, pa.Table):
-        return data.schema, iter(data.to_batches())
-    if isinstance(data, pa.RecordBatch):
-        return data.schema, iter([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.schema, iter(data)
+    if is_arrow_input(data):
+        reader = as_reader(data)
+        return reader.schema, iter(reader)
     if isinstance(data, list | tuple) and data and all(isinstance(b, pa.RecordBatch) for b in data):
         return data[0].schema, iter(data)
     if isinstance(data, list | tuple) and not data:
@@ -58,26 +59,9 @@ def as_batches(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
             "an empty list of batches has no schema: pass an empty pa.Table instead"
         )
     raise InvalidArgumentError(
-        f"expected a pyarrow Table, RecordBatch, RecordBatchReader or list of batches, "
-        f"got {type(data).__name__}"
+        "expected a pyarrow Table, RecordBatch, RecordBatchReader, pandas DataFrame, an object "
+        f"with __arrow_c_stream__ or a list of batches, got {type(data).__name__}"
     )
-
-
-def _chunks(batches: Iterator[pa.RecordBatch], schema: pa.Schema, size: int) -> Iterator[pa.Table]:
-    pending: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        pending.append(batch)
-        rows += batch.num_rows
-        while rows >= size:
-            table = pa.Table.from_batches(pending, schema)
-            yield table.slice(0, size)
-            rest = table.slice(size)
-            pending, rows = rest.to_batches(), rest.num_rows
-    if rows:
-        yield pa.Table.from_batches(pending, schema)
 
 
 def write_fragments(
@@ -126,8 +110,7 @@ def write_fragments(
     storage.ensure_directory(prefix)
     files = _FileMaker(storage, schema, target, prefix)
     if batch_id_column is None:
-        for chunk in _chunks(batches, data_schema, max_rows_per_file):
-            files.write_table(chunk)
+        _write_rows(files, batches, max_rows_per_file)
     else:
         _check_batch_column(target, batch_id_column)
         conformed = (files.conform_batch(b) for b in batches if b.num_rows)
@@ -166,24 +149,63 @@ class _FileMaker:
     def new_path(self) -> str:
         return f"{self.prefix}/{uuid.uuid4().hex}.fermion"
 
-    def write_table(self, chunk: pa.Table) -> None:
-        table = self.conform(chunk)
-        path = self.new_path()
-        write_data_file(table, self.storage.target(path), list(self.schema.field_ids))
-        self.describe(path, table)
-
-    def describe(self, path: str, table: pa.Table) -> None:
-        """Sync the finished file ``path`` and add its fragment."""
+    def describe(
+        self, path: str, table: pa.Table | None, stats: StatsAccumulator | None = None
+    ) -> None:
+        """Sync the finished data file at ``path`` and record it as a fragment, with the
+        statistics of ``table`` (or those ``stats`` gathered while it was streamed)."""
         self.storage.sync_file(path)
-        fragment = pb.Fragment(physical_rows=table.num_rows)
+        if stats is not None:
+            rows, field_stats = stats.rows, stats.result()
+        else:
+            assert table is not None
+            rows, field_stats = table.num_rows, compute_stats(table, self.top_ids)
+        fragment = pb.Fragment(physical_rows=rows)
         fragment.files.add(
             path=path,
             field_ids=list(self.schema.field_ids),
             size_bytes=self.storage.size(path),
             file_format="fermion",
         )
-        fragment.stats.extend(compute_stats(table, self.top_ids))
+        fragment.stats.extend(field_stats)
         self.fragments.append(fragment)
+
+
+def _write_rows(files: _FileMaker, batches: Iterator[pa.RecordBatch], max_rows: int) -> None:
+    """Rows-mode files of at most ``max_rows`` rows, written as the batches arrive: the
+    writer holds a stripe, the statistics are merged batch by batch."""
+    writer: FileWriter | None = None
+    stats: StatsAccumulator | None = None
+    path = ""
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            batch = files.conform_batch(batch)
+            while batch.num_rows:
+                if writer is None:
+                    path = files.new_path()
+                    writer = open_data_writer(
+                        files.storage.target(path), files.target, files.schema.field_ids
+                    )
+                    stats = StatsAccumulator(files.target, files.top_ids)
+                assert stats is not None
+                part = batch.slice(0, max_rows - stats.rows)
+                writer.write(part)
+                stats.add(part)
+                batch = batch.slice(part.num_rows)
+                if stats.rows == max_rows:
+                    writer.close()
+                    files.describe(path, None, stats)
+                    writer = None
+        if writer is not None:
+            writer.close()
+            assert stats is not None
+            files.describe(path, None, stats)
+            writer = None
+    finally:
+        if writer is not None:
+            writer.abort()
 
 
 def _check_batch_column(schema: pa.Schema, name: str) -> None:

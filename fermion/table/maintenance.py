@@ -29,7 +29,7 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage, manifest_name
 from fermion.table.versions import list_tags, load_manifest
 
-__all__ = ["cleanup_old_versions"]
+__all__ = ["RETENTION_DEFAULT", "cleanup_old_versions"]
 
 
 def _referenced_files(manifest: pb.Manifest) -> set[str]:
@@ -43,9 +43,13 @@ def _referenced_files(manifest: pb.Manifest) -> set[str]:
     return files
 
 
+# lance's default: a version is kept two weeks after a newer one replaced it
+RETENTION_DEFAULT = timedelta(days=14)
+
+
 def cleanup_old_versions(
     storage: TableStorage,
-    older_than: timedelta | datetime,
+    older_than: timedelta | datetime = RETENTION_DEFAULT,
     *,
     keep_tags: bool = True,
     orphan_older_than: timedelta | datetime | None = None,
@@ -59,7 +63,8 @@ def cleanup_old_versions(
 
     Args:
         storage: The table.
-        older_than: Age (``timedelta``) or absolute cutoff (``datetime``).
+        older_than: Age (``timedelta``) or absolute cutoff (``datetime``); default
+            :data:`RETENTION_DEFAULT` (14 days).
         keep_tags: Keep tagged versions.
         orphan_older_than: Age or cutoff for unreferenced files.
 

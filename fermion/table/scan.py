@@ -23,8 +23,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+from collections import deque
+from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +47,7 @@ from fermion.table.transition import live_rows
 
 __all__ = [
     "ROW_OFFSET",
+    "STREAM_READAHEAD",
     "ScanStats",
     "Scanner",
     "fragment_stripe_rows",
@@ -55,6 +58,8 @@ __all__ = [
 
 ROW_OFFSET = "_rowoffset"
 _SCAN_THREADS = 8
+# fragments a streaming scan reads ahead: memory stays a few fragments, not the table
+STREAM_READAHEAD = 2
 
 
 @dataclass
@@ -269,8 +274,12 @@ class Scanner:
         filter: pc.Expression | str | None = None,
         *,
         with_row_offsets: bool = False,
+        batch_size: int | None = None,
     ) -> None:
         names = schema.arrow.names
+        if batch_size is not None and batch_size <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        self.batch_size = batch_size
         if isinstance(columns, str):
             raise InvalidArgumentError("columns must be a list of column names")
         self.columns = list(names) if columns is None else list(columns)
@@ -313,19 +322,66 @@ class Scanner:
             stats=self.stats,
         )
 
-    def to_tables(self) -> Iterator[tuple[pb.Fragment, pa.Table]]:
-        """Each surviving fragment with its rows, in fragment order."""
+    def to_tables(self, readahead: int = _SCAN_THREADS) -> Iterator[tuple[pb.Fragment, pa.Table]]:
+        """Each surviving fragment with its rows, in fragment order.
+
+        At most ``readahead`` fragments are read ahead of the one handed out (on as many
+        threads), so a scan holds at most ``readahead + 1`` fragments in memory.
+        """
         fragments = self.fragments()
-        if len(fragments) <= 1:
+        if len(fragments) <= 1 or readahead <= 0:
             yield from ((f, self._read(f)) for f in fragments)
             return
-        with ThreadPoolExecutor(min(_SCAN_THREADS, len(fragments))) as pool:
-            yield from zip(fragments, pool.map(self._read, fragments), strict=True)
+        with ThreadPoolExecutor(min(readahead, len(fragments))) as pool:
+            pending: deque[tuple[pb.Fragment, Future[pa.Table]]] = deque()
+            queued = iter(fragments)
+            try:
+                for fragment in itertools.islice(queued, readahead):
+                    pending.append((fragment, pool.submit(self._read, fragment)))
+                while pending:
+                    fragment, future = pending.popleft()
+                    table = future.result()
+                    nxt = next(queued, None)
+                    if nxt is not None:
+                        pending.append((nxt, pool.submit(self._read, nxt)))
+                    yield fragment, table
+            finally:
+                for _, future in pending:
+                    future.cancel()
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The result as record batches."""
-        for _, table in self.to_tables():
-            yield from table.to_batches()
+    def to_batches(self, batch_size: int | None = None) -> Generator[pa.RecordBatch, None, None]:
+        """The result as record batches in the output schema, fragment by fragment
+        (at most :data:`STREAM_READAHEAD` fragments read ahead), split to ``batch_size``
+        rows if given."""
+        batch_size = self.batch_size if batch_size is None else batch_size
+        if batch_size is not None and batch_size <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        schema = self._output_schema()
+        for _, table in self.to_tables(STREAM_READAHEAD):
+            if not table.schema.equals(schema):
+                table = table.cast(schema)
+            for batch in table.to_batches(max_chunksize=batch_size):
+                if batch.num_rows:
+                    yield batch
+
+    def to_reader(self, batch_size: int | None = None) -> pa.RecordBatchReader:
+        """The result as a ``pa.RecordBatchReader`` that reads as it is consumed (what
+        DuckDB asks a ``pyarrow.dataset`` scanner for).
+
+        Example:
+            >>> import tempfile, pyarrow as pa, fermion.table as ft
+            >>> ds = ft.write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ds.scanner(["x"], "x > 1").to_reader().read_all().to_pydict()
+            {'x': [2, 3]}
+        """
+        if batch_size is not None and batch_size <= 0:
+            raise InvalidArgumentError("batch_size must be positive")
+        return pa.RecordBatchReader.from_batches(self._output_schema(), self.to_batches(batch_size))
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        """The schema of the rows this scan returns."""
+        return self._output_schema()
 
     def to_table(self) -> pa.Table:
         """The result as one table."""

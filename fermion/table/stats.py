@@ -30,7 +30,7 @@ from fermion.format.pruning import segments_that_may_match
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 
-__all__ = ["compute_stats", "fragment_guarantee", "prune"]
+__all__ = ["StatsAccumulator", "compute_stats", "fragment_guarantee", "prune"]
 
 
 def _ordered(kind: pa.DataType) -> bool:
@@ -108,6 +108,68 @@ def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.Fiel
                         stats.max.CopyFrom(high_value)
         out.append(stats)
     return out
+
+
+class StatsAccumulator:
+    """:func:`compute_stats` of rows that arrive batch by batch (a streamed fragment):
+    the result equals ``compute_stats`` of all of them at once.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> acc = StatsAccumulator(pa.schema([("x", pa.int64())]), [1])
+        >>> acc.add(pa.record_batch({"x": [5, None]})); acc.add(pa.record_batch({"x": [2]}))
+        >>> s = acc.result()[0]
+        >>> s.null_count, s.min.int_value, s.max.int_value
+        (1, 2, 5)
+    """
+
+    def __init__(self, schema: pa.Schema, top_level_ids: Sequence[int]) -> None:
+        self._types = [f.type for f in schema]
+        self._ids = list(top_level_ids)
+        self._nulls = [0] * len(self._types)
+        self._rows = 0
+        self._low: list[pa.Scalar | None] = [None] * len(self._types)
+        self._high: list[pa.Scalar | None] = [None] * len(self._types)
+        self._ranged = [_ordered(t) for t in self._types]  # False once a NaN is seen
+
+    @property
+    def rows(self) -> int:
+        """Rows added so far."""
+        return self._rows
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Account for the rows of ``batch`` (columns in table-schema order)."""
+        self._rows += batch.num_rows
+        for i, column in enumerate(batch.columns):
+            self._nulls[i] += column.null_count
+            if not self._ranged[i] or column.null_count == len(column):
+                continue
+            kind = self._types[i]
+            if pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py():
+                self._ranged[i] = False
+                continue
+            bounds = pc.min_max(column)
+            low, high = bounds["min"], bounds["max"]
+            if not (low.is_valid and high.is_valid):
+                continue
+            if self._low[i] is not None:
+                low = pc.min_max(pa.array([self._low[i], low], kind))["min"]
+                high = pc.min_max(pa.array([self._high[i], high], kind))["max"]
+            self._low[i], self._high[i] = low, high
+
+    def result(self) -> list[pb.FieldStats]:
+        """One ``FieldStats`` per column, as :func:`compute_stats` makes them."""
+        out = []
+        for i, field_id in enumerate(self._ids):
+            stats = pb.FieldStats(field_id=field_id, null_count=self._nulls[i])
+            low, high = self._low[i], self._high[i]
+            if self._ranged[i] and low is not None and high is not None:
+                low_value, high_value = _to_value(low), _to_value(high)
+                if low_value is not None and high_value is not None:
+                    stats.min.CopyFrom(low_value)
+                    stats.max.CopyFrom(high_value)
+            out.append(stats)
+        return out
 
 
 def fragment_guarantee(

@@ -98,7 +98,8 @@ def apply_operation(
     manifest.writer_version = writer_version
     manifest.summary.Clear()
     summary = manifest.summary
-    summary.operation = op.name
+    # the first version of a table is its creation, whatever operation wrote it
+    summary.operation = op.name if base is not None else "create"
     summary.properties.update(properties or {})
     context = ApplyContext(
         base_version=base_version(base),

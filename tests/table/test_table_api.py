@@ -45,7 +45,7 @@ def test_time_travel_tags_checkout_and_restore(tmp_path: Path) -> None:
     old = ds.checkout(2)
     old.restore()
     assert old.version == 4 and old.count_rows() == 15
-    assert [v.operation for v in old.versions()] == ["overwrite", "append", "overwrite", "restore"]
+    assert [v.operation for v in old.versions()] == ["create", "append", "overwrite", "restore"]
     assert old.versions()[0].tags == ("first",)
     ds.delete_tag("first")
     assert ds.tags() == {}
