@@ -80,10 +80,13 @@ def build_dist(tmp: Path) -> Path:
             shutil.copy2(ROOT / name, tree / name)
     venv = Path(sys.executable).parent.parent  # the venv running the tests
     (tree / ".venv").symlink_to(venv)
-    # -o: the venv is installed already (and editable from ROOT): never reinstall it here
-    stamps = [f".venv/{p.name}" for p in venv.glob(".installed-*")]
+    # The venv is installed already (and editable from ROOT): never reinstall it here. The
+    # stamp is named on the command line and marked old, so a pyproject.toml that differs
+    # from the one the venv was installed from cannot make `make` re-run `pip install -e`
+    # from this temporary copy (which would point the venv's editable install at it).
+    stamp = ".venv/.installed-by-the-test-run"
     built = subprocess.run(
-        ["make", *[f"--old-file={s}" for s in stamps], "dist"],
+        ["make", f"STAMP={stamp}", f"--old-file={stamp}", "dist"],
         cwd=tree, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
