@@ -13,9 +13,11 @@ pages whole costs as much as a scan. Instead, for a flat fixed-width or binary c
   RLE pages are decoded whole, then selected.
 
 Binary columns decode their OFFSETS page whole (offsets need prefix sums) and read only
-the wanted values' bytes of the DATA page. A page's CRC32 covers bytes that are never
-decoded here, so it is not verified (``ReadOptions(point_reads=False)`` decodes whole
-pages and verifies it); every header, size and index is still validated.
+the wanted values' bytes of the DATA page. Every byte used is verified (with
+``verify_checksums``): of a CRC_BLOCKS page (format 1.5) the header CRC and the CRC32 of
+each block read from, of a ZSTD_BLOCKS page each decompressed block's zstd content
+checksum, of any other page the whole page's CRC32; every header, size and index is
+validated as well.
 
 Example:
     >>> import numpy as np
@@ -37,6 +39,8 @@ from fermion.errors import InvalidFileError
 from fermion.format import bitpack, decimal_floats, encodings
 from fermion.format.pages import (
     BlockedBody,
+    CrcBlockedBody,
+    check_page_crc,
     decode_payload,
     decompress_body,
     is_derived,
@@ -65,7 +69,14 @@ class PagePayload:
     requested; other pages are available whole from the start.
     """
 
-    def __init__(self, page: memoryview, values: int, expected_size: int | None, where: str):
+    def __init__(
+        self,
+        page: memoryview,
+        values: int,
+        expected_size: int | None,
+        where: str,
+        verify: bool = True,
+    ):
         self.where = where
         self.values = values
         self.expected_size = expected_size
@@ -79,18 +90,37 @@ class PagePayload:
         self.encoding = self.head.encoding
         self.size = self.head.size
         self._blocked: BlockedBody | None = None
+        self._crc: CrcBlockedBody | None = None
         if self.head.compression == Compression.ZSTD_BLOCKS:
+            # every block frame carries a content checksum, verified as it is decompressed
             self._blocked = BlockedBody(self.head.body, self.size, where)
             # filled block by block by need(); nothing is read before it is written there
             self.buf = np.empty(self.size, dtype=np.uint8)
             self._done = np.zeros(self._blocked.num_blocks, dtype=bool)
-        else:
-            self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
+            return
+        if self.head.crc_blocks and verify:  # format 1.5: verified block by block by need()
+            self._crc = CrcBlockedBody(page, self.size, where)
+            self._crc.verify_head()
+            self._done = np.zeros(self._crc.num_blocks, dtype=bool)
+        elif verify:  # the bytes read lie anywhere in the page: its CRC32, whole
+            check_page_crc(page, where)
+        self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
 
     @property
     def blocked(self) -> bool:
-        """Whether the payload is decompressed block by block as bytes are needed."""
-        return self._blocked is not None
+        """Whether payload bytes must be prepared by :meth:`need` before they are read
+        (decompressed or verified block by block)."""
+        return self._blocked is not None or self._crc is not None
+
+    def _prepare(self, blocks: np.ndarray) -> None:
+        todo = blocks[~self._done[blocks]]
+        if not len(todo):
+            return
+        if self._blocked is not None:
+            self._blocked.decompress_into(self.buf, todo)
+        elif self._crc is not None:
+            self._crc.verify(todo)
+        self._done[todo] = True
 
     def need(self, begins: np.ndarray, ends: np.ndarray) -> None:
         """Make decoded bytes ``[begins[i], ends[i])`` available in :attr:`buf`."""
@@ -102,24 +132,20 @@ class PagePayload:
             or bool(np.any(ends < begins))  # e.g. value lengths whose sums wrapped in int64
         ):
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
-        if self._blocked is None:
+        body = self._blocked if self._blocked is not None else self._crc
+        if body is None:
             return
         keep = ends > begins
-        blocks = self._blocked.blocks_for(begins[keep], ends[keep])
-        todo = blocks[~self._done[blocks]]
-        self._blocked.decompress_into(self.buf, todo)
-        self._done[todo] = True
+        self._prepare(body.blocks_for(begins[keep], ends[keep]))
 
     def need_range(self, begin: int, end: int) -> None:
         """:meth:`need` for one range ``[begin, end)``."""
         if begin < 0 or end > self.size or end < begin:
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
-        if self._blocked is not None and end > begin:
-            size = self._blocked.block_size
-            blocks = np.arange(begin // size, (end - 1) // size + 1)
-            todo = blocks[~self._done[blocks]]
-            self._blocked.decompress_into(self.buf, todo)
-            self._done[todo] = True
+        body = self._blocked if self._blocked is not None else self._crc
+        if body is not None and end > begin:
+            size = body.block_size
+            self._prepare(np.arange(begin // size, (end - 1) // size + 1))
 
     def need_all(self) -> np.ndarray:
         self.need_range(0, self.size)
@@ -334,10 +360,12 @@ def fixed_values(
     width: int,
     int_domain: tuple[int, bool] | None,
     where: str,
+    verify: bool = True,
 ) -> bytes:
-    """Plain bytes of the fixed-width values at ``rows`` (sorted, unique) of a DATA page."""
+    """Plain bytes of the fixed-width values at ``rows`` (sorted, unique) of a DATA page
+    (``verify``: check the checksums covering the bytes read, see :class:`PagePayload`)."""
     rows = np.asarray(rows, dtype=np.int64)
-    p = PagePayload(page, values, values * width, where)
+    p = PagePayload(page, values, values * width, where, verify)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
     if p.encoding == Encoding.PLAIN:
@@ -383,13 +411,14 @@ def binary_values(
     offset_width: int,
     where: str,
     dictionary: StripeDictionaryPage | None = None,
+    verify: bool = True,
 ) -> tuple[np.ndarray, bytes]:
     """(lengths, concatenated bytes) of the values at ``rows`` of a BINARY page pair
     (``dictionary``: the stripe dictionary, when the chunk has one, format 1.4)."""
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
-    data = PagePayload(data_page, values, None, where)
+    data = PagePayload(data_page, values, None, where, verify)
     if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
         if not is_derived(offsets_page):
             raise InvalidFileError(
@@ -400,7 +429,7 @@ def binary_values(
         return _dictionary_values(data, rows)
     if data.encoding != Encoding.PLAIN:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
-    offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where)
+    offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where, verify)
     found = _lengths_prefix(offs_payload, rows, values, offset_width)
     if found is not None:
         begins, ends = found

@@ -113,6 +113,11 @@ class _Encoder:
         # elsewhere they would cost scans time and ratio for nothing
         self.block_size = opts.compression_block_size if blocks else 0
         self.checkpoints = blocks  # likewise running-sum checkpoints (DELTA, string lengths)
+        # and CRC32s per block of uncompressed pages (1.5), so that point reads verify
+        # what they read; a plain column (encode False) stays readable by older readers
+        self.checksum_block_size = (
+            opts.checksum_block_size if blocks and encode and opts.page_crc else 0
+        )
         self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
@@ -151,6 +156,7 @@ class _Encoder:
             keep_ratio=ENCODED_COMPRESS_RATIO
             if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
             else COMPRESS_RATIO,
+            checksum_block_size=self.checksum_block_size if blocks else 0,
         )
         if blockable and encoding not in self.blocks_won:
             self.blocks_won[encoding] = data[5] == Compression.ZSTD_BLOCKS
@@ -170,6 +176,8 @@ class _Encoder:
             self.features |= RequiredFeature.STRIPE_DICTIONARY
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
+        elif data[5] == Compression.CRC_BLOCKS:
+            self.features |= RequiredFeature.CRC_BLOCKS
         return EncodedPage(data, num_values)
 
 
@@ -177,7 +185,7 @@ def _planes_pay(page: bytes) -> bool:
     """Whether a BYTE_SPLIT page is worth keeping: the planes are only for zstd, so unless
     zstd kept them (1.2-1.3 writers kept them regardless), plain values are as small and
     are read in place, with no transpose on every read."""
-    return bool(page[5] != Compression.NONE)  # PageHeader.compression
+    return bool(page[5] in (Compression.ZSTD, Compression.ZSTD_BLOCKS))  # .compression
 
 
 def _cuts_by_count(n: int, per_page: int) -> list[tuple[int, int]]:

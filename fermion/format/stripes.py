@@ -215,7 +215,9 @@ class StripeReader:
             p, m = projs[j], metas[j]
             if not m.present:
                 return select_rows(pa.nulls(n, p.field.type), [(0, n)], sel)
-            ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected, merged[j])
+            ctx = StripeContext(
+                p.info.field.name, m, s, per_proj[j], p.selected, merged[j], verify=verify
+            )
             column_plan = plans[j]
             assert column_plan is not None
             return column_plan.assemble(ctx, n, sel)
@@ -251,10 +253,11 @@ def _alloc(n: int, dtype: Any) -> np.ndarray:
 def _allocates(page: memoryview) -> bool:
     """Whether decoding the page makes a new buffer (it is encoded or compressed; a PLAIN
     uncompressed page is used in place)."""
-    return len(page) >= PAGE_HEADER_SIZE and (page[4] != _PLAIN or page[5] != _NONE)
+    return len(page) >= PAGE_HEADER_SIZE and (page[4] != _PLAIN or page[5] not in _IN_PLACE)
 
 
-_PLAIN, _NONE = int(Encoding.PLAIN), int(Compression.NONE)  # (IntEnum compares are slow)
+_PLAIN = int(Encoding.PLAIN)  # (IntEnum compares are slow)
+_IN_PLACE = (int(Compression.NONE), int(Compression.CRC_BLOCKS))  # payloads stored as they are
 
 
 def _run_size(req: PageRequest, page: memoryview) -> int | None:
