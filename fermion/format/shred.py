@@ -104,9 +104,17 @@ class StreamChunk:
 
 class _Encoder:
     def __init__(
-        self, opts: WriteOptions, encode: bool, blocks: bool = False, page_size: int = 0
+        self,
+        opts: WriteOptions,
+        encode: bool,
+        blocks: bool = False,
+        page_size: int = 0,
+        batch: bool = False,
     ) -> None:
         self.opts = opts
+        # batch mode: a lookup reads a batch's consecutive values, which lie in one or two
+        # blocks whatever their width, so every point-read page may be blocked
+        self.batch = batch
         self.page_size = page_size or opts.page_size
         self.encode = encode  # False: every page PLAIN (format 1.0 compatible)
         # zstd blocks pay only where point reads use them (a flat column's values);
@@ -136,7 +144,7 @@ class _Encoder:
         # blocks pay when a block holds few values: a take then decompresses a block per
         # wanted value, not every block (bit-packed integers are one frame)
         block_size = self.block_size
-        if not blocks or len(payload) < _BLOCK_VALUE_BYTES * num_values:
+        if not blocks or (len(payload) < _BLOCK_VALUE_BYTES * num_values and not self.batch):
             block_size = 0
         blockable = self.compressed and 0 < block_size < len(payload)
         overhead = self.opts.compression_block_overhead
@@ -265,6 +273,7 @@ def shred_column(
         encode,
         blocks=point_readable and not isinstance(node.type, pa.ExtensionType),
         page_size=page_size,
+        batch=batch_bounds is not None,
     )
     out: list[StreamChunk] = []
     _shred(node, array, enc, out, batch_bounds)
@@ -298,7 +307,7 @@ def _prefer_stripe_dictionary(
     found = build_dictionary(arr)
     if found is None:
         return
-    alt = _Encoder(enc.opts, True, blocks=True, page_size=enc.page_size)
+    alt = _Encoder(enc.opts, True, blocks=True, page_size=enc.page_size, batch=enc.batch)
     n = len(arr)
     # index pages are sized by their packed width, like integer pages (§4)
     cuts = _count_cuts(n, enc.page_size * 8 // found.index_bits, bounds)
