@@ -920,7 +920,7 @@ def test_which_pages_are_blocked_and_which_keep_zstd(tmp_path: Path) -> None:
         table, path, column_encodings={"plain": "plain"}, compression_block_overhead=ALWAYS_BLOCKS
     )
     got = _page_compressions(path)
-    # encoded, saves < 25%: stored as is, with a CRC32 per 4 KiB block (format 1.5)
+    # encoded, saves < 25%: stored as is, with a CRC32 per KiB block (format 1.5)
     assert got["packed/DATA"] == {"CRC_BLOCKS"}
     assert got["plain/DATA"] == {"ZSTD_BLOCKS"}  # 8 bytes per value
     assert got["sorted/DATA"] == {"ZSTD"}  # one frame: a block would hold ~100k deltas
