@@ -146,11 +146,14 @@ class ReadOptions:
         eager_load_threshold: CMB areas up to this size may be loaded in one read.
         coalesce_gap: data ranges closer than this are merged into one request.
         metadata_coalesce_gap: the same for metadata (CMB, schema entries).
-        verify_checksums: verify page CRC32s.
-        point_reads: ``take`` decodes only the wanted values of a page, and of a blocked
-            zstd page only the blocks holding them (each checked by its zstd checksum);
-            the page CRC32, which covers bytes never decoded, is then not verified.
-            False: ``take`` decodes (and checksums) every page it touches whole.
+        verify_checksums: verify page CRC32s (and, in point reads, the checksums of the
+            blocks read: CRC_BLOCKS CRC32s, zstd block content checksums).
+        point_reads: ``take`` (and ``read_batches`` of a few rows) decodes only the wanted
+            values of a page: of a blocked page (ZSTD_BLOCKS, CRC_BLOCKS) only the blocks
+            holding them, each verified by its own checksum; any other page it touches is
+            verified by its page CRC32. From a source that is not memory-mapped only those
+            blocks and the page headers are fetched (sub-page IO). False: ``take`` decodes
+            every page it touches whole.
         threads: worker threads for page decompression and decoding.
         memory_map: read a local file through a read-only memory mapping (no copies, only
             the pages touched are faulted in); False: ``os.pread`` into fresh buffers. A
