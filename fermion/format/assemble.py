@@ -68,6 +68,7 @@ class StripeContext:
     # (stream, first page) -> (buffer, end page): adjacent pages decoded into one buffer
     merged: dict[PageKey, tuple[Any, int]] = field(default_factory=dict)
     joined: set[PageKey] = field(default_factory=set)  # OFFSETS runs already rebased
+    verify: bool = True  # point reads verify the checksums of what they read
 
     def desc(self, node: Node, stream_type: StreamType) -> tuple[int, StreamDesc] | None:
         spec = node.stream(stream_type)
@@ -640,6 +641,7 @@ def assemble_points(
                 node.byte_width,
                 where,
                 dictionary,
+                ctx.verify,
             )
             lengths.append(got)
         else:
@@ -650,6 +652,7 @@ def assemble_points(
                 node.byte_width,
                 domain,
                 where,
+                ctx.verify,
             )
         parts.append(data)
     count = len(wanted)

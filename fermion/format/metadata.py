@@ -71,7 +71,8 @@ KNOWN_REQUIRED_FEATURES = int(
     | RequiredFeature.CHECKPOINTS
     | RequiredFeature.DECIMAL_FLOATS
     | RequiredFeature.STRIPE_DICTIONARY
-)  # format 1.4
+    | RequiredFeature.CRC_BLOCKS
+)  # format 1.5
 _FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
 
 

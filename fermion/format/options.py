@@ -39,6 +39,7 @@ STRIPE_BYTES_DEFAULT = 128 << 20
 FLUSH_BYTES_DEFAULT = 8 << 20  # write in 4-8 MB units, not per page
 PREFETCH_BYTES_DEFAULT = 1 << 20  # aggressive footer prefetch (512 KB - 4 MB)
 EAGER_LOAD_THRESHOLD_DEFAULT = 8 << 20  # CMB areas this small load in one read
+CHECKSUM_BLOCK_SIZE_DEFAULT = 1 << 10  # a CRC32 per KiB: 0.4% of the page, under a us
 COALESCE_GAP_DEFAULT = 1 << 20  # merge ranges closer than 1 MB
 METADATA_COALESCE_GAP_DEFAULT = 4 << 10  # metadata entries are tiny: merge small holes only
 
@@ -65,6 +66,12 @@ class WriteOptions:
             a block, like long repeated text, then keeps its ratio); ``float("inf")``:
             always blocks.
         page_crc: write a CRC32 into every page header.
+        checksum_block_size: an uncompressed page of a column that ``take`` reads value
+            by value, larger than this, also carries a CRC32 per block of this many bytes
+            (format 1.5, compression CRC_BLOCKS), so that a point read verifies the bytes
+            it reads without reading the whole page; 0: never (needs ``page_crc``; columns
+            written with ``encodings=False`` or ``column_encodings={name: "plain"}`` never
+            get them, so that those files stay readable by older readers).
         statistics: compute per-page and per-chunk min/max/null counts.
         flush_bytes: the sink writes in units of at least this many bytes.
         threads: worker threads for encoding and compression.
@@ -83,6 +90,7 @@ class WriteOptions:
     compression_block_size: int = BLOCK_SIZE_DEFAULT
     compression_block_overhead: float = BLOCK_OVERHEAD_DEFAULT
     page_crc: bool = True
+    checksum_block_size: int = CHECKSUM_BLOCK_SIZE_DEFAULT
     statistics: bool = True
     flush_bytes: int = FLUSH_BYTES_DEFAULT
     threads: int = 0  # 0: one per core
@@ -108,6 +116,10 @@ class WriteOptions:
             raise InvalidArgumentError(
                 f"compression_block_size must be 0 or in [256, 1 GiB], got "
                 f"{self.compression_block_size}"
+            )
+        if self.checksum_block_size != 0 and not 256 <= self.checksum_block_size <= 1 << 30:
+            raise InvalidArgumentError(
+                f"checksum_block_size must be 0 or in [256, 1 GiB], got {self.checksum_block_size}"
             )
         if not self.compression_block_overhead >= 0:  # also refuses NaN
             raise InvalidArgumentError("compression_block_overhead must be >= 0")
@@ -135,11 +147,14 @@ class ReadOptions:
         eager_load_threshold: CMB areas up to this size may be loaded in one read.
         coalesce_gap: data ranges closer than this are merged into one request.
         metadata_coalesce_gap: the same for metadata (CMB, schema entries).
-        verify_checksums: verify page CRC32s.
-        point_reads: ``take`` decodes only the wanted values of a page, and of a blocked
-            zstd page only the blocks holding them (each checked by its zstd checksum);
-            the page CRC32, which covers bytes never decoded, is then not verified.
-            False: ``take`` decodes (and checksums) every page it touches whole.
+        verify_checksums: verify page CRC32s (and, in point reads, the checksums of the
+            blocks read: CRC_BLOCKS CRC32s, zstd block content checksums).
+        point_reads: ``take`` (and ``read_batches`` of a few rows) decodes only the wanted
+            values of a page: of a blocked page (ZSTD_BLOCKS, CRC_BLOCKS) only the blocks
+            holding them, each verified by its own checksum; any other page it touches is
+            verified by its page CRC32. From a source that is not memory-mapped only those
+            blocks and the page headers are fetched (sub-page IO). False: ``take`` decodes
+            every page it touches whole.
         threads: worker threads for page decompression and decoding.
         memory_map: read a local file through a read-only memory mapping (no copies, only
             the pages touched are faulted in); False: ``os.pread`` into fresh buffers. A

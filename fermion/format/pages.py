@@ -38,6 +38,7 @@ from fermion.format.stripe_dictionary import (
 )
 from fermion.format.structs import (
     BLOCK_TABLE_DTYPE,
+    CRC_BLOCK_TABLE_DTYPE,
     PAGE_HEADER_DTYPE,
     Compression,
     Encoding,
@@ -49,6 +50,8 @@ __all__ = [
     "CODECS",
     "DERIVED",
     "BlockedBody",
+    "CrcBlockedBody",
+    "check_page_crc",
     "PAGE_HEADER_SIZE",
     "Codec",
     "DictionaryPage",
@@ -155,10 +158,17 @@ def _zstd_decompress(body: memoryview, size: int, checksum: bool = False) -> byt
         # allow_extra_data=False: bytes after the frame are corruption, not ignored
         out = _zstd_decompressor().decompress(body, max_output_size=size, allow_extra_data=False)
     except zstandard.ZstdError as exc:
-        raise InvalidFileError(f"corrupt zstd page: {exc}") from None
+        raise _zstd_error("corrupt zstd page", exc) from None
     if len(out) != size:
         raise InvalidFileError(f"zstd frame decompressed to {len(out)} bytes, expected {size}")
     return out
+
+
+def _zstd_error(what: str, exc: Exception) -> InvalidFileError:
+    """A zstd failure as a typed error: a content checksum mismatch is a ChecksumError."""
+    if "checksum" in str(exc).lower():
+        return ChecksumError(f"{what}: zstd content checksum mismatch")
+    return InvalidFileError(f"{what}: {exc}")
 
 
 def _frame_size(frame: memoryview) -> int:
@@ -289,7 +299,7 @@ class BlockedBody:
                 frames, decompressed_sizes=sizes.tobytes()
             )
         except zstandard.ZstdError as exc:
-            raise InvalidFileError(f"{self.where}: corrupt zstd block: {exc}") from None
+            raise _zstd_error(f"{self.where}: corrupt zstd block", exc) from None
         parts = [got[i] for i in range(len(blocks))]
         if any(len(part) != int(n) for part, n in zip(parts, sizes, strict=True)):
             raise InvalidFileError(f"{self.where}: a zstd block has the wrong size")
@@ -304,6 +314,87 @@ class BlockedBody:
 
     def decompress_all(self) -> bytes:
         return b"".join(self.decompress_many(range(self.num_blocks)))
+
+
+def _crc_blocks_body(head: bytes, payload: bytes | memoryview, block_size: int) -> bytes:
+    """A CRC_BLOCKS body (format 1.5) for the page header bytes ``head`` ([4, 16), with
+    compression CRC_BLOCKS): the CrcBlockTable, a CRC32 per block, then the payload."""
+    data = memoryview(payload).cast("B")
+    crcs = np.array(
+        [zlib.crc32(data[k : k + block_size]) for k in range(0, len(data), block_size)],
+        dtype="<u4",
+    )
+    table = np.zeros(1, dtype=CRC_BLOCK_TABLE_DTYPE)
+    table["block_size"], table["num_blocks"] = block_size, len(crcs)
+    table["head_crc"] = zlib.crc32(table.tobytes()[:8], zlib.crc32(head))
+    return b"".join([table.tobytes(), crcs.tobytes(), data])
+
+
+class CrcBlockedBody:
+    """A validated CRC_BLOCKS page body (format 1.5): the payload stored uncompressed with
+    a CRC32 per block, so that a point read verifies exactly the blocks it reads.
+
+    Example:
+        >>> payload = bytes(range(256)) * 40
+        >>> page = memoryview(encode_page(payload, num_values=10240, codec=Compression.NONE,
+        ...                               checksum_block_size=4096))
+        >>> b = CrcBlockedBody(page, 10240, "p")
+        >>> b.num_blocks, b.verify_head(), b.verify(np.array([1, 2]))
+        (3, None, None)
+        >>> bytes(b.payload[5000:5002]) == payload[5000:5002]
+        True
+    """
+
+    def __init__(self, page: memoryview, size: int, where: str) -> None:
+        self.where = where
+        self.size = size
+        self.page = page
+        body = page[PAGE_HEADER_SIZE:]
+        head = CRC_BLOCK_TABLE_DTYPE.itemsize
+        if len(body) < head:
+            raise InvalidFileError(f"{where}: checksummed page shorter than its block table")
+        table = np.frombuffer(body, dtype=CRC_BLOCK_TABLE_DTYPE, count=1)[0]
+        self.block_size = int(table["block_size"])
+        self.num_blocks = int(table["num_blocks"])
+        self.head_crc = int(table["head_crc"])
+        if self.block_size == 0 or self.num_blocks != -(-size // self.block_size):
+            raise InvalidFileError(
+                f"{where}: {self.num_blocks} blocks of {self.block_size} bytes cannot hold "
+                f"{size} bytes"
+            )
+        start = head + 4 * self.num_blocks
+        if len(body) != start + size:
+            raise InvalidFileError(f"{where}: checksummed page has {len(body)} bytes")
+        self.crcs = np.frombuffer(body, dtype="<u4", count=self.num_blocks, offset=head)
+        self.payload = body[start:]
+
+    def verify_head(self) -> None:
+        """Check the page header and the block table against ``head_crc``."""
+        table = PAGE_HEADER_SIZE + 8
+        if zlib.crc32(self.page[PAGE_HEADER_SIZE:table], zlib.crc32(self.page[4:16])) != (
+            self.head_crc
+        ):
+            raise ChecksumError(f"{self.where}: page header CRC32 mismatch")
+
+    def blocks_for(self, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The blocks holding payload byte ranges ``[begins[i], ends[i])`` (non-empty)."""
+        return BlockedBody.blocks_for(self, begins, ends)  # type: ignore[arg-type]
+
+    def verify(self, blocks: np.ndarray) -> None:
+        """Check the CRC32 of each of ``blocks`` (ChecksumError on a mismatch)."""
+        size, data, crcs = self.block_size, self.payload, self.crcs
+        for k in blocks.tolist():
+            if zlib.crc32(data[k * size : (k + 1) * size]) != int(crcs[k]):
+                raise ChecksumError(f"{self.where}: block {k} CRC32 mismatch")
+
+
+def check_page_crc(page: memoryview, where: str) -> None:
+    """Verify a page's CRC32 (when its header says it carries one): ChecksumError."""
+    header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
+    if int(header["flags"]) & _HEADER_FLAG_CRC:
+        actual = zlib.crc32(page[PAGE_HEADER_SIZE:], zlib.crc32(page[4:PAGE_HEADER_SIZE]))
+        if actual != int(header["crc"]):
+            raise ChecksumError(f"{where}: page CRC32 mismatch")
 
 
 def _none_compress(data: bytes | memoryview, level: int) -> bytes:
@@ -331,6 +422,7 @@ def encode_page(
     block_size: int = 0,
     block_overhead: float = 0.1,
     keep_ratio: float = COMPRESS_RATIO,
+    checksum_block_size: int = 0,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
@@ -339,7 +431,8 @@ def encode_page(
     larger than one zstd frame of the page, else as one frame: data whose redundancy spans
     more than a block (long repeated text) keeps its ratio. A compressed body larger than
     ``keep_ratio`` times the payload (default 0.9: it must save at least 10%) is not kept:
-    the page is stored uncompressed.
+    the page is stored uncompressed, and with a ``checksum_block_size`` (and ``crc``) a
+    payload larger than one such block as CRC_BLOCKS (format 1.5): a CRC32 per block.
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
@@ -355,8 +448,13 @@ def encode_page(
                 compressed, chosen = blocked, Compression.ZSTD_BLOCKS
         if len(compressed) <= len(payload) * keep_ratio:
             body, used = compressed, chosen
+    crc_blocks = used == Compression.NONE and crc and 0 < checksum_block_size < len(payload)
+    if crc_blocks:
+        used = Compression.CRC_BLOCKS
     fields = (0, encoding, used, _HEADER_FLAG_CRC if crc else 0, 0, len(payload), num_values)
     head = np.array([fields], dtype=PAGE_HEADER_DTYPE).tobytes()  # one call, not six
+    if crc_blocks:
+        body = _crc_blocks_body(head[4:], payload, checksum_block_size)
     if crc:
         checksum = zlib.crc32(body, zlib.crc32(head[4:]))
         head = np.uint32(checksum).astype("<u4").tobytes() + head[4:]
@@ -369,7 +467,8 @@ class PageHead(NamedTuple):
     encoding: Encoding
     compression: Compression
     size: int  # decoded payload bytes
-    body: memoryview
+    body: memoryview  # of a CRC_BLOCKS page: the payload (compression is then NONE)
+    crc_blocks: bool = False  # the page is stored as CRC_BLOCKS (format 1.5)
 
 
 def read_page_head(
@@ -408,6 +507,10 @@ def read_page_head(
         raise InvalidFileError(f"{where}: page decodes to {size} bytes, expected {expected_size}")
     if compression == Compression.NONE and len(body) != size:
         raise InvalidFileError(f"{where}: stored page has {len(body)} bytes, header {size}")
+    if compression == Compression.CRC_BLOCKS:  # the payload itself, checked: its size
+        body = CrcBlockedBody(page, size, where).payload
+        compression = Compression.NONE
+        return PageHead(encoding, compression, size, body, True)
     return PageHead(encoding, compression, size, body)
 
 

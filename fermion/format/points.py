@@ -13,9 +13,11 @@ pages whole costs as much as a scan. Instead, for a flat fixed-width or binary c
   RLE pages are decoded whole, then selected.
 
 Binary columns decode their OFFSETS page whole (offsets need prefix sums) and read only
-the wanted values' bytes of the DATA page. A page's CRC32 covers bytes that are never
-decoded here, so it is not verified (``ReadOptions(point_reads=False)`` decodes whole
-pages and verifies it); every header, size and index is still validated.
+the wanted values' bytes of the DATA page. Every byte used is verified (with
+``verify_checksums``): of a CRC_BLOCKS page (format 1.5) the header CRC and the CRC32 of
+each block read from, of a ZSTD_BLOCKS page each decompressed block's zstd content
+checksum, of any other page the whole page's CRC32; every header, size and index is
+validated as well.
 
 Example:
     >>> import numpy as np
@@ -36,7 +38,10 @@ import numpy as np
 from fermion.errors import InvalidFileError
 from fermion.format import bitpack, decimal_floats, encodings
 from fermion.format.pages import (
+    PAGE_HEADER_SIZE,
     BlockedBody,
+    CrcBlockedBody,
+    check_page_crc,
     decode_payload,
     decompress_body,
     is_derived,
@@ -50,12 +55,92 @@ from fermion.format.stripe_dictionary import (
     indices_layout,
 )
 from fermion.format.structs import Compression, Encoding, EncodingFlag
+from fermion.io.source import ByteSource
 
-__all__ = ["PagePayload", "binary_values", "fixed_values", "gather_ranges"]
+__all__ = ["PagePayload", "SparsePage", "binary_values", "fixed_values", "gather_ranges"]
 
 _H = encodings.HEADER_SIZE
 _LENGTHS = int(EncodingFlag.LENGTHS)  # plain ints: IntFlag operators cost microseconds
 _CHECKPOINTS = int(EncodingFlag.CHECKPOINTS)
+
+
+class SparsePage:
+    """A page of a source that is not memory-mapped (pread, fsspec), fetched in pieces as
+    a point read needs them: its header and block tables first, then only the blocks or
+    byte ranges of the wanted values (docs/FORMAT.md §9, sub-page IO).
+
+    ``head`` holds the page's first bytes, already read. Bytes are fetched in grains of
+    :attr:`GRAIN` bytes, the ranges of one call coalesced into few requests.
+
+    Example:
+        >>> from fermion.io.source import open_source
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "p.bin")
+        >>> with open(path, "wb") as f:
+        ...     _ = f.write(bytes(range(256)) * 16)
+        >>> src = open_source(path)
+        >>> page = SparsePage(src, 0, 4096, src.read(0, 16), max_gap=0)
+        >>> page.fetch(np.array([1000]), np.array([1004]))
+        >>> page.view[1000:1004].tolist(), src.stats.bytes_read
+        ([232, 233, 234, 235], 528)
+    """
+
+    GRAIN = 512
+    MAX_GAP = 4096  # ranges closer than this are read in one request (a round trip costs
+    # more than a few KiB; the holes between wanted values are not read beyond that)
+
+    def __init__(
+        self, source: ByteSource, offset: int, size: int, head: memoryview, max_gap: int
+    ) -> None:
+        self.source = source
+        self.offset = offset
+        self.size = size
+        self.max_gap = max_gap
+        self._buf = np.empty(size, dtype=np.uint8)
+        self._have = np.zeros(-(-size // self.GRAIN), dtype=bool)
+        got = min(len(head), size)
+        self._buf[:got] = np.frombuffer(head, dtype=np.uint8, count=got)
+        self._have[: got // self.GRAIN] = True
+        if got == size:
+            self._have[:] = True
+        self.view = memoryview(self._buf.data)
+        if got < min(size, 16):
+            self.fetch_range(0, 16)
+
+    def fetch_range(self, begin: int, end: int) -> None:
+        """:meth:`fetch` for one range of page bytes ``[begin, end)``."""
+        self.fetch(np.array([begin]), np.array([end]))
+
+    def fetch(self, begins: np.ndarray, ends: np.ndarray) -> None:
+        """Make page bytes ``[begins[i], ends[i])`` present (clipped to the page)."""
+        begins = np.clip(np.asarray(begins, dtype=np.int64), 0, self.size)
+        ends = np.clip(np.asarray(ends, dtype=np.int64), 0, self.size)
+        keep = ends > begins
+        if not bool(keep.any()):
+            return
+        first, last = begins[keep] // self.GRAIN, (ends[keep] - 1) // self.GRAIN
+        spans = last - first + 1
+        steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
+        grains = np.unique(np.repeat(first, spans) + steps)
+        grains = grains[~self._have[grains]]
+        if not len(grains):
+            return
+        cut = np.flatnonzero(np.diff(grains) != 1) + 1  # runs of consecutive grains
+        runs = np.split(grains, cut)
+        ranges = []
+        for run in runs:
+            a = int(run[0]) * self.GRAIN
+            b = min(self.size, (int(run[-1]) + 1) * self.GRAIN)
+            ranges.append((self.offset + a, b - a))
+        for (at, length), data in zip(
+            ranges, self.source.read_ranges(ranges, max_gap=self.max_gap), strict=True
+        ):
+            rel = at - self.offset
+            self._buf[rel : rel + length] = np.frombuffer(data, dtype=np.uint8)
+        self._have[grains] = True
+
+
+Page = memoryview | SparsePage  # a page's bytes, whole or fetched as needed
 
 
 class PagePayload:
@@ -65,10 +150,20 @@ class PagePayload:
     requested; other pages are available whole from the start.
     """
 
-    def __init__(self, page: memoryview, values: int, expected_size: int | None, where: str):
+    def __init__(
+        self,
+        page: Page,
+        values: int,
+        expected_size: int | None,
+        where: str,
+        verify: bool = True,
+    ):
         self.where = where
         self.values = values
         self.expected_size = expected_size
+        self._sparse = page if isinstance(page, SparsePage) else None
+        if isinstance(page, SparsePage):
+            page = self._fetch_tables(page)
         self.head = read_page_head(
             page,
             expected_values=values,
@@ -79,18 +174,71 @@ class PagePayload:
         self.encoding = self.head.encoding
         self.size = self.head.size
         self._blocked: BlockedBody | None = None
+        self._crc: CrcBlockedBody | None = None
+        self._verify = verify
         if self.head.compression == Compression.ZSTD_BLOCKS:
+            # every block frame carries a content checksum, verified as it is decompressed
             self._blocked = BlockedBody(self.head.body, self.size, where)
             # filled block by block by need(); nothing is read before it is written there
             self.buf = np.empty(self.size, dtype=np.uint8)
             self._done = np.zeros(self._blocked.num_blocks, dtype=bool)
-        else:
-            self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
+            return
+        if self.head.crc_blocks and (verify or self._sparse is not None):
+            # format 1.5: verified (and, sparse, fetched) block by block by need()
+            self._crc = CrcBlockedBody(page, self.size, where)
+            if verify:
+                self._crc.verify_head()
+            self._done = np.zeros(self._crc.num_blocks, dtype=bool)
+        elif self._sparse is not None:  # read whole: a single zstd frame, or NONE
+            self._sparse.fetch_range(0, self._sparse.size)
+        if not self.head.crc_blocks and verify:  # bytes used anywhere: the page CRC32
+            check_page_crc(page, where)
+        self.buf = np.frombuffer(decompress_body(self.head, where), dtype=np.uint8)
+
+    @staticmethod
+    def _fetch_tables(page: SparsePage) -> memoryview:
+        """Fetch a sparse page's header and block table (and frame ends or CRC32s)."""
+        head = PAGE_HEADER_SIZE
+        page.fetch_range(0, head + 12)
+        compression = int(page.view[5]) if page.size > 5 else -1
+        if compression in (Compression.ZSTD_BLOCKS, Compression.CRC_BLOCKS):
+            table = 8 if compression == Compression.ZSTD_BLOCKS else 12
+            if page.size >= head + table:
+                blocks = int(np.frombuffer(page.view, "<u4", count=1, offset=head + 4)[0])
+                page.fetch_range(0, head + table + 4 * blocks)
+        return page.view
 
     @property
     def blocked(self) -> bool:
-        """Whether the payload is decompressed block by block as bytes are needed."""
-        return self._blocked is not None
+        """Whether payload bytes must be prepared by :meth:`need` before they are read
+        (decompressed or verified block by block)."""
+        return self._blocked is not None or self._crc is not None
+
+    def _prepare(self, blocks: np.ndarray) -> None:
+        todo = blocks[~self._done[blocks]]
+        if not len(todo):
+            return
+        if self._sparse is not None:
+            self._fetch_blocks(todo)
+        if self._blocked is not None:
+            self._blocked.decompress_into(self.buf, todo)
+        elif self._crc is not None and self._verify:
+            self._crc.verify(todo)
+        self._done[todo] = True
+
+    def _fetch_blocks(self, todo: np.ndarray) -> None:
+        """Fetch the stored bytes of blocks ``todo`` of a sparse page: their zstd frames,
+        or their payload bytes (CRC_BLOCKS)."""
+        assert self._sparse is not None
+        if self._blocked is not None:
+            at = PAGE_HEADER_SIZE + 8 + 4 * self._blocked.num_blocks
+            begins, ends = self._blocked.starts[todo] + at, self._blocked.ends[todo] + at
+        else:
+            assert self._crc is not None
+            at = PAGE_HEADER_SIZE + 12 + 4 * self._crc.num_blocks
+            begins = todo * self._crc.block_size + at
+            ends = np.minimum(begins + self._crc.block_size, at + self.size)
+        self._sparse.fetch(begins, ends)
 
     def need(self, begins: np.ndarray, ends: np.ndarray) -> None:
         """Make decoded bytes ``[begins[i], ends[i])`` available in :attr:`buf`."""
@@ -102,24 +250,20 @@ class PagePayload:
             or bool(np.any(ends < begins))  # e.g. value lengths whose sums wrapped in int64
         ):
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
-        if self._blocked is None:
+        body = self._blocked if self._blocked is not None else self._crc
+        if body is None:
             return
         keep = ends > begins
-        blocks = self._blocked.blocks_for(begins[keep], ends[keep])
-        todo = blocks[~self._done[blocks]]
-        self._blocked.decompress_into(self.buf, todo)
-        self._done[todo] = True
+        self._prepare(body.blocks_for(begins[keep], ends[keep]))
 
     def need_range(self, begin: int, end: int) -> None:
         """:meth:`need` for one range ``[begin, end)``."""
         if begin < 0 or end > self.size or end < begin:
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
-        if self._blocked is not None and end > begin:
-            size = self._blocked.block_size
-            blocks = np.arange(begin // size, (end - 1) // size + 1)
-            todo = blocks[~self._done[blocks]]
-            self._blocked.decompress_into(self.buf, todo)
-            self._done[todo] = True
+        body = self._blocked if self._blocked is not None else self._crc
+        if body is not None and end > begin:
+            size = body.block_size
+            self._prepare(np.arange(begin // size, (end - 1) // size + 1))
 
     def need_all(self) -> np.ndarray:
         self.need_range(0, self.size)
@@ -328,16 +472,18 @@ def _lengths_prefix(
 
 
 def fixed_values(
-    page: memoryview,
+    page: Page,
     rows: np.ndarray,
     values: int,
     width: int,
     int_domain: tuple[int, bool] | None,
     where: str,
+    verify: bool = True,
 ) -> bytes:
-    """Plain bytes of the fixed-width values at ``rows`` (sorted, unique) of a DATA page."""
+    """Plain bytes of the fixed-width values at ``rows`` (sorted, unique) of a DATA page
+    (``verify``: check the checksums covering the bytes read, see :class:`PagePayload`)."""
     rows = np.asarray(rows, dtype=np.int64)
-    p = PagePayload(page, values, values * width, where)
+    p = PagePayload(page, values, values * width, where, verify)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
     if p.encoding == Encoding.PLAIN:
@@ -376,22 +522,24 @@ def fixed_values(
 
 
 def binary_values(
-    offsets_page: memoryview,
-    data_page: memoryview,
+    offsets_page: Page,
+    data_page: Page,
     rows: np.ndarray,
     values: int,
     offset_width: int,
     where: str,
     dictionary: StripeDictionaryPage | None = None,
+    verify: bool = True,
 ) -> tuple[np.ndarray, bytes]:
     """(lengths, concatenated bytes) of the values at ``rows`` of a BINARY page pair
     (``dictionary``: the stripe dictionary, when the chunk has one, format 1.4)."""
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
-    data = PagePayload(data_page, values, None, where)
+    data = PagePayload(data_page, values, None, where, verify)
     if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
-        if not is_derived(offsets_page):
+        head = offsets_page.view if isinstance(offsets_page, SparsePage) else offsets_page
+        if not is_derived(head):
             raise InvalidFileError(
                 f"{where}: a stripe-dictionary chunk's OFFSETS page is not DERIVED"
             )
@@ -400,7 +548,7 @@ def binary_values(
         return _dictionary_values(data, rows)
     if data.encoding != Encoding.PLAIN:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
-    offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where)
+    offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where, verify)
     found = _lengths_prefix(offs_payload, rows, values, offset_width)
     if found is not None:
         begins, ends = found

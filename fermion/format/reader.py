@@ -377,6 +377,11 @@ class FileReader:
                     ranges.append((a, a + n_rows))
             n = int(index.stripe_rows[s])
             sel = Selection(ranges=ranges)
+            wanted = sum(b - a for a, b in ranges)
+            if self.options.point_reads and wanted <= max(_POINT_BATCH_ROWS, n // 8):
+                # a few rows of a large stripe: read value by value (as take does), so the
+                # cost grows with the batch, not with the pages that hold it
+                sel = Selection(points=np.concatenate([np.arange(a, b) for a, b in ranges]))
             part = self._stripes.read_stripe(projs, metas, int(s), n, sel)
             part = self._with_virtual(part, virtual, int(s), n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
@@ -507,6 +512,9 @@ class FileReader:
     def describe(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """A JSON-able description of the file (for ``fermion inspect``)."""
         return describe_file(self.file_meta, self._resolve(columns))
+
+
+_POINT_BATCH_ROWS = 4_096  # read_batches reads at most this many rows of a stripe by points
 
 
 def _order(

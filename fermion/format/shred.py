@@ -104,15 +104,28 @@ class StreamChunk:
 
 class _Encoder:
     def __init__(
-        self, opts: WriteOptions, encode: bool, blocks: bool = False, page_size: int = 0
+        self,
+        opts: WriteOptions,
+        encode: bool,
+        blocks: bool = False,
+        page_size: int = 0,
+        batch: bool = False,
     ) -> None:
         self.opts = opts
+        # batch mode: a lookup reads a batch's consecutive values, which lie in one or two
+        # blocks whatever their width, so every point-read page may be blocked
+        self.batch = batch
         self.page_size = page_size or opts.page_size
         self.encode = encode  # False: every page PLAIN (format 1.0 compatible)
         # zstd blocks pay only where point reads use them (a flat column's values);
         # elsewhere they would cost scans time and ratio for nothing
         self.block_size = opts.compression_block_size if blocks else 0
         self.checkpoints = blocks  # likewise running-sum checkpoints (DELTA, string lengths)
+        # and CRC32s per block of uncompressed pages (1.5), so that point reads verify
+        # what they read; a plain column (encode False) stays readable by older readers
+        self.checksum_block_size = (
+            opts.checksum_block_size if blocks and encode and opts.page_crc else 0
+        )
         self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
@@ -131,7 +144,7 @@ class _Encoder:
         # blocks pay when a block holds few values: a take then decompresses a block per
         # wanted value, not every block (bit-packed integers are one frame)
         block_size = self.block_size
-        if not blocks or len(payload) < _BLOCK_VALUE_BYTES * num_values:
+        if not blocks or (len(payload) < _BLOCK_VALUE_BYTES * num_values and not self.batch):
             block_size = 0
         blockable = self.compressed and 0 < block_size < len(payload)
         overhead = self.opts.compression_block_overhead
@@ -151,6 +164,7 @@ class _Encoder:
             keep_ratio=ENCODED_COMPRESS_RATIO
             if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
             else COMPRESS_RATIO,
+            checksum_block_size=self.checksum_block_size if blocks else 0,
         )
         if blockable and encoding not in self.blocks_won:
             self.blocks_won[encoding] = data[5] == Compression.ZSTD_BLOCKS
@@ -170,6 +184,8 @@ class _Encoder:
             self.features |= RequiredFeature.STRIPE_DICTIONARY
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
+        elif data[5] == Compression.CRC_BLOCKS:
+            self.features |= RequiredFeature.CRC_BLOCKS
         return EncodedPage(data, num_values)
 
 
@@ -177,7 +193,7 @@ def _planes_pay(page: bytes) -> bool:
     """Whether a BYTE_SPLIT page is worth keeping: the planes are only for zstd, so unless
     zstd kept them (1.2-1.3 writers kept them regardless), plain values are as small and
     are read in place, with no transpose on every read."""
-    return bool(page[5] != Compression.NONE)  # PageHeader.compression
+    return bool(page[5] in (Compression.ZSTD, Compression.ZSTD_BLOCKS))  # .compression
 
 
 def _cuts_by_count(n: int, per_page: int) -> list[tuple[int, int]]:
@@ -257,6 +273,7 @@ def shred_column(
         encode,
         blocks=point_readable and not isinstance(node.type, pa.BaseExtensionType),
         page_size=page_size,
+        batch=batch_bounds is not None,
     )
     out: list[StreamChunk] = []
     _shred(node, array, enc, out, batch_bounds)
@@ -290,7 +307,7 @@ def _prefer_stripe_dictionary(
     found = build_dictionary(arr)
     if found is None:
         return
-    alt = _Encoder(enc.opts, True, blocks=True, page_size=enc.page_size)
+    alt = _Encoder(enc.opts, True, blocks=True, page_size=enc.page_size, batch=enc.batch)
     n = len(arr)
     # index pages are sized by their packed width, like integer pages (§4)
     cuts = _count_cuts(n, enc.page_size * 8 // found.index_bits, bounds)

@@ -54,6 +54,7 @@ from fermion.format.plan import (
     plan_column,
     select_rows,
 )
+from fermion.format.points import SparsePage
 from fermion.format.structs import Compression, Encoding, RequiredFeature
 from fermion.format.threads import io_pool, pool
 from fermion.io.source import ByteSource
@@ -144,8 +145,18 @@ class StripeReader:
                 )
             plans.append(plan)
             requests.extend((j, req) for req in plan.pages)
-        ranges = [(req.offset, req.size) for _, req in requests]
+        # sub-page IO: of a source that is not memory-mapped, a point read fetches only the
+        # first bytes of the pages it reads value by value, then what those need (SparsePage)
+        sparse = not self.source.mapped
+        ranges = [
+            (req.offset, min(req.size, SparsePage.GRAIN))
+            if sparse and plans[j].undecoded(req)  # type: ignore[union-attr]
+            else (req.offset, req.size)
+            for j, req in requests
+        ]
         gap = self.options.coalesce_gap
+        if sparse and any(plan is not None and plan.points is not None for plan in plans):
+            gap = min(gap, SparsePage.MAX_GAP)  # never fill the holes between pages
         if prefetch and ranges and not self.source.mapped:
             views: Future[list[memoryview]] | list[memoryview] = io_pool().submit(
                 self.source.read_ranges, ranges, max_gap=gap
@@ -199,23 +210,35 @@ class StripeReader:
         parallel = total >= _PARALLEL_DECODE_BYTES and self.options.worker_threads > 1
         # pages a point read decodes value by value at assembly are handed over as they are
         work = [i for i, (j, req) in enumerate(requests) if not plans[j].undecoded(req)]  # type: ignore[union-attr]
-        decoded: list[Decoded | None] = list(views)
+        decoded: list[Decoded | SparsePage | None] = list(views)
+        if not self.source.mapped:  # see start(): the pages point reads fetch as needed
+            for i, (j, req) in enumerate(requests):
+                if plans[j].undecoded(req):  # type: ignore[union-attr]
+                    decoded[i] = SparsePage(
+                        self.source,
+                        req.offset,
+                        req.size,
+                        views[i],
+                        min(self.options.coalesce_gap, SparsePage.MAX_GAP),
+                    )
         if parallel and len(work) > 1:
             for i, payload in zip(work, pool().map(decode, work), strict=True):
                 decoded[i] = payload
         else:
             for i in work:
                 decoded[i] = decode(i)
-        per_proj: list[dict[tuple[int, int], Decoded]] = [{} for _ in projs]
-        for (j, req), payload in zip(requests, decoded, strict=True):
-            if payload is not None:
-                per_proj[j][(req.stream, req.page)] = payload
+        per_proj: list[dict[tuple[int, int], Any]] = [{} for _ in projs]
+        for (j, req), got in zip(requests, decoded, strict=True):
+            if got is not None:
+                per_proj[j][(req.stream, req.page)] = got
 
         def assemble(j: int) -> pa.Array:
             p, m = projs[j], metas[j]
             if not m.present:
                 return select_rows(pa.nulls(n, p.field.type), [(0, n)], sel)
-            ctx = StripeContext(p.info.field.name, m, s, per_proj[j], p.selected, merged[j])
+            ctx = StripeContext(
+                p.info.field.name, m, s, per_proj[j], p.selected, merged[j], verify=verify
+            )
             column_plan = plans[j]
             assert column_plan is not None
             return column_plan.assemble(ctx, n, sel)
@@ -251,10 +274,11 @@ def _alloc(n: int, dtype: Any) -> np.ndarray:
 def _allocates(page: memoryview) -> bool:
     """Whether decoding the page makes a new buffer (it is encoded or compressed; a PLAIN
     uncompressed page is used in place)."""
-    return len(page) >= PAGE_HEADER_SIZE and (page[4] != _PLAIN or page[5] != _NONE)
+    return len(page) >= PAGE_HEADER_SIZE and (page[4] != _PLAIN or page[5] not in _IN_PLACE)
 
 
-_PLAIN, _NONE = int(Encoding.PLAIN), int(Compression.NONE)  # (IntEnum compares are slow)
+_PLAIN = int(Encoding.PLAIN)  # (IntEnum compares are slow)
+_IN_PLACE = (int(Compression.NONE), int(Compression.CRC_BLOCKS))  # payloads stored as they are
 
 
 def _run_size(req: PageRequest, page: memoryview) -> int | None:

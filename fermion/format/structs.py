@@ -25,6 +25,7 @@ import numpy as np
 __all__ = [
     "BASE_VERSION_MINOR",
     "BLOCK_TABLE_DTYPE",
+    "CRC_BLOCK_TABLE_DTYPE",
     "CHUNK_ALL_NULL",
     "CMB_HEADER_DTYPE",
     "COLUMN_ENTRY_DTYPE",
@@ -58,7 +59,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 4  # the newest minor version this code reads and writes
+FORMAT_VERSION_MINOR = 5  # the newest minor version this code reads and writes
 # the minor version of files without a 1.4 feature, and of every file header: the header
 # is written before the data, so it cannot know (it is informative; see minor_version)
 BASE_VERSION_MINOR = 3
@@ -122,6 +123,7 @@ class Compression(enum.IntEnum):
     NONE = 0
     ZSTD = 1
     ZSTD_BLOCKS = 2  # independent zstd frames of block_size decoded bytes + a frame table
+    CRC_BLOCKS = 3  # uncompressed payload with a CRC32 per block of block_size bytes (1.5)
 
 
 class RequiredFeature(enum.IntFlag):
@@ -134,14 +136,16 @@ class RequiredFeature(enum.IntFlag):
     DECIMAL_FLOATS = 1 << 4  # float pages encoded FLOAT_DECIMAL (format 1.3)
     CHECKPOINTS = 1 << 5  # encoded pages carry running-sum checkpoints (format 1.3)
     STRIPE_DICTIONARY = 1 << 6  # string chunks with one dictionary per stripe (format 1.4)
+    CRC_BLOCKS = 1 << 7  # uncompressed pages with a CRC32 per block (format 1.5)
 
 
 def minor_version(required: int) -> int:
-    """The minor version of a file with these required features: 4 when it uses a 1.4
-    feature, else 3, so that a file without one is exactly what a 1.3 writer wrote."""
-    return (
-        FORMAT_VERSION_MINOR if required & RequiredFeature.STRIPE_DICTIONARY else BASE_VERSION_MINOR
-    )
+    """The minor version of a file with these required features: 5 when it uses the 1.5
+    feature, 4 when it uses a 1.4 one, else 3, so that a file without one is exactly what
+    the writer of that version wrote."""
+    if required & RequiredFeature.CRC_BLOCKS:
+        return FORMAT_VERSION_MINOR
+    return 4 if required & RequiredFeature.STRIPE_DICTIONARY else BASE_VERSION_MINOR
 
 
 class OptionalFeature(enum.IntFlag):
@@ -359,6 +363,13 @@ FLOAT_DECIMAL_HEADER_DTYPE = _dtype(
 # ZSTD_BLOCKS page body: this table, then num_blocks u32 frame ends (relative to the first
 # frame), then the frames; block k holds decoded bytes [k * block_size, (k+1) * block_size).
 BLOCK_TABLE_DTYPE = _dtype([("block_size", "<u4"), ("num_blocks", "<u4")], 8)
+
+# CRC_BLOCKS page body (format 1.5): this table, then num_blocks u32 block CRC32s, then the
+# payload itself; head_crc is the CRC32 of page bytes [4, 16) followed by the table's first
+# 8 bytes, so that a point read checks the page header without reading the whole page.
+CRC_BLOCK_TABLE_DTYPE = _dtype(
+    [("block_size", "<u4"), ("num_blocks", "<u4"), ("head_crc", "<u4")], 12
+)
 
 HASH_SLOT_DTYPE = _dtype(
     [

@@ -920,11 +920,12 @@ def test_which_pages_are_blocked_and_which_keep_zstd(tmp_path: Path) -> None:
         table, path, column_encodings={"plain": "plain"}, compression_block_overhead=ALWAYS_BLOCKS
     )
     got = _page_compressions(path)
-    assert got["packed/DATA"] == {"NONE"}  # encoded, saves < 25%: stored as is
+    # encoded, saves < 25%: stored as is, with a CRC32 per KiB block (format 1.5)
+    assert got["packed/DATA"] == {"CRC_BLOCKS"}
     assert got["plain/DATA"] == {"ZSTD_BLOCKS"}  # 8 bytes per value
     assert got["sorted/DATA"] == {"ZSTD"}  # one frame: a block would hold ~100k deltas
     assert got["text/DATA"] == {"ZSTD_BLOCKS"}
-    assert got["text/OFFSETS"] <= {"ZSTD", "NONE"}  # lengths: never blocked
+    assert got["text/OFFSETS"] <= {"ZSTD", "NONE", "CRC_BLOCKS"}  # lengths: never zstd blocks
     assert got["nested.item/DATA"] == {"ZSTD"}  # not a point-read column: the 10% rule
     # the quarter rule at the page level: the same payload, kept or not by keep_ratio
     payload = np.repeat(np.arange(4096, dtype=np.uint16), 4).tobytes()

@@ -218,7 +218,8 @@ def test_byte_split_pages_only_where_zstd_keeps_them(tmp_path: Path, compression
     pages = page_spans(path, "x")
     kinds = {(p["encoding"], p["compression"]) for p in pages}
     assert (Encoding.BYTE_SPLIT, Compression.NONE) not in kinds
-    assert (Encoding.PLAIN, Compression.NONE) in kinds
+    assert (Encoding.BYTE_SPLIT, Compression.CRC_BLOCKS) not in kinds
+    assert (Encoding.PLAIN, Compression.CRC_BLOCKS) in kinds  # as is, a CRC32 per block
     if compression == "zstd":
         assert (Encoding.BYTE_SPLIT, Compression.ZSTD) in kinds
     assert_same(fermion.read_table(path), table)

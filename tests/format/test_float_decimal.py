@@ -513,7 +513,8 @@ def _nested_of(path: Path, column: str) -> set[str]:
 def test_point_reads_gather_only_the_wanted_integers(tmp_path: Path, monkeypatch) -> None:
     table = float_table(50_000)
     path = tmp_path / "g.fermion"
-    fermion.write_table(table, path, page_size=1 << 20, compression="none")
+    # checksum_block_size=0: pages stored NONE, whose payloads _nested_of parses
+    fermion.write_table(table, path, page_size=1 << 20, compression="none", checksum_block_size=0)
     assert _nested_of(path, "price") == {"FOR"} and _nested_of(path, "runs") == {"RLE"}
     assert _nested_of(path, "sorted") == {"DELTA"}
     whole: list[str] = []
@@ -728,7 +729,8 @@ def test_truncated_and_extended_payloads_raise(name: str) -> None:
 def decimal_file(tmp_path_factory) -> tuple[Path, pa.Table, dict]:
     table = float_table(6_000).select(["price"])
     path = tmp_path_factory.mktemp("fd") / "good.fermion"
-    fermion.write_table(table, path, page_size=16 << 10, compression="none")
+    # checksum_block_size=0: pages stored NONE, so that the payloads can be rewritten here
+    fermion.write_table(table, path, page_size=16 << 10, compression="none", checksum_block_size=0)
     span = next(s for s in page_spans(path, "price") if s["encoding"] == Encoding.FLOAT_DECIMAL)
     return path, table, span
 

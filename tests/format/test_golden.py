@@ -23,7 +23,7 @@ CASES = sorted(GOLDEN.glob("v*/*.fermion"))
 
 def test_golden_files_exist() -> None:
     versions = {p.parent.name for p in CASES}
-    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4"} <= versions
+    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4", "v1_5"} <= versions
     assert any(p.stem == "batch_mode" for p in CASES)
     assert len(CASES) >= 5
 
@@ -86,6 +86,7 @@ def _doc_table(section: str) -> list[tuple[int, str]]:
         ("**FullChunkDesc** (48 B):", structs.FULL_CHUNK_DESC_DTYPE),
         ("### 5.1 Encodings", structs.ENCODING_HEADER_DTYPE),
         ("**BlockTable** (8 B):", structs.BLOCK_TABLE_DTYPE),
+        ("**CrcBlockTable** (12 B):", structs.CRC_BLOCK_TABLE_DTYPE),
         ("**FloatDecimalHeader** (8 B):", structs.FLOAT_DECIMAL_HEADER_DTYPE),
     ],
 )
@@ -136,6 +137,7 @@ def test_format_md_lists_struct_sizes() -> None:
         ("HashSlot", structs.HASH_SLOT_DTYPE),
         ("EncodingHeader", structs.ENCODING_HEADER_DTYPE),
         ("BlockTable", structs.BLOCK_TABLE_DTYPE),
+        ("CrcBlockTable", structs.CRC_BLOCK_TABLE_DTYPE),
         ("FloatDecimalHeader", structs.FLOAT_DECIMAL_HEADER_DTYPE),
     ]:
         assert re.search(rf"{label}\**\s*\({dtype.itemsize} B\)", text), label
@@ -402,3 +404,29 @@ def test_v1_4_golden_files_use_stripe_dictionaries(name: str) -> None:
     if name == "stripe_dictionary":
         assert by_column["note"]["DATA"] == {"PLAIN"}  # unique values
         assert by_column["sku"]["BLOOM"] == {"PLAIN"}
+
+
+# -- format 1.5: CRC_BLOCKS ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["crc_blocks", "crc_blocks_batches"])
+def test_v1_5_golden_files_use_crc_blocks(name: str) -> None:
+    """The 1.5 golden files need the 1.5 feature; their point-read columns' uncompressed
+    pages carry a CRC32 per block; their header still says 1.3 (§1.1)."""
+    path = GOLDEN / "v1_5" / f"{name}.fermion"
+    header = np.frombuffer(path.read_bytes()[:8], dtype=structs.FILE_HEADER_DTYPE)[0]
+    assert int(header["version_minor"]) == 3
+    with fermion.FileReader(path) as r:
+        assert structs.RequiredFeature.CRC_BLOCKS in structs.RequiredFeature(
+            r.metadata.required_features
+        )
+        d = r.describe()
+    compressions = {
+        c["name"]: {e for s in c["streams"] for ch in s["chunks"] for e in ch["compressions"]}
+        for c in d["columns"]
+    }
+    expected = ["blob"] + (
+        ["noise", "price", "key", "small", "code", "flag"] if name == "crc_blocks" else []
+    )
+    for column in expected:
+        assert "CRC_BLOCKS" in compressions[column], column

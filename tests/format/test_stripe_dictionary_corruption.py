@@ -57,7 +57,8 @@ BASE, AUX, COUNT, WIDTH, OUT_WIDTH, FLAGS = 0, 8, 16, 20, 22, 23
 def good(tmp_path_factory) -> Path:
     table = pa.table({"v": medium(N, 700, seed=12, nulls=0.05), "i": pa.array(np.arange(N))})
     path = tmp_path_factory.mktemp("good") / "good.fermion"
-    fermion.write_table(table, path, compression="none", page_size=2048)
+    # checksum_block_size=0: pages stored NONE, so that their payloads can be rewritten here
+    fermion.write_table(table, path, compression="none", page_size=2048, checksum_block_size=0)
     pages = page_spans(path, "v")
     assert pages[0]["encoding"] == Encoding.STRIPE_DICTIONARY
     assert all(p["encoding"] == Encoding.DICTIONARY_INDICES for p in pages[1:])

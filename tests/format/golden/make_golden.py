@@ -202,8 +202,61 @@ def write(out: Path, name: str, table: pa.Table) -> None:
             writer.write_table(table)
 
 
+def crc_blocks_table(n: int) -> pa.Table:
+    """Format 1.5: uncompressed pages of point-read columns with a CRC32 per block, of
+    every payload kind a point read takes values from, with nulls."""
+    rng = np.random.default_rng(37)
+    nulls = rng.random(n) < 0.05
+    return pa.table(
+        {
+            "noise": pa.array(rng.random(n)),  # PLAIN
+            "price": pa.array(np.round(rng.uniform(1, 5_000, n), 2)),  # FLOAT_DECIMAL
+            "key": pa.array(np.cumsum(rng.integers(1, 5, n))),  # DELTA, checkpoints
+            "small": pa.array(rng.integers(-500, 500, n), mask=nulls),  # FOR
+            "code": pa.array(rng.choice([7, 100_003, 300_007, 524_287], n)),  # INT_DICTIONARY
+            "flag": pa.array(rng.choice(["A", "N", "R"], n).tolist()),  # DICTIONARY
+            "blob": pa.array([rng.bytes(int(k)) for k in rng.integers(0, 40, n)], mask=nulls),
+        }
+    )
+
+
+def crc_blocks_files(out: Path) -> None:
+    """Format 1.5: the golden files of a 1.5 writer are those that use the 1.5 feature."""
+    options = {
+        "max_stripe_rows": 6_000,
+        "page_size": 16_384,
+        "compression": "none",
+        "checksum_block_size": 512,
+    }
+    table = crc_blocks_table(10_000)
+    fermion.write_table(table, out / "crc_blocks.fermion", **options)
+    write(out, "crc_blocks", table)
+    rng = np.random.default_rng(41)
+    sizes = rng.integers(1, 64, 120)
+    part = crc_blocks_table(int(sizes.sum())).select(["noise", "key", "blob"])
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    ids = (np.arange(len(sizes)) * 5 + 100).tolist()
+    with fermion.FileWriter(
+        out / "crc_blocks_batches.fermion",
+        part.schema,
+        page_size=8_192,
+        max_stripe_rows=2_000,
+        checksum_block_size=1_024,
+    ) as w:
+        for bid, a, size in zip(ids, starts[:-1].tolist(), sizes.tolist(), strict=True):
+            w.append_batch(bid, part.slice(a, size))
+    vid = pa.array(np.repeat(ids, sizes), pa.int64())
+    vindex = pa.array(np.concatenate([np.arange(k) for k in sizes]), pa.int32())
+    expected = part.append_column(pa.field("_batch_id", pa.int64(), False), vid)
+    expected = expected.append_column(pa.field("_batch_index", pa.int32(), False), vindex)
+    write(out, "crc_blocks_batches", expected)
+
+
 def main(out: Path, version: tuple[int, int]) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    if version >= (1, 5):
+        crc_blocks_files(out)
+        return
     if version >= (1, 4):
         for name, (table, options) in stripe_dictionary_tables().items():
             fermion.write_table(table, out / f"{name}.fermion", **options)
