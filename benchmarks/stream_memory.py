@@ -19,8 +19,8 @@ Every process reports its peak RSS (``getrusage``: the high-water mark of the wh
 process, imports included) and its wall time; the results must equal pyarrow's exactly
 (integer sums, and float sums of multiples of 1/8, which are exact in float64).
 
-    python -m benchmarks.stream_bench --gb 4.3        # prints one JSON line per step
-    python -m benchmarks.stream_bench --gb 0.3 --dir /tmp/s   # a quick one
+    python -m benchmarks.stream_memory --gb 4.3        # prints one JSON line per step
+    python -m benchmarks.stream_memory --gb 0.3 --dir /tmp/s   # a quick one
 
 Measured 2026-11-23 16:02-16:07 UTC (2 cores shared with other jobs, load average 13-17;
 duckdb 2.0.0, polars 2.1.0, pyarrow 26.0.1): 4.3 GB of Arrow data (67,187,500 rows x 8
@@ -184,7 +184,7 @@ def read(uri: str, engine: str) -> dict[str, Any]:
 
 def _child(step: str, uri: str, rows: int, rows_per_file: int, batch_rows: int) -> dict[str, Any]:
     """Run one step in a fresh interpreter (its peak RSS is that step's alone)."""
-    command = [sys.executable, "-m", "benchmarks.stream_bench", "--step", step, "--dir", uri]
+    command = [sys.executable, "-m", "benchmarks.stream_memory", "--step", step, "--dir", uri]
     command += ["--rows", str(rows), "--rows-per-file", str(rows_per_file)]
     command += ["--batch-rows", str(batch_rows)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)

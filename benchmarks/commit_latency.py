@@ -1,6 +1,6 @@
 """Append-heavy commit benchmark: many small commits, one after the other, in one process.
 
-``python -m benchmarks.commit_bench [COMMITS] [DIRECTORY]`` appends a 3-row table
+``python -m benchmarks.commit_latency [COMMITS] [DIRECTORY]`` appends a 3-row table
 ``COMMITS`` times (default 200) to a new table under ``DIRECTORY`` (default: a temporary
 directory; give one on the disk you care about) and prints the total and per-commit time
 and the number of ``fsync`` calls per commit (docs/TABLE_FORMAT.md, "Durability"). Not part

@@ -1,7 +1,7 @@
 """Streams stay streams: a table written from a generator several times larger than the
 memory it may use, then read by DuckDB and Polars through ``__arrow_c_stream__``, with the
 peak RSS of each step (its own process) far below the input size. The large run (4 GB and
-more) is ``python -m benchmarks.stream_bench``; this is the same check at 512 MB. The
+more) is ``python -m benchmarks.stream_memory``; this is the same check at 512 MB. The
 assertions are about memory and results, never time."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.stream_bench import ROW_BYTES, run
+from benchmarks.stream_memory import ROW_BYTES, run
 
 ROWS = 8_000_000  # 512 MB of Arrow data
 
