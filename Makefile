@@ -18,7 +18,7 @@ all: test
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet --upgrade pip "setuptools>=77"
 	$(PIP) install --quiet -e ".[dev]"
 	rm -f $(VENV)/.installed-*
 	touch $@

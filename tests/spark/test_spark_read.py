@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 import fermion.table as ft
 from fermion.errors import InvalidArgumentError
-from fermion.format import write_table
+from fermion.format import FileWriter
 from fermion.spark import FermionReader, FragmentSlice, ReadOptions, read_table
 from fermion.spark.read import _stripe_groups
 from fermion.spark.table import _mentioned
@@ -117,10 +117,10 @@ def striped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """One fragment of 1,000 rows in 10 stripes, 100 of its rows deleted."""
     import fermion.table.fragments as fragments
 
-    def small_stripes(table: pa.Table, target: object, field_ids: list[int]) -> None:
-        write_table(table, target, field_ids=field_ids, max_stripe_rows=100)
+    def small_stripes(target: object, schema: pa.Schema, field_ids: list[int]) -> FileWriter:
+        return FileWriter(target, schema, field_ids=list(field_ids), max_stripe_rows=100)
 
-    monkeypatch.setattr(fragments, "write_data_file", small_stripes)
+    monkeypatch.setattr(fragments, "open_data_writer", small_stripes)
     uri = str(tmp_path / "striped")
     ds = ft.write_dataset(_table(1000), uri)
     ds.delete((pc.field("id") >= 450) & (pc.field("id") < 550))
