@@ -85,6 +85,14 @@ def _from_value(value: pb.Value, kind: pa.DataType) -> pa.Scalar | None:
         return None
 
 
+def _set_bounds(stats: pb.FieldStats, low: pa.Scalar, high: pa.Scalar) -> None:
+    """Record ``[low, high]`` in ``stats`` where both have a manifest value."""
+    low_value, high_value = _to_value(low), _to_value(high)
+    if low_value is not None and high_value is not None:
+        stats.min.CopyFrom(low_value)
+        stats.max.CopyFrom(high_value)
+
+
 def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.FieldStats]:
     """Null count for every top-level column; min/max where defined and NaN-free.
 
@@ -102,10 +110,7 @@ def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.Fiel
                 bounds = pc.min_max(column)
                 low, high = bounds["min"], bounds["max"]
                 if low.is_valid and high.is_valid:
-                    low_value, high_value = _to_value(low), _to_value(high)
-                    if low_value is not None and high_value is not None:
-                        stats.min.CopyFrom(low_value)
-                        stats.max.CopyFrom(high_value)
+                    _set_bounds(stats, low, high)
         out.append(stats)
     return out
 
@@ -164,10 +169,7 @@ class StatsAccumulator:
             stats = pb.FieldStats(field_id=field_id, null_count=self._nulls[i])
             low, high = self._low[i], self._high[i]
             if self._ranged[i] and low is not None and high is not None:
-                low_value, high_value = _to_value(low), _to_value(high)
-                if low_value is not None and high_value is not None:
-                    stats.min.CopyFrom(low_value)
-                    stats.max.CopyFrom(high_value)
+                _set_bounds(stats, low, high)
             out.append(stats)
         return out
 
