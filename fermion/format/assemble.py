@@ -427,6 +427,69 @@ def _without_validity(child: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(t, len(child), [None, *own[1:]], 0, children=grandchildren)
 
 
+def null_column(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` nulls of type ``t`` for a column with no data (every value null, no CMB).
+
+    Unlike ``pa.nulls``, a non-nullable child of a struct or fixed-size list holds default
+    values (0, "", an empty list) with no validity, so the array keeps its own schema and
+    writes back to Parquet (docs/FORMAT.md: a column whose values are all null stores none).
+
+    Example:
+        >>> t = pa.struct([pa.field("x", pa.int32(), nullable=False)])
+        >>> arr = null_column(2, t)
+        >>> arr.null_count, arr.field(0).null_count, arr.field(0).to_pylist()
+        (2, 0, [0, 0])
+    """
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, null_column(n, t.storage_type))
+    if pa.types.is_struct(t) or pa.types.is_fixed_size_list(t):
+        bitmap = pa.py_buffer(bytes((n + 7) // 8))
+        return _with_children(t, n, [bitmap], n)
+    return pa.nulls(n, t)
+
+
+def _defaults(n: int, t: pa.DataType) -> pa.Array:
+    """``n`` valid default values of ``t`` (zeros, empty strings and lists), no validity."""
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _defaults(n, t.storage_type))
+    if pa.types.is_struct(t) or pa.types.is_fixed_size_list(t):
+        return _with_children(t, n, [None], 0)
+    if (
+        pa.types.is_string(t) or pa.types.is_binary(t)
+        or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    ):  # fmt: skip
+        width = 8 if pa.types.is_large_string(t) or pa.types.is_large_binary(t) else 4
+        return pa.Array.from_buffers(
+            t, n, [None, pa.py_buffer(bytes((n + 1) * width)), pa.py_buffer(b"")]
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        width = 8 if pa.types.is_large_list(t) else 4
+        offsets = pa.py_buffer(bytes((n + 1) * width))
+        child = pa.nulls(0, t.value_type if not pa.types.is_map(t) else t.value_field.type)
+        if pa.types.is_map(t):
+            child = pa.nulls(0, pa.struct([t.key_field, t.item_field]))
+        return pa.Array.from_buffers(t, n, [None, offsets], children=[child])
+    try:
+        bits = t.bit_width
+    except ValueError:  # no fixed width (unions, dictionaries, ...): nulls are all there is
+        return pa.nulls(n, t)
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(bytes((n * bits + 7) // 8))])
+
+
+def _with_children(t: pa.DataType, n: int, own: list[Any], nulls: int) -> pa.Array:
+    """A struct or fixed-size list of ``n`` slots (validity ``own``) whose children are
+    defaults where the child field is non-nullable and all-null columns otherwise."""
+    if pa.types.is_fixed_size_list(t):
+        fields, size = [t.value_field], t.list_size
+    else:
+        fields, size = [t.field(i) for i in range(t.num_fields)], 1
+    children = [
+        _defaults(n * size, f.type) if not f.nullable else null_column(n * size, f.type)
+        for f in fields
+    ]
+    return pa.Array.from_buffers(t, n, own, null_count=nulls, children=children)
+
+
 def _rows_validity(
     ctx: StripeContext,
     node: Node,

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidFileError
-from fermion.format.assemble import StripeContext
+from fermion.format.assemble import StripeContext, null_column
 from fermion.format.cmb import ColumnMeta
 from fermion.format.options import ReadOptions
 from fermion.format.pages import (
@@ -235,7 +235,7 @@ class StripeReader:
         def assemble(j: int) -> pa.Array:
             p, m = projs[j], metas[j]
             if not m.present:
-                return select_rows(pa.nulls(n, p.field.type), [(0, n)], sel)
+                return select_rows(null_column(n, p.field.type), [(0, n)], sel)
             ctx = StripeContext(
                 p.info.field.name, m, s, per_proj[j], p.selected, merged[j], verify=verify
             )

@@ -92,3 +92,57 @@ def test_a_null_under_a_valid_parent_is_not_papered_over(tmp_path: Path) -> None
     got = fermion.read_table(str(tmp_path / "b.fermion"))
     assert got.column("s").chunk(0).field(0).null_count == 1  # no value made up
     assert got.to_pylist() == table.to_pylist()
+
+
+def _all_null_column(rows: int) -> pa.Table:
+    """The real ``alltypes-java.parquet`` shape: a struct column whose every row is null, so
+    the writer stores no data for it (no CMB), with non-nullable children at every depth."""
+    t = pa.struct([
+        _nn("int-child", pa.int32()),
+        _nn("str-child", pa.string()),
+        pa.field("maybe", pa.float64()),
+        _nn("inner", pa.struct([_nn("v", pa.int64()), _nn("l", pa.list_(pa.int8()))])),
+        _nn("when", pa.timestamp("ms", tz="UTC")),
+    ])  # fmt: skip
+    return pa.table({"id": pa.array(range(rows), pa.int64()), "struct": pa.nulls(rows, t)})
+
+
+@pytest.mark.parametrize("rows", [1, 2, 9])
+def test_an_all_null_struct_column_reads_valid_and_writes_to_parquet(
+    tmp_path: Path, rows: int
+) -> None:
+    table = _all_null_column(rows)
+    with pytest.raises(pa.ArrowInvalid, match="non-nullable but contains nulls"):
+        pq.write_table(table, io.BytesIO())  # pa.nulls gives every child nulls
+    path = tmp_path / "all-null.fermion"
+    fermion.write_table(table, str(path))
+    (described,) = fermion.FileReader(str(path)).describe(["struct"])["columns"]
+    assert described["has_cmb"] is False  # every value null: no data stored for the column
+    reader = fermion.FileReader(str(path))
+    for got in (reader.read(), reader.take(list(range(rows))[::-1]), reader.read(["struct"])):
+        column = got.column("struct").combine_chunks()
+        column.validate(full=True)
+        assert column.type == table.schema.field("struct").type
+        assert column.null_count == rows and column.to_pylist() == [None] * rows
+        assert column.field("int-child").null_count == 0
+        assert column.field("int-child").to_pylist() == [0] * rows
+        assert column.field("str-child").to_pylist() == [""] * rows
+        assert column.field("maybe").null_count == rows  # nullable: stays null
+        assert column.field("inner").field("l").to_pylist() == [[]] * rows
+        out = io.BytesIO()
+        pq.write_table(got, out)
+        assert (
+            pq.read_table(io.BytesIO(out.getvalue())).column("struct").to_pylist() == [None] * rows
+        )
+
+
+def test_null_column_fills_non_nullable_fixed_size_list_values() -> None:
+    from fermion.format.assemble import null_column
+
+    t = pa.struct([_nn("pair", pa.list_(pa.field("e", pa.int16(), nullable=False), 2))])
+    column = null_column(3, t)
+    column.validate(full=True)
+    assert column.null_count == 3 and column.field("pair").null_count == 0
+    assert column.field("pair").to_pylist() == [[0, 0]] * 3
+    assert column.field("pair").values.null_count == 0
+    pq.write_table(pa.table({"s": column}), io.BytesIO())  # no "contains nulls"
