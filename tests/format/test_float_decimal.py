@@ -355,6 +355,36 @@ def float_table(n: int = 30_000, seed: int = 0) -> pa.Table:
     )
 
 
+def _page_rows(path: Path, column: str) -> list[int]:
+    """Rows of every DATA page of a flat column."""
+    return [b - a for (a, b), *_ in _page_stats(path, column)]
+
+
+def test_decimal_pages_are_sized_by_their_encoded_width(tmp_path: Path) -> None:
+    """Like integer pages, a decimal float chunk's pages hold about page_size bytes
+    encoded: 2-decimal prices below 1,000 (17-bit integers) get 64 * 8 // 17 = 3 times the
+    values of a plain page, at most 8 times (1-bit integers); other floats keep plain pages."""
+    n = 40_000
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "price": np.round(rng.random(n) * 1000, 2),
+            "flag": rng.integers(0, 2, n).astype(np.float64),  # k in 0..1: 1 bit
+            "random": rng.random(n),
+        }
+    )
+    path = tmp_path / "p.fermion"
+    fermion.write_table(table, path, page_size=8 << 10)  # plain pages: 1,024 float64
+    assert_same(fermion.read_table(path), table)
+    enc = encodings_of(path)
+    assert enc[("price", "DATA")] == enc[("flag", "DATA")] == {"FLOAT_DECIMAL"}
+    assert max(_page_rows(path, "random")) == 1024
+    assert max(_page_rows(path, "price")) == (8 << 10) * 8 // 17
+    assert max(_page_rows(path, "flag")) == 8 * 1024
+    idx = np.sort(rng.choice(n, 300, replace=False))
+    assert_same(fermion.FileReader(path).take(idx), table.take(idx))
+
+
 @pytest.mark.parametrize("compression", ["zstd", "none"])
 def test_writer_chooses_float_decimal_for_decimals_only(tmp_path: Path, compression: str) -> None:
     table = float_table()
@@ -449,7 +479,9 @@ def _page_stats(path: Path, column: str) -> list[tuple[tuple[int, int], float, f
 def test_page_statistics_and_filters_stay_exact(tmp_path: Path) -> None:
     table = float_table(20_000)
     path = tmp_path / "s.fermion"
-    fermion.write_table(table, path, page_size=8 << 10, max_stripe_rows=7_000)
+    # decimal pages hold up to 8x the plain values (sized by their encoded width): 1 KiB
+    # pages still cut every stripe into several
+    fermion.write_table(table, path, page_size=1 << 10, max_stripe_rows=7_000)
     assert encodings_of(path)[("temp32", "DATA")] == {"FLOAT_DECIMAL"}
     for column in ("price", "temp32", "sorted"):
         stats = _page_stats(path, column)
@@ -810,7 +842,8 @@ def test_a_chunk_stops_searching_after_two_pages_that_are_not_decimals(
     tmp_path: Path, monkeypatch
 ) -> None:
     """The exponent search runs on a chunk's pages until two in a row are not decimals;
-    a decimal page resets the count."""
+    a decimal page resets the count. (The first call, on the whole chunk, estimates the
+    integers' width that decimal pages are sized by.)"""
     calls: list[int] = []
     real = decimal_floats.find_exponent
     monkeypatch.setattr(
@@ -819,10 +852,12 @@ def test_a_chunk_stops_searching_after_two_pages_that_are_not_decimals(
     rng = np.random.default_rng(9)
     random = rng.random(8 * 1024)  # 8 pages of 1,024 float64 at page_size 8 KiB
     fermion.write_table(pa.table({"r": random}), tmp_path / "r.fermion", page_size=8 << 10)
-    assert len(calls) == 2
+    assert calls == [8 * 1024, 1024, 1024]
     calls.clear()
-    prices = np.round(rng.random(8 * 1024) * 100, 2)
+    prices = np.round(rng.random(14 * 585) * 100, 2)  # 14-bit integers: 585 per 1 KiB page
     path = tmp_path / "p.fermion"
-    fermion.write_table(pa.table({"p": prices}), path, page_size=8 << 10)
-    assert len(calls) == 8  # every page a decimal page: the search never stops
+    fermion.write_table(pa.table({"p": prices}), path, page_size=1 << 10)
+    pages = _page_rows(path, "p")
+    assert pages == [585] * 14
+    assert len(calls) == 1 + 14  # every page a decimal page: the search never stops
     assert encodings_of(path)[("p", "DATA")] == {"FLOAT_DECIMAL"}
