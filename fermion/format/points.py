@@ -365,7 +365,7 @@ def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes
     if k is None:
         return None
     decimal_floats.check_ints(k, p.where)
-    out = decimal_floats.decimal_kernel(k, layout.exponent, width)
+    out = decimal_floats.decimal_kernel(k, layout.exponent, width, layout.kernel)
     if layout.exceptions and len(rows):
         p.need_range(decimal_floats.PREFIX_SIZE, layout.nested_at)
         positions = decimal_floats.exception_positions(p.buf, layout, p.values, p.where)

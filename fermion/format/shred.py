@@ -181,6 +181,8 @@ class _Encoder:
                 self.features |= RequiredFeature.CHECKPOINTS
         if encoding == Encoding.FLOAT_DECIMAL:
             self.features |= RequiredFeature.DECIMAL_FLOATS
+            if decimal_floats.uses_multiply(payload):
+                self.features |= RequiredFeature.DECIMAL_MULTIPLY
         if encoding == Encoding.STRIPE_DICTIONARY:
             self.features |= RequiredFeature.STRIPE_DICTIONARY
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
