@@ -2,11 +2,18 @@
 
 Many float columns hold decimals (prices such as 12.34, measurements with three
 decimals). For such a page there is an exponent ``e`` in 0..18 such that (nearly) every
-value ``v`` has an integer ``k = round(v * 10**e)``, ``|k| < 2**53``, from which exactly
-one kernel gives ``v`` back bit for bit::
+value ``v`` has an integer ``k = round(v * 10**e)``, ``|k| < 2**53``, from which the
+page's kernel gives ``v`` back bit for bit::
 
-    float64(k) / float64(10**e)      IEEE division, round to nearest even
+    kernel 0 (DIVIDE):   float64(k) / float64(10**e)     IEEE division, round to nearest even
+    kernel 1 (MULTIPLY): float64(k) * float64(10**-e)    IEEE product of k and the binary64
+                         nearest to 10**-e (format 1.6)
     then, for float32 columns, a cast to float32 (round to nearest even)
+
+Kernel 1 is what many producers compute when they turn decimals into floats (pyarrow's
+cast of a decimal128 to float64 multiplies by the reciprocal): about one such value in
+seven differs in its last bit from kernel 0's, too many exceptions, so a writer tries
+kernel 0 first and kernel 1 when it finds no exponent with it.
 
 The integers go through the integer codec (:func:`~fermion.format.encodings.encode_ints`:
 CONSTANT, FOR, DELTA, RLE or INT_DICTIONARY, bit-packed). The few values that do not
@@ -48,6 +55,8 @@ __all__ = [
     "INT_ENCODINGS",
     "K_LIMIT",
     "MAX_EXPONENT",
+    "KERNEL_DIVIDE",
+    "KERNEL_MULTIPLY",
     "NESTED_FLAGS",
     "PREFIX_SIZE",
     "FloatDecimalLayout",
@@ -60,6 +69,8 @@ __all__ = [
     "exception_positions",
     "exception_values",
     "find_exponent",
+    "packed_bits_estimate",
+    "uses_multiply",
     "read_layout",
 ]
 
@@ -70,7 +81,11 @@ INT_ENCODINGS = frozenset(
     {Encoding.CONSTANT, Encoding.FOR, Encoding.DELTA, Encoding.RLE, Encoding.INT_DICTIONARY}
 )
 NESTED_FLAGS = EncodingFlag.SIGNED | EncodingFlag.BITS  # the nested header's flags, exactly
+KERNEL_DIVIDE = 0  # FloatDecimalHeader.kernel: k / 10**e (format 1.3)
+KERNEL_MULTIPLY = 1  # k * float64(10**-e), the binary64 nearest to 10**-e (format 1.6)
 _POW10 = np.array([float(10**e) for e in range(MAX_EXPONENT + 1)])  # each exact in float64
+# correctly rounded: Python's float() of a decimal literal is the nearest binary64
+_POW10_INV = np.array([float(f"1e-{e}") for e in range(MAX_EXPONENT + 1)])
 _ALL_EXPONENTS = np.arange(MAX_EXPONENT + 1)[:, None]  # broadcast: one row per exponent
 _EXPONENT_SAMPLE = 1024  # values (strided over the page) the exponent is chosen on
 _QUICK_SAMPLE = 16  # of those, a first pass that rejects random values cheaply
@@ -80,15 +95,29 @@ _FLOAT: dict[int, np.dtype] = {4: np.dtype("<f4"), 8: np.dtype("<f8")}
 _UINT: dict[int, np.dtype] = {4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
 
-def decimal_kernel(k: np.ndarray, e: int | np.ndarray, width: int) -> np.ndarray:
+def decimal_kernel(
+    k: np.ndarray, e: int | np.ndarray, width: int, kernel: int = KERNEL_DIVIDE
+) -> np.ndarray:
     """The decoding kernel: ``float64(k) / float64(10**e)`` (IEEE division, round to
-    nearest even), cast to float32 (round to nearest even) when ``width`` is 4. (``e``
-    may be an array of exponents broadcast against ``k``.)"""
-    out = np.divide(k, _POW10[e], dtype=np.float64)
+    nearest even), or with ``kernel`` 1 ``float64(k) * float64(10**-e)`` (IEEE product),
+    cast to float32 (round to nearest even) when ``width`` is 4. (``e`` may be an array of
+    exponents broadcast against ``k``.)
+
+    Example:
+        >>> k = np.array([57], dtype=np.int64)
+        >>> decimal_kernel(k, 2, 8)[0], decimal_kernel(k, 2, 8, KERNEL_MULTIPLY)[0]
+        (np.float64(0.57), np.float64(0.5700000000000001))
+    """
+    if kernel == KERNEL_MULTIPLY:
+        out = np.multiply(k, _POW10_INV[e], dtype=np.float64)
+    else:
+        out = np.divide(k, _POW10[e], dtype=np.float64)
     return out.astype(_FLOAT[width], copy=False)  # little-endian, as stored
 
 
-def _to_decimal(values: np.ndarray, e: int | np.ndarray, width: int) -> tuple[np.ndarray, ...]:
+def _to_decimal(
+    values: np.ndarray, e: int | np.ndarray, width: int, kernel: int = KERNEL_DIVIDE
+) -> tuple[np.ndarray, ...]:
     """(k, round-trips, fits) per value at exponent ``e``: ``k = rint(v * 10**e)`` where
     ``|k| < 2**53`` (fits; else 0); a value round-trips when the kernel returns its exact
     bit pattern (so NaN, infinities and -0.0 never do). With a column of exponents
@@ -98,14 +127,17 @@ def _to_decimal(values: np.ndarray, e: int | np.ndarray, width: int) -> tuple[np
         np.rint(scaled, out=scaled)
         fits = np.abs(scaled) < K_LIMIT  # False for NaN and infinities
         k = np.where(fits, scaled, 0.0).astype(np.int64)
-        back = decimal_kernel(k, e, width)
+        back = decimal_kernel(k, e, width, kernel)
     same = back.view(_UINT[width]) == values.view(_UINT[width])
     return k, fits & same, fits
 
 
-def find_exponent(values: np.ndarray, valid: np.ndarray | None, width: int) -> int | None:
-    """The exponent for a page of floats, chosen on a strided sample of its non-null values
-    (slots ``0, s, 2s, ...`` with ``s = max(1, n // 1024)``).
+def find_exponent(
+    values: np.ndarray, valid: np.ndarray | None, width: int
+) -> tuple[int, int] | None:
+    """(exponent, kernel) for a page of floats, chosen on a strided sample of its non-null
+    values (slots ``0, s, 2s, ...`` with ``s = max(1, n // 1024)``): kernel 0 (DIVIDE)
+    when an exponent is found with it, else kernel 1 (MULTIPLY) when one is found with it.
 
     Exponents are tried from 0 up, stopping at the first one every sampled value
     round-trips with; among those with at most one exception in 32, the one with the
@@ -121,16 +153,47 @@ def find_exponent(values: np.ndarray, valid: np.ndarray | None, width: int) -> i
         picked = picked[valid[picked]]
     sample = values[picked]
     quick = sample[:: max(1, len(sample) // _QUICK_SAMPLE)]
-    # the quick pass allows 8x the exceptions: few values, periodic ones may cluster there
-    if len(quick) < len(sample) and _best_exponent(quick, width, 8) is None:
+    for kernel in (KERNEL_DIVIDE, KERNEL_MULTIPLY):
+        # the quick pass allows 8x the exceptions: few values, periodic ones may cluster
+        if len(quick) < len(sample) and _best_exponent(quick, width, 8, kernel) is None:
+            continue
+        e = _best_exponent(sample, width, 1, kernel)
+        if e is not None:
+            return e, kernel
+    return None
+
+
+def packed_bits_estimate(values: np.ndarray, valid: np.ndarray | None, width: int) -> int | None:
+    """Bits per value the integers k of FLOAT_DECIMAL pages of ``values`` would be packed
+    at, estimated on the strided sample :func:`find_exponent` chooses the exponent on (the
+    span of the sample's k that round-trip); None when the values are not decimals.
+
+    A writer sizes such pages by this encoded width, as it does integer pages.
+
+    Example:
+        >>> v = np.round(np.linspace(0, 50, 10_000), 2)  # k in 0..5000: 13 bits
+        >>> noise = np.random.default_rng(0).random(999)
+        >>> packed_bits_estimate(v, None, 8), packed_bits_estimate(noise, None, 8)
+        (13, None)
+    """
+    found = find_exponent(values, valid, width)
+    if found is None:
         return None
-    return _best_exponent(sample, width)
+    step = max(1, len(values) // _EXPONENT_SAMPLE)
+    picked = np.arange(0, len(values), step)
+    if valid is not None:
+        picked = picked[valid[picked]]
+    k, ok, _ = _to_decimal(values[picked], found[0], width, found[1])
+    good = k[ok]
+    return bitpack.bits_for(int(good.max()) - int(good.min())) if len(good) else 1
 
 
-def _best_exponent(sample: np.ndarray, width: int, slack: int = 1) -> int | None:
+def _best_exponent(
+    sample: np.ndarray, width: int, slack: int = 1, kernel: int = KERNEL_DIVIDE
+) -> int | None:
     m = len(sample)
     allowed = m * slack // _MAX_EXCEPTIONS
-    k, ok, fits = _to_decimal(sample, _ALL_EXPONENTS, width)  # every exponent at once
+    k, ok, fits = _to_decimal(sample, _ALL_EXPONENTS, width, kernel)  # every exponent at once
     unfit = m - np.count_nonzero(fits, axis=1)
     misses = m - np.count_nonzero(ok, axis=1)
     best, best_cost = None, 0
@@ -152,16 +215,23 @@ def _best_exponent(sample: np.ndarray, width: int, slack: int = 1) -> int | None
 
 
 def encode_float_decimal(
-    values: np.ndarray, valid: np.ndarray | None, e: int, width: int, *, compressed: bool
+    values: np.ndarray,
+    valid: np.ndarray | None,
+    e: int,
+    width: int,
+    *,
+    compressed: bool,
+    kernel: int = KERNEL_DIVIDE,
 ) -> bytes | None:
-    """FLOAT_DECIMAL payload of ``values`` (float32 or float64) at exponent ``e``.
+    """FLOAT_DECIMAL payload of ``values`` (float32 or float64) at exponent ``e``, decoded
+    by ``kernel`` (1: MULTIPLY, format 1.6).
 
     None when more than one non-null value in 32 would be an exception or the integers
     only encode as PLAIN. Null and exception slots get the smallest k of the page (their
     decoded contents are unspecified or overwritten).
     """
     n = len(values)
-    k, ok, _ = _to_decimal(values, e, width)
+    k, ok, _ = _to_decimal(values, e, width, kernel)
     keep = ok if valid is None else ok & valid
     missed = ~ok if valid is None else ~ok & valid
     positions = np.flatnonzero(missed)
@@ -177,6 +247,7 @@ def encode_float_decimal(
     )
     sub = np.zeros(1, dtype=FLOAT_DECIMAL_HEADER_DTYPE)
     sub["int_encoding"] = int_encoding
+    sub["kernel"] = kernel
     exceptions = values[positions].astype(_FLOAT[width])
     return b"".join(
         [head, sub.tobytes(), positions.astype("<u4").tobytes(), exceptions.tobytes(), nested]
@@ -208,12 +279,12 @@ def encode_floats(
     if n < 64 or width not in (4, 8):
         return Encoding.PLAIN, data
     values = np.frombuffer(data, dtype=_FLOAT[width], count=n)
-    e = find_exponent(values, valid, width) if decimal else None
+    found = find_exponent(values, valid, width) if decimal else None
     sizes = None  # zstd sizes of the sample, plain and BYTE_SPLIT, once computed
-    if e is not None:
+    if found is not None:
         if compressed:
             sizes = encodings.byte_split_sizes(data, width)
-        payload = _decimal_if_smaller(values, valid, e, width, sizes)
+        payload = _decimal_if_smaller(values, valid, found, width, sizes)
         if payload is not None:
             return Encoding.FLOAT_DECIMAL, payload
     if not compressed or split is False:
@@ -225,23 +296,27 @@ def encode_floats(
 def _decimal_if_smaller(
     values: np.ndarray,
     valid: np.ndarray | None,
-    e: int,
+    found: tuple[int, int],
     width: int,
     sizes: tuple[int, int] | None,
 ) -> bytes | None:
-    """The FLOAT_DECIMAL payload when it saves 10%: after zstd on the sample when
-    ``sizes`` (the sample's zstd sizes plain and BYTE_SPLIT) are given, and raw."""
+    """The FLOAT_DECIMAL payload at ``found`` (exponent, kernel) when it saves 10%: after
+    zstd on the sample when ``sizes`` (the sample's zstd sizes plain and BYTE_SPLIT) are
+    given, and raw."""
+    e, kernel = found
     whole = None
     if sizes is not None:
         m = FLOAT_SAMPLE_BYTES // width
         head = values[:m]
         sample = encode_float_decimal(
-            head, None if valid is None else valid[:m], e, width, compressed=True
+            head, None if valid is None else valid[:m], e, width, compressed=True, kernel=kernel
         )
         if sample is None or encodings.sample_size(sample) > _MIN_SAVING * min(sizes):
             return None
         whole = sample if len(values) <= m else None  # the sample was the whole page
-    payload = whole or encode_float_decimal(values, valid, e, width, compressed=sizes is not None)
+    payload = whole or encode_float_decimal(
+        values, valid, e, width, compressed=sizes is not None, kernel=kernel
+    )
     if payload is None or len(payload) > _MIN_SAVING * values.nbytes:
         return None
     return payload
@@ -259,6 +334,7 @@ class FloatDecimalLayout(NamedTuple):
     int_encoding: Encoding  # of the nested integer payload
     values_at: int  # the exceptions' raw values start here
     nested_at: int  # the nested integer payload starts here and runs to the end
+    kernel: int = KERNEL_DIVIDE  # KERNEL_MULTIPLY: format 1.6
 
 
 def read_layout(
@@ -280,13 +356,22 @@ def read_layout(
         raise InvalidFileError(f"{where}: {x} FLOAT_DECIMAL exceptions for {n} values")
     sub = np.frombuffer(prefix, dtype=FLOAT_DECIMAL_HEADER_DTYPE, count=1, offset=HEADER_SIZE)[0]
     int_id = int(sub["int_encoding"])
-    if int_id not in INT_ENCODINGS or int(sub["reserved1"] | sub["reserved2"] | sub["reserved4"]):
+    if int_id not in INT_ENCODINGS or int(sub["reserved2"] | sub["reserved4"]):
         raise InvalidFileError(f"{where}: invalid FLOAT_DECIMAL nested encoding {int_id}")
+    kernel = int(sub["kernel"])
+    if kernel not in (KERNEL_DIVIDE, KERNEL_MULTIPLY):
+        raise InvalidFileError(f"{where}: unknown FLOAT_DECIMAL kernel {kernel}")
     values_at = PREFIX_SIZE + 4 * x
     nested_at = values_at + width * x
     if nested_at + HEADER_SIZE > size:
         raise InvalidFileError(f"{where}: FLOAT_DECIMAL exceptions run past the payload")
-    return FloatDecimalLayout(e, x, width, Encoding(int_id), values_at, nested_at)
+    return FloatDecimalLayout(e, x, width, Encoding(int_id), values_at, nested_at, kernel)
+
+
+def uses_multiply(payload: bytes | memoryview) -> bool:
+    """Whether a FLOAT_DECIMAL payload (as written) is decoded by the MULTIPLY kernel,
+    which needs the required feature DECIMAL_MULTIPLY (format 1.6)."""
+    return int(memoryview(payload)[HEADER_SIZE + 1]) == KERNEL_MULTIPLY
 
 
 def check_nested_header(h: encodings.Header, count: int, where: str) -> None:
@@ -331,7 +416,7 @@ def decode_float_decimal(
     k = encodings.decode_ints(nested, layout.int_encoding, where)
     check_ints(k, where)
     positions = exception_positions(payload, layout, count, where)
-    out = decimal_kernel(k, layout.exponent, layout.width)
+    out = decimal_kernel(k, layout.exponent, layout.width, layout.kernel)
     out.view(_UINT[layout.width])[positions] = exception_values(payload, layout)
     if into is not None:
         into[:] = out.view(np.uint8)

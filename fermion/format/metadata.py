@@ -72,7 +72,8 @@ KNOWN_REQUIRED_FEATURES = int(
     | RequiredFeature.DECIMAL_FLOATS
     | RequiredFeature.STRIPE_DICTIONARY
     | RequiredFeature.CRC_BLOCKS
-)  # format 1.5
+    | RequiredFeature.DECIMAL_MULTIPLY
+)  # format 1.6
 _FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
 
 

@@ -353,7 +353,7 @@ def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes
     """Plain bytes of ``rows`` from a FLOAT_DECIMAL page: only their integers k are read
     (gathered, or DELTA prefix sums), then the exceptions among the rows are patched in;
     None: the nested encoding has no random access (RLE)."""
-    p.header()
+    # read_layout validates the page's EncodingHeader (widths, count) as p.header() does
     p.need_range(0, min(decimal_floats.PREFIX_SIZE, p.size))
     prefix = p.buf[: decimal_floats.PREFIX_SIZE]
     layout = decimal_floats.read_layout(prefix, p.size, p.values, p.where)
@@ -365,7 +365,7 @@ def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes
     if k is None:
         return None
     decimal_floats.check_ints(k, p.where)
-    out = decimal_floats.decimal_kernel(k, layout.exponent, width)
+    out = decimal_floats.decimal_kernel(k, layout.exponent, width, layout.kernel)
     if layout.exceptions and len(rows):
         p.need_range(decimal_floats.PREFIX_SIZE, layout.nested_at)
         positions = decimal_floats.exception_positions(p.buf, layout, p.values, p.where)

@@ -7,7 +7,8 @@ returned pages and records their offsets.
 
 Page cutting rules (docs/FORMAT.md §Pages):
 - VALIDITY: one page per stripe (a SIMPLE chunk).
-- fixed-width DATA: ``page_size // width`` values per page; bool DATA in multiples of 8.
+- fixed-width DATA: ``page_size // width`` values per page; bool DATA in multiples of 8;
+  encoded integer and decimal float chunks: by their estimated bit-packed width (up to 8x).
 - BINARY: OFFSETS and DATA pages are cut at the *same* value boundaries, each holding
   whole values; an OFFSETS page for values ``[a, b)`` stores the ``b - a + 1`` offsets
   ``offsets[a..b]`` relative to the chunk.
@@ -34,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
-from fermion.format import bitpack
+from fermion.format import bitpack, decimal_floats
 from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
@@ -180,6 +181,8 @@ class _Encoder:
                 self.features |= RequiredFeature.CHECKPOINTS
         if encoding == Encoding.FLOAT_DECIMAL:
             self.features |= RequiredFeature.DECIMAL_FLOATS
+            if decimal_floats.uses_multiply(payload):
+                self.features |= RequiredFeature.DECIMAL_MULTIPLY
         if encoding == Encoding.STRIPE_DICTIONARY:
             self.features |= RequiredFeature.STRIPE_DICTIONARY
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
@@ -404,6 +407,22 @@ def _int_values_per_page(ints: np.ndarray | None, width: int, page_size: int) ->
         return plain
     bits = bitpack.bits_for(int(ints.max()) - int(ints.min()))
     return int(min(max(plain, page_size * 8 // bits), plain * _MAX_PAGE_GROWTH))
+
+
+def _float_values_per_page(values: pa.Array, plain: memoryview, width: int, page_size: int) -> int:
+    """Values per page of a float chunk: when its values are decimals (FLOAT_DECIMAL
+    pages), sized like integer pages by the estimated bit-packed width of their integers,
+    so a page holds about ``page_size`` bytes *encoded* (up to 8x the plain values: fewer
+    pages, less per-page work on every read and for each page a ``take`` touches)."""
+    plain_values = max(1, page_size // width)
+    if len(values) <= plain_values:
+        return plain_values
+    floats = np.frombuffer(plain, dtype="<f4" if width == 4 else "<f8")
+    valid = values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else None
+    bits = decimal_floats.packed_bits_estimate(floats, valid, width)
+    if bits is None:
+        return plain_values
+    return int(min(max(plain_values, page_size * 8 // bits), plain_values * _MAX_PAGE_GROWTH))
 
 
 def _int_encoder(
@@ -632,6 +651,8 @@ def _shred(
             )
         elif pat.is_float32(values.type) or pat.is_float64(values.type):
             encoder = _float_encoder(fixed_bytes, width, enc.encode, enc.compressed)
+            if enc.encode and kind == Kind.FIXED:
+                per_page = _float_values_per_page(values, fixed_bytes(0, n), width, page_size)
         else:
             encoder = _plain(fixed_bytes)
         cuts = _count_cuts(n, per_page, bounds)

@@ -59,7 +59,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 5  # the newest minor version this code reads and writes
+FORMAT_VERSION_MINOR = 6  # the newest minor version this code reads and writes
 # the minor version of files without a 1.4 feature, and of every file header: the header
 # is written before the data, so it cannot know (it is informative; see minor_version)
 BASE_VERSION_MINOR = 3
@@ -137,14 +137,17 @@ class RequiredFeature(enum.IntFlag):
     CHECKPOINTS = 1 << 5  # encoded pages carry running-sum checkpoints (format 1.3)
     STRIPE_DICTIONARY = 1 << 6  # string chunks with one dictionary per stripe (format 1.4)
     CRC_BLOCKS = 1 << 7  # uncompressed pages with a CRC32 per block (format 1.5)
+    DECIMAL_MULTIPLY = 1 << 8  # FLOAT_DECIMAL pages decoded as k * float64(10**-e) (1.6)
 
 
 def minor_version(required: int) -> int:
-    """The minor version of a file with these required features: 5 when it uses the 1.5
-    feature, 4 when it uses a 1.4 one, else 3, so that a file without one is exactly what
-    the writer of that version wrote."""
-    if required & RequiredFeature.CRC_BLOCKS:
+    """The minor version of a file with these required features: 6 when it uses the 1.6
+    feature, 5 when it uses the 1.5 one, 4 when it uses a 1.4 one, else 3, so that a file
+    without one is exactly what the writer of that version wrote."""
+    if required & RequiredFeature.DECIMAL_MULTIPLY:
         return FORMAT_VERSION_MINOR
+    if required & RequiredFeature.CRC_BLOCKS:
+        return 5
     return 4 if required & RequiredFeature.STRIPE_DICTIONARY else BASE_VERSION_MINOR
 
 
@@ -353,7 +356,7 @@ ENCODING_HEADER_DTYPE = _dtype(
 FLOAT_DECIMAL_HEADER_DTYPE = _dtype(
     [
         ("int_encoding", "u1"),  # Encoding of the nested payload: CONSTANT/FOR/DELTA/RLE/INT_DICT
-        ("reserved1", "u1"),  # 0
+        ("kernel", "u1"),  # 0: k / 10**e; 1: k * float64(10**-e) (format 1.6)
         ("reserved2", "<u2"),  # 0
         ("reserved4", "<u4"),  # 0
     ],

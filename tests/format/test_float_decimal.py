@@ -125,7 +125,7 @@ def test_format_md_example() -> None:
     payload = decimal_floats.encode_float_decimal(v, None, 2, 8, compressed=False)
     assert payload is not None and len(payload) == 2217
     layout = decimal_floats.read_layout(payload, len(payload), 1000, "p")
-    assert layout == (2, 3, 8, Encoding.FOR, 44, 68)
+    assert layout == (2, 3, 8, Encoding.FOR, 44, 68, decimal_floats.KERNEL_DIVIDE)
     nested = encodings.read_header(payload[68:])
     assert int(nested["width"]) == 17 and len(payload) - 68 == 24 + bitpack.packed_size(1000, 17)
     assert np.frombuffer(payload, "<u4", 3, 32).tolist() == [10, 500, 999]
@@ -145,7 +145,7 @@ def test_format_md_example() -> None:
     ],
 )
 def test_exponent_search_finds_the_smallest_exponent(values, width, exponent) -> None:
-    assert decimal_floats.find_exponent(values, None, width) == exponent
+    assert decimal_floats.find_exponent(values, None, width) == (exponent, 0)
     payload = decimal_floats.encode_float_decimal(values, None, exponent, width, compressed=True)
     assert payload is not None and decimal_floats.read_layout(payload, len(payload), 5000, "p")[
         :2
@@ -163,11 +163,11 @@ def test_exponent_search_gives_up_on_non_decimals() -> None:
     assert decimal_floats.find_exponent(prices, None, 8) is None
     prices[::20] = 1.0
     prices[rng.choice(5000, 50, replace=False)] = np.nan  # 1 in 100: exceptions
-    assert decimal_floats.find_exponent(prices, None, 8) == 2
+    assert decimal_floats.find_exponent(prices, None, 8) == (2, 0)
     # the nulls are not sampled: all-NaN null slots do not count
     valid = np.ones(5000, dtype=bool)
     prices[::3], valid[::3] = np.nan, False
-    assert decimal_floats.find_exponent(prices, valid, 8) == 2
+    assert decimal_floats.find_exponent(prices, valid, 8) == (2, 0)
 
 
 @pytest.mark.parametrize("width", [4, 8])
@@ -244,16 +244,19 @@ def test_savings_under_10_percent_and_tiny_pages_are_not_chosen() -> None:
 
 
 @st.composite
-def decimal_values(draw, n: int | None = None) -> tuple[np.ndarray, np.ndarray | None, int, int]:
-    """(values, validity or None, width, the exponent they were made with): decimals
-    mixed with NaN, -0.0, infinities, subnormals and extreme values."""
+def decimal_values(
+    draw, n: int | None = None, kernels: tuple[int, ...] = (0,)
+) -> tuple[np.ndarray, np.ndarray | None, int, int, int]:
+    """(values, validity or None, width, the exponent and the kernel they were made with):
+    decimals mixed with NaN, -0.0, infinities, subnormals and extreme values."""
     width = draw(st.sampled_from([4, 8]))
     e = draw(st.integers(0, 18))
+    kernel = draw(st.sampled_from(kernels))
     n = n if n is not None else draw(st.integers(1, 2000))
     digits = draw(st.integers(1, 6 if width == 4 else 15))  # so that k is recovered
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     k = rng.integers(-(10**digits) + 1, 10**digits, n)
-    values = decimal_floats.decimal_kernel(k, e, width)
+    values = decimal_floats.decimal_kernel(k, e, width, kernel)
     share = draw(st.sampled_from([0.0, 0.01, 1 / 32, 0.2]))
     at = np.flatnonzero(rng.random(n) < share)
     values[at] = rng.choice(specials(width), len(at))
@@ -261,26 +264,30 @@ def decimal_values(draw, n: int | None = None) -> tuple[np.ndarray, np.ndarray |
     if draw(st.booleans()):
         valid = rng.random(n) >= draw(st.sampled_from([0.1, 0.9, 1.0]))
         values[~valid] = rng.choice(specials(width), int((~valid).sum()))
-    return values, valid, width, e
+    return values, valid, width, e, kernel
 
 
 @settings(max_examples=300, deadline=None)
-@given(drawn=decimal_values(), compressed=st.booleans())
+@given(drawn=decimal_values(kernels=(0, 1)), compressed=st.booleans())
 def test_property_kernel_round_trips(drawn, compressed: bool) -> None:
-    values, valid, width, e = drawn
+    values, valid, width, e, kernel = drawn
     n = len(values)
     keep = np.ones(n, dtype=bool) if valid is None else valid
-    payload = decimal_floats.encode_float_decimal(values, valid, e, width, compressed=compressed)
-    misses = int((~decimal_floats._to_decimal(values, e, width)[1] & keep).sum())
+    payload = decimal_floats.encode_float_decimal(
+        values, valid, e, width, compressed=compressed, kernel=kernel
+    )
+    misses = int((~decimal_floats._to_decimal(values, e, width, kernel)[1] & keep).sum())
     if n >= 64 and misses <= n // 32:  # at the generating exponent every decimal has its k
         assert payload is not None
     if payload is not None:
         layout = decimal_floats.read_layout(payload, len(payload), n, "p")
-        assert layout.exceptions == misses
+        assert layout.exceptions == misses and layout.kernel == kernel
         assert same_bits(decode(payload, n)[keep], values[keep])
+        assert decimal_floats.uses_multiply(payload) == (kernel == 1)
     found = decimal_floats.find_exponent(values, valid, width)
     if misses == 0:  # the smallest exponent that works is at most the generating one
-        assert found is not None and found <= e
+        assert found is not None
+        assert found[0] <= e or found[1] != kernel  # DIVIDE may fit MULTIPLY's values too
     enc, chosen = decimal_floats.encode_floats(
         values.tobytes(), width, valid, compressed=compressed
     )
@@ -298,7 +305,7 @@ def decimal_tables(draw) -> pa.Table:
     n = draw(st.integers(1, 2000))
     columns = {}
     for i in range(3):
-        values, valid, width, _ = draw(decimal_values(n))
+        values, valid, width, _, _ = draw(decimal_values(n, (0, 1)))
         columns[f"c{i}_f{width * 8}"] = pa.array(values, mask=None if valid is None else ~valid)
     return pa.table(columns)
 
@@ -353,6 +360,36 @@ def float_table(n: int = 30_000, seed: int = 0) -> pa.Table:
             "random32": pa.array(rng.random(n, dtype=np.float32)),
         }
     )
+
+
+def _page_rows(path: Path, column: str) -> list[int]:
+    """Rows of every DATA page of a flat column."""
+    return [b - a for (a, b), *_ in _page_stats(path, column)]
+
+
+def test_decimal_pages_are_sized_by_their_encoded_width(tmp_path: Path) -> None:
+    """Like integer pages, a decimal float chunk's pages hold about page_size bytes
+    encoded: 2-decimal prices below 1,000 (17-bit integers) get 64 * 8 // 17 = 3 times the
+    values of a plain page, at most 8 times (1-bit integers); other floats keep plain pages."""
+    n = 40_000
+    rng = np.random.default_rng(3)
+    table = pa.table(
+        {
+            "price": np.round(rng.random(n) * 1000, 2),
+            "flag": rng.integers(0, 2, n).astype(np.float64),  # k in 0..1: 1 bit
+            "random": rng.random(n),
+        }
+    )
+    path = tmp_path / "p.fermion"
+    fermion.write_table(table, path, page_size=8 << 10)  # plain pages: 1,024 float64
+    assert_same(fermion.read_table(path), table)
+    enc = encodings_of(path)
+    assert enc[("price", "DATA")] == enc[("flag", "DATA")] == {"FLOAT_DECIMAL"}
+    assert max(_page_rows(path, "random")) == 1024
+    assert max(_page_rows(path, "price")) == (8 << 10) * 8 // 17
+    assert max(_page_rows(path, "flag")) == 8 * 1024
+    idx = np.sort(rng.choice(n, 300, replace=False))
+    assert_same(fermion.FileReader(path).take(idx), table.take(idx))
 
 
 @pytest.mark.parametrize("compression", ["zstd", "none"])
@@ -411,6 +448,67 @@ def test_a_1_2_reader_refuses_decimal_floats_only(tmp_path: Path, monkeypatch) -
     assert_same(fermion.read_table(without), table.select(["random"]))
 
 
+def _cast_prices(n: int, seed: int) -> pa.Table:
+    """Two-decimal prices as Arrow casts decimal128 to float64 (k * 0.01, kernel MULTIPLY;
+    about one value in seven is not k / 100), with nulls, next to quantities that DIVIDE
+    encodes."""
+    from decimal import Decimal
+
+    rng = np.random.default_rng(seed)
+    cents = rng.integers(90_000, 10_500_000, n).tolist()
+    dec = pa.array([Decimal(c).scaleb(-2) for c in cents], pa.decimal128(12, 2))
+    price = dec.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    return pa.table(
+        {
+            "price": pa.array(price, mask=rng.random(n) < 0.05),
+            "qty": pa.array(np.round(rng.random(n) * 50, 1)),
+        }
+    )
+
+
+def test_arrow_cast_decimals_use_the_multiply_kernel(tmp_path: Path) -> None:
+    """Arrow's decimal -> float64 cast (k * 0.01): too many values for DIVIDE's exceptions,
+    so the writer picks MULTIPLY (format 1.6, required bit DECIMAL_MULTIPLY) and every
+    read path returns the same bits."""
+    table = _cast_prices(30_000, 5)
+    values = table.column("price").to_numpy(zero_copy_only=False)
+    k = np.rint(values * 100)
+    ok = ~np.isnan(values)
+    assert np.mean(k[ok] / 100 != values[ok]) > 1 / 32  # DIVIDE cannot encode them
+    path = tmp_path / "m.fermion"
+    fermion.write_table(table, path, page_size=16 << 10, max_stripe_rows=20_000)
+    assert encodings_of(path)[("price", "DATA")] == {"FLOAT_DECIMAL"}
+    with fermion.FileReader(path) as r:
+        assert r.metadata.format_version == "1.6"
+        assert r.metadata.required_features & RequiredFeature.DECIMAL_MULTIPLY
+        assert_same(r.read(), table)
+        idx = np.sort(np.random.default_rng(1).choice(30_000, 500, replace=False))
+        assert_same(r.take(idx), table.take(idx))
+    for options in ({"point_reads": False}, {"verify_checksums": False}):
+        with fermion.FileReader(path, **options) as r:
+            assert_same(r.take(idx), table.take(idx))
+    check_take(path, table, idx)
+
+
+def test_divide_kernel_files_stay_1_5_and_a_1_5_reader_refuses_multiply(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Without MULTIPLY pages a 1.6 writer writes exactly what a 1.5 writer did (no
+    DECIMAL_MULTIPLY bit, footer minor 5 or lower); a 1.5 reader refuses a file with them
+    from the footer."""
+    divide, multiply = tmp_path / "d.fermion", tmp_path / "m.fermion"
+    fermion.write_table(float_table(5_000), divide)
+    fermion.write_table(_cast_prices(5_000, 2), multiply)
+    with fermion.FileReader(divide) as r:
+        assert not r.metadata.required_features & RequiredFeature.DECIMAL_MULTIPLY
+        assert r.metadata.format_version in ("1.3", "1.4", "1.5")
+    known_1_5 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.DECIMAL_MULTIPLY
+    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_5))
+    with pytest.raises(fermion.UnsupportedVersionError):
+        fermion.FileReader(multiply)
+    assert_same(fermion.read_table(divide), float_table(5_000))
+
+
 def test_inspect_shows_the_encoding(tmp_path: Path, capsys) -> None:
     from fermion.cli import main
 
@@ -449,7 +547,9 @@ def _page_stats(path: Path, column: str) -> list[tuple[tuple[int, int], float, f
 def test_page_statistics_and_filters_stay_exact(tmp_path: Path) -> None:
     table = float_table(20_000)
     path = tmp_path / "s.fermion"
-    fermion.write_table(table, path, page_size=8 << 10, max_stripe_rows=7_000)
+    # decimal pages hold up to 8x the plain values (sized by their encoded width): 1 KiB
+    # pages still cut every stripe into several
+    fermion.write_table(table, path, page_size=1 << 10, max_stripe_rows=7_000)
     assert encodings_of(path)[("temp32", "DATA")] == {"FLOAT_DECIMAL"}
     for column in ("price", "temp32", "sorted"):
         stats = _page_stats(path, column)
@@ -666,8 +766,10 @@ def test_lying_nested_encodings_raise(name: str) -> None:
     written = decimal_floats.read_layout(payload, len(payload), n, "p").int_encoding
     for lie in (0, 5, 6, 7, 9, 10, 255, *(e for e in decimal_floats.INT_ENCODINGS if e != written)):
         _both_reads_raise(_sub(payload, int_encoding=lie), n, width)
-    for field in ("reserved1", "reserved2", "reserved4"):
+    for field in ("reserved2", "reserved4"):
         _both_reads_raise(_sub(payload, **{field: 1}), n, width)
+    for kernel in (2, 3, 255):  # 0 DIVIDE and 1 MULTIPLY are the only kernels
+        _both_reads_raise(_sub(payload, kernel=kernel), n, width)
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
@@ -810,7 +912,8 @@ def test_a_chunk_stops_searching_after_two_pages_that_are_not_decimals(
     tmp_path: Path, monkeypatch
 ) -> None:
     """The exponent search runs on a chunk's pages until two in a row are not decimals;
-    a decimal page resets the count."""
+    a decimal page resets the count. (The first call, on the whole chunk, estimates the
+    integers' width that decimal pages are sized by.)"""
     calls: list[int] = []
     real = decimal_floats.find_exponent
     monkeypatch.setattr(
@@ -819,10 +922,12 @@ def test_a_chunk_stops_searching_after_two_pages_that_are_not_decimals(
     rng = np.random.default_rng(9)
     random = rng.random(8 * 1024)  # 8 pages of 1,024 float64 at page_size 8 KiB
     fermion.write_table(pa.table({"r": random}), tmp_path / "r.fermion", page_size=8 << 10)
-    assert len(calls) == 2
+    assert calls == [8 * 1024, 1024, 1024]
     calls.clear()
-    prices = np.round(rng.random(8 * 1024) * 100, 2)
+    prices = np.round(rng.random(14 * 585) * 100, 2)  # 14-bit integers: 585 per 1 KiB page
     path = tmp_path / "p.fermion"
-    fermion.write_table(pa.table({"p": prices}), path, page_size=8 << 10)
-    assert len(calls) == 8  # every page a decimal page: the search never stops
+    fermion.write_table(pa.table({"p": prices}), path, page_size=1 << 10)
+    pages = _page_rows(path, "p")
+    assert pages == [585] * 14
+    assert len(calls) == 1 + 14  # every page a decimal page: the search never stops
     assert encodings_of(path)[("p", "DATA")] == {"FLOAT_DECIMAL"}

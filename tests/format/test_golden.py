@@ -23,7 +23,7 @@ CASES = sorted(GOLDEN.glob("v*/*.fermion"))
 
 def test_golden_files_exist() -> None:
     versions = {p.parent.name for p in CASES}
-    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4", "v1_5"} <= versions
+    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4", "v1_5", "v1_6"} <= versions
     assert any(p.stem == "batch_mode" for p in CASES)
     assert len(CASES) >= 5
 
@@ -185,6 +185,7 @@ def _page_fact(page: memoryview, values: int, where: str) -> dict:
                 exceptions=layout.exceptions,
                 width=layout.width,
                 nested=layout.int_encoding.name,
+                kernel=layout.kernel,
             )
     return fact
 
@@ -430,3 +431,44 @@ def test_v1_5_golden_files_use_crc_blocks(name: str) -> None:
     )
     for column in expected:
         assert "CRC_BLOCKS" in compressions[column], column
+
+
+# -- format 1.6: the FLOAT_DECIMAL kernel MULTIPLY ---------------------------------------
+
+MULTIPLY = GOLDEN / "v1_6" / "decimal_multiply.fermion"
+
+
+def test_v1_6_golden_file_uses_the_multiply_kernel() -> None:
+    """The 1.6 golden file needs the 1.6 feature; its decimal columns' pages are MULTIPLY
+    pages with every nested integer encoding (float64, exceptions), next to DIVIDE columns
+    (float32 values made with MULTIPLY are DIVIDE values too); its header still says 1.3
+    (§1.1)."""
+    header = np.frombuffer(MULTIPLY.read_bytes()[:8], dtype=structs.FILE_HEADER_DTYPE)[0]
+    assert int(header["version_minor"]) == 3
+    with fermion.FileReader(MULTIPLY) as r:
+        assert r.metadata.format_version == "1.6"
+        assert structs.RequiredFeature.DECIMAL_MULTIPLY in structs.RequiredFeature(
+            r.metadata.required_features
+        )
+    facts = [f for f in _page_facts(MULTIPLY) if f["encoding"] == "FLOAT_DECIMAL"]
+    kernels: dict[str, set[int]] = {}
+    for f in facts:
+        kernels.setdefault(f["column"], set()).add(f["kernel"])
+    assert kernels == {
+        **{c: {1} for c in ("price", "sorted", "levels", "runs", "constant")},
+        "milli32": {0},
+        "divide": {0},
+    }
+    nested = {f["nested"] for f in facts if f["kernel"] == 1}
+    assert nested == {"FOR", "DELTA", "INT_DICTIONARY", "RLE", "CONSTANT"}
+    assert {f["width"] for f in facts if f["kernel"] == 1} == {8}
+    assert any(f["exceptions"] for f in facts if f["column"] == "price")
+
+
+@pytest.mark.parametrize("point_reads", [True, False])
+def test_v1_6_golden_file_reads_back(point_reads: bool) -> None:
+    expected = pa.ipc.open_file(str(MULTIPLY.with_suffix(".arrow"))).read_all()
+    assert_same(fermion.read_table(MULTIPLY, point_reads=point_reads), expected)
+    idx = [8_999, 0, 4_999, 5_000, 1_234, 1_234, 3, 1_023, 1_024, 2_047]
+    with fermion.FileReader(MULTIPLY, point_reads=point_reads) as r:
+        assert_same(r.take(idx), expected.take(idx))

@@ -252,8 +252,52 @@ def crc_blocks_files(out: Path) -> None:
     write(out, "crc_blocks_batches", expected)
 
 
+def decimal_multiply_table(n: int) -> pa.Table:
+    """Format 1.6: FLOAT_DECIMAL pages of kernel MULTIPLY (values ``k * float64(10**-e)``,
+    made with the format's kernel itself) of float64, with exceptions and nulls, nested FOR,
+    DELTA, INT_DICTIONARY, RLE and CONSTANT integers, next to DIVIDE columns (float64, and
+    float32 made with MULTIPLY)."""
+    from fermion.format.decimal_floats import KERNEL_MULTIPLY, decimal_kernel
+
+    rng = np.random.default_rng(43)
+
+    def multiply(k: np.ndarray, e: int, width: int = 8) -> np.ndarray:
+        return decimal_kernel(k.astype(np.int64), e, width, KERNEL_MULTIPLY)
+
+    # k whose MULTIPLY value differs from DIVIDE's at e = 2: columns of only those values
+    # cannot be DIVIDE pages
+    small = np.arange(1, 10_000, dtype=np.int64)
+    odd_k = small[multiply(small, 2) != small / 100]
+    price = multiply(rng.integers(90_000, 10_500_000, n), 2)
+    price[rng.choice(n, n // 100, replace=False)] = np.nan  # exceptions
+    return pa.table(
+        {
+            "price": pa.array(price, mask=rng.random(n) < 0.05),
+            "sorted": pa.array(multiply(np.cumsum(rng.choice(odd_k[:20], n)), 2)),
+            "levels": pa.array(multiply(rng.choice(odd_k[:6], n), 2)),
+            "runs": pa.array(multiply(np.repeat(rng.choice(odd_k, n // 500 + 1), 500)[:n], 2)),
+            "constant": pa.array(multiply(np.full(n, int(odd_k[0])), 2)),
+            # float32: the kernels' one-ulp float64 differences vanish in the cast to
+            # float32, so a writer finds DIVIDE for these (MULTIPLY is legal there too)
+            "milli32": pa.array(multiply(rng.integers(-50_000, 50_000, n), 3, 4)),
+            "divide": pa.array(np.round(rng.random(n) * 100, 2)),
+        }
+    )
+
+
+def decimal_multiply_files(out: Path) -> None:
+    """Format 1.6: the golden files of a 1.6 writer are those that use the 1.6 feature."""
+    table = decimal_multiply_table(9_000)
+    options = {"max_stripe_rows": 5_000, "page_size": 8 << 10, "compression": "none"}
+    fermion.write_table(table, out / "decimal_multiply.fermion", **options)
+    write(out, "decimal_multiply", table)
+
+
 def main(out: Path, version: tuple[int, int]) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    if version >= (1, 6):
+        decimal_multiply_files(out)
+        return
     if version >= (1, 5):
         crc_blocks_files(out)
         return
