@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
+from fermion.format.structs import RequiredFeature
 from fermion.io.source import ByteSource, IOStats
 
 
@@ -57,6 +59,13 @@ def _words(rng: np.random.Generator, n: int, distinct: int) -> pa.Array:
     return pa.array(pool[rng.integers(0, distinct, n)].tolist())
 
 
+def _cast_decimals(rng: np.random.Generator, n: int) -> pa.Array:
+    """Prices made by Arrow's decimal -> float64 cast (``k * 0.01``, not ``k / 100``)."""
+    cents = rng.integers(100, 10_000_000, n).tolist()
+    exact = pa.array([Decimal(k).scaleb(-2) for k in cents], pa.decimal128(10, 2))
+    return exact.cast(pa.float64())
+
+
 def plain_file() -> tuple[bytes, pa.Table]:
     rng = np.random.default_rng(7)
     n = 2_200
@@ -64,6 +73,7 @@ def plain_file() -> tuple[bytes, pa.Table]:
     table = pa.table(
         {
             "price": pa.array(np.round(rng.uniform(1, 900, n), 2)),  # FLOAT_DECIMAL
+            "cast_price": _cast_decimals(rng, n),  # FLOAT_DECIMAL, MULTIPLY kernel (1.6)
             "noise": pa.array(rng.random(n)),  # PLAIN, uncompressed: CRC_BLOCKS
             "split": pa.array(rng.random(n).astype(np.float32).astype(np.float64)),
             "key": pa.array(np.cumsum(rng.integers(1, 9, n))),  # DELTA, checkpoints
@@ -214,7 +224,8 @@ def sweep(data: bytes, table: pa.Table, where: list[int], ids: list[int] | None 
 def test_byte_flips_are_caught_or_harmless_plain_file() -> None:
     data, table = plain_file()
     r = fermion.FileReader(MemorySource(bytearray(data)))
-    assert r.metadata.format_version == "1.5"
+    assert r.metadata.format_version == "1.6"  # CRC_BLOCKS (1.5), MULTIPLY (1.6)
+    assert r.file_meta.required_features & RequiredFeature.DECIMAL_MULTIPLY
     assert r.read().equals(table)
     outcomes = sweep(data, table, positions(data, budget=1_500, seed=1))
     assert outcomes["checksum"] > outcomes["structural"]  # checksums catch most flips
