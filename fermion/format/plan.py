@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
 from fermion.format.assemble import (
@@ -32,6 +33,7 @@ from fermion.format.assemble import (
     validity_of,
 )
 from fermion.format.cmb import ColumnMeta, StreamDesc
+from fermion.format.encoded import has_run_ends, take_rows
 from fermion.format.layout import Kind, Node, StreamSpec, without_views
 from fermion.format.schema import ColumnInfo
 from fermion.format.stripe_dictionary import is_dictionary_chunk
@@ -44,11 +46,16 @@ __all__ = [
     "Ranges",
     "Selection",
     "all_pages",
+    "cast_table",
     "expected_size",
+    "filter_table",
     "plan_column",
     "select_rows",
+    "take_table",
     "take_values",
 ]
+
+_ROW = "\x00row"  # the row-number column filter_table adds (no user column has this name)
 
 Ranges = list[tuple[int, int]]
 
@@ -103,7 +110,8 @@ class Selection:
 
 
 def take_values(values: Any, indices: pa.Array) -> Any:
-    """``values.take(indices)``, also for types Arrow has no take kernel for (views)."""
+    """``values.take(indices)``, also for types Arrow has no take kernel for (views,
+    run-end encoded values)."""
     t = values.type
     if isinstance(t, pa.ExtensionType):
         storage = values.storage if isinstance(values, pa.Array) else values.cast(t.storage_type)
@@ -114,7 +122,78 @@ def take_values(values: Any, indices: pa.Array) -> Any:
     plain = without_views(t)
     if plain != t:
         return values.cast(plain).take(indices).cast(t)
+    if has_run_ends(t):
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if isinstance(indices, pa.ChunkedArray):
+            indices = indices.combine_chunks()
+        return take_rows(values, indices)
     return values.take(indices)
+
+
+def cast_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table.cast(schema)``, leaving alone the columns whose type already matches (Arrow's
+    cast of a sliced run-end encoded array to its own type loses the slice offset).
+
+    Example:
+        >>> r = pa.RunEndEncodedArray.from_arrays([2, 3], ["x", None]).slice(2)
+        >>> target = pa.schema([pa.field("r", r.type, metadata={b"k": b"v"})])
+        >>> cast_table(pa.table({"r": r}), target)["r"].to_pylist()
+        [None]
+    """
+    if table.schema.names != schema.names or any(
+        not f.nullable and c.null_count for c, f in zip(table.columns, schema, strict=True)
+    ):
+        return table.cast(schema)  # Arrow's own checks and errors
+    columns = [
+        c if c.type.equals(f.type) else c.cast(f.type)
+        for c, f in zip(table.columns, schema, strict=True)
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def take_table(table: pa.Table, indices: Any) -> pa.Table:
+    """``table.take(indices)``, also for columns Arrow has no take kernel for.
+
+    Example:
+        >>> t = pa.table({"r": pa.RunEndEncodedArray.from_arrays([2, 3], [7, 8])})
+        >>> take_table(t, [2, 0]).column("r").to_pylist()
+        [8, 7]
+    """
+    if not any(has_run_ends(f.type) for f in table.schema):
+        return table.take(indices)
+    idx = pa.array(np.asarray(indices, dtype=np.int64))
+    return pa.Table.from_arrays([take_values(c, idx) for c in table.columns], schema=table.schema)
+
+
+def filter_table(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
+    """``table.filter(expr)`` (an expression or a boolean mask), also for view columns
+    (Arrow has no filter kernel for string_view and binary_view: they are filtered as their
+    plain types) and run-end encoded ones (an expression sees their values; nested ones it
+    cannot name).
+
+    Example:
+        >>> t = pa.table({"r": pa.RunEndEncodedArray.from_arrays([2, 3], [7, 8])})
+        >>> filter_table(t, pc.field("r") == 8).column("r").to_pylist()
+        [8]
+    """
+    if any(has_run_ends(f.type) for f in table.schema):
+        if isinstance(expr, pc.Expression):
+            probe: dict[str, Any] = {}
+            for name, col in zip(table.column_names, table.columns, strict=True):
+                if pa.types.is_run_end_encoded(col.type):
+                    col = pc.run_end_decode(col)
+                if not has_run_ends(col.type):
+                    probe[name] = col.cast(without_views(col.type))
+            rows = pa.table(probe).append_column(_ROW, pa.array(np.arange(table.num_rows)))
+            picked = rows.filter(expr).column(_ROW).to_numpy()
+        else:
+            picked = np.flatnonzero(pc.fill_null(expr, False).to_numpy(zero_copy_only=False))
+        return take_table(table, picked)
+    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
+    if plain == table.schema:
+        return table.filter(expr)
+    return table.cast(plain).filter(expr).cast(table.schema)
 
 
 def select_rows(arr: pa.Array, covered: Ranges, sel: Selection) -> pa.Array:
