@@ -391,3 +391,80 @@ def test_run_end_encoded_round_trip(
     fermion.write_table(table, path, max_stripe_rows=stripe)
     got = fermion.read_table(path)
     _same(got, table)
+
+
+GOLDEN = Path(__file__).parent / "golden" / "encoded"
+
+
+def test_golden_file_reads_exactly() -> None:
+    """``golden/encoded/encoded_types.fermion`` (two stripes, every case) pins the mapping."""
+    expected = pa.ipc.open_file(str(GOLDEN / "encoded_types.arrow")).read_all()
+    assert expected.column_names == ["k", *CASES]
+    with fermion.FileReader(GOLDEN / "encoded_types.fermion") as reader:
+        assert reader.metadata.num_stripes == 2
+        _same(reader.read(), expected)
+        rows = [8, 0, 5]
+        assert _valid(reader.take(rows)).to_pylist() == _rows(expected, rows)
+
+
+def test_fermion_convert_cli_both_ways_for_list_views(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fermion.cli import main
+
+    table = pa.table({"lv": _cases()["list_view"], "llv": _cases()["large_list_view"]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    expected = pq.read_table(tmp_path / "in.parquet")
+    assert main(["convert", str(tmp_path / "in.parquet"), str(tmp_path / "x.fermion")]) == 0
+    _same(fermion.read_table(str(tmp_path / "x.fermion")), expected)
+    assert main(["convert", str(tmp_path / "x.fermion"), str(tmp_path / "back.parquet")]) == 0
+    assert pq.read_table(tmp_path / "back.parquet").equals(expected)
+    union = pa.table({"u": _cases()["dense_union"]})
+    fermion.write_table(union, str(tmp_path / "u.fermion"))
+    assert main(["convert", str(tmp_path / "u.fermion"), str(tmp_path / "u.parquet")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Parquet cannot store" in err
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pa.array([5, 2, 1], pa.int8()),  # 1 is not a type code
+        pa.array([5, 2], pa.int8()),  # fewer type ids than rows
+    ],
+)
+def test_stored_union_values_that_cannot_form_the_union_are_invalid_file_errors(
+    bad: pa.Array,
+) -> None:
+    from fermion.errors import InvalidFileError
+    from fermion.format.encoded import from_storage
+
+    t = _dense().type
+    members = [pa.array([1, None, 3]), pa.array([None, "b", None])]
+    fields = [pa.field("type_ids", pa.int8(), nullable=False)] + [
+        t.field(i).with_nullable(True) for i in range(2)
+    ]
+    if len(bad) == 3:
+        storage = pa.StructArray.from_arrays([bad, *members], fields=fields)
+    else:  # a struct whose children disagree in length is refused by Arrow itself
+        storage = pa.StructArray.from_arrays([pa.array([5, 2, 5], pa.int8())], ["type_ids"])
+    with pytest.raises(InvalidFileError, match="do not match"):
+        from_storage(t, storage)
+
+
+@pytest.mark.parametrize(
+    ("column", "type_name"),
+    [
+        (pa.DictionaryArray.from_arrays(pa.array([0, 0]), pa.array([{"a": 1}])), "struct"),
+        (pa.DictionaryArray.from_arrays(pa.array([0]), pa.array([[1]])), "list"),
+        (pa.DictionaryArray.from_arrays(pa.array([0, None]), pa.nulls(1)), "null"),
+    ],
+)
+def test_types_still_refused_name_column_and_type(
+    tmp_path: Path, column: pa.Array, type_name: str
+) -> None:
+    with pytest.raises(UnsupportedTypeError) as info:
+        fermion.write_table(pa.table({"c": column}), str(tmp_path / "c.fermion"))
+    message = str(info.value)
+    assert "'c'" in message and type_name in message and "\n" not in message
+    assert not (tmp_path / "c.fermion").exists()
