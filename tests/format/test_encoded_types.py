@@ -468,3 +468,68 @@ def test_types_still_refused_name_column_and_type(
     message = str(info.value)
     assert "'c'" in message and type_name in message and "\n" not in message
     assert not (tmp_path / "c.fermion").exists()
+
+
+def _c_imported_type(format_string: bytes) -> pa.DataType:
+    """A type pyarrow offers no constructor for, imported through the Arrow C data
+    interface (pyarrow 26 has no array class for day_time or month intervals either)."""
+    from pyarrow.cffi import ffi
+
+    schema = ffi.new("struct ArrowSchema*")
+    fmt, name = ffi.new("char[]", format_string), ffi.new("char[]", b"")
+    schema.format, schema.name, schema.metadata = fmt, name, ffi.NULL
+    schema.flags, schema.n_children = 2, 0
+    schema.children, schema.dictionary = ffi.NULL, ffi.NULL
+
+    @ffi.callback("void(struct ArrowSchema*)")
+    def release(p: object) -> None:
+        p.release = ffi.NULL  # type: ignore[attr-defined]
+
+    schema.release = release
+    return pa.DataType._import_from_c(int(ffi.cast("uintptr_t", schema)))
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name"), [(b"tiD", "day_time_interval"), (b"tiM", "month_interval")]
+)
+def test_day_time_and_month_intervals_are_refused_naming_column_and_type(
+    tmp_path: Path, fmt: bytes, name: str
+) -> None:
+    t = _c_imported_type(fmt)
+    assert str(t) == name
+    with pytest.raises(KeyError):  # no array of the type can be built in Python
+        pa.Array.from_buffers(t, 1, [None, pa.py_buffer(bytes(8))])
+    schema = pa.schema([("k", pa.int64()), ("iv", t)])
+    with pytest.raises(UnsupportedTypeError) as info:
+        fermion.FileWriter(str(tmp_path / "iv.fermion"), schema)
+    message = str(info.value)
+    assert message.startswith("column 'iv': ") and name in message and "\n" not in message
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_table_delete_and_compaction(tmp_path: Path, name: str) -> None:
+    table = _table(name)
+    uri = str(tmp_path / "tbl")
+    fermion.write_dataset(table.slice(0, 4), uri)
+    ds = fermion.write_dataset(table.slice(4), uri, mode="append")
+    ds.delete(pc.field("k").isin([1, 5, 6]))
+    kept = [0, 2, 3, 4, 7, 8]
+    got = _valid(ds.to_table())
+    assert sorted(got.to_pylist(), key=lambda r: r["k"]) == _rows(table, kept)
+    ds.compact_files(materialize_deletions_threshold=0.0)
+    assert len(ds.fragments) == 1
+    got = _valid(fermion.dataset(uri).to_table())
+    assert got.schema == table.schema
+    assert sorted(got.to_pylist(), key=lambda r: r["k"]) == _rows(table, kept)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_batch_mode_file(tmp_path: Path, name: str) -> None:
+    table = _table(name)
+    path = str(tmp_path / "b.fermion")
+    with fermion.FileWriter(path, table.schema, max_stripe_rows=4) as writer:
+        for batch_id, (a, b) in enumerate([(0, 3), (3, 4), (4, 9)]):
+            writer.append_batch(10 + batch_id, table.slice(a, b - a))
+    with fermion.FileReader(path) as reader:
+        got = _valid(reader.read_batches([12, 10], columns=["k", name]))
+    assert got.select(["k", name]).to_pylist() == _rows(table, [4, 5, 6, 7, 8, 0, 1, 2])
