@@ -24,9 +24,16 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from fermion.errors import InvalidFileError, UnsupportedTypeError
-from fermion.format.layout import UNION_TYPE_IDS, is_view
+from fermion.format.layout import UNION_TYPE_IDS, is_view, view_storage
 
-__all__ = ["from_storage", "has_run_ends", "take_rows", "to_storage"]
+__all__ = [
+    "from_storage",
+    "has_run_ends",
+    "run_end_decoded",
+    "run_end_encoded",
+    "take_rows",
+    "to_storage",
+]
 
 
 def to_storage(arr: pa.Array) -> pa.Array:
@@ -49,7 +56,7 @@ def to_storage(arr: pa.Array) -> pa.Array:
                     f"{t}: {len(arr)} values in one stripe, more than {t.run_end_type} run "
                     "ends can count; use wider run ends or smaller stripes"
                 )
-            arr = pc.run_end_decode(arr)
+            arr = run_end_decoded(arr)
         elif pat.is_list_view(t) or pat.is_large_list_view(t):
             arr = _list_storage(arr)
         else:
@@ -71,13 +78,38 @@ def from_storage(t: pa.DataType, storage: pa.Array) -> pa.Array:
         if pat.is_union(t):
             return _union_from(t, storage)
         if pat.is_run_end_encoded(t):
-            values = from_storage(t.value_type, storage)
-            return pc.run_end_encode(values, run_end_type=t.run_end_type)
+            return run_end_encoded(t, from_storage(t.value_type, storage))
         if pat.is_list_view(t) or pat.is_large_list_view(t):
             return _list_view_from(t, storage)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, TypeError) as exc:
         raise InvalidFileError(f"cannot rebuild {t}: {exc}") from None
     return storage
+
+
+def run_end_decoded(arr: pa.Array) -> pa.Array:
+    """The logical values of a run-end encoded array (also of value types Arrow's
+    ``run_end_decode`` has no kernel for: dictionaries, views, extension types)."""
+    try:
+        return pc.run_end_decode(arr)
+    except pa.ArrowNotImplementedError:
+        pass
+    ends = arr.run_ends.to_numpy(zero_copy_only=False)
+    rows = np.arange(arr.offset, arr.offset + len(arr), dtype=np.int64)
+    runs = pa.array(np.searchsorted(ends, rows, side="right"), pa.int64())
+    values = arr.values
+    if is_view(values.type):  # no take kernel either
+        return values.cast(view_storage(values.type)).take(runs).cast(values.type)
+    return values.take(runs)
+
+
+def run_end_encoded(t: pa.DataType, values: pa.Array) -> pa.Array:
+    """``values`` run-end encoded as ``t``; value types Arrow's ``run_end_encode`` has no
+    kernel for get one run per row (the same values, not merged)."""
+    try:
+        return pc.run_end_encode(values, run_end_type=t.run_end_type)
+    except pa.ArrowNotImplementedError:
+        ends = pa.array(np.arange(1, len(values) + 1), t.run_end_type)
+        return pa.RunEndEncodedArray.from_arrays(ends, values, type=t)
 
 
 def _union_storage(arr: pa.UnionArray) -> pa.StructArray:

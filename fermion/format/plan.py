@@ -33,7 +33,7 @@ from fermion.format.assemble import (
     validity_of,
 )
 from fermion.format.cmb import ColumnMeta, StreamDesc
-from fermion.format.encoded import has_run_ends, take_rows
+from fermion.format.encoded import has_run_ends, run_end_decoded, run_end_encoded, take_rows
 from fermion.format.layout import Kind, Node, StreamSpec, without_views
 from fermion.format.schema import ColumnInfo
 from fermion.format.stripe_dictionary import is_dictionary_chunk
@@ -122,6 +122,17 @@ def take_values(values: Any, indices: pa.Array) -> Any:
     plain = without_views(t)
     if plain != t:
         return values.cast(plain).take(indices).cast(t)
+    if pa.types.is_run_end_encoded(t):  # by value: no take (or concat) kernel for all
+        chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+        decoded = pa.chunked_array([run_end_decoded(c) for c in chunks], t.value_type)
+        taken = take_values(decoded, indices)
+        if isinstance(taken, pa.ChunkedArray):
+            taken = taken.combine_chunks()
+        limit = 2 ** (t.run_end_type.bit_width - 1) - 1
+        if len(taken) <= limit:
+            return run_end_encoded(t, taken)
+        parts = [taken.slice(a, limit) for a in range(0, len(taken), limit)]
+        return pa.chunked_array([run_end_encoded(t, p) for p in parts], t)
     if has_run_ends(t):
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
