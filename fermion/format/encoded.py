@@ -201,8 +201,9 @@ def has_run_ends(t: pa.DataType) -> bool:
 
 
 def take_rows(arr: pa.Array, indices: pa.Array) -> pa.Array:
-    """``arr.take(indices)``; for values holding run-end encoded arrays (Arrow has no
-    ``take`` kernel for them) the rows are sliced out in runs and concatenated.
+    """``arr.take(indices)``, also where Arrow has no ``take`` kernel: views are taken as
+    their offsets-based types; run-end encoded values at any depth, and unions or lists of
+    views, are sliced out in runs and concatenated (then ``indices`` may hold no nulls).
 
     Example:
         >>> ree = pa.RunEndEncodedArray.from_arrays(pa.array([2, 3], pa.int32()),
@@ -210,8 +211,16 @@ def take_rows(arr: pa.Array, indices: pa.Array) -> pa.Array:
         >>> take_rows(ree, pa.array([2, 0, 1])).to_pylist()
         [8, 7, 7]
     """
-    if not has_run_ends(arr.type):
-        return arr.take(indices)
+    t = arr.type
+    if isinstance(arr, pa.ExtensionArray):
+        return pa.ExtensionArray.from_storage(t, take_rows(arr.storage, indices))
+    if is_view(t):
+        return arr.cast(view_storage(t)).take(indices).cast(t)
+    if not has_run_ends(t):
+        try:
+            return arr.take(indices)
+        except pa.ArrowNotImplementedError:
+            pass  # e.g. a union with a view member
     if indices.null_count:
         raise UnsupportedTypeError(f"null take indices into {arr.type}")
     idx = indices.to_numpy(zero_copy_only=False).astype(np.int64)

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.errors import InvalidFileError
+from fermion.errors import InvalidFileError, UnsupportedTypeError
 from fermion.format.assemble import (
     StripeContext,
     assemble_dictionary,
@@ -34,7 +34,7 @@ from fermion.format.assemble import (
 )
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.encoded import has_run_ends, run_end_decoded, run_end_encoded, take_rows
-from fermion.format.layout import Kind, Node, StreamSpec, without_views
+from fermion.format.layout import Kind, Node, StreamSpec, build_tree, is_encoded, without_views
 from fermion.format.schema import ColumnInfo
 from fermion.format.stripe_dictionary import is_dictionary_chunk
 from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
@@ -133,13 +133,16 @@ def take_values(values: Any, indices: pa.Array) -> Any:
             return run_end_encoded(t, taken)
         parts = [taken.slice(a, limit) for a in range(0, len(taken), limit)]
         return pa.chunked_array([run_end_encoded(t, p) for p in parts], t)
-    if has_run_ends(t):
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        if isinstance(indices, pa.ChunkedArray):
-            indices = indices.combine_chunks()
-        return take_rows(values, indices)
-    return values.take(indices)
+    if not has_run_ends(t):
+        try:
+            return values.take(indices)
+        except pa.ArrowNotImplementedError:
+            pass  # e.g. a union with a view member: take_rows slices instead
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(indices, pa.ChunkedArray):
+        indices = indices.combine_chunks()
+    return take_rows(values, indices)
 
 
 def cast_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -172,39 +175,55 @@ def take_table(table: pa.Table, indices: Any) -> pa.Table:
         [8, 7]
     """
     if not any(has_run_ends(f.type) for f in table.schema):
-        return table.take(indices)
+        try:
+            return table.take(indices)
+        except pa.ArrowNotImplementedError:
+            pass  # column by column below
     idx = pa.array(np.asarray(indices, dtype=np.int64))
     return pa.Table.from_arrays([take_values(c, idx) for c in table.columns], schema=table.schema)
 
 
+def _arrow_filter(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
+    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
+    if plain == table.schema:
+        return table.filter(expr)
+    return table.cast(plain).filter(expr).cast(table.schema)
+
+
 def filter_table(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
-    """``table.filter(expr)`` (an expression or a boolean mask), also for view columns
-    (Arrow has no filter kernel for string_view and binary_view: they are filtered as their
-    plain types) and run-end encoded ones (an expression sees their values; nested ones it
-    cannot name).
+    """``table.filter(expr)`` (an expression or a boolean mask), also for columns Arrow has
+    no filter kernel for: views are filtered as their plain types; run-end encoded columns,
+    unions and list views by the rows the expression picks (it sees a run-end encoded
+    column's values; other such columns it cannot name).
+
+    Raises:
+        UnsupportedTypeError: the expression names a column of such a type.
 
     Example:
         >>> t = pa.table({"r": pa.RunEndEncodedArray.from_arrays([2, 3], [7, 8])})
         >>> filter_table(t, pc.field("r") == 8).column("r").to_pylist()
         [8]
     """
-    if any(has_run_ends(f.type) for f in table.schema):
-        if isinstance(expr, pc.Expression):
-            probe: dict[str, Any] = {}
-            for name, col in zip(table.column_names, table.columns, strict=True):
-                if pa.types.is_run_end_encoded(col.type):
-                    col = pc.run_end_decode(col)
-                if not has_run_ends(col.type):
-                    probe[name] = col.cast(without_views(col.type))
-            rows = pa.table(probe).append_column(_ROW, pa.array(np.arange(table.num_rows)))
-            picked = rows.filter(expr).column(_ROW).to_numpy()
-        else:
-            picked = np.flatnonzero(pc.fill_null(expr, False).to_numpy(zero_copy_only=False))
-        return take_table(table, picked)
-    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
-    if plain == table.schema:
-        return table.filter(expr)
-    return table.cast(plain).filter(expr).cast(table.schema)
+    if not any(has_run_ends(f.type) for f in table.schema):
+        try:
+            return _arrow_filter(table, expr)
+        except pa.ArrowNotImplementedError:
+            pass  # by row numbers below
+    if not isinstance(expr, pc.Expression):
+        return take_table(table, np.flatnonzero(pc.fill_null(expr, False).to_numpy(False)))
+    probe: dict[str, Any] = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_run_end_encoded(col.type):
+            col = pa.chunked_array([run_end_decoded(c) for c in col.chunks], col.type.value_type)
+        if not any(is_encoded(n.type) for n in build_tree(pa.field(name, col.type)).walk()):
+            probe[name] = col.cast(without_views(col.type))
+    rows = pa.table(probe).append_column(_ROW, pa.array(np.arange(table.num_rows)))
+    try:
+        picked = rows.filter(expr).column(_ROW).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UnsupportedTypeError(f"filter {expr}: cannot be evaluated here: {first}") from None
+    return take_table(table, picked)
 
 
 def select_rows(arr: pa.Array, covered: Ranges, sel: Selection) -> pa.Array:
