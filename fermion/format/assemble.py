@@ -28,8 +28,9 @@ import pyarrow.compute as pc
 from fermion.errors import InvalidFileError
 from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
+from fermion.format.encoded import from_storage
 from fermion.format.encodings import int_domain
-from fermion.format.layout import Kind, Node, is_view, view_storage, without_views
+from fermion.format.layout import Kind, Node, is_view, storage_type, view_storage, without_views
 from fermion.format.offsets import join_run
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
 from fermion.format.points import binary_values, fixed_values
@@ -278,13 +279,7 @@ def _buf(x: object | None) -> pa.Buffer | None:
 
 
 def _finish(node: Node, storage: pa.Array, t: pa.DataType) -> pa.Array:
-    if isinstance(t, pa.BaseExtensionType):
-        if is_view(t.storage_type):
-            storage = storage.cast(t.storage_type)
-        return pa.ExtensionArray.from_storage(t, storage)
-    if is_view(t):
-        return storage.cast(t)
-    return storage
+    return from_storage(t, storage)
 
 
 def _physical(t: pa.DataType) -> pa.DataType:
@@ -312,7 +307,7 @@ def _from_buffers(
 
 def pruned_type(node: Node, selected: set[int] | None) -> pa.DataType:
     """The node's type keeping only selected struct children (all when None)."""
-    if selected is None:
+    if selected is None or node.encoded:
         return node.type
     t = node.storage
     if node.kind == Kind.STRUCT:
@@ -347,7 +342,7 @@ def _dictionary_length(ctx: StripeContext, node: Node) -> int:
 def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
     """Materialise ``n`` values of ``node`` (whole stripe) from decoded pages."""
     t = pruned_type(node, ctx.selected)
-    storage_t = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+    storage_t = storage_type(t)
     kind = node.kind
     if kind == Kind.NULL:
         return _finish(node, pa.nulls(n), t)

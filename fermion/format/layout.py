@@ -12,8 +12,16 @@ owns the Arrow buffers of its level as streams (the "DCS" model of docs/FORMAT.m
     dictionary                VALIDITY, DATA (indices), then the dictionary-values node
 
 A map's child is its (non-null) entries struct; an extension type is stored as its storage
-type. The stream list of a column is a pure function of its type, so a reader checks the
-CMB's stream directory against it.
+type. Three Arrow layouts without a node kind of their own are stored as another type (the
+*encoded* types, docs/FORMAT.md §3.1); the field in the schema area keeps the real type, so
+the file alone says how to rebuild them::
+
+    sparse_union, dense_union    struct<type_ids: int8 not null, one nullable child per member>
+    run_end_encoded<r, T>        T (the logical values, one per row)
+    list_view / large_list_view  list / large_list (values compacted)
+
+The stream list of a column is a pure function of its type, so a reader checks the CMB's
+stream directory against it.
 
 Example:
     >>> import pyarrow as pa
@@ -39,7 +47,9 @@ __all__ = [
     "Node",
     "StreamSpec",
     "build_tree",
+    "is_encoded",
     "is_view",
+    "is_wrapped",
     "storage_type",
     "view_storage",
     "without_views",
@@ -109,11 +119,18 @@ class Node:
     @property
     def flat(self) -> bool:
         """A column root whose pages readers may select one by one (pruning, point reads):
-        BOOL, FIXED or BINARY, not an extension type. Other columns are read stripe by
-        stripe whole."""
-        return self.kind in (Kind.FIXED, Kind.BOOL, Kind.BINARY) and not isinstance(
-            self.type, pa.BaseExtensionType
-        )
+        BOOL, FIXED or BINARY, not an extension or encoded type. Other columns are read
+        stripe by stripe whole."""
+        return self.kind in (Kind.FIXED, Kind.BOOL, Kind.BINARY) and not is_wrapped(self.type)
+
+    @property
+    def encoded(self) -> bool:
+        """Whether this node stores an encoded type (at any extension layer): its subtree
+        is read and projected as a whole."""
+        t = self.type
+        while isinstance(t, pa.BaseExtensionType):
+            t = t.storage_type
+        return is_encoded(t)
 
 
 def is_view(t: pa.DataType) -> bool:
@@ -146,10 +163,47 @@ def without_views(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def is_encoded(t: pa.DataType) -> bool:
+    """A union, run-end encoded or list-view type: stored as another type (see above)."""
+    return bool(
+        pat.is_union(t)
+        or pat.is_run_end_encoded(t)
+        or pat.is_list_view(t)
+        or pat.is_large_list_view(t)
+    )
+
+
+def is_wrapped(t: pa.DataType) -> bool:
+    """An extension or encoded type: its node stores another type and rebuilds ``t``."""
+    return isinstance(t, pa.BaseExtensionType) or is_encoded(t)
+
+
+UNION_TYPE_IDS = "type_ids"  # the first child of a union's storage struct
+
+
+def _unwrap(t: pa.DataType) -> pa.DataType:
+    """One layer: the type an extension or encoded type ``t`` is stored as."""
+    if isinstance(t, pa.BaseExtensionType):
+        return t.storage_type
+    if pat.is_union(t):
+        members = [t.field(i).with_nullable(True) for i in range(t.num_fields)]
+        return pa.struct([pa.field(UNION_TYPE_IDS, pa.int8(), nullable=False), *members])
+    if pat.is_run_end_encoded(t):
+        return t.value_type
+    if pat.is_list_view(t):
+        return pa.list_(t.value_field)
+    return pa.large_list(t.value_field)  # large_list_view
+
+
 def storage_type(t: pa.DataType) -> pa.DataType:
-    """The physical type of ``t`` (extension types unwrapped)."""
-    while isinstance(t, pa.BaseExtensionType):
-        t = t.storage_type
+    """The physical type of ``t`` (extension and encoded types unwrapped, every layer).
+
+    Example:
+        >>> storage_type(pa.run_end_encoded(pa.int32(), pa.list_view(pa.int8())))
+        ListType(list<item: int8>)
+    """
+    while is_wrapped(t):
+        t = _unwrap(t)
     return t
 
 

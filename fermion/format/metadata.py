@@ -479,10 +479,14 @@ def _select_path(tree: Node, path: list[str], full_name: str) -> set[int]:
     keep = {tree.index}
     node = tree
     for part in path:
-        while node.kind in (Kind.LIST, Kind.FIXED_LIST) and node.children[0].kind == Kind.STRUCT:
+        while (
+            node.kind in (Kind.LIST, Kind.FIXED_LIST)
+            and not node.encoded
+            and node.children[0].kind == Kind.STRUCT
+        ):
             node = node.children[0]
             keep.add(node.index)
-        if node.kind != Kind.STRUCT:
+        if node.kind != Kind.STRUCT or node.encoded:  # a union is read whole
             raise ColumnNotFoundError(f"column {full_name!r} is not in the file")
         match = [c for c in node.children if c.name == part]
         if not match:

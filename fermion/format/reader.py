@@ -35,13 +35,14 @@ from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
 from fermion.format.describe import describe_file
 from fermion.format.filters import FilterInfo, Pruner
-from fermion.format.layout import Kind, without_views
+from fermion.format.layout import Kind, is_wrapped
 from fermion.format.metadata import FileMetadata, MetadataReader
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.plan import (
     Projection,
     Ranges,
     Selection,
+    filter_table,
     select_rows,
     take_values,
 )
@@ -147,7 +148,7 @@ class FileReader:
             raise ColumnNotFoundError(f"read_dictionary: no column {missing[0]!r} in the file")
         for info in index.columns([c for c in found if c is not None]):
             tree = self.file_meta.tree(info)
-            if tree.kind != Kind.BINARY or isinstance(tree.type, pa.BaseExtensionType):
+            if tree.kind != Kind.BINARY or is_wrapped(tree.type):
                 raise InvalidArgumentError(
                     f"read_dictionary: column {info.field.name!r} is {tree.type}, "
                     "not a string or binary column"
@@ -489,7 +490,7 @@ class FileReader:
             batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
-                    table = _filtered(pa.Table.from_batches([batch]), filter)
+                    table = filter_table(pa.Table.from_batches([batch]), filter)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                     raise InvalidArgumentError(
                         f"cannot apply filter {filter}: {arrow_reason(exc)}"
@@ -524,15 +525,6 @@ def _order(
     if not virtual or columns is None:
         return list(range(len(projs) + len(virtual)))
     return output_order(columns, [p.info.field.name for p in projs], virtual)
-
-
-def _filtered(table: pa.Table, expr: pc.Expression) -> pa.Table:
-    """``table.filter(expr)``, also for view columns (Arrow has no filter kernel for
-    string_view and binary_view: they are filtered as their plain types)."""
-    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
-    if plain == table.schema:
-        return table.filter(expr)
-    return table.cast(plain).filter(expr).cast(table.schema)
 
 
 def read_table(

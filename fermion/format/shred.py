@@ -40,6 +40,7 @@ from fermion.format.batch import aligned_cuts
 from fermion.format.bitmaps import slice_bitmap
 from fermion.format.bloom import build_blooms
 from fermion.format.decimal_floats import encode_floats
+from fermion.format.encoded import to_storage
 from fermion.format.encodings import (
     decode_byte_split,
     dictionary_page,
@@ -49,7 +50,7 @@ from fermion.format.encodings import (
     int_domain,
     ints_from_plain,
 )
-from fermion.format.layout import Kind, Node, StreamSpec, is_view, view_storage
+from fermion.format.layout import Kind, Node, StreamSpec, is_view, is_wrapped, view_storage
 from fermion.format.options import WriteOptions
 from fermion.format.pages import COMPRESS_RATIO, ENCODED_COMPRESS_RATIO, encode_page
 from fermion.format.stats import (
@@ -274,7 +275,7 @@ def shred_column(
     enc = _Encoder(
         opts,
         encode,
-        blocks=point_readable and not isinstance(node.type, pa.BaseExtensionType),
+        blocks=point_readable and not is_wrapped(node.type),
         page_size=page_size,
         batch=batch_bounds is not None,
     )
@@ -344,8 +345,7 @@ def _bloom_chunk(
     data = next(c for c in chunks if c.stream.stream_type == StreamType.DATA)
     if data.state != ChunkState.PAGES:
         return StreamChunk(node.bloom, ChunkState.EMPTY, 0)
-    if isinstance(array, pa.ExtensionArray):
-        array = array.storage
+    array = to_storage(array)
     slices, start = [], 0
     for page in data.pages:
         slices.append(array.slice(start, page.num_values))
@@ -600,8 +600,7 @@ def _shred(
     out: list[StreamChunk],
     bounds: np.ndarray | None = None,
 ) -> None:
-    if isinstance(arr, pa.ExtensionArray):
-        arr = arr.storage
+    arr = to_storage(arr)
     if is_view(arr.type):
         arr = arr.cast(view_storage(arr.type))
     n = len(arr)

@@ -65,7 +65,7 @@ class StatsKind(enum.Enum):
 
 def stats_kind(t: pa.DataType) -> StatsKind:
     """The interpretation of the stats slots for values of type ``t``."""
-    if isinstance(t, pa.BaseExtensionType):
+    if isinstance(t, pa.BaseExtensionType) or pat.is_run_end_encoded(t):
         return StatsKind.NONE
     if pat.is_boolean(t) or pat.is_signed_integer(t):
         return StatsKind.SIGNED

@@ -49,6 +49,7 @@ from fermion.format.batch import (
     system_tree,
 )
 from fermion.format.bloom import bloom_supported
+from fermion.format.encoded import has_run_ends
 from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.metadata import build_footer
 from fermion.format.options import WriteOptions, split_options
@@ -105,6 +106,14 @@ class _ColumnRecord:
         self.streams = [_StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
         # a dictionary's length is recorded by its values node's VALIDITY descriptors
         self.counted_nodes = {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
+
+
+def _joined(f: pa.Field, chunks: Sequence[pa.Array]) -> pa.Array:
+    """The chunks of one column's stripe as one array."""
+    try:
+        return pa.chunked_array(chunks, f.type).combine_chunks()
+    except pa.ArrowInvalid as exc:  # run ends past what their type holds
+        raise UnsupportedTypeError(f"column {f.name!r}: {f.type}: {exc}") from None
 
 
 def _tree_of(f: pa.Field, bloom: bool) -> Node:
@@ -385,7 +394,9 @@ class FileWriter:
             arrays[i] = pa.array(by_column[j], type=self.schema.field(i).type)
         rest = [i for i in range(len(self.schema)) if arrays[i] is None]
         parts = self._pending_parts
-        if len(rest) > _REST_COLUMNS_FROM_PYTHON:
+        if len(rest) > _REST_COLUMNS_FROM_PYTHON and not any(
+            has_run_ends(self.schema.field(i).type) for i in rest
+        ):
             names = [self.schema.field(i).name for i in rest]
             table = pa.concat_tables([_as_table(p).select(names) for p in parts]).combine_chunks()
             for i, column in zip(rest, table.columns, strict=True):
@@ -393,7 +404,7 @@ class FileWriter:
         else:
             for i in rest:
                 chunks = [c for p in parts for c in _chunks_of(p.column(i))]
-                arrays[i] = pa.chunked_array(chunks, self.schema.field(i).type).combine_chunks()
+                arrays[i] = _joined(self.schema.field(i), chunks)
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _encode_column(
@@ -402,11 +413,15 @@ class FileWriter:
         if column.num_chunks == 1:
             array = column.chunk(0)
         else:
-            array = pa.concat_arrays(column.chunks)
-        encode = self.options.encodes(self.schema.field(i).name)
-        chunks, features = shred_column(
-            self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
-        )
+            array = _joined(self.schema.field(i), column.chunks)
+        name = self.schema.field(i).name
+        encode = self.options.encodes(name)
+        try:
+            chunks, features = shred_column(
+                self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
+            )
+        except UnsupportedTypeError as exc:  # values an encoded type cannot hold
+            raise UnsupportedTypeError(f"column {name!r}: {exc}") from None
         self._required |= features
         return chunks
 

@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
+from fermion.format.plan import cast_table, filter_table, take_table
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import ScanStats, merge_fragment_columns, open_fragment_files
@@ -256,12 +257,12 @@ def read_fragment_batches(
             values = merged.column(batch_column).cast(pa.int64())  # nulls never match
             hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
             offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
-            merged = merged.take(pa.array(offsets))
+            merged = take_table(merged, offsets)
         if fragment.HasField("deletion_file"):
             deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
             stats.deletion_files_read += 1
             keep = keep_mask(deleted, fragment.physical_rows)[offsets]
-            merged = merged.filter(pa.array(keep))
+            merged = filter_table(merged, pa.array(keep))
         stats.rows_returned += merged.num_rows
         return merged
     finally:
@@ -345,7 +346,7 @@ class BatchLookup:
             found = np.zeros(0, dtype=np.int64)
         else:
             combined = pa.concat_tables(
-                [t.select(self.columns).cast(schema) for t in tables]
+                [cast_table(t.select(self.columns), schema) for t in tables]
             ).append_column(
                 self.batch_column + "\0",
                 pa.chunked_array([t.column(self.batch_column).cast(pa.int64()) for t in tables]),
@@ -367,7 +368,7 @@ class BatchLookup:
             [by_group[first[g] : first[g + 1]] for g in wanted.tolist()]
             or [np.zeros(0, dtype=np.int64)]
         )
-        out = combined.drop_columns([self.batch_column + "\0"]).take(pa.array(order))
+        out = take_table(combined.drop_columns([self.batch_column + "\0"]), order)
         return out.combine_chunks() if out.num_rows else out
 
     def _output_schema(self) -> pa.Schema:

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.format.plan import cast_table, take_table
 from fermion.format.streams import export_stream
 from fermion.table.batches import (
     BatchLookup,
@@ -512,14 +513,14 @@ class Dataset:
             fragment = fragments[position]
             picked = np.flatnonzero(owner == position)
             table = read_fragment(self._storage, self._schema, fragment, names)
-            pieces.append(table.take(pa.array(wanted[picked] - starts[position])))
+            pieces.append(take_table(table, wanted[picked] - starts[position]))
             order.append(picked)
         if not pieces:
             return self.scanner(names).to_table().slice(0, 0)
-        combined = pa.concat_tables([p.cast(pieces[0].schema) for p in pieces])
+        combined = pa.concat_tables([cast_table(p, pieces[0].schema) for p in pieces])
         inverse = np.empty(wanted.size, dtype=np.int64)
         inverse[np.concatenate(order)] = np.arange(wanted.size)
-        return combined.take(pa.array(inverse))
+        return take_table(combined, inverse)
 
     # -- batches (batch mode, see fermion.table.batches) --------------------------------------
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from fermion.errors import BatchModeError, InvalidArgumentError, SchemaMismatchError
 from fermion.format import FileWriter
+from fermion.format.plan import cast_table
 from fermion.format.streams import as_reader, is_arrow_input
 from fermion.io import failpoints
 from fermion.table._datafile import open_data_writer
@@ -135,7 +136,7 @@ class _FileMaker:
         if table.schema.equals(self.target, check_metadata=True):
             return table  # a cast would refuse nulls under null structs in non-nullable fields
         try:
-            return table.cast(self.target)
+            return cast_table(table, self.target)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise SchemaMismatchError(f"data does not fit the table schema: {exc}") from exc
 

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
+from fermion.format.plan import cast_table, filter_table
 from fermion.format.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
 from fermion.table.deletions import keep_mask, read_deletion_file
@@ -208,9 +209,9 @@ def _read_opened(
         deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
         stats.deletion_files_read += 1
         keep = keep_mask(deleted, fragment.physical_rows)[start:stop]
-        merged = merged.filter(pa.array(keep))
+        merged = filter_table(merged, pa.array(keep))
     if filter is not None:
-        merged = merged.filter(filter)
+        merged = filter_table(merged, filter)
     out = merged.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
     stats.rows_returned += out.num_rows
     return out
@@ -359,7 +360,7 @@ class Scanner:
         schema = self._output_schema()
         for _, table in self.to_tables(STREAM_READAHEAD):
             if not table.schema.equals(schema):
-                table = table.cast(schema)
+                table = cast_table(table, schema)
             for batch in table.to_batches(max_chunksize=batch_size):
                 if batch.num_rows:
                     yield batch
@@ -389,7 +390,7 @@ class Scanner:
         tables = [t for _, t in self.to_tables()]
         if not tables:
             return schema.empty_table()
-        return pa.concat_tables([t.cast(schema) for t in tables])
+        return pa.concat_tables([cast_table(t, schema) for t in tables])
 
     def count_rows(self) -> int:
         """Number of rows matching (from the manifest alone when there is no filter)."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError, SchemaMismatchError
-from fermion.format.layout import build_tree
+from fermion.format.layout import build_tree, is_wrapped
 from fermion.table.proto import manifest_pb2 as pb
 
 __all__ = ["TableSchema", "count_nodes", "project_file_table", "top_level_field_ids"]
@@ -56,7 +56,7 @@ def count_nodes(field: pa.Field) -> int:
         2
     """
     kind = field.type
-    if kind.num_fields == 0 and not isinstance(kind, pa.DictionaryType | pa.BaseExtensionType):
+    if kind.num_fields == 0 and not (isinstance(kind, pa.DictionaryType) or is_wrapped(kind)):
         return 1  # the common flat case, without building the storage tree
     return sum(1 for _ in build_tree(field).walk())
 

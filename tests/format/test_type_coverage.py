@@ -3,10 +3,8 @@ Parquet converter.
 
 Stored and read back exactly: intervals (month-day-nano), string and binary views, Python
 extension types and pyarrow's canonical extension types (``arrow.uuid``, ``arrow.json``;
-they were refused before). Refused with one ``UnsupportedTypeError`` naming the column and
-the type: dense and sparse unions, run-end encoded arrays and list views (a list view read
-from Parquet gave an ``InvalidArgumentError`` "bad write option" before). Parquet cannot
-hold unions, run-end encoded arrays or month-day-nano intervals, so they only reach
+they were refused before). Unions, run-end encoded arrays and list views are covered by
+``test_encoded_types.py``. Parquet cannot hold month-day-nano intervals, so they only reach
 ``write_table``.
 """
 
@@ -19,7 +17,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import fermion
-from fermion.errors import UnsupportedTypeError
 
 
 class _Celsius(pa.ExtensionType):
@@ -81,44 +78,3 @@ def test_parquet_with_the_type_converts_exactly(tmp_path: Path, name: str) -> No
     assert got.schema == expected.schema and got.equals(expected)
     fermion.fermion_to_parquet(str(tmp_path / "k.fermion"), str(tmp_path / "back.parquet"))
     assert pq.read_table(tmp_path / "back.parquet").equals(expected)
-
-
-def _refused() -> dict[str, pa.Array]:
-    return {
-        "dense_union": pa.UnionArray.from_dense(
-            pa.array([0, 1, 0], pa.int8()),
-            pa.array([0, 0, 1], pa.int32()),
-            [pa.array([1, 2]), pa.array(["a"])],
-        ),
-        "sparse_union": pa.UnionArray.from_sparse(
-            pa.array([0, 1, 0], pa.int8()), [pa.array([1, 2, 3]), pa.array(["a", "b", "c"])]
-        ),
-        "run_end_encoded": pa.RunEndEncodedArray.from_arrays(
-            pa.array([2, 3], pa.int32()), pa.array([7, 8])
-        ),
-        "list_view": pa.array([[1], None, [2, 3]], pa.list_view(pa.int64())),
-        "nested_union": pa.StructArray.from_arrays(
-            [pa.UnionArray.from_sparse(pa.array([0, 0, 0], pa.int8()), [pa.array([1, 2, 3])])],
-            ["u"],
-        ),
-    }
-
-
-@pytest.mark.parametrize("name", list(_refused()))
-def test_refused_with_one_typed_error_naming_column_and_type(tmp_path: Path, name: str) -> None:
-    array = _refused()[name]
-    with pytest.raises(UnsupportedTypeError) as info:
-        fermion.write_table(pa.table({name: array}), str(tmp_path / "r.fermion"))
-    message = str(info.value)
-    assert f"column {name!r}" in message and "\n" not in message
-    stored = array.type.field(0).type if name == "nested_union" else array.type
-    assert str(stored).split("<")[0] in message  # the type that cannot be stored
-
-
-def test_a_list_view_read_from_parquet_is_refused_by_column(tmp_path: Path) -> None:
-    table = pa.table({"x": [1, 2, 3], "lv": _refused()["list_view"]})
-    pq.write_table(table, tmp_path / "lv.parquet")
-    assert pa.types.is_list_view(pq.read_table(tmp_path / "lv.parquet").schema.field("lv").type)
-    with pytest.raises(UnsupportedTypeError, match="column 'lv': .*list_view"):
-        fermion.parquet_to_fermion(str(tmp_path / "lv.parquet"), str(tmp_path / "lv.fermion"))
-    assert not (tmp_path / "lv.fermion").exists()

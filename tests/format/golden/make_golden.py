@@ -1,6 +1,7 @@
 """Write the golden files of the current format version (run once per released version).
 
     python -m tests.format.golden.make_golden
+    python -m tests.format.golden.make_golden --encoded   # golden/encoded (FORMAT.md §3.1)
 
 Each ``NAME.fermion`` is stored with ``NAME.arrow`` (Arrow IPC) holding the table it must
 read back as. Files of released versions are never regenerated or edited.
@@ -348,7 +349,22 @@ def stripe_dictionary_batches(out: Path) -> None:
     write(out, "stripe_dictionary_batches", expected)
 
 
-if __name__ == "__main__":
+def encoded_types_file(out: Path) -> None:
+    """Unions, run-end encoded arrays and list views (docs/FORMAT.md §3.1), nested too,
+    with nulls, over two stripes: they need no format version of their own, so the file
+    lives in ``golden/encoded/`` and pins the storage mapping."""
+    from tests.format.test_encoded_types import _cases
+
+    cases = _cases()
+    table = pa.table({"k": pa.array(range(9), pa.int64()), **cases})
+    out.mkdir(parents=True, exist_ok=True)
+    fermion.write_table(table, out / "encoded_types.fermion", max_stripe_rows=5)
+    write(out, "encoded_types", table)
+
+
+if __name__ == "__main__" and "--encoded" in sys.argv:
+    encoded_types_file(Path(__file__).parent / "encoded")
+elif __name__ == "__main__":
     version = f"v{FORMAT_VERSION_MAJOR}_{FORMAT_VERSION_MINOR}"
     target = Path(__file__).parent / version
     if target.exists() and "--force" not in sys.argv:
