@@ -57,6 +57,7 @@ __all__ = [
     "DictionaryPage",
     "PageHead",
     "decode_page",
+    "decompress_frames",
     "decode_offsets_into",
     "decode_page_into",
     "decode_payload",
@@ -314,6 +315,33 @@ class BlockedBody:
 
     def decompress_all(self) -> bytes:
         return b"".join(self.decompress_many(range(self.num_blocks)))
+
+
+def decompress_frames(
+    frames: Sequence[bytes | bytearray | memoryview], sizes: Sequence[int], where: str
+) -> bytes:
+    """Zstd frames of exactly ``sizes`` decoded bytes each, decompressed by one call that
+    releases the GIL once, back to back. zstd verifies each frame's content checksum when
+    it carries one (callers check that it does) and refuses a frame that decodes to
+    another size; a mismatch is a ChecksumError, any other failure an InvalidFileError.
+
+    Example:
+        >>> comp = _zstd_compressor(3, checksum=True)
+        >>> decompress_frames([comp.compress(b"ab" * 8), comp.compress(b"c")], [16, 1], "p")
+        b'ababababababababc'
+    """
+    if not frames:
+        return b""
+    try:
+        got = _zstd_decompressor().multi_decompress_to_buffer(
+            list(frames), decompressed_sizes=np.asarray(sizes, dtype="=u8").tobytes()
+        )
+    except zstandard.ZstdError as exc:
+        raise _zstd_error(f"{where}: corrupt zstd block", exc) from None
+    parts = [memoryview(got[i]) for i in range(len(frames))]  # type: ignore[arg-type]
+    if any(len(part) != n for part, n in zip(parts, sizes, strict=True)):
+        raise InvalidFileError(f"{where}: a zstd block decompressed to the wrong size")
+    return b"".join(parts)
 
 
 def _crc_blocks_body(head: bytes, payload: bytes | memoryview, block_size: int) -> bytes:

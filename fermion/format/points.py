@@ -57,7 +57,14 @@ from fermion.format.stripe_dictionary import (
 from fermion.format.structs import Compression, Encoding, EncodingFlag
 from fermion.io.source import ByteSource
 
-__all__ = ["PagePayload", "SparsePage", "binary_values", "fixed_values", "gather_ranges"]
+__all__ = [
+    "PagePayload",
+    "SparsePage",
+    "binary_values",
+    "fixed_values",
+    "gather_ranges",
+    "list_value_ranges",
+]
 
 _H = encodings.HEADER_SIZE
 _LENGTHS = int(EncodingFlag.LENGTHS)  # plain ints: IntFlag operators cost microseconds
@@ -469,6 +476,16 @@ def _lengths_prefix(
     with np.errstate(over="ignore"):
         begins = _sums(p, h, Encoding.FOR, rows) + rows * base
         return begins, begins + lengths
+
+
+def list_value_ranges(
+    p: PagePayload, rows: np.ndarray, values: int, offset_width: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(begin, end) positions, relative to the page's first value, of the values of the
+    lists (or strings) at ``rows`` (sorted, unique) of an OFFSETS page stored as
+    FOR-encoded lengths, from the lengths before each row only (with checkpoints: fewer
+    than 256 of them per row); None for offsets stored another way."""
+    return _lengths_prefix(p, rows, values, offset_width)
 
 
 def fixed_values(

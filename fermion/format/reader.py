@@ -32,7 +32,14 @@ from fermion.errors import (
     InvalidArgumentError,
 )
 from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
+from fermion.format.batch_lookup import (
+    fast_columns,
+    list_columns,
+    read_list_points,
+    read_points,
+)
 from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
+from fermion.format.cmb import ColumnMeta
 from fermion.format.describe import describe_file
 from fermion.format.filters import FilterInfo, Pruner
 from fermion.format.layout import Kind, is_wrapped
@@ -354,6 +361,8 @@ class FileReader:
         unique, inverse = np.unique(ids.astype(np.int64), return_inverse=True)
         stripe_of = index.locate(unique)
         metas = self.file_meta.column_metas(projs)
+        fast = fast_columns(projs, metas)  # read together, not column by column
+        lists = list_columns(projs, metas) if self.options.point_reads else []
         parts: list[pa.RecordBatch] = []
         out_start = np.zeros(len(unique), dtype=np.int64)
         out_len = np.zeros(len(unique), dtype=np.int64)
@@ -383,7 +392,10 @@ class FileReader:
                 # a few rows of a large stripe: read value by value (as take does), so the
                 # cost grows with the batch, not with the pages that hold it
                 sel = Selection(points=np.concatenate([np.arange(a, b) for a, b in ranges]))
-            part = self._stripes.read_stripe(projs, metas, int(s), n, sel)
+            if sel.points is not None:
+                part = self._read_points(projs, metas, fast, lists, int(s), n, sel)
+            else:
+                part = self._stripes.read_stripe(projs, metas, int(s), n, sel)
             part = self._with_virtual(part, virtual, int(s), n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
@@ -397,6 +409,46 @@ class FileReader:
         return pa.Table.from_arrays(
             [take_values(c, positions) for c in table.columns], schema=schema
         )
+
+    def _read_points(
+        self,
+        projs: Sequence[Projection],
+        metas: Sequence[ColumnMeta],
+        fast: Sequence[int],
+        lists: Sequence[int],
+        s: int,
+        n: int,
+        sel: Selection,
+    ) -> pa.RecordBatch:
+        """The selected points of stripe ``s``: the ``fast`` projections read together
+        and the ``lists`` value by value (:mod:`fermion.format.batch_lookup`), the
+        others (and lists whose offsets that cannot read) through the stripe reader."""
+        assert sel.points is not None
+        arrays: list[pa.Array | None] = [None] * len(projs)
+        if fast:
+            got = read_points(
+                self.source,
+                [projs[j] for j in fast],
+                [metas[j] for j in fast],
+                s,
+                sel.points,
+                self.options,
+            )
+            for j, arr in zip(fast, got, strict=True):
+                arrays[j] = arr
+        for j in lists:
+            arrays[j] = read_list_points(
+                self.source, projs[j], metas[j], s, sel.points, self.options
+            )
+        rest = [j for j in range(len(projs)) if arrays[j] is None]
+        if rest:
+            part = self._stripes.read_stripe(
+                [projs[j] for j in rest], [metas[j] for j in rest], s, n, sel
+            )
+            for j, arr in zip(rest, part.columns, strict=True):
+                arrays[j] = arr
+        schema = pa.schema([p.field for p in projs])
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def batches(self) -> BatchIndex:
         """The BATCH_META index of a batch-mode file (loaded on first use)."""

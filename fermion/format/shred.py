@@ -51,7 +51,7 @@ from fermion.format.encodings import (
     ints_from_plain,
 )
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, is_wrapped, view_storage
-from fermion.format.options import WriteOptions
+from fermion.format.options import BATCH_BLOCK_SIZE, WriteOptions
 from fermion.format.pages import COMPRESS_RATIO, ENCODED_COMPRESS_RATIO, encode_page
 from fermion.format.stats import (
     Stats,
@@ -122,6 +122,8 @@ class _Encoder:
         # zstd blocks pay only where point reads use them (a flat column's values);
         # elsewhere they would cost scans time and ratio for nothing
         self.block_size = opts.compression_block_size if blocks else 0
+        if batch:  # a lookup reads a batch's few values: smaller blocks (see options)
+            self.block_size = min(self.block_size, BATCH_BLOCK_SIZE)
         self.checkpoints = blocks  # likewise running-sum checkpoints (DELTA, string lengths)
         # and CRC32s per block of uncompressed pages (1.5), so that point reads verify
         # what they read; a plain column (encode False) stays readable by older readers
@@ -275,7 +277,9 @@ def shred_column(
     enc = _Encoder(
         opts,
         encode,
-        blocks=point_readable and not is_wrapped(node.type),
+        # batch mode: a lookup reads nested columns value by value too (their offsets'
+        # checkpoints, the blocks of their values)
+        blocks=(point_readable or batch_bounds is not None) and not is_wrapped(node.type),
         page_size=page_size,
         batch=batch_bounds is not None,
     )

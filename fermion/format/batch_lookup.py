@@ -1,0 +1,527 @@
+"""Batch lookups of flat fixed-width columns: all projected columns planned and read together.
+
+A batch lookup wants a few consecutive rows of one stripe from each of many columns. Read
+through the general stripe reader, every column pays its own planning, its own page
+objects and its own zstd call, so 50 columns cost 50 times a fixed Python overhead. Here
+the columns a lookup can read this way (flat, fixed-width, no nulls stored, numeric or
+temporal; see :func:`fast_columns`) are read in phases shared by all of them:
+
+1. the row positions within each page are computed once per distinct page layout (in batch
+   mode every column's pages break at batch boundaries, so most columns share one);
+2. the first bytes of every page holding wanted rows (page header, block table) are
+   fetched in one coalesced request (of a memory-mapped file: views of the whole pages,
+   of which only the bytes used are touched);
+3. of the ZSTD_BLOCKS pages, the frames of the blocks holding the wanted values (and block
+   0, which holds a BYTE_SPLIT page's header) are fetched in one coalesced request;
+4. every zstd block of every column is decompressed by one ``multi_decompress_to_buffer``
+   call (one GIL release); each frame must carry zstd's content checksum (checked in its
+   header first), which zstd verifies, and must decompress to exactly its block's size
+   (zstd refuses a frame declaring another size; a truncated frame fails);
+5. each column's values are gathered from its decoded blocks into one Arrow buffer.
+
+Other pages (CRC_BLOCKS, encoded integers, one zstd frame) are read value by value by
+:func:`fermion.format.points.fixed_values`, from the mapping or, of another source, as a
+:class:`~fermion.format.points.SparsePage`. Every byte used is verified as a point read
+verifies it: zstd content checksums, CRC_BLOCKS head and block CRC32s, or the page CRC32.
+
+Example:
+    >>> import pyarrow as pa, tempfile, os
+    >>> from fermion.format.writer import FileWriter
+    >>> from fermion.format.reader import FileReader
+    >>> path = os.path.join(tempfile.mkdtemp(), "bl.fermion")
+    >>> schema = pa.schema([("x", pa.float64()), ("y", pa.int64())])
+    >>> with FileWriter(path, schema) as w:
+    ...     for i in range(3):
+    ...         w.append_batch(i, pa.table({"x": [float(i)] * 2, "y": [i, -i]}, schema))
+    >>> r = FileReader(path)
+    >>> projs = r.file_meta.projections(["x", "y"])
+    >>> metas = r.file_meta.column_metas(projs)
+    >>> fast_columns(projs, metas)
+    [0, 1]
+    >>> arrays = read_points(r.source, projs, metas, 0, np.array([2, 3]), r.options)
+    >>> [a.to_pylist() for a in arrays]
+    [[1.0, 1.0], [1, -1]]
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from fermion.errors import InvalidFileError, UnsupportedVersionError
+from fermion.format import encodings
+from fermion.format.cmb import ColumnMeta
+from fermion.format.layout import Kind, Node
+from fermion.format.options import ReadOptions
+from fermion.format.pages import (
+    PAGE_HEADER_SIZE,
+    decompress_frames,
+)
+from fermion.format.plan import Projection
+from fermion.format.points import (
+    PagePayload,
+    SparsePage,
+    fixed_values,
+    gather_ranges,
+    list_value_ranges,
+)
+from fermion.format.structs import Compression, DescType, Encoding, EncodingFlag, StreamType
+from fermion.io.source import ByteSource
+
+__all__ = ["fast_columns", "list_columns", "read_list_points", "read_points"]
+
+_HEAD = struct.Struct("<IBBBBII")  # PageHeader: crc, encoding, compression, flags, -, size, n
+_U32 = struct.Struct("<I")
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_CHECKSUM_FLAG = 4  # Frame_Header_Descriptor: Content_Checksum_flag
+_TABLE = struct.Struct("<II")
+_ENC_HEAD = struct.Struct(
+    "<16xIxxBB"
+)  # EncodingHeader: count, out_width, flags  # BlockTable: block_size, num_blocks
+_H = encodings.HEADER_SIZE
+_ZSTD_BLOCKS = int(Compression.ZSTD_BLOCKS)
+_PLAIN = int(Encoding.PLAIN)
+_BYTE_SPLIT = int(Encoding.BYTE_SPLIT)
+_LENGTHS = int(EncodingFlag.LENGTHS)
+_KNOWN_ENCODINGS = {int(e) for e in Encoding}
+_KNOWN_COMPRESSIONS = {int(c) for c in Compression}
+
+
+def _plain_fixed(node: Node, m: ColumnMeta) -> bool:
+    """A fixed-width numeric or temporal node (no extension type) storing no nulls."""
+    t = node.type
+    if node.kind != Kind.FIXED or t != node.storage:
+        return False
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)):
+        return False
+    vspec = node.stream(StreamType.VALIDITY)
+    return vspec is not None and m.streams[vspec.index].desc_type == DescType.USE_DEFAULT
+
+
+def _full(node: Node, m: ColumnMeta, stream: StreamType) -> bool:
+    spec = node.stream(stream)
+    return spec is not None and m.streams[spec.index].desc_type == DescType.FULL
+
+
+def fast_columns(projs: Sequence[Projection], metas: Sequence[ColumnMeta]) -> list[int]:
+    """Positions of the projections :func:`read_points` reads: whole flat fixed-width
+    numeric or temporal columns (not extension types) whose validity stream stores no
+    nulls in any stripe and whose values are FULL chunks."""
+    return [
+        j
+        for j, (p, m) in enumerate(zip(projs, metas, strict=True))
+        if m.present
+        and p.flat
+        and not p.dictionary
+        and _plain_fixed(p.tree, m)
+        and _full(p.tree, m, StreamType.DATA)
+    ]
+
+
+def list_columns(projs: Sequence[Projection], metas: Sequence[ColumnMeta]) -> list[int]:
+    """Positions of the projections :func:`read_list_points` may read: whole list (or
+    large list) columns of fixed-width numeric or temporal values, no nulls stored at
+    either level, offsets and values in FULL chunks."""
+    out = []
+    for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
+        tree = p.tree
+        if not m.present or tree.kind != Kind.LIST or p.selected is not None:
+            continue
+        if tree.type != tree.storage or len(tree.children) != 1:
+            continue
+        child = tree.children[0]
+        vspec = tree.stream(StreamType.VALIDITY)
+        if vspec is None or m.streams[vspec.index].desc_type != DescType.USE_DEFAULT:
+            continue
+        if (
+            _plain_fixed(child, m)
+            and _full(tree, m, StreamType.OFFSETS)
+            and _full(child, m, StreamType.DATA)
+        ):
+            out.append(j)
+    return out
+
+
+class _Page:
+    """One page of one column holding wanted rows, through the phases of a lookup."""
+
+    __slots__ = (
+        "col",
+        "offset",
+        "size",
+        "values",
+        "rows",
+        "run",
+        "where",
+        "encoding",
+        "decoded",
+        "blocks",
+        "block_size",
+        "fetch",
+        "slot",
+    )
+
+    def __init__(
+        self,
+        col: int,
+        offset: int,
+        size: int,
+        values: int,
+        rows: np.ndarray,
+        run: tuple[int, int] | None,
+        where: str,
+    ) -> None:
+        self.col = col
+        self.offset = offset
+        self.size = size
+        self.values = values
+        self.rows = rows  # wanted rows within the page: sorted, unique
+        self.run = run  # (first, last) when the rows are consecutive
+        self.where = where
+        self.encoding = 0
+        self.decoded = 0
+        self.blocks: list[int] | None = None  # zstd blocks to decompress, sorted
+        self.block_size = 0
+        self.fetch: list[tuple[int, int]] = []  # page-relative frame ranges, per block
+        self.slot = 0  # index of its first block among all blocks decompressed
+
+
+def read_points(
+    source: ByteSource,
+    projs: Sequence[Projection],
+    metas: Sequence[ColumnMeta],
+    s: int,
+    rows: np.ndarray,
+    options: ReadOptions,
+) -> list[pa.Array]:
+    """The values at ``rows`` (sorted, unique, within stripe ``s``) of each projection
+    (every one listed by :func:`fast_columns`), as Arrow arrays.
+
+    Raises:
+        InvalidFileError: a page, block table or frame disagrees with the metadata.
+        ChecksumError: a checksum covering bytes used does not match.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    verify = options.verify_checksums
+    name = source.name
+    pages: list[_Page] = []
+    # per distinct page layout: the pages holding rows, and the rows within each
+    cached: dict[bytes, list[tuple[int, np.ndarray, tuple[int, int] | None]]] = {}
+    for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
+        dspec = p.tree.stream(StreamType.DATA)
+        assert dspec is not None
+        desc = m.streams[dspec.index]
+        assert desc.full is not None
+        if int(desc.full["num_pages"][s]) == 0:
+            if len(rows):
+                raise InvalidFileError(f"{name}: column {p.info.field.name!r} has no pages")
+            continue
+        lay = desc.layout(s)
+        key = lay.counts.tobytes()
+        split = cached.get(key)
+        if split is None:
+            split = cached[key] = _split(rows, lay.starts, lay.ends)
+            if len(rows) and int(rows[-1]) >= int(lay.ends[-1]):
+                raise InvalidFileError(
+                    f"{name}: column {p.info.field.name!r}: pages hold {int(lay.ends[-1])} rows"
+                )
+        for k, r, run in split:
+            off = int(lay.offsets[k])
+            where = f"{name}: column {p.info.field.name!r}, stripe {s}, page at offset {off}"
+            pages.append(_Page(j, off, int(lay.sizes[k]), int(lay.counts[k]), r, run, where))
+    mapped = source.mapped
+    gap = options.coalesce_gap if mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)
+    # phase 2: page headers and block tables
+    # of a mapped file the whole pages at once (views: nothing is read until touched),
+    # of another source their first bytes
+    first = SparsePage.GRAIN if not mapped else max((pg.size for pg in pages), default=0)
+    heads = source.read_ranges([(pg.offset, min(pg.size, first)) for pg in pages], max_gap=gap)
+    need = [_plan_page(pg, heads[i], projs[pg.col].tree.byte_width) for i, pg in enumerate(pages)]
+    more = [i for i, n in enumerate(need) if n > len(heads[i])]
+    if more:  # a block table past the first bytes read: read up to its end
+        longer = source.read_ranges([(pages[i].offset, need[i]) for i in more], max_gap=gap)
+        for i, view in zip(more, longer, strict=True):
+            heads[i] = view
+            _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width)
+    # phase 3: the frames of the blocks the rows need, of every page at once
+    if mapped:
+        frames = [heads[i][a:b] for i, pg in enumerate(pages) for a, b in pg.fetch]
+    else:
+        requests = [(pg.offset + a, b - a) for pg in pages for a, b in pg.fetch]
+        frames = source.read_ranges(requests, max_gap=gap)
+    # phase 4: every zstd block of every page in one call
+    sizes: list[int] = []
+    for pg in pages:
+        if pg.blocks is None:
+            continue
+        pg.slot = len(sizes)
+        for k in pg.blocks:
+            size = min(pg.block_size, pg.decoded - k * pg.block_size)
+            frame = frames[len(sizes)]
+            if len(frame) < 6 or frame[:4] != _ZSTD_MAGIC or not frame[4] & _CHECKSUM_FLAG:
+                raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
+            sizes.append(size)
+    where = f"{name}: stripe {s}"
+    buf = np.frombuffer(decompress_frames(frames[: len(sizes)], sizes, where), dtype=np.uint8)
+    bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
+    # phase 5: each page's values, then each column's array
+    by_col: list[list[bytes]] = [[] for _ in projs]
+    for i, pg in enumerate(pages):
+        tree = projs[pg.col].tree
+        if pg.blocks is not None:
+            data = _gather_blocked(pg, buf, bases[pg.slot], tree.byte_width)
+        else:
+            page: memoryview | SparsePage = (
+                heads[i] if mapped else SparsePage(source, pg.offset, pg.size, heads[i], gap)
+            )
+            domain = encodings.int_domain(tree.storage)
+            data = fixed_values(page, pg.rows, pg.values, tree.byte_width, domain, pg.where, verify)
+        by_col[pg.col].append(data)
+    out = []
+    for j, p in enumerate(projs):
+        data = by_col[j][0] if len(by_col[j]) == 1 else b"".join(by_col[j])
+        if len(data) != len(rows) * p.tree.byte_width:
+            raise InvalidFileError(f"{name}: column {p.info.field.name!r}: values missing")
+        out.append(pa.Array.from_buffers(p.tree.type, len(rows), [None, pa.py_buffer(data)]))
+    return out
+
+
+def _split(
+    rows: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> list[tuple[int, np.ndarray, tuple[int, int] | None]]:
+    """(page, rows within it, (first, last) if consecutive) for each page holding rows."""
+    if not len(rows):
+        return []
+    if int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # one run of consecutive rows
+        first = int(ends.searchsorted(rows[0], side="right"))
+        last = int(ends.searchsorted(rows[-1], side="right"))
+        if first == last:
+            a = int(rows[0]) - int(starts[first])
+            return [(first, rows - int(starts[first]), (a, a + len(rows) - 1))]
+    page_of = ends.searchsorted(rows, side="right")
+    cut = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
+    bounds = [0, *cut.tolist(), len(rows)]
+    out = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        k = int(page_of[a])
+        r = rows[a:b] - starts[k]
+        run = (int(r[0]), int(r[-1])) if int(r[-1]) - int(r[0]) + 1 == len(r) else None
+        out.append((k, r, run))
+    return out
+
+
+def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
+    """Validate a page's header (and block table) from its first bytes and list what
+    phase 3 fetches; returns the bytes the header and tables need (more than ``head``
+    holds: call again with more)."""
+    if pg.size < PAGE_HEADER_SIZE or len(head) < PAGE_HEADER_SIZE:
+        raise InvalidFileError(f"{pg.where}: page of {pg.size} bytes is shorter than its header")
+    _, enc, comp, _, _, size, n = _HEAD.unpack_from(head)
+    if n != pg.values:
+        raise InvalidFileError(f"{pg.where}: page holds {n} values, metadata says {pg.values}")
+    if enc not in _KNOWN_ENCODINGS or comp not in _KNOWN_COMPRESSIONS:
+        raise UnsupportedVersionError(f"{pg.where}: unknown encoding {enc} or compression {comp}")
+    pg.encoding, pg.decoded = enc, size
+    plain = pg.values * width
+    if size > plain + _H:
+        raise InvalidFileError(f"{pg.where}: page decodes to {size} bytes, expected {plain}")
+    fast = (enc == _PLAIN and size == plain) or (enc == _BYTE_SPLIT and size == plain + _H)
+    if comp == _ZSTD_BLOCKS and fast:
+        return _plan_blocked(pg, head, width)
+    pg.fetch = []  # read value by value by points.fixed_values (CRC_BLOCKS: by block)
+    return PAGE_HEADER_SIZE
+
+
+def _value_ranges(pg: _Page, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Payload byte ranges ``[begins, ends)`` holding the wanted values (a BYTE_SPLIT
+    page: a byte per plane and value, after the encoding header's range)."""
+    rows = pg.rows
+    if pg.encoding == _PLAIN:
+        return rows * width, (rows + 1) * width
+    planes = _H + np.arange(width, dtype=np.int64) * pg.values
+    at = (planes[None, :] + rows[:, None]).ravel()
+    return np.concatenate([[0], at]), np.concatenate([[_H], at + 1])
+
+
+def _blocks_needed(pg: _Page, width: int, bs: int) -> list[int]:
+    """The blocks holding the wanted values (and a BYTE_SPLIT page's header), sorted."""
+    if pg.run is None:
+        begins, ends = _value_ranges(pg, width)
+        return np.unique(np.concatenate([begins // bs, (ends - 1) // bs])).tolist()
+    r0, r1 = pg.run
+    if pg.encoding == _PLAIN:
+        ranges = [(r0 * width, (r1 + 1) * width)]
+    else:
+        v = pg.values
+        ranges = [(0, _H)] + [(_H + j * v + r0, _H + j * v + r1 + 1) for j in range(width)]
+    return sorted({k for a, b in ranges for k in range(a // bs, (b - 1) // bs + 1)})
+
+
+def _plan_blocked(pg: _Page, head: memoryview, width: int) -> int:
+    table = PAGE_HEADER_SIZE + _TABLE.size
+    if pg.size < table:
+        raise InvalidFileError(f"{pg.where}: blocked page shorter than its block table")
+    if len(head) < table:
+        return table
+    block_size, num_blocks = _TABLE.unpack_from(head, PAGE_HEADER_SIZE)
+    if block_size == 0 or num_blocks != -(-pg.decoded // block_size) or num_blocks == 0:
+        raise InvalidFileError(
+            f"{pg.where}: {num_blocks} blocks of {block_size} bytes cannot hold {pg.decoded} bytes"
+        )
+    frames_at = table + 4 * num_blocks
+    if frames_at > pg.size:
+        raise InvalidFileError(f"{pg.where}: block table runs past the page")
+    if len(head) < frames_at:
+        return frames_at
+    frames = pg.size - frames_at
+    if _U32.unpack_from(head, frames_at - 4)[0] != frames:
+        raise InvalidFileError(f"{pg.where}: block frame ends are inconsistent")
+    blocks = _blocks_needed(pg, width, block_size)
+    fetch = []
+    for k in blocks:
+        start = _U32.unpack_from(head, table + 4 * (k - 1))[0] if k else 0
+        end = _U32.unpack_from(head, table + 4 * k)[0]
+        if not start <= end <= frames:  # each frame is then checked to fill its range
+            raise InvalidFileError(f"{pg.where}: block frame ends are inconsistent")
+        fetch.append((frames_at + start, frames_at + end))
+    pg.blocks, pg.block_size, pg.fetch = blocks, block_size, fetch
+    return frames_at
+
+
+def _gather_blocked(pg: _Page, buf: np.ndarray, base: int, width: int) -> bytes:
+    """The wanted values of a ZSTD_BLOCKS page from its decompressed blocks, which lie
+    back to back in ``buf`` from ``base`` (all but the page's last block are whole)."""
+    assert pg.blocks is not None
+    bs = pg.block_size
+    slot = {k: i for i, k in enumerate(pg.blocks)}
+
+    def at(x: int) -> int:  # payload byte x in buf
+        return base + slot[x // bs] * bs + x % bs
+
+    if pg.encoding == _BYTE_SPLIT:  # the EncodingHeader, in block 0
+        count, out_width, flags = _ENC_HEAD.unpack_from(buf.data, base)
+        if count != pg.values:
+            raise InvalidFileError(f"{pg.where}: encoded page holds {count} values")
+        if out_width != width or flags & _LENGTHS:
+            raise InvalidFileError(f"{pg.where}: BYTE_SPLIT payload has the wrong size")
+    if pg.run is not None:  # consecutive rows: their bytes are consecutive in buf
+        r0, r1 = pg.run
+        m = r1 - r0 + 1
+        if pg.encoding == _PLAIN:
+            start = at(r0 * width)
+            return buf[start : start + m * width].tobytes()
+        v = pg.values
+        planes = np.array([at(_H + j * v + r0) for j in range(width)], dtype=np.int64)
+        return buf[planes[None, :] + np.arange(m, dtype=np.int64)[:, None]].tobytes()  # value-major
+    blocks = np.asarray(pg.blocks, dtype=np.int64)
+    begins = _value_ranges(pg, width)[0]
+    if pg.encoding == _BYTE_SPLIT:
+        begins = begins[1:]
+        pos = base + blocks.searchsorted(begins // bs) * bs + begins % bs
+        return buf[pos].tobytes()  # value-major: each value's plane bytes in order
+    pos = base + blocks.searchsorted(begins // bs) * bs + begins % bs
+    return gather_ranges(buf, pos, np.full(len(pos), width)).tobytes()
+
+
+def read_list_points(
+    source: ByteSource,
+    p: Projection,
+    m: ColumnMeta,
+    s: int,
+    rows: np.ndarray,
+    options: ReadOptions,
+) -> pa.Array | None:
+    """The lists at ``rows`` (sorted, unique, within stripe ``s``) of a column listed by
+    :func:`list_columns`, reading value by value: of the OFFSETS pages holding the rows,
+    only the value lengths before and at each row (FOR-encoded lengths, with checkpoints
+    when written), then of the child's DATA pages only the values those lists hold. None:
+    the offsets are stored another way (the caller reads the column whole).
+
+    Raises:
+        InvalidFileError: the pages disagree with the metadata or with each other.
+        ChecksumError: a checksum covering bytes used does not match.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    tree = p.tree
+    child = tree.children[0]
+    ospec, dspec = tree.stream(StreamType.OFFSETS), child.stream(StreamType.DATA)
+    assert ospec is not None and dspec is not None
+    odesc, ddesc = m.streams[ospec.index], m.streams[dspec.index]
+    assert odesc.full is not None and ddesc.full is not None
+    if not int(odesc.full["num_pages"][s]) or not len(rows):
+        return None
+    verify = options.verify_checksums
+    gap = options.coalesce_gap if source.mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)
+    where = f"{source.name}: column {p.info.field.name!r}, stripe {s}"
+    width = tree.byte_width
+
+    def page(offset: int, size: int) -> memoryview | SparsePage:
+        if source.mapped:
+            return source.read(offset, size)
+        return SparsePage(source, offset, size, source.read(offset, min(size, 512)), gap)
+
+    olay = odesc.layout(s)
+    if int(rows[-1]) >= int(olay.ends[-1]):
+        raise InvalidFileError(f"{where}: offsets pages hold {int(olay.ends[-1])} rows")
+    totals: dict[int, int] = {}  # child values under each OFFSETS page
+
+    def lengths_of(k: int, at: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        off, values = int(olay.offsets[k]), int(olay.counts[k])
+        payload = PagePayload(
+            page(off, int(olay.sizes[k])),
+            values,
+            (values + 1) * width,
+            f"{where}, page at offset {off}",
+            verify,
+        )
+        return list_value_ranges(payload, at, values, width)
+
+    begins, ends = [], []
+    for k, r, _ in _split(rows, olay.starts, olay.ends):
+        found = lengths_of(k, r)
+        if found is None:
+            return None
+        base = 0
+        for j in range(k):  # the values under the stripe's earlier OFFSETS pages
+            if j not in totals:
+                last = lengths_of(j, np.array([int(olay.counts[j]) - 1]))
+                if last is None:
+                    return None
+                totals[j] = int(last[1][0])
+            base += totals[j]
+        begins.append(found[0] + base)
+        ends.append(found[1] + base)
+    b, e = np.concatenate(begins), np.concatenate(ends)
+    lengths = e - b
+    total = int(lengths.sum())
+    # the child positions of the wanted lists' values, in order
+    idx = np.arange(total, dtype=np.int64) + np.repeat(b - (np.cumsum(lengths) - lengths), lengths)
+    dlay = ddesc.layout(s)
+    if total and (int(idx[-1]) >= int(dlay.ends[-1]) or int(b.min()) < 0):
+        raise InvalidFileError(f"{where}: list offsets point past the values")
+    parts = []
+    domain = encodings.int_domain(child.storage)
+    for k, r, _ in _split(idx, dlay.starts, dlay.ends):
+        off = int(dlay.offsets[k])
+        parts.append(
+            fixed_values(
+                page(off, int(dlay.sizes[k])),
+                r,
+                int(dlay.counts[k]),
+                child.byte_width,
+                domain,
+                f"{where}, page at offset {off}",
+                verify,
+            )
+        )
+    values = pa.Array.from_buffers(child.type, total, [None, pa.py_buffer(b"".join(parts))])
+    offsets = np.zeros(len(rows) + 1, dtype=f"<i{width}")
+    if total > np.iinfo(offsets.dtype).max:
+        raise InvalidFileError(f"{where}: selected values exceed the offset width")
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(
+        tree.type, len(rows), [None, pa.py_buffer(offsets)], children=[values]
+    )

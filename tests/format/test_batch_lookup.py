@@ -1,0 +1,381 @@
+"""Batch lookups of flat fixed-width columns read together (fermion.format.batch_lookup).
+
+Checked against a full read of the same file: random batch files (hypothesis) of numeric
+and temporal columns, with and without nulls (columns with nulls take the general path),
+ids asked in any order with repeats, through a memory map and through ``os.pread``; the
+IO a lookup does; the batch-mode block size; and corruption of the bytes this path reads:
+every byte of a column's pages flipped in turn, frames without a content checksum, a
+frame table pointing outside the page.
+
+Bad inputs tried here: flipped bytes in page headers, block tables, zstd frames and the
+encoding header of a BYTE_SPLIT page; a frame whose Content_Checksum_flag is cleared; a
+block table entry beyond the frames; an id not in the file.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fermion
+from fermion.format import batch_lookup
+from fermion.format.batch_lookup import fast_columns
+from fermion.format.options import BATCH_BLOCK_SIZE
+from fermion.format.structs import Compression, StreamType
+
+TYPES = [
+    pa.float32(),
+    pa.float64(),
+    pa.int64(),
+    pa.int32(),
+    pa.int8(),
+    pa.uint16(),
+    pa.timestamp("us"),
+    pa.date32(),
+]
+
+
+def _column(rng: np.random.Generator, t: pa.DataType, n: int, nulls: bool) -> pa.Array:
+    if pa.types.is_floating(t):
+        values = rng.random(n).astype(t.to_pandas_dtype())
+        arr = pa.array(values, t)
+    elif pa.types.is_timestamp(t) or pa.types.is_date(t):
+        arr = pa.array(rng.integers(0, 1 << 30, n), pa.int64()).cast(
+            pa.int32() if t == pa.date32() else pa.int64()
+        )
+        arr = arr.view(t) if t != pa.date32() else arr.cast(t)
+    else:
+        info = np.iinfo(t.to_pandas_dtype())
+        arr = pa.array(rng.integers(max(info.min, -(1 << 40)), min(info.max, 1 << 40), n), t)
+    if nulls:
+        mask = pa.array(rng.random(n) < 0.2)
+        arr = pc.if_else(mask, pa.nulls(n, t), arr)
+    return arr
+
+
+def write_batches(
+    path: Path, table: pa.Table, sizes: list[int], ids: list[int], **options: object
+) -> None:
+    starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    with fermion.FileWriter(path, table.schema, **options) as w:
+        for bid, a, size in zip(ids, starts, sizes, strict=False):
+            w.append_batch(bid, table.slice(a, size))
+
+
+def expected_rows(table: pa.Table, sizes: list[int], ids: list[int], asked: list[int]) -> pa.Table:
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    where = {bid: k for k, bid in enumerate(ids)}
+    rows = np.concatenate(
+        [np.arange(starts[where[b]], starts[where[b]] + sizes[where[b]]) for b in asked]
+    )
+    return table.take(pa.array(rows, pa.int64()))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**31),
+    batches=st.integers(1, 60),
+    max_rows=st.integers(1, 300),
+    types=st.lists(st.sampled_from(TYPES), min_size=1, max_size=5),
+    nulls=st.lists(st.booleans(), min_size=5, max_size=5),
+    block=st.sampled_from([256, 2048]),
+    stripe_rows=st.sampled_from([1_000, 1 << 20]),
+    memory_map=st.booleans(),
+)
+def test_lookup_matches_full_read(
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    batches: int,
+    max_rows: int,
+    types: list[pa.DataType],
+    nulls: list[bool],
+    block: int,
+    stripe_rows: int,
+    memory_map: bool,
+) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, max_rows + 1, batches).tolist()
+    ids = np.cumsum(rng.integers(1, 5, batches)).tolist()
+    n = int(sum(sizes))
+    table = pa.table({f"c{i}": _column(rng, t, n, nulls[i]) for i, t in enumerate(types)})
+    path = tmp_path_factory.mktemp("bl") / "t.fermion"
+    write_batches(
+        path,
+        table,
+        sizes,
+        ids,
+        compression_block_size=block,
+        max_stripe_rows=stripe_rows,
+        page_size=4096,
+    )
+    asked = rng.choice(ids, size=int(rng.integers(1, 6)), replace=True).tolist()
+    columns = list(rng.permutation(table.column_names))
+    with fermion.FileReader(path, memory_map=memory_map) as r:
+        got = r.read_batches(asked, columns=columns)
+    assert got.equals(expected_rows(table, sizes, ids, asked).select(columns))
+
+
+def _batch_file(tmp_path: Path, **options: object) -> tuple[Path, pa.Table, list[int], list[int]]:
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 65, 400).tolist()
+    ids = (np.arange(400) * 3 + 100).tolist()
+    n = int(sum(sizes))
+    cols = {f"f{i}": pa.array(rng.random(n).astype(np.float32)) for i in range(6)}
+    cols["k"] = pa.array(np.arange(n, dtype=np.int64) * 7)
+    table = pa.table(cols)
+    path = tmp_path / "b.fermion"
+    write_batches(path, table, sizes, ids, **options)
+    return path, table, sizes, ids
+
+
+def test_fast_columns_are_the_flat_fixed_width_ones(tmp_path: Path) -> None:
+    schema = pa.schema(
+        [
+            ("x", pa.float32()),
+            ("n", pa.int64()),  # nulls stored: general path
+            ("s", pa.string()),
+            ("l", pa.list_(pa.int64())),
+            ("t", pa.timestamp("ms")),
+        ]
+    )
+    table = pa.table(
+        {
+            "x": pa.array([1.0, 2.0], pa.float32()),
+            "n": pa.array([1, None], pa.int64()),
+            "s": ["a", "b"],
+            "l": [[1], []],
+            "t": pa.array([1, 2], pa.timestamp("ms")),
+        },
+        schema=schema,
+    )
+    path = tmp_path / "f.fermion"
+    write_batches(path, table, [2], [1])
+    with fermion.FileReader(path) as r:
+        projs = r.file_meta.projections(schema.names)
+        assert fast_columns(projs, r.file_meta.column_metas(projs)) == [0, 4]
+        assert r.read_batches([1]).equals(table)
+
+
+def test_batch_mode_blocks_are_small_and_lookups_read_only_them(tmp_path: Path) -> None:
+    path, table, sizes, ids = _batch_file(tmp_path)
+    with fermion.FileReader(path, memory_map=False) as r:
+        opened = r.source.stats.bytes_read
+        (proj,) = r.file_meta.projections(["f0"])
+        (meta,) = r.file_meta.column_metas([proj])
+        spec = proj.tree.stream(StreamType.DATA)
+        assert spec is not None
+        lay = meta.streams[spec.index].layout(0)
+        page = r.source.read(int(lay.offsets[0]), 24)
+        assert page[5] == Compression.ZSTD_BLOCKS
+        block_size, _ = struct.unpack_from("<II", page, 16)
+        assert block_size == BATCH_BLOCK_SIZE
+        before = r.source.stats.bytes_read
+        got = r.read_batches([ids[200]], columns=["f0", "f3", "k"])
+        used = r.source.stats.bytes_read - before
+    assert got.equals(expected_rows(table, sizes, ids, [ids[200]]).select(["f0", "f3", "k"]))
+    assert opened > 0
+    # headers, block tables and a few 2 KiB blocks of 3 columns out of 7
+    assert 0 < used < path.stat().st_size / 10
+
+
+def test_lookup_uses_the_shared_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, table, sizes, ids = _batch_file(tmp_path)
+    calls: list[int] = []
+    real = batch_lookup.read_points
+
+    def counting(*args: object, **kwargs: object) -> list[pa.Array]:
+        calls.append(len(args[1]))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("fermion.format.reader.read_points", counting)
+    with fermion.FileReader(path) as r:
+        got = r.read_batches([ids[5], ids[399], ids[5]])
+    assert calls and sum(calls) == 7 * len(calls)  # every column, one call per stripe
+    assert got.equals(expected_rows(table, sizes, ids, [ids[5], ids[399], ids[5]]))
+
+
+def _page_span(path: Path, column: str) -> tuple[int, int]:
+    with fermion.FileReader(path) as r:
+        (proj,) = r.file_meta.projections([column])
+        (meta,) = r.file_meta.column_metas([proj])
+        spec = proj.tree.stream(StreamType.DATA)
+        assert spec is not None
+        lay = meta.streams[spec.index].layout(0)
+        return int(lay.offsets[0]), int(lay.offsets[-1] + lay.sizes[-1])
+
+
+@pytest.mark.parametrize("memory_map", [True, False])
+def test_flipped_bytes_of_the_pages_read_are_caught_or_harmless(
+    tmp_path: Path, memory_map: bool
+) -> None:
+    path, table, sizes, ids = _batch_file(tmp_path, max_stripe_rows=4_000)
+    asked = [ids[0], ids[30]]
+    expected = expected_rows(table, sizes, ids, asked).select(["f2"])
+    begin, end = _page_span(path, "f2")
+    original = path.read_bytes()
+    caught = {"checksum": 0, "structural": 0, "same": 0}
+    step = max(1, (end - begin) // 600)
+    for pos in range(begin, end, step):
+        data = bytearray(original)
+        data[pos] ^= 0xFF
+        path.write_bytes(bytes(data))
+        try:
+            with fermion.FileReader(path, memory_map=memory_map) as r:
+                got = r.read_batches(asked, columns=["f2"])
+        except fermion.ChecksumError:
+            caught["checksum"] += 1
+        except fermion.FermionError:
+            caught["structural"] += 1
+        else:
+            assert got.equals(expected), f"silently different values after flipping {pos}"
+            caught["same"] += 1
+    assert caught["checksum"] > 0 and caught["same"] > 0  # blocks not read are not used
+
+
+def _first_frame(data: bytes, begin: int) -> tuple[int, int, int]:
+    """(frames start, num blocks, table start) of the ZSTD_BLOCKS page at ``begin``."""
+    assert data[begin + 5] == Compression.ZSTD_BLOCKS
+    _, num_blocks = struct.unpack_from("<II", data, begin + 16)
+    return begin + 24 + 4 * num_blocks, num_blocks, begin + 24
+
+
+def test_a_frame_without_content_checksum_is_refused(tmp_path: Path) -> None:
+    path, table, sizes, ids = _batch_file(tmp_path)
+    begin, _ = _page_span(path, "f1")
+    data = bytearray(path.read_bytes())
+    frames, _, _ = _first_frame(bytes(data), begin)
+    assert data[frames : frames + 4] == b"\x28\xb5\x2f\xfd"
+    data[frames + 4] &= ~4 & 0xFF  # Content_Checksum_flag of block 0 (holds the header)
+    path.write_bytes(bytes(data))
+    with fermion.FileReader(path) as r, pytest.raises(fermion.InvalidFileError):
+        r.read_batches([ids[0]], columns=["f1"])
+
+
+def test_a_frame_table_entry_past_the_frames_is_refused(tmp_path: Path) -> None:
+    path, table, sizes, ids = _batch_file(tmp_path)
+    begin, _ = _page_span(path, "f1")
+    data = bytearray(path.read_bytes())
+    _, num_blocks, table_at = _first_frame(bytes(data), begin)
+    struct.pack_into("<I", data, table_at, 1 << 30)  # the end of block 0
+    path.write_bytes(bytes(data))
+    with fermion.FileReader(path) as r, pytest.raises(fermion.InvalidFileError):
+        r.read_batches([ids[0]], columns=["f1"])
+
+
+def test_unknown_id_raises(tmp_path: Path) -> None:
+    path, _, _, ids = _batch_file(tmp_path)
+    with fermion.FileReader(path) as r, pytest.raises(fermion.BatchModeError):
+        r.read_batches([ids[3], 1], columns=["f0"])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**31),
+    batches=st.integers(1, 50),
+    max_rows=st.integers(1, 200),
+    max_len=st.integers(0, 12),
+    large=st.booleans(),
+    child=st.sampled_from([pa.int64(), pa.float32(), pa.int16()]),
+    page_size=st.sampled_from([512, 1 << 20]),
+    memory_map=st.booleans(),
+)
+def test_list_lookup_matches_full_read(
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    batches: int,
+    max_rows: int,
+    max_len: int,
+    large: bool,
+    child: pa.DataType,
+    page_size: int,
+    memory_map: bool,
+) -> None:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, max_rows + 1, batches).tolist()
+    ids = np.cumsum(rng.integers(1, 5, batches)).tolist()
+    n = int(sum(sizes))
+    lengths = rng.integers(0, max_len + 1, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    values = _column(rng, child, int(offsets[-1]), False)
+    list_type = pa.large_list(child) if large else pa.list_(child)
+    offs = pa.array(offsets, pa.int64() if large else pa.int32())
+    array = (pa.LargeListArray if large else pa.ListArray).from_arrays(offs, values)
+    table = pa.table({"x": pa.array(rng.random(n)), "l": array.cast(list_type)})
+    path = tmp_path_factory.mktemp("ll") / "t.fermion"
+    write_batches(path, table, sizes, ids, page_size=page_size, max_stripe_rows=2_000)
+    asked = rng.choice(ids, size=int(rng.integers(1, 5)), replace=True).tolist()
+    with fermion.FileReader(path, memory_map=memory_map) as r:
+        got = r.read_batches(asked, columns=["l", "x"])
+    assert got.equals(expected_rows(table, sizes, ids, asked).select(["l", "x"]))
+
+
+def test_list_lookup_reads_a_small_part_of_the_column(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(1, 65, 600).tolist()
+    ids = list(range(600))
+    n = int(sum(sizes))
+    lengths = rng.integers(0, 9, n)
+    values = pa.array(rng.integers(0, 1 << 40, int(lengths.sum())))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    table = pa.table({"tags": pa.ListArray.from_arrays(offsets, values)})
+    path = tmp_path / "l.fermion"
+    write_batches(path, table, sizes, ids)
+    with fermion.FileReader(path, memory_map=False) as r:
+        projs = r.file_meta.projections(["tags"])
+        assert batch_lookup.list_columns(projs, r.file_meta.column_metas(projs)) == [0]
+        before = r.source.stats.bytes_read
+        got = r.read_batches([ids[300]])
+        used = r.source.stats.bytes_read - before
+    assert got.equals(expected_rows(table, sizes, ids, [ids[300]]))
+    assert 0 < used < path.stat().st_size / 10  # not the stripe's whole chunk
+
+
+def test_flipped_bytes_of_a_list_column_are_caught_or_harmless(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    sizes = rng.integers(1, 30, 80).tolist()
+    ids = list(range(80))
+    n = int(sum(sizes))
+    lengths = rng.integers(0, 6, n)
+    values = pa.array(rng.integers(0, 1 << 40, int(lengths.sum())))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    table = pa.table({"tags": pa.ListArray.from_arrays(offsets, values)})
+    path = tmp_path / "l.fermion"
+    write_batches(path, table, sizes, ids, checksum_block_size=256)
+    asked = [ids[2], ids[60]]
+    expected = expected_rows(table, sizes, ids, asked)
+    with fermion.FileReader(path) as r:
+        (proj,) = r.file_meta.projections(["tags"])
+        (meta,) = r.file_meta.column_metas([proj])
+        spans = [
+            (int(lay.offsets[0]), int(lay.offsets[-1] + lay.sizes[-1]))
+            for lay in (
+                meta.streams[spec.index].layout(0)
+                for spec in proj.tree.all_streams()
+                if meta.streams[spec.index].full is not None
+            )
+        ]
+    original = path.read_bytes()
+    caught = {"checksum": 0, "structural": 0, "same": 0}
+    for begin, end in spans:
+        for pos in range(begin, end, max(1, (end - begin) // 300)):
+            data = bytearray(original)
+            data[pos] ^= 0xFF
+            path.write_bytes(bytes(data))
+            try:
+                with fermion.FileReader(path, memory_map=False) as r:
+                    got = r.read_batches(asked)
+            except fermion.ChecksumError:
+                caught["checksum"] += 1
+            except fermion.FermionError:
+                caught["structural"] += 1
+            else:
+                assert got.equals(expected), f"silently different values after flipping {pos}"
+                caught["same"] += 1
+    assert caught["checksum"] > 0
