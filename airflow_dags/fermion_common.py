@@ -20,8 +20,9 @@ Settings read from the environment when the DAG files are parsed:
 ``FERMION_REPORTS``         default of the ``reports_dir`` param (quality results)
 ==========================  =====================================================
 
-Each job prints one JSON summary as its last stdout line; :class:`FermionJobOperator`
-returns it (the task's XCom) and fails without retrying when retrying cannot help (bad
+Each job prints one JSON summary as its last stdout line and writes it to the file named by
+``--summary-file``; :class:`FermionJobOperator` passes a file of its own and returns the
+summary (the task's XCom) and fails without retrying when retrying cannot help (bad
 configuration, failed quality checks, incompatible transactions).
 """
 
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+import tempfile
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,6 @@ NOT_RETRYABLE = frozenset(
         "SchemaMismatchError",
     }
 )
-SUMMARY_LINES = 20  # the hook keeps the last lines of spark-submit's output
 
 
 def job_settings(settings: Mapping[str, str]) -> list[str]:
@@ -83,24 +84,23 @@ def job_settings(settings: Mapping[str, str]) -> list[str]:
     return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
 
 
-def find_summary(lines: Iterable[str]) -> dict[str, Any] | None:
-    """The last line of ``lines`` that is a job summary (a JSON object with ``job``).
+def read_summary(path: str | Path) -> dict[str, Any] | None:
+    """The job summary a job wrote with ``--summary-file``, or None (no file, not a summary).
 
     Example:
-        >>> find_summary(['{"job": "vacuum", "status": "ok"}', "INFO shutting down"])
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "summary.json"
+        >>> read_summary(path) is None
+        True
+        >>> _ = path.write_text('{"job": "vacuum", "status": "ok"}\\n')
+        >>> read_summary(path)
         {'job': 'vacuum', 'status': 'ok'}
     """
-    for line in reversed(list(lines)):
-        text = line.strip()
-        if not text.startswith("{"):
-            continue
-        try:
-            found = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(found, dict) and "job" in found:
-            return found
-    return None
+    try:
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and "job" in found else None
 
 
 class FermionJobOperator(SparkSubmitOperator):
@@ -132,17 +132,23 @@ class FermionJobOperator(SparkSubmitOperator):
         self.job = job
 
     def execute(self, context: Any) -> dict[str, Any] | None:
-        """Run the job; return its summary, or fail for good when a retry cannot help."""
-        try:
-            super().execute(context)
-        except Exception as failure:
-            summary = self._summary()
-            error = str((summary or {}).get("error", ""))
-            if error.split(":", 1)[0] in NOT_RETRYABLE:
-                raise AirflowFailException(f"{self.job}: {error}") from failure
-            raise
-        return self._summary()
+        """Run the job; return its summary, or fail for good when a retry cannot help.
 
-    def _summary(self) -> dict[str, Any] | None:
-        lines = getattr(self._hook, "_last_submit_log_lines", None) or []
-        return find_summary(list(lines)[-SUMMARY_LINES:])
+        The job writes its summary to a file of this try's own (``--summary-file``), read
+        back here: the driver runs where spark-submit runs (client mode, as the DAGs submit).
+        """
+        base_args = list(self.application_args or [])
+        with tempfile.TemporaryDirectory(prefix="fermion-summary-") as tmp:
+            path = Path(tmp) / "summary.json"
+            self.application_args = [*base_args, "--summary-file", str(path)]
+            self._hook = None  # the hook takes the arguments when it is built
+            try:
+                super().execute(context)
+            except Exception as failure:
+                error = str((read_summary(path) or {}).get("error", ""))
+                if error.split(":", 1)[0] in NOT_RETRYABLE:
+                    raise AirflowFailException(f"{self.job}: {error}") from failure
+                raise
+            finally:
+                self.application_args = base_args
+            return read_summary(path)

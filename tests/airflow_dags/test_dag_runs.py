@@ -131,3 +131,36 @@ def test_broken_day_fails_at_validation_and_commits_nothing(
     page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", Path(result["data_docs"]).read_text()))
     assert "Status: Failed" in page and "Unsuccessful Expectations 1 " in page
     assert "label" in page and "7.0" in page
+
+
+def test_migration_dag_migrates_verifies_and_reruns_as_a_no_op(
+    main_job: tuple[MainJobReport, str],
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    report, _ = main_job
+    source, target = report.workdir / "legacy-parquet", report.workdir / "migrated"
+    rows = 600
+    original = pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "score": [i * 0.5 for i in range(rows)],
+        "name": [None if i % 7 == 0 else f"n{i}" for i in range(rows)],
+        "region": [["eu", "us"][i % 2] for i in range(rows)],
+    })  # fmt: skip
+    pq.write_to_dataset(original, str(source), partition_cols=["region"])
+    conf = {"source": str(source), "target": str(target), "reports_dir": str(report.reports)}
+
+    run = _dag_test(report, "fermion_migration", "2026-11-22", conf)
+    assert run["state"] == "success", run
+    migrate, validate = (run["tasks"][t]["summary"] for t in ("migrate", "validate"))
+    assert migrate["verified"] is True and migrate["committed_version"] == 1
+    assert (migrate["rows_in"], migrate["rows_out"]) == (rows, rows)
+    assert validate["passed"] is True and validate["read_version"] == 1
+    migrated = fermion.dataset(str(target)).to_table().sort_by("id")
+    assert migrated.select(original.column_names).equals(original)
+
+    again = _dag_test(report, "fermion_migration", "2026-11-23", conf)
+    assert again["state"] == "success"
+    assert again["tasks"]["migrate"]["summary"]["skipped"] is True
+    assert fermion.dataset(str(target)).version == 1

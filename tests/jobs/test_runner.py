@@ -128,3 +128,41 @@ def test_jobs_that_never_touch_spark_start_no_session(tmp_path: Path) -> None:
     code, _ = _run(body, ["--config", _config(tmp_path), "--set", "spark.x.y=1"])
     assert code == EXIT_OK
     assert contexts[0].spark_conf == {"spark.x.y": "1"} and contexts[0]._spark is None
+
+
+def test_summary_file_holds_the_summary_line(tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    argv = ["--config", _config(tmp_path), "--summary-file", str(path)]
+    code, lines = _run(lambda c, cfg: JobResult(committed_version=7), argv)
+    assert code == EXIT_OK
+    assert path.read_text() == lines[-1] + "\n"
+    assert json.loads(path.read_text())["committed_version"] == 7
+    assert [p.name for p in tmp_path.iterdir()] == sorted(["summary.json", "vacuum.yaml"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--bogus"],  # bad arguments: the summary file is still written
+        ["--config", "/no/such.yaml"],  # a bad config
+    ],
+)
+def test_summary_file_written_on_bad_arguments(tmp_path: Path, argv: list[str]) -> None:
+    path = tmp_path / "summary.json"
+    code, lines = _run(lambda c, cfg: JobResult(), [*argv, f"--summary-file={path}"])
+    assert code == EXIT_CONFIG
+    summary = json.loads(path.read_text())
+    assert summary["status"] == "error" and summary["error"].startswith("ConfigError")
+    assert path.read_text() == lines[-1] + "\n"
+
+
+def test_unwritable_summary_file_is_logged_and_keeps_the_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "no-such-dir" / "summary.json"
+    argv = ["--config", _config(tmp_path), "--summary-file", str(path)]
+    code = run("vacuum", VacuumConfig, lambda c, cfg: JobResult(), argv)
+    captured = capsys.readouterr()
+    assert code == EXIT_OK and json.loads(captured.out.splitlines()[-1])["status"] == "ok"
+    assert "cannot write the summary file: FileNotFoundError" in captured.err
+    assert not path.parent.exists()

@@ -3,14 +3,16 @@
 A job is a function ``(context, config) -> JobResult``; :func:`run` wraps it::
 
     spark-submit jobs/<job>.py --config conf/<job>.yaml [--env local] [--set key=value ...]
+                                      [--summary-file PATH]
     python jobs/<job>.py ...          # starts a local Spark session itself
 
 Progress goes to stderr through Python logging; the LAST line on stdout is one JSON object
 (``job, status, table, read_version, committed_version, rows_in, rows_out, files_in,
 files_out, retries, seconds`` plus the job's own keys). Exit codes: 0 ok, 2 bad arguments or
 configuration, 1 any other failure; on failure the summary has ``"status": "error"`` and
-``"error": "<TypeName>: <one line>"``. Jobs commit as their last step, so a failure before
-it commits nothing.
+``"error": "<TypeName>: <one line>"``. ``--summary-file PATH`` writes the same line to
+``PATH`` (through a rename), even when the other arguments are bad. Jobs commit as their
+last step, so a failure before it commits nothing.
 
 Example:
     >>> import io, json, os, pathlib, tempfile
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -146,6 +149,10 @@ def parse_args(job: str, argv: Sequence[str]) -> argparse.Namespace:
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="override a config key (or a spark.* setting); repeatable",
     )  # fmt: skip
+    parser.add_argument(
+        "--summary-file", metavar="PATH",
+        help="also write the summary line to PATH (replaced atomically)",
+    )  # fmt: skip
     return parser.parse_args(list(argv))
 
 
@@ -209,6 +216,7 @@ def run(
     summary: dict[str, Any] = {"job": job, "status": "error", "table": None}
     context: JobContext | None = None
     code = EXIT_FAILURE
+    summary_file = _summary_file(argv)
     try:
         args = parse_args(job, argv)
         loaded: LoadedConfig[C] = load_config(
@@ -236,9 +244,36 @@ def run(
         log.info("done in %.1f s", summary["seconds"])
     line = {key: summary.pop(key, None) for key in SUMMARY_KEYS}
     line.update(summary)
+    text = json.dumps(line, default=str)
     out.flush()
-    print(json.dumps(line, default=str), file=out, flush=True)
+    print(text, file=out, flush=True)
+    if summary_file:
+        _write_summary(summary_file, text, log)
     return code
+
+
+def _summary_file(argv: Sequence[str]) -> str | None:
+    """``--summary-file``'s value, found even when the other arguments are bad."""
+    found: str | None = None
+    args = list(argv)
+    for i, arg in enumerate(args):
+        if arg == "--summary-file" and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("--summary-file="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def _write_summary(path: str, text: str, log: logging.Logger) -> None:
+    """Write the summary line to ``path`` through a temp file and a rename (a reader never
+    sees half a line); a failure is logged, it does not change the exit code."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, path)
+    except OSError as error:
+        log.error("cannot write the summary file: %s", error_line(error))
 
 
 def _result_keys(result: JobResult) -> dict[str, Any]:
