@@ -79,7 +79,6 @@ __all__ = ["FileWriter", "write_table"]
 
 _SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
 _BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks is cheap
-_REST_COLUMNS_FROM_PYTHON = 16  # more other columns: one C++ concatenation of them all
 
 
 @dataclass
@@ -172,8 +171,9 @@ class FileWriter:
         self._virtual_clash = [n for n in schema.names if n in VIRTUAL_COLUMNS]
         # batch mode's bulk path: the most common numeric type's columns (see _gather_block)
         self._block_columns = _block_columns(schema)
-        block = set(self._block_columns)
-        self._block_drop = [f.name for i, f in enumerate(schema) if i not in block]
+        # the other columns, if any (RecordBatch.select by index: drop_columns by name costs
+        # about a millisecond a batch at 50 columns)
+        self._block_select = self._block_columns if len(self._block_columns) < len(schema) else []
         self._pending_parts: list[pa.Table | pa.RecordBatch] = []  # batch mode's _pending
         # a batch's Arrow bytes: fixed-width columns by their width (Table.nbytes of a
         # slice walks every buffer: 2.8 ms for a 30-row slice of 1,000 columns)
@@ -369,7 +369,7 @@ class FileWriter:
         a stripe are gathered in bulk, not chunk by chunk.
         """
         parts = self._pending_parts
-        drop = self._block_drop
+        select = self._block_select
 
         def tensors(lo: int, hi: int) -> list[np.ndarray] | None:
             out = []
@@ -377,8 +377,8 @@ class FileWriter:
                 if isinstance(part, pa.Table):  # Table.to_tensor is several times slower
                     batches = part.to_batches()
                     part = batches[0] if len(batches) == 1 else _one_batch(part)
-                if drop:
-                    part = part.drop_columns(drop)
+                if select:
+                    part = part.select(select)
                 try:  # (rows, columns) in Fortran order: its transpose is a row per column
                     out.append(part.to_tensor(row_major=False).to_numpy().T)
                 except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -398,21 +398,17 @@ class FileWriter:
 
     def _stripe_from_block(self, block: np.ndarray) -> pa.Table:
         """The pending batches as one stripe: block columns from ``block`` (no copy), the
-        other columns concatenated chunk by chunk."""
+        other columns by one C++ concatenation."""
         arrays: list[Any] = [None] * len(self.schema)
         for j, i in enumerate(self._block_columns):
             arrays[i] = pa.array(block[j], type=self.schema.field(i).type)
         rest = [i for i in range(len(self.schema)) if arrays[i] is None]
-        parts = self._pending_parts
-        if len(rest) > _REST_COLUMNS_FROM_PYTHON:
-            names = [self.schema.field(i).name for i in rest]
-            table = pa.concat_tables([_as_table(p).select(names) for p in parts]).combine_chunks()
-            for i, column in zip(rest, table.columns, strict=True):
+        if rest:  # one C++ concatenation of the other columns (per part from Python, each
+            # part's column would first become a Python object)
+            batches = [b for p in self._pending_parts for b in _record_batches(p)]
+            table = pa.Table.from_batches(batches, schema=self.schema).select(rest)
+            for i, column in zip(rest, table.combine_chunks().columns, strict=True):
                 arrays[i] = column
-        else:
-            for i in rest:
-                chunks = [c for p in parts for c in _chunks_of(p.column(i))]
-                arrays[i] = pa.chunked_array(chunks, self.schema.field(i).type).combine_chunks()
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _encode_column(
@@ -638,14 +634,6 @@ def _record_batches(part: pa.Table | pa.RecordBatch) -> list[pa.RecordBatch]:
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
     return table.combine_chunks().to_batches()[0]
-
-
-def _as_table(part: pa.Table | pa.RecordBatch) -> pa.Table:
-    return part if isinstance(part, pa.Table) else pa.Table.from_batches([part])
-
-
-def _chunks_of(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
 
 
 def _fixed_row_bytes(t: pa.DataType) -> float | None:
