@@ -1,10 +1,13 @@
 """Batch-mode write benchmark (issue 16, item 3): ``append_batch`` of many small batches.
 
-Two shapes, each written four ways from the same in-memory data:
+Three shapes, each written four ways from the same in-memory data:
 
 - ``wide_f32``: 2,000 batches of 16 rows, 1,000 float32 columns (32,000 rows, 128 MB);
 - ``issue16``: 4,000 batches of 1-64 rows (seeded), 300 float32 columns and one
-  ``list<int64>`` column (0-7 values a row).
+  ``list<int64>`` column (0-7 values a row);
+- ``tiny``: 50,000 batches of 1-4 rows (seeded), 50 columns cycling int64 / float64 /
+  string (short ids like ``"v123456"``): many tiny batches, no numeric type with enough
+  columns for a bulk gather to dominate.
 
 Systems: ``fermion`` (``FileWriter.append_batch`` once per batch, each batch a
 ``RecordBatch``), ``fermion-tables`` (the same with each batch a one-chunk ``pa.Table``
@@ -47,6 +50,19 @@ def shape(name: str, quick: bool, seed: int = 0) -> tuple[pa.Table, np.ndarray]:
         (31, True)
     """
     rng = np.random.default_rng(seed)
+    if name == "tiny":
+        sizes = rng.integers(1, 5, 5_000 if quick else 50_000)
+        rows = int(sizes.sum())
+        mixed: dict[str, Any] = {}
+        for i in range(50):
+            if i % 3 == 0:
+                mixed[f"i{i:02d}"] = rng.integers(-1000, 1000, rows)
+            elif i % 3 == 1:
+                mixed[f"d{i:02d}"] = rng.random(rows)
+            else:
+                ids = rng.integers(0, 10**6, rows).astype(str)
+                mixed[f"s{i:02d}"] = pa.array(np.char.add("v", ids).tolist(), pa.string())
+        return pa.table(mixed), sizes
     if name == "wide_f32":
         batches, columns = (200, 100) if quick else (2000, 1000)
         sizes = np.full(batches, 16)
@@ -110,7 +126,7 @@ def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
     runs = runs or max(5, int(os.environ.get("FERMION_BENCH_REPEAT", "5")))
     tmp = Path(tempfile.mkdtemp(prefix="fermion-batch-write-"))
     try:
-        for name in ("wide_f32", "issue16"):
+        for name in ("wide_f32", "issue16", "tiny"):
             table, sizes = shape(name, quick)
             load = os.getloadavg()[0]
             timed = _interleaved(_systems(table, sizes, tmp), runs)
@@ -144,7 +160,8 @@ def method_notes(sizes: Any) -> list[tuple[str, str]]:
             "batch_write",
             "append_batch once per batch (RecordBatch, or one-chunk Table slices) vs "
             "fermion.write_table and pq.write_table of the whole table: 2,000 x 16 rows x "
-            "1,000 float32; 4,000 x 1-64 rows x (300 float32 + list<int64>); median of >= 5",
+            "1,000 float32; 4,000 x 1-64 rows x (300 float32 + list<int64>); 50,000 x 1-4 "
+            "rows x 50 int64/float64/string; median of >= 5",
         )
     ]
 

@@ -210,9 +210,18 @@ def _check_frame(frame: memoryview, size: int, where: str) -> None:
 
 def _compress_blocks(payload: bytes | memoryview, level: int, block_size: int) -> bytes:
     """A ZSTD_BLOCKS body: BlockTable, frame ends (u32), then one frame per block."""
+    return _blocks_body(_block_frames(payload, level, block_size), block_size)
+
+
+def _block_frames(payload: bytes | memoryview, level: int, block_size: int) -> list[bytes]:
+    """One zstd frame (with content checksum) per ``block_size`` bytes of ``payload``."""
     data = memoryview(payload).cast("B")
     comp = _zstd_compressor(level, checksum=True)
-    frames = [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+    return [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+
+
+def _blocks_body(frames: list[bytes], block_size: int) -> bytes:
+    """The ZSTD_BLOCKS body of ``frames``: BlockTable, frame ends (u32), the frames."""
     table = np.zeros(1, dtype=BLOCK_TABLE_DTYPE)
     table["block_size"], table["num_blocks"] = block_size, len(frames)
     ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
@@ -451,6 +460,7 @@ def encode_page(
     block_overhead: float = 0.1,
     keep_ratio: float = COMPRESS_RATIO,
     checksum_block_size: int = 0,
+    block_sample: int = 0,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
@@ -461,19 +471,38 @@ def encode_page(
     ``keep_ratio`` times the payload (default 0.9: it must save at least 10%) is not kept:
     the page is stored uncompressed, and with a ``checksum_block_size`` (and ``crc``) a
     payload larger than one such block as CRC_BLOCKS (format 1.5): a CRC32 per block.
+
+    With a ``block_sample`` ``s`` > 0, blocks vs one frame is decided on ``s`` blocks
+    spread evenly over the page (their frames against one frame of those blocks' bytes):
+    a page of at most ``s`` blocks is decided exactly as without it, a larger one costs a
+    zstd pass over ``s`` blocks instead of the whole page (the page is compressed as one
+    frame only when its blocks lose).
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
     if codec != Compression.NONE and len(payload) > 0:
         blocks = codec == Compression.ZSTD and 0 < block_size < len(payload)
         always = blocks and block_overhead == float("inf")
+        sampled = blocks and not always and len(payload) > block_sample * block_size > 0
         compressed, chosen = b"", codec
-        if not always:
-            compressed = CODECS[codec].compress(payload, level)
-        if blocks:
+        if sampled:
+            frames = _block_frames(payload, level, block_size)
+            picked = np.linspace(0, len(frames) - 1, block_sample).round().astype(np.int64)
+            data = memoryview(payload).cast("B")
+            sample = b"".join(data[int(k) * block_size : (int(k) + 1) * block_size] for k in picked)
+            frame = CODECS[codec].compress(sample, level)
+            if sum(len(frames[int(k)]) for k in picked) <= len(frame) * (1 + block_overhead):
+                compressed, chosen = _blocks_body(frames, block_size), Compression.ZSTD_BLOCKS
+            else:
+                compressed = CODECS[codec].compress(payload, level)
+        elif blocks:
+            if not always:
+                compressed = CODECS[codec].compress(payload, level)
             blocked = _compress_blocks(payload, level, block_size)
             if always or len(blocked) <= len(compressed) * (1 + block_overhead):
                 compressed, chosen = blocked, Compression.ZSTD_BLOCKS
+        else:
+            compressed = CODECS[codec].compress(payload, level)
         if len(compressed) <= len(payload) * keep_ratio:
             body, used = compressed, chosen
     crc_blocks = used == Compression.NONE and crc and 0 < checksum_block_size < len(payload)

@@ -169,6 +169,7 @@ class _Encoder:
             if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
             else COMPRESS_RATIO,
             checksum_block_size=self.checksum_block_size if blocks else 0,
+            block_sample=_BATCH_BLOCK_SAMPLE if self.batch else 0,
         )
         if blockable and encoding not in self.blocks_won:
             self.blocks_won[encoding] = data[5] == Compression.ZSTD_BLOCKS
@@ -393,6 +394,10 @@ _DECIMAL_TRIES = 2  # float pages in a row not FLOAT_DECIMAL before a chunk stop
 # page cost batch-mode writes of small pages a third of their zstd time)
 _SPLIT_SAMPLE_EVERY = 8
 _BLOCK_VALUE_BYTES = 8  # pages of fewer payload bytes per value are never blocked
+# batch mode blocks every point-read page, mostly pages of one or two per column chunk: the
+# blocks-or-one-frame comparison is made on this many blocks spread over the page, not on a
+# second zstd pass over all of it (pages.encode_page's block_sample)
+_BATCH_BLOCK_SAMPLE = 4
 # columns that are not flat (nested, dictionary, extension types) are read stripe by stripe
 # whole: their pages are 4x page_size (fewer pages, less per-page work on every read)
 _WHOLE_READ_PAGE_GROWTH = 4

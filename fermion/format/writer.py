@@ -80,7 +80,6 @@ __all__ = ["FileWriter", "write_table"]
 
 _SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
 _BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks is cheap
-_REST_COLUMNS_FROM_PYTHON = 16  # more other columns: one C++ concatenation of them all
 
 
 @dataclass
@@ -179,13 +178,12 @@ class FileWriter:
         # unless a single batch needs more (that batch then gets a stripe of its own)
         self._batch_stripe_rows = min(self.options.max_stripe_rows, 8 * self.options.page_size)
         self._virtual_clash = [n for n in schema.names if n in VIRTUAL_COLUMNS]
-        # batch mode's bulk path: the most common numeric type's columns (see _capture_block)
+        # batch mode's bulk path: the most common numeric type's columns (see _gather_block)
         self._block_columns = _block_columns(schema)
-        block = set(self._block_columns)
-        self._block_drop = [f.name for i, f in enumerate(schema) if i not in block]
-        self._blocks: list[np.ndarray] = []
+        # the other columns, if any (RecordBatch.select by index: drop_columns by name costs
+        # about a millisecond a batch at 50 columns)
+        self._block_select = self._block_columns if len(self._block_columns) < len(schema) else []
         self._pending_parts: list[pa.Table | pa.RecordBatch] = []  # batch mode's _pending
-        self._blocks_ok = True
         # a batch's Arrow bytes: fixed-width columns by their width (Table.nbytes of a
         # slice walks every buffer: 2.8 ms for a 30-row slice of 1,000 columns)
         widths = [_fixed_row_bytes(f.type) for f in schema]
@@ -278,7 +276,6 @@ class FileWriter:
         full_bytes = self._pending_bytes + nbytes > self.options.max_stripe_bytes
         if self._pending_rows and (full_rows or full_bytes):
             self._flush_batches()
-        self._capture_block(data)
         self._pending_parts.append(data)
         self._pending_rows += rows
         self._pending_bytes += nbytes
@@ -354,57 +351,79 @@ class FileWriter:
 
     def _flush_batches(self) -> None:
         """Write every pending batch as one stripe (batch mode never splits a batch)."""
-        if self._blocks_ok and self._blocks:
-            stripe = self._stripe_from_blocks()
+        block = self._gather_block() if self._block_columns else None
+        if block is not None:
+            stripe = self._stripe_from_block(block)
         else:
             # one C++ concatenation of every column (per column from Python, each of the
             # many small chunks would first become a Python object)
             batches = [b for part in self._pending_parts for b in _record_batches(part)]
             stripe = pa.Table.from_batches(batches, schema=self.schema).combine_chunks()
-        self._blocks, self._blocks_ok, self._pending_parts = [], True, []
+        self._pending_parts = []
         ids = np.asarray(self._pending_ids, dtype=np.int64)
         lengths = np.asarray(self._pending_lengths, dtype=np.int64)
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         self._pending_ids, self._pending_lengths = [], []
         self._write_stripe(stripe, (ids, lengths))
 
-    def _capture_block(self, data: pa.Table | pa.RecordBatch) -> None:
-        """Copy the batch's block columns into one column-major array (one C++ call): the
-        many small batches of a stripe are then gathered column-wise in bulk at flush time,
-        not chunk by chunk (docs/FORMAT.md §11.1 is unchanged: pages are still cut at batch
-        boundaries). A batch with a null in the block turns this stripe's blocks off."""
-        if not self._block_columns or not self._blocks_ok:
-            return
-        if isinstance(data, pa.Table):  # Table.to_tensor is several times slower
-            batches = data.to_batches()
-            data = batches[0] if len(batches) == 1 else data.combine_chunks().to_batches()[0]
-        sub = data if not self._block_drop else data.drop_columns(self._block_drop)
-        try:  # (rows, columns) in Fortran order: its transpose is one C-contiguous row per column
-            self._blocks.append(sub.to_tensor(row_major=False).to_numpy().T)
-        except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            self._blocks, self._blocks_ok = [], False  # nulls: the generic path for this stripe
+    def _gather_block(self) -> np.ndarray | None:
+        """The pending batches' block columns as one ``(columns, rows)`` array (a
+        C-contiguous row per column), or None when some batch has a null in them (the
+        generic path then writes this stripe; docs/FORMAT.md §11.1 is unchanged either way:
+        pages are still cut at batch boundaries).
 
-    def _stripe_from_blocks(self) -> pa.Table:
-        """The pending batches as one stripe: block columns from the captured blocks (one
-        NumPy concatenation), the other columns concatenated chunk by chunk."""
-        blocks = self._blocks
-        by_column = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
+        Each batch's block columns are copied column-major by one C++ call
+        (``RecordBatch.to_tensor``), the batches split among the worker threads (the call
+        releases the GIL), and joined by one NumPy concatenation: the many small batches of
+        a stripe are gathered in bulk, not chunk by chunk.
+        """
+        parts = self._pending_parts
+        select = self._block_select
+
+        def tensors(lo: int, hi: int) -> list[np.ndarray] | None:
+            out = []
+            for part in parts[lo:hi]:
+                if isinstance(part, pa.Table):  # Table.to_tensor is several times slower
+                    batches = part.to_batches()
+                    part = batches[0] if len(batches) == 1 else _one_batch(part)
+                if select:
+                    part = part.select(select)
+                try:  # (rows, columns) in Fortran order: its transpose is a row per column
+                    out.append(part.to_tensor(row_major=False).to_numpy().T)
+                except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return None  # nulls
+            return out
+
+        workers = min(self.options.worker_threads, len(parts))
+        cuts = np.linspace(0, len(parts), workers + 1).round().astype(int).tolist()
+        if workers > 1:
+            groups = list(pool().map(tensors, cuts[:-1], cuts[1:]))
+        else:
+            groups = [tensors(0, len(parts))]
+        if any(g is None for g in groups):
+            return None
+        blocks = [b for g in groups for b in g]  # type: ignore[union-attr]
+        return np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
+
+    def _stripe_from_block(self, block: np.ndarray) -> pa.Table:
+        """The pending batches as one stripe: block columns from ``block`` (no copy), the
+        other columns by one C++ concatenation."""
         arrays: list[Any] = [None] * len(self.schema)
         for j, i in enumerate(self._block_columns):
-            arrays[i] = pa.array(by_column[j], type=self.schema.field(i).type)
+            arrays[i] = pa.array(block[j], type=self.schema.field(i).type)
         rest = [i for i in range(len(self.schema)) if arrays[i] is None]
-        parts = self._pending_parts
-        if len(rest) > _REST_COLUMNS_FROM_PYTHON and not any(
-            has_run_ends(self.schema.field(i).type) for i in rest
-        ):
-            names = [self.schema.field(i).name for i in rest]
-            table = pa.concat_tables([_as_table(p).select(names) for p in parts]).combine_chunks()
-            for i, column in zip(rest, table.columns, strict=True):
-                arrays[i] = column
-        else:
+        if any(has_run_ends(self.schema.field(i).type) for i in rest):
+            # run-end encoded values are joined column by column: a join past what their
+            # run-end type can count is an UnsupportedTypeError naming the column
             for i in rest:
-                chunks = [c for p in parts for c in _chunks_of(p.column(i))]
+                chunks = [b.column(i) for p in self._pending_parts for b in _record_batches(p)]
                 arrays[i] = _joined(self.schema.field(i), chunks)
+        elif rest:  # one C++ concatenation of the other columns (per part from Python, each
+            # part's column would first become a Python object)
+            batches = [b for p in self._pending_parts for b in _record_batches(p)]
+            table = pa.Table.from_batches(batches, schema=self.schema).select(rest)
+            for i, column in zip(rest, table.combine_chunks().columns, strict=True):
+                arrays[i] = column
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _encode_column(
@@ -632,12 +651,8 @@ def _record_batches(part: pa.Table | pa.RecordBatch) -> list[pa.RecordBatch]:
     return [part] if isinstance(part, pa.RecordBatch) else part.to_batches()
 
 
-def _as_table(part: pa.Table | pa.RecordBatch) -> pa.Table:
-    return part if isinstance(part, pa.Table) else pa.Table.from_batches([part])
-
-
-def _chunks_of(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    return table.combine_chunks().to_batches()[0]
 
 
 def _fixed_row_bytes(t: pa.DataType) -> float | None:

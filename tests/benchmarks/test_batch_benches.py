@@ -13,12 +13,12 @@ def test_batch_write_bench_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     batch_write_bench.run(rows, runs=1)
     systems = ["fermion", "fermion-tables", "fermion-write_table", "parquet"]
     assert [(r["variant"], r["system"]) for r in rows] == [
-        (v, s) for v in ("wide_f32", "issue16") for s in systems
+        (v, s) for v in ("wide_f32", "issue16", "tiny") for s in systems
     ]
     assert all(r["status"] == "ok" and r["value"] > 0 and r["file_mb"] > 0 for r in rows)
     ratios = report.add_ratios(rows)
-    assert [r["vs_parquet"] for r in ratios if r["system"] == "parquet"] == [1.0, 1.0]
-    assert rows[0]["batches"] == 200 and rows[4]["batches"] == 400
+    assert [r["vs_parquet"] for r in ratios if r["system"] == "parquet"] == [1.0, 1.0, 1.0]
+    assert rows[0]["batches"] == 200 and rows[4]["batches"] == 400 and rows[8]["batches"] == 5000
 
 
 def test_batch_table_bench_rows(monkeypatch: pytest.MonkeyPatch) -> None:

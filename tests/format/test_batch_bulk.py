@@ -1,5 +1,5 @@
 """Batch mode's bulk path: many small batches of a wide numeric schema are gathered
-column-wise at stripe flush (``FileWriter._capture_block``), not chunk by chunk.
+column-wise at stripe flush (``FileWriter._gather_block``), not chunk by chunk.
 
 The proofs are independent of the code under test: the file written through the bulk path
 is byte-for-byte the file written with the bulk path turned off (so the on-disk format and
@@ -90,15 +90,15 @@ def test_bulk_path_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     hows = ["batch", "table", "chunks"] * 40
     options = {"page_size": 2048, "max_stripe_rows": 900}
     bulk_stripes: list[int] = []
-    real = writer_module.FileWriter._stripe_from_blocks
+    real = writer_module.FileWriter._stripe_from_block
 
-    def counting(self: writer_module.FileWriter) -> pa.Table:
-        stripe = real(self)
+    def counting(self: writer_module.FileWriter, block: np.ndarray) -> pa.Table:
+        stripe = real(self, block)
         bulk_stripes.append(stripe.num_rows)
         return stripe
 
     with monkeypatch.context() as patch:
-        patch.setattr(writer_module.FileWriter, "_stripe_from_blocks", counting)
+        patch.setattr(writer_module.FileWriter, "_stripe_from_block", counting)
         write(tmp_path / "bulk.fermion", schema, tables, hows, **options)
     with fermion.FileReader(tmp_path / "bulk.fermion") as r:
         stripes = r.stripe_row_counts()
@@ -121,6 +121,7 @@ def test_bulk_path_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     hows=st.lists(st.sampled_from(["batch", "table", "chunks"]), min_size=40, max_size=40),
     page_size=st.sampled_from([64, 512, 8192]),
     stripe_rows=st.sampled_from([50, 300, 1 << 20]),
+    threads=st.sampled_from([1, 3]),
 )
 def test_bulk_path_round_trips_and_keeps_batches_aligned(
     tmp_path_factory: pytest.TempPathFactory,
@@ -131,13 +132,14 @@ def test_bulk_path_round_trips_and_keeps_batches_aligned(
     hows: list[str],
     page_size: int,
     stripe_rows: int,
+    threads: int,
 ) -> None:
     schema = wide_schema(block, width)
     rng = np.random.default_rng(len(sizes))
     tables = [make(schema, rng, n, 1000 * k, nulls=k in null_at) for k, n in enumerate(sizes)]
     path = tmp_path_factory.mktemp("bulk") / "t.fermion"
     write(path, schema, tables, hows[: len(tables)], page_size=page_size,
-          max_stripe_rows=stripe_rows)  # fmt: skip
+          max_stripe_rows=stripe_rows, threads=threads)  # fmt: skip
     check_file(path, tables, page_size, rng)
 
 

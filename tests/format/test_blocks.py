@@ -192,6 +192,35 @@ def test_blocks_are_kept_only_within_ten_percent_of_one_frame() -> None:
         _round_trip(page, payload)
 
 
+def test_sampled_block_choice_matches_the_whole_page_comparison() -> None:
+    """Batch mode decides blocks vs one frame on 4 blocks spread over the page: the long
+    repeated text still stays one frame, local redundancy stays blocked, noise is NONE, and
+    a page of at most 4 blocks gets exactly the bytes of the whole-page comparison."""
+    rng = np.random.default_rng(8)
+    chunk = rng.choice(np.frombuffer(b"abcdefghijklmnop", np.uint8), 20_000).tobytes()
+    noise = np.random.default_rng(3).integers(0, 256, 120_000, dtype=np.uint8).tobytes()
+    cases = [
+        (chunk * 6, Compression.ZSTD),
+        (_payload(120_000, seed=2), Compression.ZSTD_BLOCKS),
+        (noise, Compression.NONE),
+    ]
+    for payload, want in cases:
+        whole = encode_page(payload, num_values=10, codec=Compression.ZSTD, block_size=8192)
+        sampled = encode_page(
+            payload, num_values=10, codec=Compression.ZSTD, block_size=8192, block_sample=4
+        )
+        assert _codec_of(sampled) == _codec_of(whole) == want
+        assert sampled == whole  # same choice, same bytes
+        _round_trip(sampled, payload)
+    for size in (8192 * 4, 8192 * 3 + 5, 9000):  # at most 4 blocks: decided exactly
+        for payload in (_payload(size, seed=size), (chunk * 2)[:size]):
+            whole = encode_page(payload, num_values=10, codec=Compression.ZSTD, block_size=8192)
+            sampled = encode_page(
+                payload, num_values=10, codec=Compression.ZSTD, block_size=8192, block_sample=4
+            )
+            assert sampled == whole
+
+
 def test_encode_page_falls_back_to_none_when_compression_does_not_pay() -> None:
     noise = np.random.default_rng(3).integers(0, 256, 8192, dtype=np.uint8).tobytes()
     for block in (0, 256, 1024):
