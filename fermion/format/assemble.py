@@ -460,9 +460,8 @@ def _defaults(n: int, t: pa.DataType) -> pa.Array:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
         width = 8 if pa.types.is_large_list(t) else 4
         offsets = pa.py_buffer(bytes((n + 1) * width))
-        child = pa.nulls(0, t.value_type if not pa.types.is_map(t) else t.value_field.type)
-        if pa.types.is_map(t):
-            child = pa.nulls(0, pa.struct([t.key_field, t.item_field]))
+        entries = pa.struct([t.key_field, t.item_field]) if pa.types.is_map(t) else t.value_type
+        child = pa.nulls(0, entries)
         return pa.Array.from_buffers(t, n, [None, offsets], children=[child])
     try:
         bits = t.bit_width

@@ -139,10 +139,18 @@ def test_an_all_null_struct_column_reads_valid_and_writes_to_parquet(
 def test_null_column_fills_non_nullable_fixed_size_list_values() -> None:
     from fermion.format.assemble import null_column
 
-    t = pa.struct([_nn("pair", pa.list_(pa.field("e", pa.int16(), nullable=False), 2))])
+    t = pa.struct([
+        _nn("pair", pa.list_(pa.field("e", pa.int16(), nullable=False), 2)),
+        _nn("m", pa.map_(pa.string(), pa.int32())),
+        _nn("big", pa.large_list(pa.int8())),
+        _nn("bytes", pa.large_binary()),
+    ])  # fmt: skip
     column = null_column(3, t)
     column.validate(full=True)
     assert column.null_count == 3 and column.field("pair").null_count == 0
     assert column.field("pair").to_pylist() == [[0, 0]] * 3
     assert column.field("pair").values.null_count == 0
+    assert column.field("m").to_pylist() == [[]] * 3 and column.field("m").null_count == 0
+    assert column.field("big").to_pylist() == [[]] * 3
+    assert column.field("bytes").to_pylist() == [b""] * 3
     pq.write_table(pa.table({"s": column}), io.BytesIO())  # no "contains nulls"
