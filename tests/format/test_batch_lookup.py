@@ -316,15 +316,24 @@ def test_list_lookup_matches_full_read(
     assert got.equals(expected_rows(table, sizes, ids, asked).select(["l", "x"]))
 
 
-def test_list_lookup_reads_a_small_part_of_the_column(tmp_path: Path) -> None:
-    rng = np.random.default_rng(4)
-    sizes = rng.integers(1, 65, 600).tolist()
-    ids = list(range(600))
-    n = int(sum(sizes))
-    lengths = rng.integers(0, 9, n)
+def _tags_batches(
+    seed: int, batches: int, max_batch: int, max_length: int
+) -> tuple[pa.Table, list[int], list[int]]:
+    """(a ``tags: list<int64>`` table, batch sizes, batch ids 0..batches-1)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, max_batch, batches).tolist()
+    lengths = rng.integers(0, max_length, int(sum(sizes)))
     values = pa.array(rng.integers(0, 1 << 40, int(lengths.sum())))
     offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    table = pa.table({"tags": pa.ListArray.from_arrays(offsets, values)})
+    return (
+        pa.table({"tags": pa.ListArray.from_arrays(offsets, values)}),
+        sizes,
+        list(range(batches)),
+    )
+
+
+def test_list_lookup_reads_a_small_part_of_the_column(tmp_path: Path) -> None:
+    table, sizes, ids = _tags_batches(4, 600, 65, 9)
     path = tmp_path / "l.fermion"
     write_batches(path, table, sizes, ids)
     with fermion.FileReader(path, memory_map=False) as r:
@@ -338,14 +347,7 @@ def test_list_lookup_reads_a_small_part_of_the_column(tmp_path: Path) -> None:
 
 
 def test_flipped_bytes_of_a_list_column_are_caught_or_harmless(tmp_path: Path) -> None:
-    rng = np.random.default_rng(6)
-    sizes = rng.integers(1, 30, 80).tolist()
-    ids = list(range(80))
-    n = int(sum(sizes))
-    lengths = rng.integers(0, 6, n)
-    values = pa.array(rng.integers(0, 1 << 40, int(lengths.sum())))
-    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    table = pa.table({"tags": pa.ListArray.from_arrays(offsets, values)})
+    table, sizes, ids = _tags_batches(6, 80, 30, 6)
     path = tmp_path / "l.fermion"
     write_batches(path, table, sizes, ids, checksum_block_size=256)
     asked = [ids[2], ids[60]]
