@@ -159,17 +159,10 @@ def test_several_stripes_and_chunked_input(tmp_path: Path, name: str) -> None:
         _same(pa.Table.from_batches(batches), table)
 
 
+@pytest.mark.parametrize(("offset", "length"), [(2, 5), (0, 0)], ids=["sliced", "empty"])
 @pytest.mark.parametrize("name", CASES)
-def test_sliced_input(tmp_path: Path, name: str) -> None:
-    table = _table(name).slice(2, 5)
-    path = str(tmp_path / "t.fermion")
-    fermion.write_table(table, path)
-    _same(fermion.read_table(path), table)
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_empty(tmp_path: Path, name: str) -> None:
-    table = _table(name).slice(0, 0)
+def test_sliced_and_empty_input(tmp_path: Path, name: str, offset: int, length: int) -> None:
+    table = _table(name).slice(offset, length)
     path = str(tmp_path / "t.fermion")
     fermion.write_table(table, path)
     _same(fermion.read_table(path), table)
