@@ -304,3 +304,49 @@ def test_checkpoint_page_payload_offsets() -> None:
     page = page_of(payload, Encoding.DELTA, 2000)
     assert int(np.frombuffer(page, dtype="<u4", count=1, offset=8)[0]) == len(payload)
     assert len(page) == PAGE_HEADER_SIZE + len(payload)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 3000),
+    width=st.sampled_from([0, 1, 5, 17, 40]),
+    base=st.integers(0, 1000),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_length_ranges_from_checkpoints_equal_the_running_sum(
+    n: int, width: int, base: int, seed: int, data
+) -> None:
+    """``list_value_ranges`` of a FOR lengths page with checkpoints (each row's length and
+    the sum before it, from its segment and the checkpoint before that) equals the running
+    sum of the whole-decoded lengths, for rows in any segment, the short last one too."""
+    from fermion.format.points import PagePayload, list_value_ranges
+
+    lengths = base + np.random.default_rng(seed).integers(0, 1 << width, n, dtype=np.int64)
+    enc, payload = encode(lengths, lengths=True)
+    if enc != Encoding.FOR:
+        return  # a CONSTANT page, say: no point-read ranges
+    rows = np.array(sorted(set(data.draw(st.lists(st.integers(0, n - 1), max_size=40)))))
+    rows = rows.astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    p = PagePayload(page_of(payload, enc, n), n, (n + 1) * 8, "p")
+    got = list_value_ranges(p, rows, n, 8)
+    assert got is not None
+    assert got[0].tolist() == offsets[rows].tolist()
+    assert got[1].tolist() == offsets[rows + 1].tolist()
+
+
+def test_a_negative_length_minimum_is_refused_by_point_reads() -> None:
+    """A FOR lengths page whose minimum (header ``base``) was changed to a negative value,
+    behind a recomputed CRC, is refused: no value range before its page's start."""
+    from fermion.format.points import PagePayload, list_value_ranges
+
+    lengths = np.random.default_rng(4).integers(0, 9, 2000).astype(np.int64)
+    enc, payload = encode(lengths, lengths=True)
+    assert enc == Encoding.FOR and encodings.has_checkpoints(payload)
+    header = np.frombuffer(payload, dtype=encodings.ENCODING_HEADER_DTYPE, count=1).copy()
+    header["base"] = -50
+    bad = header.tobytes() + payload[HEADER_SIZE:]
+    p = PagePayload(page_of(bad, enc, 2000), 2000, 2001 * 8, "p")
+    with pytest.raises(fermion.InvalidFileError, match="negative value lengths"):
+        list_value_ranges(p, np.array([3, 700, 1999]), 2000, 8)
