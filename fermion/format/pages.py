@@ -526,6 +526,11 @@ class PageHead(NamedTuple):
     size: int  # decoded payload bytes
     body: memoryview  # of a CRC_BLOCKS page: the payload (compression is then NONE)
     crc_blocks: bool = False  # the page is stored as CRC_BLOCKS (format 1.5)
+    crc_body: CrcBlockedBody | None = None  # of a CRC_BLOCKS page: its validated body
+
+
+_ENCODINGS = {int(e): e for e in Encoding}  # (IntEnum construction costs a microsecond)
+_COMPRESSIONS = {int(c): c for c in Compression}
 
 
 def read_page_head(
@@ -539,35 +544,33 @@ def read_page_head(
     """Validate a page's header (and CRC32) against the metadata; nothing is decoded."""
     if len(page) < PAGE_HEADER_SIZE:
         raise InvalidFileError(f"{where}: page of {len(page)} bytes is shorter than its header")
-    header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
+    # the fields as Python ints, read at once (a numpy record field costs a microsecond)
+    crc, enc_id, comp_id, flags, _, size, num_values = np.frombuffer(
+        page, dtype=PAGE_HEADER_DTYPE, count=1
+    ).item()
     body = page[PAGE_HEADER_SIZE:]
-    if verify_crc and int(header["flags"]) & _HEADER_FLAG_CRC:
+    if verify_crc and flags & _HEADER_FLAG_CRC:
         actual = zlib.crc32(body, zlib.crc32(page[4:PAGE_HEADER_SIZE]))
-        if actual != int(header["crc"]):
+        if actual != crc:
             raise ChecksumError(f"{where}: page CRC32 mismatch")
-    if int(header["num_values"]) != expected_values:
+    if num_values != expected_values:
         raise InvalidFileError(
-            f"{where}: page holds {int(header['num_values'])} values, metadata says "
-            f"{expected_values}"
+            f"{where}: page holds {num_values} values, metadata says {expected_values}"
         )
-    try:
-        compression = Compression(int(header["compression"]))
-        encoding = Encoding(int(header["encoding"]))
-    except ValueError:
+    compression = _COMPRESSIONS.get(comp_id)
+    encoding = _ENCODINGS.get(enc_id)
+    if compression is None or encoding is None:
         raise UnsupportedVersionError(
-            f"{where}: unknown encoding {int(header['encoding'])} or compression "
-            f"{int(header['compression'])}"
-        ) from None
-    size = int(header["decoded_size"])
+            f"{where}: unknown encoding {enc_id} or compression {comp_id}"
+        )
     # an encoded payload is never larger than the plain values plus its EncodingHeader
     if expected_size is not None and size > expected_size + encodings.HEADER_SIZE:
         raise InvalidFileError(f"{where}: page decodes to {size} bytes, expected {expected_size}")
     if compression == Compression.NONE and len(body) != size:
         raise InvalidFileError(f"{where}: stored page has {len(body)} bytes, header {size}")
     if compression == Compression.CRC_BLOCKS:  # the payload itself, checked: its size
-        body = CrcBlockedBody(page, size, where).payload
-        compression = Compression.NONE
-        return PageHead(encoding, compression, size, body, True)
+        crc_body = CrcBlockedBody(page, size, where)
+        return PageHead(encoding, Compression.NONE, size, crc_body.payload, True, crc_body)
     return PageHead(encoding, compression, size, body)
 
 

@@ -192,7 +192,7 @@ class PagePayload:
             return
         if self.head.crc_blocks and (verify or self._sparse is not None):
             # format 1.5: verified (and, sparse, fetched) block by block by need()
-            self._crc = CrcBlockedBody(page, self.size, where)
+            self._crc = self.head.crc_body or CrcBlockedBody(page, self.size, where)
             if verify:
                 self._crc.verify_head()
             self._done = np.zeros(self._crc.num_blocks, dtype=bool)
