@@ -412,7 +412,11 @@ def decode_float_decimal(
     ``into``, a byte buffer of exactly that size, when given; then None is returned)."""
     layout = read_layout(payload, len(payload), count, where)
     nested = memoryview(payload)[layout.nested_at :]
-    check_nested_header(encodings.read_header(nested, where), count, where)
+    h = encodings.read_header(nested, where)
+    check_nested_header(h, count, where)
+    if into is not None and layout.width == 8 and len(into) == 8 * count:
+        _decode_into(payload, nested, h, layout, count, where, into)
+        return None
     k = encodings.decode_ints(nested, layout.int_encoding, where)
     check_ints(k, where)
     positions = exception_positions(payload, layout, count, where)
@@ -422,3 +426,33 @@ def decode_float_decimal(
         into[:] = out.view(np.uint8)
         return None
     return out.data.cast("B")
+
+
+def _decode_into(
+    payload: memoryview | bytes,
+    nested: memoryview,
+    h: encodings.Header,
+    layout: FloatDecimalLayout,
+    count: int,
+    where: str,
+    into: np.ndarray,
+) -> None:
+    """:func:`decode_float_decimal` of float64 values written into ``into`` (``8 * count``
+    bytes) with no page-sized array in between: FOR integers are unpacked into ``into``
+    itself (as int64), checked, and turned into floats in place by the kernel; other
+    nested encodings are decoded to int64 first, and the kernel writes into ``into``."""
+    if layout.int_encoding == Encoding.FOR and encodings.packed_bits(h) > 0:
+        k = into.view("<u8")
+        encodings.decode_for_into(nested, k, where)  # packed + base, wrapping as int64
+        k = k.view(np.int64)
+    else:
+        k = encodings.decode_ints(nested, layout.int_encoding, where)
+    check_ints(k, where)
+    out = into.view(np.float64)
+    # same memory in and out: an element-wise ufunc reads each integer before writing its float
+    if layout.kernel == KERNEL_MULTIPLY:
+        np.multiply(k, _POW10_INV[layout.exponent], out=out)
+    else:
+        np.divide(k, _POW10[layout.exponent], out=out)
+    positions = exception_positions(payload, layout, count, where)
+    out.view(np.uint64)[positions] = exception_values(payload, layout)

@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.format import bitpack, decimal_floats, encodings, metadata, points
-from fermion.format.pages import PAGE_HEADER_SIZE, decode_page, encode_page
+from fermion.format.pages import PAGE_HEADER_SIZE, decode_page, decode_page_into, encode_page
 from fermion.format.structs import (
     ENCODING_HEADER_DTYPE,
     FLOAT_DECIMAL_HEADER_DTYPE,
@@ -294,6 +294,9 @@ def test_property_kernel_round_trips(drawn, compressed: bool) -> None:
     page = encode_page(chosen, num_values=n, codec=Compression.NONE, encoding=enc)
     plain = decode_page(memoryview(page), expected_values=n, expected_size=n * width, where="p")
     assert same_bits(np.frombuffer(plain, _FLOATS[width])[keep], values[keep])
+    into = np.full(n * width, 0xA5, np.uint8)  # a scan's run buffer (float64: in place)
+    decode_page_into(memoryview(page), into, expected_values=n, expected_size=n * width, where="p")
+    assert into.tobytes() == bytes(plain)
     if enc == Encoding.FLOAT_DECIMAL:
         rows = np.unique(np.random.default_rng(n).integers(0, n, 50))
         got = points.fixed_values(memoryview(page), rows, n, width, None, "p")
@@ -689,6 +692,14 @@ def _both_reads_raise(payload: bytes, n: int, width: int) -> None:
         decode_page(page, expected_values=n, expected_size=n * width, where="p")
     with pytest.raises(fermion.InvalidFileError):
         points.fixed_values(page, np.arange(n), n, width, None, "p")
+    with pytest.raises(fermion.InvalidFileError):  # a scan decodes into its run buffer
+        decode_page_into(
+            page,
+            np.zeros(n * width, np.uint8),
+            expected_values=n,
+            expected_size=n * width,
+            where="p",
+        )
 
 
 def _with_fields(payload: bytes, at: int, dtype: np.dtype, **fields: int) -> bytes:
@@ -720,6 +731,9 @@ def test_reference_pages_decode_on_both_paths() -> None:
         )
         whole = decode_page(page, expected_values=n, expected_size=n * width, where="p")
         assert bytes(whole) == points.fixed_values(page, np.arange(n), n, width, None, "p")
+        into = np.zeros(n * width, np.uint8)
+        decode_page_into(page, into, expected_values=n, expected_size=n * width, where="p")
+        assert into.tobytes() == bytes(whole)
 
 
 OUTER_LIES = {
