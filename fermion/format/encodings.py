@@ -52,6 +52,7 @@ __all__ = [
     "has_checkpoints",
     "decode_byte_split",
     "decode_dictionary",
+    "decode_delta_into",
     "decode_for_into",
     "decode_int_dictionary_into",
     "dictionary_parts",
@@ -560,6 +561,39 @@ def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "
     base = int(h["base"]) % (1 << (8 * out.itemsize))
     if base:
         out += out.dtype.type(base)  # wraps, as the i64 sum does
+
+
+def decode_delta_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:
+    """A DELTA payload's values written into ``out`` (int64, one per value), as
+    :func:`decode_ints` gives them, with no array in between: the deltas are unpacked into
+    ``out[1:]`` (their checkpoints verified there), then summed in place.
+
+    Example:
+        >>> values = 10**12 + np.cumsum(np.arange(100) % 5)  # sorted: DELTA
+        >>> enc, payload = encode_ints(values, out_width=8, compressed=False)
+        >>> out = np.zeros(100, dtype=np.int64)
+        >>> decode_delta_into(payload, out)
+        >>> enc.name, out[:4].tolist(), bool(np.array_equal(out, values))
+        ('DELTA', [1000000000000, 1000000000001, 1000000000003, 1000000000006], True)
+    """
+    h = read_header(payload, where)
+    n = int(h["count"])
+    if len(payload) != int_payload_size(Encoding.DELTA, h):
+        raise InvalidFileError(f"{where}: DELTA payload size does not match its header")
+    if len(out) != n:
+        raise InvalidFileError(f"{where}: DELTA page of {n} values for {len(out)} slots")
+    if n == 0:
+        return
+    bits = packed_bits(h)
+    if bits == 0:  # as _unpack refuses it for decode_ints
+        raise InvalidFileError(f"{where}: packed integers with an invalid width or count")
+    deltas = out[1:].view(np.uint64)
+    bitpack.unpack_into(payload, HEADER_SIZE, bits, deltas, where)
+    _check_checkpoints(payload, Encoding.DELTA, h, deltas, where)
+    with np.errstate(over="ignore"):
+        out[1:] += int(h["aux"])  # in int64, wrapping as decode_ints' sums do
+        out[0] = int(h["base"])
+        np.cumsum(out, out=out)
 
 
 # -- floats -----------------------------------------------------------------------------

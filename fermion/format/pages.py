@@ -776,6 +776,8 @@ def decode_payload(
     if into is not None and len(into) == plain_size and not lengths:
         if encoding == Encoding.FOR and out_width <= 8:  # no int64 values in between
             encodings.decode_for_into(payload, into.view(f"<u{out_width}"), where)
+        elif encoding == Encoding.DELTA and out_width == 8:  # summed in place
+            encodings.decode_delta_into(payload, into.view("<i8"), where)
         elif encoding == Encoding.INT_DICTIONARY and out_width <= 8:  # likewise
             kind = "i" if signed else "u"
             encodings.decode_int_dictionary_into(payload, into.view(f"<{kind}{out_width}"), where)

@@ -30,6 +30,7 @@ from fermion.format.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
     decode_page,
+    decode_page_into,
     decompress_body,
     encode_page,
     read_page_head,
@@ -141,6 +142,10 @@ def test_checkpointed_pages_round_trip(n: int, step_bits: int, seed: int) -> Non
             continue
         assert np.array_equal(encodings.decode_ints(payload, enc), v)
         assert len(payload) == encodings.int_payload_size(enc, encodings.read_header(payload))
+        if enc == Encoding.DELTA:  # a scan's path: summed in place in its run buffer
+            into = np.full(n, -1, dtype=np.int64)
+            encodings.decode_delta_into(payload, into)
+            assert np.array_equal(into, v)
 
 
 # -- corrupt checkpoints ----------------------------------------------------------------
@@ -166,6 +171,8 @@ def test_a_changed_checkpoint_fails_full_decoding() -> None:
     bad = payload[:at] + bitpack.pack(sums, bits)
     with pytest.raises(fermion.InvalidFileError, match="checkpoints"):
         encodings.decode_ints(bad, Encoding.DELTA)
+    with pytest.raises(fermion.InvalidFileError, match="checkpoints"):
+        encodings.decode_delta_into(bad, np.zeros(2000, dtype=np.int64))
     with pytest.raises(fermion.InvalidFileError, match="checkpoints"):
         decode_page(
             page_of(bad, Encoding.DELTA, 2000), expected_values=2000, expected_size=16000, where="p"
@@ -218,6 +225,14 @@ def test_misplaced_or_mis_sized_checkpoints_raise(change: str) -> None:
     with pytest.raises(fermion.InvalidFileError):
         decode_page(
             page_of(payload, enc, 2000), expected_values=2000, expected_size=16000, where="p"
+        )
+    with pytest.raises(fermion.InvalidFileError):  # a scan's path
+        decode_page_into(
+            page_of(payload, enc, 2000),
+            np.zeros(16000, np.uint8),
+            expected_values=2000,
+            expected_size=16000,
+            where="p",
         )
 
 
