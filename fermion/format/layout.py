@@ -163,19 +163,25 @@ def without_views(t: pa.DataType) -> pa.DataType:
     return t
 
 
+_ENCODED_TYPE_IDS = frozenset(
+    (
+        pa.lib.Type_SPARSE_UNION,
+        pa.lib.Type_DENSE_UNION,
+        pa.lib.Type_RUN_END_ENCODED,
+        pa.lib.Type_LIST_VIEW,
+        pa.lib.Type_LARGE_LIST_VIEW,
+    )
+)
+
+
 def is_encoded(t: pa.DataType) -> bool:
     """A union, run-end encoded or list-view type: stored as another type (see above)."""
-    return bool(
-        pat.is_union(t)
-        or pat.is_run_end_encoded(t)
-        or pat.is_list_view(t)
-        or pat.is_large_list_view(t)
-    )
+    return t.id in _ENCODED_TYPE_IDS  # one set lookup: asked for every column of a schema
 
 
 def is_wrapped(t: pa.DataType) -> bool:
     """An extension or encoded type: its node stores another type and rebuilds ``t``."""
-    return isinstance(t, pa.BaseExtensionType) or is_encoded(t)
+    return isinstance(t, pa.BaseExtensionType) or t.id in _ENCODED_TYPE_IDS
 
 
 UNION_TYPE_IDS = "type_ids"  # the first child of a union's storage struct

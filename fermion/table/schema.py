@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -98,9 +99,11 @@ class TableSchema:
     arrow: pa.Schema
     field_ids: tuple[int, ...]
     max_field_id: int
+    _top_ids: tuple[int, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        top_level_field_ids(self.arrow, self.field_ids)  # validates the node count
+        top = tuple(top_level_field_ids(self.arrow, self.field_ids))  # validates the node count
+        object.__setattr__(self, "_top_ids", top)  # computed once: readers ask per fragment
         if len(set(self.field_ids)) != len(self.field_ids):
             raise InvalidFileError("duplicate field ids in a table schema")
         if self.field_ids and max(self.field_ids) > self.max_field_id:
@@ -134,8 +137,8 @@ class TableSchema:
         )
 
     def top_level_ids(self) -> list[int]:
-        """Field id of each top-level column, in schema order."""
-        return top_level_field_ids(self.arrow, self.field_ids)
+        """Field id of each top-level column, in schema order (a new list each call)."""
+        return list(self._top_ids)
 
     def id_of(self, name: str) -> int:
         """The field id of top-level column ``name``."""

@@ -1,0 +1,52 @@
+"""TableSchema's top-level field ids (computed once per schema, docs/TABLE_FORMAT.md)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from fermion.errors import InvalidFileError
+from fermion.table.schema import TableSchema
+
+NESTED = pa.schema(
+    [
+        ("a", pa.int8()),
+        ("s", pa.struct([("x", pa.int8()), ("y", pa.list_(pa.string()))])),
+        ("d", pa.dictionary(pa.int8(), pa.string())),
+        ("u", pa.dense_union([pa.field("i", pa.int32()), pa.field("t", pa.string())])),
+        ("r", pa.run_end_encoded(pa.int32(), pa.float64())),
+        ("b", pa.int64()),
+    ]
+)
+
+
+def test_top_level_ids_follow_the_node_count_of_every_kind_of_column() -> None:
+    # nodes: a=1, s=4 (s, x, y, item), d=2 (indices, values), u=3 (struct: type_ids,
+    # i, t) + the union node = 4, r=1 (stored as its values), b=1
+    schema = TableSchema.from_arrow(NESTED, first_id=10)
+    ids = schema.top_level_ids()
+    assert ids[0] == 10 and ids[1] == 11 and ids[2] == 15
+    assert ids == sorted(ids) and len(ids) == len(NESTED)
+    assert ids[-1] == schema.max_field_id
+    assert schema.id_of("b") == ids[-1]
+
+
+def test_top_level_ids_is_a_new_list_each_call() -> None:
+    schema = TableSchema.from_arrow(NESTED)
+    first = schema.top_level_ids()
+    first.clear()
+    assert schema.top_level_ids() == TableSchema.from_arrow(NESTED).top_level_ids()
+    assert len(schema.top_level_ids()) == len(NESTED)
+
+
+def test_schemas_with_the_same_fields_are_equal() -> None:
+    one = TableSchema.from_arrow(NESTED)
+    two = TableSchema(NESTED, one.field_ids, one.max_field_id)
+    assert one == two
+    assert "_top_ids" not in repr(one)
+
+
+def test_a_wrong_number_of_field_ids_is_refused() -> None:
+    one = TableSchema.from_arrow(NESTED)
+    with pytest.raises(InvalidFileError):
+        TableSchema(NESTED, one.field_ids[:-1], one.max_field_id)
