@@ -76,8 +76,9 @@ class SparsePage:
     a point read needs them: its header and block tables first, then only the blocks or
     byte ranges of the wanted values (docs/FORMAT.md §9, sub-page IO).
 
-    ``head`` holds the page's first bytes, already read. Bytes are fetched in grains of
-    :attr:`GRAIN` bytes, the ranges of one call coalesced into few requests.
+    ``head`` holds the page's first bytes, already read (:attr:`GRAIN` bytes: a page's
+    header and block table start). Bytes are fetched in units of :attr:`UNIT` bytes, the
+    ranges of one call coalesced into few requests.
 
     Example:
         >>> from fermion.io.source import open_source
@@ -89,11 +90,12 @@ class SparsePage:
         >>> page = SparsePage(src, 0, 4096, src.read(0, 16), max_gap=0)
         >>> page.fetch(np.array([1000]), np.array([1004]))
         >>> page.view[1000:1004].tolist(), src.stats.bytes_read
-        ([232, 233, 234, 235], 528)
+        ([232, 233, 234, 235], 32)
     """
 
-    GRAIN = 512
-    MAX_GAP = 4096  # ranges closer than this are read in one request (a round trip costs
+    GRAIN = 512  # the first bytes read of each page, with the other pages' (one request)
+    UNIT = 16  # then: ranges are widened to whole units (bookkeeping of what is present)
+    MAX_GAP = 256  # ranges closer than this are read in one request (a round trip costs
     # more than a few KiB; the holes between wanted values are not read beyond that)
 
     def __init__(
@@ -104,10 +106,10 @@ class SparsePage:
         self.size = size
         self.max_gap = max_gap
         self._buf = np.empty(size, dtype=np.uint8)
-        self._have = np.zeros(-(-size // self.GRAIN), dtype=bool)
+        self._have = np.zeros(-(-size // self.UNIT), dtype=bool)
         got = min(len(head), size)
         self._buf[:got] = np.frombuffer(head, dtype=np.uint8, count=got)
-        self._have[: got // self.GRAIN] = True
+        self._have[: got // self.UNIT] = True
         if got == size:
             self._have[:] = True
         self.view = memoryview(self._buf.data)
@@ -125,7 +127,7 @@ class SparsePage:
         keep = ends > begins
         if not bool(keep.any()):
             return
-        first, last = begins[keep] // self.GRAIN, (ends[keep] - 1) // self.GRAIN
+        first, last = begins[keep] // self.UNIT, (ends[keep] - 1) // self.UNIT
         spans = last - first + 1
         steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
         grains = np.unique(np.repeat(first, spans) + steps)
@@ -136,8 +138,8 @@ class SparsePage:
         runs = np.split(grains, cut)
         ranges = []
         for run in runs:
-            a = int(run[0]) * self.GRAIN
-            b = min(self.size, (int(run[-1]) + 1) * self.GRAIN)
+            a = int(run[0]) * self.UNIT
+            b = min(self.size, (int(run[-1]) + 1) * self.UNIT)
             ranges.append((self.offset + a, b - a))
         for (at, length), data in zip(
             ranges, self.source.read_ranges(ranges, max_gap=self.max_gap), strict=True
@@ -204,12 +206,13 @@ class PagePayload:
 
     @staticmethod
     def _fetch_tables(page: SparsePage) -> memoryview:
-        """Fetch a sparse page's header and block table (and frame ends or CRC32s)."""
+        """Fetch a sparse page's header and block table (and the frame ends of a
+        ZSTD_BLOCKS page; a CRC_BLOCKS page's CRC32s are fetched with their blocks)."""
         head = PAGE_HEADER_SIZE
         page.fetch_range(0, head + 12)
         compression = int(page.view[5]) if page.size > 5 else -1
-        if compression in (Compression.ZSTD_BLOCKS, Compression.CRC_BLOCKS):
-            table = 8 if compression == Compression.ZSTD_BLOCKS else 12
+        if compression == Compression.ZSTD_BLOCKS:
+            table = 8
             if page.size >= head + table:
                 blocks = int(np.frombuffer(page.view, "<u4", count=1, offset=head + 4)[0])
                 page.fetch_range(0, head + table + 4 * blocks)
@@ -245,6 +248,9 @@ class PagePayload:
             at = PAGE_HEADER_SIZE + 12 + 4 * self._crc.num_blocks
             begins = todo * self._crc.block_size + at
             ends = np.minimum(begins + self._crc.block_size, at + self.size)
+            if self._verify:  # and the blocks' CRC32s, not the whole table
+                crcs = PAGE_HEADER_SIZE + 12 + 4 * todo
+                begins, ends = np.concatenate([crcs, begins]), np.concatenate([crcs + 4, ends])
         self._sparse.fetch(begins, ends)
 
     def need(self, begins: np.ndarray, ends: np.ndarray) -> None:
