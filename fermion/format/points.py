@@ -166,7 +166,11 @@ class PagePayload:
         expected_size: int | None,
         where: str,
         verify: bool = True,
+        defer: bool = False,
     ):
+        """``defer``: of a memory-mapped CRC_BLOCKS page, verify the blocks read only when
+        :meth:`finish` is called (once for all ranges read: per-range bookkeeping costs
+        more than the CRC32s); the caller must call it before it returns any value."""
         self.where = where
         self.values = values
         self.expected_size = expected_size
@@ -185,6 +189,7 @@ class PagePayload:
         self._blocked: BlockedBody | None = None
         self._crc: CrcBlockedBody | None = None
         self._verify = verify
+        self._pending: list[tuple[np.ndarray, np.ndarray]] | None = None
         if self.head.compression == Compression.ZSTD_BLOCKS:
             # every block frame carries a content checksum, verified as it is decompressed
             self._blocked = BlockedBody(self.head.body, self.size, where)
@@ -198,6 +203,8 @@ class PagePayload:
             if verify:
                 self._crc.verify_head()
             self._done = np.zeros(self._crc.num_blocks, dtype=bool)
+            if defer and verify and self._sparse is None:
+                self._pending = []
         elif self._sparse is not None:  # read whole: a single zstd frame, or NONE
             self._sparse.fetch_range(0, self._sparse.size)
         if not self.head.crc_blocks and verify:  # bytes used anywhere: the page CRC32
@@ -266,6 +273,9 @@ class PagePayload:
         body = self._blocked if self._blocked is not None else self._crc
         if body is None:
             return
+        if self._pending is not None:
+            self._pending.append((begins, ends))
+            return
         keep = ends > begins
         self._prepare(body.blocks_for(begins[keep], ends[keep]))
 
@@ -274,9 +284,23 @@ class PagePayload:
         if begin < 0 or end > self.size or end < begin:
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
         body = self._blocked if self._blocked is not None else self._crc
+        if self._pending is not None:
+            self._pending.append((np.array([begin]), np.array([end])))
+            return
         if body is not None and end > begin:
             size = body.block_size
             self._prepare(np.arange(begin // size, (end - 1) // size + 1))
+
+    def finish(self) -> None:
+        """Verify the blocks of every range read since the page was opened (``defer``)."""
+        if not self._pending:
+            return
+        assert self._crc is not None
+        begins = np.concatenate([b for b, _ in self._pending])
+        ends = np.concatenate([e for _, e in self._pending])
+        self._pending = []
+        keep = ends > begins
+        self._prepare(self._crc.blocks_for(begins[keep], ends[keep]))
 
     def need_all(self) -> np.ndarray:
         self.need_range(0, self.size)
@@ -506,9 +530,22 @@ def fixed_values(
     """Plain bytes of the fixed-width values at ``rows`` (sorted, unique) of a DATA page
     (``verify``: check the checksums covering the bytes read, see :class:`PagePayload`)."""
     rows = np.asarray(rows, dtype=np.int64)
-    p = PagePayload(page, values, values * width, where, verify)
+    p = PagePayload(page, values, values * width, where, verify, defer=True)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
+    out = _fixed_values(p, rows, values, width, int_domain, where)
+    p.finish()  # the checksums of every block read, before any value is returned
+    return out
+
+
+def _fixed_values(
+    p: PagePayload,
+    rows: np.ndarray,
+    values: int,
+    width: int,
+    int_domain: tuple[int, bool] | None,
+    where: str,
+) -> bytes:
     if p.encoding == Encoding.PLAIN:
         if p.size != values * width:
             raise InvalidFileError(f"{where}: page decodes to {p.size} bytes")
@@ -559,7 +596,24 @@ def binary_values(
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
-    data = PagePayload(data_page, values, None, where, verify)
+    data = PagePayload(data_page, values, None, where, verify, defer=True)
+    lengths, out = _binary_values(
+        data, offsets_page, rows, values, offset_width, where, dictionary, verify
+    )
+    data.finish()  # the checksums of every block read, before any value is returned
+    return lengths, out
+
+
+def _binary_values(
+    data: PagePayload,
+    offsets_page: Page,
+    rows: np.ndarray,
+    values: int,
+    offset_width: int,
+    where: str,
+    dictionary: StripeDictionaryPage | None,
+    verify: bool,
+) -> tuple[np.ndarray, bytes]:
     if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
         head = offsets_page.view if isinstance(offsets_page, SparsePage) else offsets_page
         if not is_derived(head):
@@ -571,7 +625,9 @@ def binary_values(
         return _dictionary_values(data, rows)
     if data.encoding != Encoding.PLAIN:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
-    offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where, verify)
+    offs_payload = PagePayload(
+        offsets_page, values, (values + 1) * offset_width, where, verify, defer=True
+    )
     found = _lengths_prefix(offs_payload, rows, values, offset_width)
     if found is not None:
         begins, ends = found
@@ -585,6 +641,7 @@ def binary_values(
         if int(offs[-1]) != data.size or bool(np.any(offs[1:] < offs[:-1])):
             raise InvalidFileError(f"{where}: offsets do not describe the data page")
         begins, ends = offs[rows], offs[rows + 1]
+    offs_payload.finish()
     lengths = ends - begins
     data.need(begins, ends)  # checks the ranges against the data page
     return lengths, gather_ranges(data.buf, begins, lengths).tobytes()
