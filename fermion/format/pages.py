@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import threading
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -29,6 +28,7 @@ import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format import decimal_floats, encodings
+from fermion.format.checksum import crc32
 from fermion.format.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.stripe_dictionary import (
     IndexPage,
@@ -358,12 +358,12 @@ def _crc_blocks_body(head: bytes, payload: bytes | memoryview, block_size: int) 
     compression CRC_BLOCKS): the CrcBlockTable, a CRC32 per block, then the payload."""
     data = memoryview(payload).cast("B")
     crcs = np.array(
-        [zlib.crc32(data[k : k + block_size]) for k in range(0, len(data), block_size)],
+        [crc32(data[k : k + block_size]) for k in range(0, len(data), block_size)],
         dtype="<u4",
     )
     table = np.zeros(1, dtype=CRC_BLOCK_TABLE_DTYPE)
     table["block_size"], table["num_blocks"] = block_size, len(crcs)
-    table["head_crc"] = zlib.crc32(table.tobytes()[:8], zlib.crc32(head))
+    table["head_crc"] = crc32(table.tobytes()[:8], crc32(head))
     return b"".join([table.tobytes(), crcs.tobytes(), data])
 
 
@@ -408,9 +408,7 @@ class CrcBlockedBody:
     def verify_head(self) -> None:
         """Check the page header and the block table against ``head_crc``."""
         table = PAGE_HEADER_SIZE + 8
-        if zlib.crc32(self.page[PAGE_HEADER_SIZE:table], zlib.crc32(self.page[4:16])) != (
-            self.head_crc
-        ):
+        if crc32(self.page[PAGE_HEADER_SIZE:table], crc32(self.page[4:16])) != (self.head_crc):
             raise ChecksumError(f"{self.where}: page header CRC32 mismatch")
 
     def blocks_for(self, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -419,17 +417,21 @@ class CrcBlockedBody:
 
     def verify(self, blocks: np.ndarray) -> None:
         """Check the CRC32 of each of ``blocks`` (ChecksumError on a mismatch)."""
-        size, data, crcs = self.block_size, self.payload, self.crcs
-        for k in blocks.tolist():
-            if zlib.crc32(data[k * size : (k + 1) * size]) != int(crcs[k]):
-                raise ChecksumError(f"{self.where}: block {k} CRC32 mismatch")
+        size, data = self.block_size, self.payload
+        # one comprehension, compared as lists: a NumPy scalar or a loop body per block
+        # costs more than the CRC of a 512-byte block
+        got = [crc32(data[at : at + size]) for at in (blocks * size).tolist()]
+        expected = self.crcs[blocks].tolist()
+        if got != expected:
+            k = next(int(k) for k, a, b in zip(blocks, got, expected, strict=True) if a != b)
+            raise ChecksumError(f"{self.where}: block {k} CRC32 mismatch")
 
 
 def check_page_crc(page: memoryview, where: str) -> None:
     """Verify a page's CRC32 (when its header says it carries one): ChecksumError."""
     header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
     if int(header["flags"]) & _HEADER_FLAG_CRC:
-        actual = zlib.crc32(page[PAGE_HEADER_SIZE:], zlib.crc32(page[4:PAGE_HEADER_SIZE]))
+        actual = crc32(page[PAGE_HEADER_SIZE:], crc32(page[4:PAGE_HEADER_SIZE]))
         if actual != int(header["crc"]):
             raise ChecksumError(f"{where}: page CRC32 mismatch")
 
@@ -513,7 +515,7 @@ def encode_page(
     if crc_blocks:
         body = _crc_blocks_body(head[4:], payload, checksum_block_size)
     if crc:
-        checksum = zlib.crc32(body, zlib.crc32(head[4:]))
+        checksum = crc32(body, crc32(head[4:]))
         head = np.uint32(checksum).astype("<u4").tobytes() + head[4:]
     return head + bytes(body)
 
@@ -550,7 +552,7 @@ def read_page_head(
     ).item()
     body = page[PAGE_HEADER_SIZE:]
     if verify_crc and flags & _HEADER_FLAG_CRC:
-        actual = zlib.crc32(body, zlib.crc32(page[4:PAGE_HEADER_SIZE]))
+        actual = crc32(body, crc32(page[4:PAGE_HEADER_SIZE]))
         if actual != crc:
             raise ChecksumError(f"{where}: page CRC32 mismatch")
     if num_values != expected_values:

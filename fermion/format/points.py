@@ -76,8 +76,9 @@ class SparsePage:
     a point read needs them: its header and block tables first, then only the blocks or
     byte ranges of the wanted values (docs/FORMAT.md §9, sub-page IO).
 
-    ``head`` holds the page's first bytes, already read. Bytes are fetched in grains of
-    :attr:`GRAIN` bytes, the ranges of one call coalesced into few requests.
+    ``head`` holds the page's first bytes, already read (:attr:`GRAIN` bytes: a page's
+    header and block table start). Bytes are fetched in units of :attr:`UNIT` bytes, the
+    ranges of one call coalesced into few requests.
 
     Example:
         >>> from fermion.io.source import open_source
@@ -89,11 +90,12 @@ class SparsePage:
         >>> page = SparsePage(src, 0, 4096, src.read(0, 16), max_gap=0)
         >>> page.fetch(np.array([1000]), np.array([1004]))
         >>> page.view[1000:1004].tolist(), src.stats.bytes_read
-        ([232, 233, 234, 235], 528)
+        ([232, 233, 234, 235], 32)
     """
 
-    GRAIN = 512
-    MAX_GAP = 4096  # ranges closer than this are read in one request (a round trip costs
+    GRAIN = 512  # the first bytes read of each page, with the other pages' (one request)
+    UNIT = 16  # then: ranges are widened to whole units (bookkeeping of what is present)
+    MAX_GAP = 256  # ranges closer than this are read in one request (a round trip costs
     # more than a few KiB; the holes between wanted values are not read beyond that)
 
     def __init__(
@@ -104,10 +106,10 @@ class SparsePage:
         self.size = size
         self.max_gap = max_gap
         self._buf = np.empty(size, dtype=np.uint8)
-        self._have = np.zeros(-(-size // self.GRAIN), dtype=bool)
+        self._have = np.zeros(-(-size // self.UNIT), dtype=bool)
         got = min(len(head), size)
         self._buf[:got] = np.frombuffer(head, dtype=np.uint8, count=got)
-        self._have[: got // self.GRAIN] = True
+        self._have[: got // self.UNIT] = True
         if got == size:
             self._have[:] = True
         self.view = memoryview(self._buf.data)
@@ -125,7 +127,7 @@ class SparsePage:
         keep = ends > begins
         if not bool(keep.any()):
             return
-        first, last = begins[keep] // self.GRAIN, (ends[keep] - 1) // self.GRAIN
+        first, last = begins[keep] // self.UNIT, (ends[keep] - 1) // self.UNIT
         spans = last - first + 1
         steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
         grains = np.unique(np.repeat(first, spans) + steps)
@@ -136,8 +138,8 @@ class SparsePage:
         runs = np.split(grains, cut)
         ranges = []
         for run in runs:
-            a = int(run[0]) * self.GRAIN
-            b = min(self.size, (int(run[-1]) + 1) * self.GRAIN)
+            a = int(run[0]) * self.UNIT
+            b = min(self.size, (int(run[-1]) + 1) * self.UNIT)
             ranges.append((self.offset + a, b - a))
         for (at, length), data in zip(
             ranges, self.source.read_ranges(ranges, max_gap=self.max_gap), strict=True
@@ -164,7 +166,11 @@ class PagePayload:
         expected_size: int | None,
         where: str,
         verify: bool = True,
+        defer: bool = False,
     ):
+        """``defer``: of a memory-mapped CRC_BLOCKS page, verify the blocks read only when
+        :meth:`finish` is called (once for all ranges read: per-range bookkeeping costs
+        more than the CRC32s); the caller must call it before it returns any value."""
         self.where = where
         self.values = values
         self.expected_size = expected_size
@@ -183,6 +189,7 @@ class PagePayload:
         self._blocked: BlockedBody | None = None
         self._crc: CrcBlockedBody | None = None
         self._verify = verify
+        self._pending: list[tuple[np.ndarray, np.ndarray]] | None = None
         if self.head.compression == Compression.ZSTD_BLOCKS:
             # every block frame carries a content checksum, verified as it is decompressed
             self._blocked = BlockedBody(self.head.body, self.size, where)
@@ -196,6 +203,8 @@ class PagePayload:
             if verify:
                 self._crc.verify_head()
             self._done = np.zeros(self._crc.num_blocks, dtype=bool)
+            if defer and verify and self._sparse is None:
+                self._pending = []
         elif self._sparse is not None:  # read whole: a single zstd frame, or NONE
             self._sparse.fetch_range(0, self._sparse.size)
         if not self.head.crc_blocks and verify:  # bytes used anywhere: the page CRC32
@@ -204,12 +213,13 @@ class PagePayload:
 
     @staticmethod
     def _fetch_tables(page: SparsePage) -> memoryview:
-        """Fetch a sparse page's header and block table (and frame ends or CRC32s)."""
+        """Fetch a sparse page's header and block table (and the frame ends of a
+        ZSTD_BLOCKS page; a CRC_BLOCKS page's CRC32s are fetched with their blocks)."""
         head = PAGE_HEADER_SIZE
         page.fetch_range(0, head + 12)
         compression = int(page.view[5]) if page.size > 5 else -1
-        if compression in (Compression.ZSTD_BLOCKS, Compression.CRC_BLOCKS):
-            table = 8 if compression == Compression.ZSTD_BLOCKS else 12
+        if compression == Compression.ZSTD_BLOCKS:
+            table = 8
             if page.size >= head + table:
                 blocks = int(np.frombuffer(page.view, "<u4", count=1, offset=head + 4)[0])
                 page.fetch_range(0, head + table + 4 * blocks)
@@ -245,6 +255,9 @@ class PagePayload:
             at = PAGE_HEADER_SIZE + 12 + 4 * self._crc.num_blocks
             begins = todo * self._crc.block_size + at
             ends = np.minimum(begins + self._crc.block_size, at + self.size)
+            if self._verify:  # and the blocks' CRC32s, not the whole table
+                crcs = PAGE_HEADER_SIZE + 12 + 4 * todo
+                begins, ends = np.concatenate([crcs, begins]), np.concatenate([crcs + 4, ends])
         self._sparse.fetch(begins, ends)
 
     def need(self, begins: np.ndarray, ends: np.ndarray) -> None:
@@ -260,6 +273,9 @@ class PagePayload:
         body = self._blocked if self._blocked is not None else self._crc
         if body is None:
             return
+        if self._pending is not None:
+            self._pending.append((begins, ends))
+            return
         keep = ends > begins
         self._prepare(body.blocks_for(begins[keep], ends[keep]))
 
@@ -268,9 +284,23 @@ class PagePayload:
         if begin < 0 or end > self.size or end < begin:
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
         body = self._blocked if self._blocked is not None else self._crc
+        if self._pending is not None:
+            self._pending.append((np.array([begin]), np.array([end])))
+            return
         if body is not None and end > begin:
             size = body.block_size
             self._prepare(np.arange(begin // size, (end - 1) // size + 1))
+
+    def finish(self) -> None:
+        """Verify the blocks of every range read since the page was opened (``defer``)."""
+        if not self._pending:
+            return
+        assert self._crc is not None
+        begins = np.concatenate([b for b, _ in self._pending])
+        ends = np.concatenate([e for _, e in self._pending])
+        self._pending = []
+        keep = ends > begins
+        self._prepare(self._crc.blocks_for(begins[keep], ends[keep]))
 
     def need_all(self) -> np.ndarray:
         self.need_range(0, self.size)
@@ -549,9 +579,22 @@ def fixed_values(
     """Plain bytes of the fixed-width values at ``rows`` (sorted, unique) of a DATA page
     (``verify``: check the checksums covering the bytes read, see :class:`PagePayload`)."""
     rows = np.asarray(rows, dtype=np.int64)
-    p = PagePayload(page, values, values * width, where, verify)
+    p = PagePayload(page, values, values * width, where, verify, defer=True)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
+    out = _fixed_values(p, rows, values, width, int_domain, where)
+    p.finish()  # the checksums of every block read, before any value is returned
+    return out
+
+
+def _fixed_values(
+    p: PagePayload,
+    rows: np.ndarray,
+    values: int,
+    width: int,
+    int_domain: tuple[int, bool] | None,
+    where: str,
+) -> bytes:
     if p.encoding == Encoding.PLAIN:
         if p.size != values * width:
             raise InvalidFileError(f"{where}: page decodes to {p.size} bytes")
@@ -602,7 +645,24 @@ def binary_values(
     rows = np.asarray(rows, dtype=np.int64)
     if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= values):
         raise InvalidFileError(f"{where}: rows outside the page")
-    data = PagePayload(data_page, values, None, where, verify)
+    data = PagePayload(data_page, values, None, where, verify, defer=True)
+    lengths, out = _binary_values(
+        data, offsets_page, rows, values, offset_width, where, dictionary, verify
+    )
+    data.finish()  # the checksums of every block read, before any value is returned
+    return lengths, out
+
+
+def _binary_values(
+    data: PagePayload,
+    offsets_page: Page,
+    rows: np.ndarray,
+    values: int,
+    offset_width: int,
+    where: str,
+    dictionary: StripeDictionaryPage | None,
+    verify: bool,
+) -> tuple[np.ndarray, bytes]:
     if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
         head = offsets_page.view if isinstance(offsets_page, SparsePage) else offsets_page
         if not is_derived(head):
@@ -614,7 +674,9 @@ def binary_values(
         return _dictionary_values(data, rows)
     if data.encoding != Encoding.PLAIN:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
-    offs_payload = PagePayload(offsets_page, values, (values + 1) * offset_width, where, verify)
+    offs_payload = PagePayload(
+        offsets_page, values, (values + 1) * offset_width, where, verify, defer=True
+    )
     found = _lengths_prefix(offs_payload, rows, values, offset_width)
     if found is not None:
         begins, ends = found
@@ -628,6 +690,7 @@ def binary_values(
         if int(offs[-1]) != data.size or bool(np.any(offs[1:] < offs[:-1])):
             raise InvalidFileError(f"{where}: offsets do not describe the data page")
         begins, ends = offs[rows], offs[rows + 1]
+    offs_payload.finish()
     lengths = ends - begins
     data.need(begins, ends)  # checks the ranges against the data page
     return lengths, gather_ranges(data.buf, begins, lengths).tobytes()

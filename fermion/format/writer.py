@@ -26,7 +26,6 @@ Example:
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -49,6 +48,7 @@ from fermion.format.batch import (
     system_tree,
 )
 from fermion.format.bloom import bloom_supported
+from fermion.format.checksum import crc32
 from fermion.format.encoded import has_run_ends
 from fermion.format.layout import Kind, Node, build_tree
 from fermion.format.metadata import build_footer
@@ -590,7 +590,7 @@ class FileWriter:
         header = np.zeros(1, dtype=CMB_HEADER_DTYPE)
         header["num_streams"] = len(col.streams)
         header["num_stripes"] = num_stripes
-        header["crc"] = zlib.crc32(body)
+        header["crc"] = crc32(body)
         header["column"] = index
         if meta_size + payload_size + page_pool_size > 0xFFFFFFFF:
             raise FermionError("a column metadata block exceeds 4 GiB; use larger stripes")

@@ -109,3 +109,55 @@ def test_batch_lookup_through_fsspec_reads_only_the_batch(tmp_path: Path) -> Non
     want = table.select(["f1", "f6"]).slice(starts[1_500], int(sizes[1_500]))
     assert got.equals(want)
     assert read < 0.05 * size, (read, size)  # a few zstd blocks per column
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_one_value_costs_its_checksum_block_not_the_block_table(tmp_path: Path, verify) -> None:
+    # one uncompressed page of bit-packed integers, 1 MB: 2,048 checksum blocks, so its
+    # CRC32 table alone is 8 KiB; a point read fetches the page's first bytes, the block
+    # holding the EncodingHeader, then the value's block and (verifying) its CRC32 only
+    from fermion.format.points import SparsePage
+
+    rng = np.random.default_rng(6)
+    table = pa.table({"k": pa.array(rng.integers(0, 2**40, 200_000))})
+    path = tmp_path / "k.fermion"
+    fermion.write_table(table, path, page_size=4 << 20)
+    block = fermion.WriteOptions().checksum_block_size
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/sparse/k.fermion", path.read_bytes())
+    with fermion.FileReader((fs, "/sparse/k.fermion"), verify_checksums=verify) as r:
+        opened = r.source.stats.bytes_read
+        assert r.take([150_000]).equals(table.take([150_000]))
+        read = r.source.stats.bytes_read - opened
+    unit = SparsePage.UNIT
+    one_block = block + 2 * unit  # a block is not aligned to units
+    budget = SparsePage.GRAIN + 2 * one_block + (unit if verify else 0)
+    assert read <= budget, (read, budget)
+    assert read >= SparsePage.GRAIN + block  # the value's whole block: it is verified
+
+
+def test_a_sparse_take_reads_under_a_tenth_of_the_file(tmp_path: Path) -> None:
+    # the density of the lineitem bench's take (1,000 random rows of 6 million), smaller:
+    # 250 of 1.5 million; point-read columns fetch a checksum block or zstd block per value
+    rng = np.random.default_rng(7)
+    n = 1_500_000
+    table = pa.table(
+        {
+            "partkey": pa.array(rng.integers(1, 200_000, n)),
+            "price": pa.array(np.round(rng.uniform(900, 105_000, n), 2)),
+            "quantity": pa.array(rng.integers(1, 51, n).astype(np.float64)),
+            "day": pa.array(rng.integers(8_000, 10_600, n).astype(np.int32), pa.date32()),
+            "comment": pa.array([f"ship {int(k):x} fluffily" for k in rng.integers(0, 2**40, n)]),
+        }
+    )
+    path = tmp_path / "l.fermion"
+    fermion.write_table(table, path)
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/sparse/l.fermion", path.read_bytes())
+    idx = np.sort(rng.choice(n, 250, replace=False))
+    with fermion.FileReader((fs, "/sparse/l.fermion")) as r:
+        opened = r.source.stats.bytes_read
+        assert r.take(idx).equals(table.take(idx))
+        read = r.source.stats.bytes_read - opened
+        size = r.source.size
+    assert read <= 0.10 * size, (read, size)
