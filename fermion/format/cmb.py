@@ -67,19 +67,41 @@ class StreamDesc:
     desc_type: DescType
     simple: np.ndarray | None = None  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
     full: np.ndarray | None = None  # FULL_CHUNK_DESC_DTYPE[num_stripes]
-    page_metas: list[np.ndarray] | None = None  # PAGE_META_DTYPE[num_pages] per stripe
+    # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the chunk's
+    # (synthesised on first use: most lookups touch one stripe of a few columns)
+    page_metas: list[np.ndarray | None] | None = None
     _layouts: dict[int, PageLayout] = field(default_factory=dict, repr=False, compare=False)
 
     def pages(self, stripe: int) -> np.ndarray:
         """PageMeta rows of ``stripe`` (synthesised for single-page chunks)."""
-        assert self.page_metas is not None
-        return self.page_metas[stripe]
+        assert self.page_metas is not None and self.full is not None
+        pages = self.page_metas[stripe]
+        if pages is None:
+            d = self.full[stripe]
+            fields = ("length", "num_values", "chunk_min", "chunk_max", "null_count")
+            row = (*(int(d[f]) for f in fields), int(d["stats_flags"]))
+            pages = self.page_metas[stripe] = np.array([row], PAGE_META_DTYPE)
+        return pages
 
     def layout(self, stripe: int) -> PageLayout:
         """The chunk's :class:`PageLayout` in ``stripe`` (computed once per stripe)."""
         lay = self._layouts.get(stripe)
         if lay is None:
-            assert self.full is not None
+            assert self.full is not None and self.page_metas is not None
+            if self.page_metas[stripe] is None:  # one page: the chunk
+                offset, length, values = self.full[["offset", "length", "num_values"]][
+                    stripe
+                ].item()
+                counts = np.array([values], dtype=np.int64)
+                lay = PageLayout(
+                    counts,
+                    np.zeros(1, dtype=np.int64),
+                    counts,
+                    np.array([offset], dtype=np.int64),
+                    np.array([length], dtype=np.int64),
+                )
+                self._layouts[stripe] = lay
+                return lay
             pages = self.pages(stripe)
             counts = pages["row_count"].astype(np.int64)
             sizes = pages["page_size"].astype(np.int64)
@@ -170,7 +192,7 @@ def parse_cmb(
             streams.append(StreamDesc(desc_type, simple=simple))
             continue
         full = _view(raw, pos, FULL_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
-        page_metas: list[np.ndarray] = []
+        page_metas: list[np.ndarray | None] = []
         for d in full.tolist():
             offset, length, values, cmin, cmax, nulls, n_pages, meta_offset, flags = d
             if (length == 0) != (n_pages == 0):
@@ -184,8 +206,9 @@ def parse_cmb(
                     or int(pages["row_count"].sum(dtype=np.int64)) != values
                 ):
                     raise InvalidFileError(f"{where}: page sizes or counts disagree with the chunk")
-            elif n_pages:  # a single page: its meta is the chunk's
-                pages = np.array([(length, values, cmin, cmax, nulls, flags)], PAGE_META_DTYPE)
+            elif n_pages:  # a single page: its meta is the chunk's (see StreamDesc.pages)
+                page_metas.append(None)
+                continue
             else:
                 pages = _NO_PAGES
             page_metas.append(pages)

@@ -282,6 +282,14 @@ def build_tree(f: pa.Field, *, bloom: bool = False) -> Node:
 
     ``bloom`` adds the column's BLOOM stream after all others (flat columns only).
     """
+    t = f.type
+    if (pat.is_integer(t) or pat.is_floating(t)) and not bloom:  # the usual case, directly
+        node = Node(0, f.name, t, Kind.FIXED, f.nullable, byte_width=t.bit_width // 8)
+        node.streams = [
+            StreamSpec(0, 0, StreamType.VALIDITY),
+            StreamSpec(1, 0, StreamType.DATA),
+        ]
+        return node
     counter = [0, 0]  # next node index, next stream index
 
     def build(fld: pa.Field) -> Node:

@@ -341,7 +341,7 @@ class SchemaIndex:
             heap_end = self._h["heap_offset"] + self._h["heap_size"]
             num_nodes, node_ids = self._h["num_nodes"], self._h["node_ids_offset"]
             ranges: list[tuple[int, int]] = []
-            for e in entries:
+            for i, e in zip(missing, entries, strict=True):
                 no, ns = e.name_offset, e.name_size
                 bo, bs = e.blob_offset, e.blob_size
                 if (

@@ -460,3 +460,72 @@ def test_batch_stripes_are_cut_by_arrow_bytes_of_sliced_batches(tmp_path: Path) 
         # three batches stay below 3.5 batches' bytes; the fourth would cross it
         assert r.batches().batches_per_stripe.tolist() == [3, 3, 3, 1]
         assert_same(r.read(), big.slice(0, 10 * n))
+
+
+def test_staged_batch_bytes_match_each_batchs_arrow_bytes() -> None:
+    """Measured together, each part's bytes are its own ``nbytes`` within a few bytes a
+    column (offsets and validity are counted per row, not per referenced buffer range):
+    also for Table parts of several chunks, nulls, large offsets and a list column."""
+    from fermion.format.writer import _staged_nbytes
+
+    rng = np.random.default_rng(5)
+    big = pa.table(
+        {
+            "x": pa.array(rng.integers(0, 9, 1000), pa.int64()),
+            "s": pa.array([None if i % 7 == 0 else "v" * (i % 13) for i in range(1000)]),
+            "b": pa.array([b"z" * (i % 5) for i in range(1000)], pa.large_binary()),
+            "l": pa.array([[i] * (i % 4) for i in range(1000)], pa.list_(pa.int32())),
+        }
+    )
+    parts: list[pa.Table | pa.RecordBatch] = []
+    at = 0
+    for k, n in enumerate(rng.integers(1, 40, 25).tolist()):
+        part = big.slice(at, n)
+        if k % 3 == 1:  # a Table of two chunks
+            part = pa.concat_tables([part.slice(0, n // 2), part.slice(n // 2)])
+        parts.append(part.to_batches()[0] if k % 3 == 2 else part)
+        at += n
+    got = _staged_nbytes(parts, big.schema, [1, 2, 3], 8.125)
+    for part, size in zip(parts, got, strict=True):
+        rows = part.num_rows
+        exact = int(rows * 8.125) + sum(part.column(i).nbytes for i in (1, 2, 3))
+        assert abs(size - exact) <= 2 * (rows // 8 + 12)
+    values = sum(len(v) for v in big.column("s").slice(0, at).drop_null().to_pylist())
+    assert sum(got) >= values  # the string values are all counted
+
+
+def test_batch_stripe_cuts_over_many_staged_batches(tmp_path: Path) -> None:
+    """Batches are measured 64 at a time, but every stripe is cut where placing batch by
+    batch cuts it: it holds the greedy run of batches whose bytes stay within the limit."""
+    from fermion.format.writer import _staged_nbytes
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 9, 300).tolist()
+    rows = int(sum(sizes))
+    big = pa.table(
+        {
+            "x": pa.array(np.arange(rows, dtype=np.int64)),
+            "s": pa.array(["w" * int(k) for k in rng.integers(0, 60, rows)]),
+        }
+    )
+    limit = 6_000
+    starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    parts = [big.slice(starts[k], n) for k, n in enumerate(sizes)]
+    path = tmp_path / "c.fermion"
+    with fermion.FileWriter(path, big.schema, max_stripe_bytes=limit) as w:
+        for k, part in enumerate(parts):
+            w.append_batch(k, part)
+    expected, count, held = [], 0, 0
+    for nbytes in _staged_nbytes(parts, big.schema, [1], 8.125):
+        if count and held + nbytes > limit:
+            expected.append(count)
+            count, held = 0, 0
+        count, held = count + 1, held + nbytes
+        if held >= limit:
+            expected.append(count)
+            count, held = 0, 0
+    expected += [count] if count else []
+    with fermion.FileReader(path) as r:
+        assert r.batches().batches_per_stripe.tolist() == expected
+        assert len(expected) >= 8
+        assert_same(r.read(), big)

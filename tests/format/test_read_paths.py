@@ -238,3 +238,17 @@ def test_filters_on_files_with_view_columns(tmp_path: Path) -> None:
     assert got.column("b").cast(pa.binary()).to_pylist() == [
         bytes([i % 256]) for i in range(0, 1000, 7)
     ]
+
+
+def test_schema_columns_after_a_name_lookup(tmp_path: Path) -> None:
+    """Column entries are fetched right when a name lookup cached the name of only some
+    of them (it once checked the last column's cache for all: a ChecksumError)."""
+    from fermion.format.writer import write_table
+
+    path = tmp_path / "n.fermion"
+    write_table(pa.table({"a": [1], "b": [2], "c": [3]}), path)
+    with fermion.FileReader(path) as r:
+        index = r.file_meta.index
+        assert index.lookup(["c"]) == [2]
+        assert [i.field.name for i in index.columns([0, 2])] == ["a", "c"]
+        assert [i.field.name for i in index.columns([1])] == ["b"]
