@@ -540,18 +540,27 @@ def decode_int_dictionary_into(
     np.take(distinct.astype(out.dtype), indices, out=out, mode="wrap")
 
 
+def _header_for_slots(
+    payload: memoryview | bytes, encoding: Encoding, out: np.ndarray, where: str
+) -> Header:
+    """The header of an ``encoding`` integer payload decoded into ``out``, checked: the
+    payload's size matches it and ``out`` has one slot per value."""
+    h = read_header(payload, where)
+    n = int(h["count"])
+    if len(payload) != int_payload_size(encoding, h):
+        raise InvalidFileError(f"{where}: {encoding.name} payload size does not match its header")
+    if len(out) != n:
+        raise InvalidFileError(f"{where}: {encoding.name} page of {n} values for {len(out)} slots")
+    return h
+
+
 def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:
     """A FOR payload's values written into ``out`` (unsigned integers of 1 to 8 bytes, one
     per value): ``packed + base`` modulo ``2**(8 * out.itemsize)``, which is the plain
     little-endian form of the i64 result :func:`decode_ints` gives, cut to that width.
     A page with checkpoints (lengths, 1.3) has them verified, which needs ``out`` to hold
     its packed integers whole (at least their bit width)."""
-    h = read_header(payload, where)
-    n = int(h["count"])
-    if len(payload) != int_payload_size(Encoding.FOR, h):
-        raise InvalidFileError(f"{where}: FOR payload size does not match its header")
-    if len(out) != n:
-        raise InvalidFileError(f"{where}: FOR page of {n} values for {len(out)} slots")
+    h = _header_for_slots(payload, Encoding.FOR, out, where)
     bits = packed_bits(h)
     bitpack.unpack_into(payload, HEADER_SIZE, bits, out, where)
     if int(h["flags"]) & EncodingFlag.CHECKPOINTS:
@@ -576,13 +585,8 @@ def decode_delta_into(payload: memoryview | bytes, out: np.ndarray, where: str =
         >>> enc.name, out[:4].tolist(), bool(np.array_equal(out, values))
         ('DELTA', [1000000000000, 1000000000001, 1000000000003, 1000000000006], True)
     """
-    h = read_header(payload, where)
-    n = int(h["count"])
-    if len(payload) != int_payload_size(Encoding.DELTA, h):
-        raise InvalidFileError(f"{where}: DELTA payload size does not match its header")
-    if len(out) != n:
-        raise InvalidFileError(f"{where}: DELTA page of {n} values for {len(out)} slots")
-    if n == 0:
+    h = _header_for_slots(payload, Encoding.DELTA, out, where)
+    if len(out) == 0:
         return
     bits = packed_bits(h)
     if bits == 0:  # as _unpack refuses it for decode_ints
