@@ -29,7 +29,7 @@ from fermion.errors import InvalidFileError
 from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
 from fermion.format.cmb import ColumnMeta, StreamDesc
 from fermion.format.encoded import from_storage
-from fermion.format.encodings import int_domain
+from fermion.format.encodings import int_domain, materialize_dictionaries
 from fermion.format.layout import Kind, Node, is_view, storage_type, view_storage, without_views
 from fermion.format.offsets import join_run
 from fermion.format.pages import DERIVED, Decoded, DictionaryPage
@@ -272,6 +272,63 @@ def _binary_data(
     return data
 
 
+def _binary_parts(
+    ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
+) -> tuple[np.ndarray, object]:
+    """Offsets (rebased to 0) and bytes of ``n`` values of a BINARY node from the given
+    pages (or all of the stripe's)."""
+    found = _dictionary_pages(ctx, node, pages)
+    if found is None:
+        offs = _offsets(ctx, node, n, pages)
+        return offs, _binary_data(ctx, node, offs, pages)
+    dtype = np.dtype("<i4") if node.byte_width == 4 else np.dtype("<i8")
+    try:
+        offs, data = materialize_dictionaries(found, dtype)
+    except InvalidFileError as exc:
+        raise ctx.fail(str(exc)) from None
+    if len(offs) - 1 != n:
+        raise ctx.fail(f"offsets pages hold the wrong number of entries for {n} values")
+    return offs, data
+
+
+def _dictionary_pages(
+    ctx: StripeContext, node: Node, pages: Sequence[int] | None
+) -> list[tuple[np.ndarray, pa.Array]] | None:
+    """``(indices, dictionary)`` of each of the node's pages when they are string
+    DICTIONARY pages (DERIVED offsets), so that the values are materialised for all pages at
+    once (:func:`~fermion.format.encodings.materialize_dictionaries`); else None.
+
+    Plain pages may be among them if they hold at most an eighth of the rows (a writer
+    cuts a short page at a stripe's end): each is then its own dictionary, taken in order.
+    """
+    data, offsets = ctx.desc(node, StreamType.DATA), ctx.desc(node, StreamType.OFFSETS)
+    if data is None or offsets is None or offsets[1].desc_type != DescType.FULL:
+        return None
+    k, desc = data
+    if pages is None:
+        pages = _page_ids(desc, ctx.stripe)
+    raws = [ctx.pages.get((k, p)) for p in pages]
+    counts = offsets[1].pages(ctx.stripe)["row_count"]
+    dictionaries = [isinstance(raw, DictionaryPage) for raw in raws]
+    plain = sum(int(counts[p]) for p, d in zip(pages, dictionaries, strict=True) if not d)
+    if not any(dictionaries) or 8 * plain > sum(int(counts[p]) for p in pages):
+        return None
+    out = []
+    for p, raw in zip(pages, raws, strict=True):
+        if isinstance(raw, DictionaryPage):
+            if ctx.pages.get((offsets[0], p)) is not DERIVED:
+                return None
+            out.append((raw.indices, raw.dictionary))
+            continue
+        m = int(counts[p])  # a plain page: its values are its dictionary
+        offs = _offsets(ctx, node, m, [p])
+        values = _buf(_binary_data(ctx, node, offs, [p]))
+        wide = pa.py_buffer(offs.astype(np.int64))
+        dictionary = pa.Array.from_buffers(pa.large_binary(), m, [None, wide, values])
+        out.append((np.arange(m), dictionary))
+    return out
+
+
 def _buf(x: object | None) -> pa.Buffer | None:
     if x is None or isinstance(x, pa.Buffer):
         return x
@@ -351,8 +408,7 @@ def assemble_node(ctx: StripeContext, node: Node, n: int) -> pa.Array:
         data = _fixed_data(ctx, node, n, None)
         return _finish(node, _from_buffers(ctx, storage_t, n, [validity, data], nulls), t)
     if kind == Kind.BINARY:
-        offs = _offsets(ctx, node, n, None)
-        data = _binary_data(ctx, node, offs, None)
+        offs, data = _binary_parts(ctx, node, n, None)
         arr = _from_buffers(ctx, _physical(storage_t), n, [validity, offs, data], nulls)
         return _finish(node, arr, t)
     if kind == Kind.DICTIONARY:
@@ -570,8 +626,7 @@ def assemble_flat(
         values = dictionary.typed(_physical(storage_t), ctx.where("stripe dictionary"))
         return _finish(node, _take(ctx, values, indices), t)
     if node.kind == Kind.BINARY:
-        offs = _offsets(ctx, node, n, pages)
-        data = _binary_data(ctx, node, offs, pages)
+        offs, data = _binary_parts(ctx, node, n, pages)
         arr = _from_buffers(ctx, _physical(storage_t), n, [validity, offs, data], nulls)
         return _finish(node, arr, t)
     data = _fixed_data(ctx, node, n, pages)

@@ -753,6 +753,71 @@ def materialize_dictionary(
     return offsets, taken.buffers()[2] or pa.py_buffer(b"")
 
 
+def materialize_dictionaries(
+    parts: list[tuple[np.ndarray, pa.Array]], offset_dtype: np.dtype
+) -> tuple[np.ndarray, pa.Buffer]:
+    """The values of consecutive DICTIONARY pages, ``(indices, dictionary)`` each, as one
+    column: (offsets from 0 in ``offset_dtype``, the values' bytes).
+
+    The result equals the pages' :func:`materialize_dictionary` results joined (offsets
+    rebased), built without per-page buffers: when every dictionary value of every page
+    has the same length ``L`` (flags, codes), the bytes are a NumPy row gather of ``L``
+    bytes per value; otherwise the pages' dictionaries are concatenated and Arrow takes
+    every value in one call. A column too large for 32-bit offsets raises
+    :class:`InvalidFileError`.
+
+    Example:
+        >>> d = pa.array([b"ab", b"cd"], pa.large_binary())
+        >>> offs, data = materialize_dictionaries(
+        ...     [(np.array([1, 0]), d), (np.array([1]), d)], np.dtype("<i4"))
+        >>> offs.tolist(), data.to_pybytes()
+        ([0, 2, 4, 6], b'cdabcd')
+    """
+    n = sum(len(indices) for indices, _ in parts)
+    dict_offsets = [
+        np.frombuffer(d.buffers()[1], dtype="<i8", count=len(d) + 1, offset=8 * d.offset)
+        for _, d in parts
+    ]
+    lengths = np.concatenate([np.diff(o) for o in dict_offsets])
+    width = int(lengths[0]) if len(lengths) else 0
+    limit = np.iinfo(offset_dtype).max
+    if len(lengths) and (lengths == width).all():
+        if n * width > limit:
+            raise InvalidFileError(f"{n * width} bytes of values exceed {offset_dtype} offsets")
+        # a value of 1, 2, 4 or 8 bytes is one NumPy item: a flat take (several times
+        # faster than a take of rows)
+        item = np.dtype(f"<u{width}") if width in (1, 2, 4, 8) else None
+        out = np.empty((n, width), dtype=np.uint8)
+        flat_out = out.reshape(-1).view(item) if item is not None else None
+        at = 0
+        for (indices, d), o in zip(parts, dict_offsets, strict=True):
+            buf = d.buffers()[2]
+            flat = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.empty(0, np.uint8)
+            rows, end = flat[int(o[0]) : int(o[-1])], at + len(indices)
+            if item is not None and flat_out is not None:
+                np.take(rows.view(item), indices, out=flat_out[at:end])
+            else:
+                np.take(rows.reshape(len(d), width), indices, axis=0, out=out[at:end])
+            at = end
+        offsets = np.arange(n + 1, dtype=offset_dtype)
+        offsets *= offset_dtype.type(width)
+        return offsets, pa.py_buffer(out)
+    merged = pa.concat_arrays([d for _, d in parts]) if len(parts) > 1 else parts[0][1]
+    index_type = np.int32 if len(merged) <= np.iinfo(np.int32).max else np.int64
+    indices = np.empty(n, dtype=index_type)
+    at = base = 0
+    for part, d in parts:
+        np.add(part, base, out=indices[at : at + len(part)], casting="unsafe")
+        at, base = at + len(part), base + len(d)
+    small = offset_dtype.itemsize == 4
+    try:
+        taken = merged.cast(pa.binary() if small else pa.large_binary()).take(pa.array(indices))
+    except (pa.ArrowException, MemoryError) as exc:  # more than 32-bit offsets can hold
+        raise InvalidFileError(f"cannot materialise dictionary values: {exc}") from None
+    offsets = np.frombuffer(taken.buffers()[1], dtype=offset_dtype, count=n + 1)
+    return offsets, taken.buffers()[2] or pa.py_buffer(b"")
+
+
 def decode_dictionary(
     payload: memoryview | bytes, where: str = "page"
 ) -> tuple[np.ndarray, pa.Buffer]:

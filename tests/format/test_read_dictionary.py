@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import encodings
+from fermion.format import assemble, encodings
 from fermion.format.structs import Encoding
 from tests.format.test_encodings import encodings_of
 from tests.format.test_points import page_spans
@@ -94,6 +94,10 @@ def test_dictionary_pages_are_not_expanded(sample_file, monkeypatch) -> None:
     calls = []
     real = encodings.materialize_dictionary
     monkeypatch.setattr(encodings, "materialize_dictionary", lambda *a: calls.append(1) or real(*a))
+    joined = encodings.materialize_dictionaries  # a full read expands a stripe's pages at once
+    monkeypatch.setattr(
+        assemble, "materialize_dictionaries", lambda *a: calls.append(2) or joined(*a)
+    )
     got = fermion.read_table(path, columns=["mode"], read_dictionary=["mode"])
     assert calls == []
     assert decoded(got).column("mode").equals(table.column("mode"))
