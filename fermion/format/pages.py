@@ -107,6 +107,7 @@ class _Derived:
 DERIVED = _Derived()
 Decoded = bytes | memoryview | DictionaryPage | _Derived | StripeDictionaryPage | IndexPage
 _HEADER_FLAG_CRC = 1
+_ZSTD_MAGIC = 0xFD2FB528  # the first four bytes of a zstd frame, little-endian
 
 _local = threading.local()
 
@@ -322,8 +323,53 @@ class BlockedBody:
             at = k * self.block_size
             out[at : at + self.block_bytes(k)] = np.frombuffer(part, np.uint8)
 
-    def decompress_all(self) -> bytes:
-        return b"".join(self.decompress_many(range(self.num_blocks)))
+    def _check_frame_starts(self) -> None:
+        """Every block's range starts a zstd frame (magic number) that carries a content
+        checksum (frame header descriptor bit 2), checked for all blocks at once."""
+        frames = np.frombuffer(self.frames, dtype=np.uint8)
+        starts = self.starts[self.ends - self.starts >= 6]  # magic and descriptor present
+        if len(starts) != self.num_blocks:
+            raise InvalidFileError(f"{self.where}: a zstd block frame is too short")
+        magic = sum(frames[starts + i].astype(np.uint32) << np.uint32(8 * i) for i in range(4))
+        if bool(np.any(magic != _ZSTD_MAGIC)):
+            raise InvalidFileError(f"{self.where}: a zstd block does not start a frame")
+        if bool(np.any(frames[starts + 4] & 4 == 0)):
+            raise InvalidFileError(f"{self.where}: zstd block frame carries no content checksum")
+
+    def decompress_all(self) -> memoryview:
+        """Every block, back to back (:meth:`decompress_whole_into`)."""
+        out = bytearray(self.size)
+        self.decompress_whole_into(np.frombuffer(out, dtype=np.uint8))
+        return memoryview(out)
+
+    def decompress_whole_into(self, out: np.ndarray) -> None:
+        """Every block into ``out`` (exactly ``size`` bytes) by one streaming pass over
+        the frames: no per-block Python work and no per-block buffers. Each frame's content
+        checksum is verified as it is read (a page read whole also has its page CRC); the
+        frames must decode to exactly ``size`` bytes with nothing after them.
+        """
+        if len(out) != self.size:
+            raise InvalidFileError(
+                f"{self.where}: page decodes to {self.size} bytes, not {len(out)}"
+            )
+        if self.num_blocks == 0:
+            return
+        self._check_frame_starts()
+        try:
+            reader = _zstd_decompressor().stream_reader(
+                self.frames, read_size=len(self.frames), read_across_frames=True
+            )
+            got = reader.readinto(out)
+            while got < self.size:  # readinto may stop early; a short stream ends in 0
+                more = reader.readinto(out[got:])
+                if more == 0:
+                    break
+                got += more
+            extra = reader.read(1) if got == self.size else b""
+        except zstandard.ZstdError as exc:
+            raise _zstd_error(f"{self.where}: corrupt zstd block", exc) from None
+        if got != self.size or extra:
+            raise InvalidFileError(f"{self.where}: zstd blocks do not decode to {self.size} bytes")
 
 
 def decompress_frames(
@@ -662,8 +708,7 @@ def decode_page_into(
     if head.encoding == Encoding.PLAIN and head.size != len(out):
         raise InvalidFileError(f"{where}: page decodes to {head.size} bytes, expected {len(out)}")
     if head.encoding == Encoding.PLAIN and head.compression == Compression.ZSTD_BLOCKS:
-        blocked = BlockedBody(head.body, head.size, where)
-        blocked.decompress_into(out, np.arange(blocked.num_blocks))
+        BlockedBody(head.body, head.size, where).decompress_whole_into(out)
         return
     payload = decode_payload(
         head.encoding, decompress_body(head, where), expected_values, expected_size, where, out

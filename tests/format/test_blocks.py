@@ -999,3 +999,52 @@ def test_batched_block_decompression_keeps_every_frame_check(lie: str) -> None:
         body.decompress_many([0, 1])
     with pytest.raises(fermion.InvalidFileError):
         body.decompress(0)
+
+
+@pytest.mark.parametrize(
+    "lie",
+    [
+        "stray bytes after a frame",
+        "no content checksum",
+        "reserved block type",
+        "cut short",
+        "not a frame",
+        "corrupt content",
+        "too few bytes",
+    ],
+)
+def test_whole_page_block_decompression_refuses_what_block_reads_refuse(lie: str) -> None:
+    """``decompress_whole_into`` (a full read: one streaming pass over every frame) raises
+    a typed error for each lying body, and decodes the honest one exactly."""
+    block = 4096
+    payload = bytes(range(256)) * 32  # 2 blocks
+    comp = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
+    first, second = comp.compress(payload[:block]), comp.compress(payload[block:])
+    good = BlockedBody(_two_block_body(first, second, block), len(payload), "p")
+    out = np.zeros(len(payload), dtype=np.uint8)
+    good.decompress_whole_into(out)
+    assert out.tobytes() == payload and bytes(good.decompress_all()) == payload
+    size = len(payload)
+    if lie == "stray bytes after a frame":
+        first += b"\x00\x01\x02"
+    elif lie == "no content checksum":
+        plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True)
+        first = plain.compress(payload[:block])
+    elif lie == "reserved block type":
+        at = zstandard.frame_header_size(first)
+        first = first[:at] + bytes([first[at] | 0b110]) + first[at + 1 :]
+    elif lie == "cut short":
+        first = first[:-5]
+    elif lie == "not a frame":
+        first = b"\x00" + first[1:]
+    elif lie == "corrupt content":  # the last byte of the frame's content checksum
+        first = first[:-1] + bytes([first[-1] ^ 0xFF])
+    else:  # the frames hold one byte less than the page size the header declares
+        second = comp.compress(payload[block:-1])
+    body = BlockedBody(_two_block_body(first, second, block), size, "p")
+    with pytest.raises(fermion.InvalidFileError):
+        body.decompress_whole_into(np.zeros(size, dtype=np.uint8))
+    with pytest.raises(fermion.InvalidFileError):
+        body.decompress_all()
+    with pytest.raises(fermion.InvalidFileError, match="decodes to"):
+        good.decompress_whole_into(np.zeros(size + 1, dtype=np.uint8))

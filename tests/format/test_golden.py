@@ -255,9 +255,14 @@ def test_v1_2_blocked_golden_file_reads_back(point_reads: bool, monkeypatch) -> 
         for name in expected.column_names:
             assert_same(r.take(idx, columns=[name]), expected.select([name]).take(idx))
         calls = []
-        real = BlockedBody.decompress_many
+        real, whole = BlockedBody.decompress_many, BlockedBody.decompress_whole_into
         monkeypatch.setattr(
             BlockedBody, "decompress_many", lambda b, ks: calls.extend(ks) or real(b, ks)
+        )
+        monkeypatch.setattr(  # a whole page: every block, in one pass
+            BlockedBody,
+            "decompress_whole_into",
+            lambda b, out: calls.extend(range(b.num_blocks)) or whole(b, out),
         )
         for name in ("text", "w30_pattern", "level"):  # pages of 32-33 blocks
             calls.clear()

@@ -464,17 +464,23 @@ def test_property_points_equal_whole_pages(
 
 @pytest.fixture
 def count_blocks(monkeypatch) -> Counter:
-    """Counts blocks decompressed (``BlockedBody.decompress_many``, through which every
-    block goes) by (decoded page size, block)."""
+    """Counts blocks decompressed by (decoded page size, block): some blocks go through
+    ``BlockedBody.decompress_many``, a whole page through ``decompress_whole_into``."""
     calls: Counter = Counter()
-    original = BlockedBody.decompress_many
+    original, whole = BlockedBody.decompress_many, BlockedBody.decompress_whole_into
 
     def counted(self: BlockedBody, blocks) -> list:
         for k in blocks:
             calls[(self.size, int(k))] += 1
         return original(self, blocks)
 
+    def counted_whole(self: BlockedBody, out) -> None:
+        for k in range(self.num_blocks):
+            calls[(self.size, k)] += 1
+        whole(self, out)
+
     monkeypatch.setattr(BlockedBody, "decompress_many", counted)
+    monkeypatch.setattr(BlockedBody, "decompress_whole_into", counted_whole)
     return calls
 
 
