@@ -191,10 +191,58 @@ def _frame_size(frame: memoryview) -> int:
     return -1
 
 
+#: zstd frame header descriptor → (header bytes after the magic number's 4, bytes of the
+#: frame content size field): window descriptor unless single-segment, dictionary id
+#: field of 0/1/2/4 bytes, content size field of 0 (or 1 when single-segment)/2/4/8 bytes
+_FRAME_HEADER_LAYOUT = [
+    (
+        1 + (0 if fhd & 0x20 else 1) + (0, 1, 2, 4)[fhd & 3] + fcs,
+        fcs,
+    )
+    for fhd in range(256)
+    for fcs in [(1 if fhd & 0x20 else 0, 2, 4, 8)[fhd >> 6]]
+]
+
+
 def _check_frame(frame: memoryview, size: int, where: str) -> None:
     """The checks :func:`_zstd_decompress` makes before decompressing a block's frame: its
     header declares ``size`` bytes and a content checksum, and the frame fills ``frame``
-    exactly (no bytes after it)."""
+    exactly (no bytes after it).
+
+    A frame of one zstd block (the writer's blocks of at most 128 KiB) is measured from
+    its header and block header here, field by field (zstd frame format); others are
+    walked block by block by :func:`_frame_size`.
+    """
+    n = len(frame)
+    if n < 6 or int.from_bytes(frame[:4], "little") != _ZSTD_MAGIC:
+        _check_frame_slow(frame, size, where)  # its error names what is wrong
+        return
+    fhd = frame[4]
+    if fhd & 0x08:  # the reserved bit: zstd's parser refuses the header
+        _check_frame_slow(frame, size, where)
+        return
+    if not fhd & 4:
+        raise InvalidFileError(f"{where}: zstd block frame carries no content checksum")
+    head, fcs = _FRAME_HEADER_LAYOUT[fhd]
+    at = 4 + head
+    declared = int.from_bytes(frame[at - fcs : at], "little") if fcs else -1
+    if fcs == 2:
+        declared += 256
+    if declared != size:
+        raise InvalidFileError(f"{where}: zstd frame declares {declared} bytes, block {size}")
+    if at + 3 > n:
+        raise InvalidFileError(f"{where}: zstd block frame does not fill its range exactly")
+    block = int.from_bytes(frame[at : at + 3], "little")
+    kind = (block >> 1) & 3
+    if not block & 1 or kind == 3:  # several blocks, or the reserved type: walk them
+        _check_frame_slow(frame, size, where)
+        return
+    if at + 3 + (1 if kind == 1 else block >> 3) + 4 != n:
+        raise InvalidFileError(f"{where}: zstd block frame does not fill its range exactly")
+
+
+def _check_frame_slow(frame: memoryview, size: int, where: str) -> None:
+    """:func:`_check_frame` through zstd's own header parser and :func:`_frame_size`."""
     try:
         params = zstandard.get_frame_parameters(frame)
         declared = params.content_size
@@ -227,6 +275,15 @@ def _blocks_body(frames: list[bytes], block_size: int) -> bytes:
     table["block_size"], table["num_blocks"] = block_size, len(frames)
     ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
     return b"".join([table.tobytes(), ends.tobytes(), *frames])
+
+
+def _unique(blocks: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of ``blocks``: kept in place when they are already
+    non-decreasing (a point read's ranges usually are), else ``np.unique``."""
+    step = blocks[1:] != blocks[:-1]
+    if bool((blocks[1:] >= blocks[:-1]).all()):
+        return blocks[np.concatenate(([True], step))]
+    return np.unique(blocks)
 
 
 class BlockedBody:
@@ -263,7 +320,7 @@ class BlockedBody:
         self.frames = body[start:]
         starts = np.concatenate([[0], self.ends[:-1]]) if self.num_blocks else self.ends
         last = int(self.ends[-1]) if self.num_blocks else 0  # no blocks: no frame bytes
-        if last != len(self.frames) or bool(np.any(self.ends < starts)):
+        if last != len(self.frames) or bool((self.ends < starts).any()):
             raise InvalidFileError(f"{where}: block frame ends are inconsistent")
         self.starts = starts
 
@@ -277,11 +334,11 @@ class BlockedBody:
         last = (np.asarray(ends, dtype=np.int64) - 1) // self.block_size
         if len(first) == 0:
             return np.zeros(0, dtype=np.int64)
-        if bool(np.all(first == last)):
-            return np.unique(first)
+        if bool((first == last).all()):
+            return _unique(first)
         spans = last - first + 1
         steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
-        return np.unique(np.repeat(first, spans) + steps)
+        return _unique(np.repeat(first, spans) + steps)
 
     def decompress(self, k: int) -> bytes:
         """Block ``k``, checked against its declared size and zstd content checksum."""
@@ -292,36 +349,47 @@ class BlockedBody:
         """The decoded bytes of each of ``blocks``, in order.
 
         Several blocks are decompressed by one call that releases the GIL once (not once
-        per block), after the same checks as :meth:`decompress`: each frame's header
-        declares its block's size and a content checksum (verified while decompressing),
-        and the frame fills its range exactly (:func:`_frame_size`).
+        per block), after the same checks as :meth:`decompress` (:meth:`check_frames`):
+        each frame's header declares its block's size and a content checksum (verified
+        while decompressing), and the frame fills its range exactly.
         """
         if len(blocks) < 2:
             return [self.decompress(k) for k in blocks]
-        frames: list[bytes | bytearray | memoryview] = []
-        sizes = np.empty(len(blocks), dtype="=u8")
-        for i, k in enumerate(blocks):
-            frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
-            sizes[i] = size = self.block_bytes(k)
-            _check_frame(frame, size, self.where)
-            frames.append(frame)
+        ks = np.asarray(blocks, dtype=np.int64)
+        sizes = np.minimum(self.block_size, self.size - ks * self.block_size)
+        self.check_frames(ks, sizes)
+        view = self.frames
+        spans = zip(self.starts[ks].tolist(), self.ends[ks].tolist(), strict=True)
+        frames: list[bytes | bytearray | memoryview] = [view[b:e] for b, e in spans]
         try:
             got = _zstd_decompressor().multi_decompress_to_buffer(
-                frames, decompressed_sizes=sizes.tobytes()
+                frames, decompressed_sizes=sizes.astype("=u8").tobytes()
             )
         except zstandard.ZstdError as exc:
             raise _zstd_error(f"{self.where}: corrupt zstd block", exc) from None
-        parts = [got[i] for i in range(len(blocks))]
-        if any(len(part) != int(n) for part, n in zip(parts, sizes, strict=True)):
+        if len(got) != len(ks) or got.size() != int(sizes.sum()):
             raise InvalidFileError(f"{self.where}: a zstd block has the wrong size")
-        return parts
+        return [got[i] for i in range(len(ks))]
+
+    def check_frames(self, ks: np.ndarray, sizes: np.ndarray) -> None:
+        """:func:`_check_frame` for the frames of blocks ``ks`` (decoding to ``sizes``
+        bytes each)."""
+        view = self.frames
+        starts, ends = self.starts[ks].tolist(), self.ends[ks].tolist()
+        for b, e, n in zip(starts, ends, sizes.tolist(), strict=True):
+            _check_frame(view[b:e], n, self.where)
 
     def decompress_into(self, out: np.ndarray, blocks: np.ndarray) -> None:
         """Write the given blocks at their decoded offsets into ``out`` (size bytes)."""
-        ks = blocks.tolist()
-        for k, part in zip(ks, self.decompress_many(ks), strict=True):
-            at = k * self.block_size
-            out[at : at + self.block_bytes(k)] = np.frombuffer(part, np.uint8)
+        ks = np.asarray(blocks, dtype=np.int64).tolist()
+        dest = memoryview(out)  # type: ignore[arg-type]
+        bs, size = self.block_size, self.size
+        try:
+            for k, part in zip(ks, self.decompress_many(ks), strict=True):
+                at = k * bs
+                dest[at : min(at + bs, size)] = part
+        except ValueError:  # a part of another size than its block
+            raise InvalidFileError(f"{self.where}: a zstd block has the wrong size") from None
 
     def _check_frame_starts(self) -> None:
         """Every block's range starts a zstd frame (magic number) that carries a content

@@ -267,7 +267,7 @@ class PagePayload:
         if len(begins) and (
             int(begins.min()) < 0
             or int(ends.max()) > self.size
-            or bool(np.any(ends < begins))  # e.g. value lengths whose sums wrapped in int64
+            or bool((ends < begins).any())  # e.g. value lengths whose sums wrapped in int64
         ):
             raise InvalidFileError(f"{self.where}: values lie outside the page payload")
         body = self._blocked if self._blocked is not None else self._crc
