@@ -25,6 +25,7 @@ import numpy as np
 from fermion.errors import InvalidArgumentError, InvalidFileError
 
 __all__ = [
+    "BYTE_TABLES",
     "MAX_BITS",
     "bits_for",
     "gather",
@@ -37,9 +38,9 @@ __all__ = [
 
 MAX_BITS = 56  # widths above this are stored as 64 (a value must fit one unaligned word)
 _ALIGNED = (8, 16, 32, 64)
-# widths that divide a byte: byte value -> its 8 // w values, least significant first
-# (a table gather is 3-5x faster than the eight strided passes for these widths)
-_BYTE_TABLES = {
+#: widths that divide a byte: byte value -> its 8 // w values, least significant first
+#: (a table gather is 3-5x faster than the eight strided passes for these widths)
+BYTE_TABLES = {
     w: np.array(
         [[(x >> s) & ((1 << w) - 1) for s in range(0, 8, w)] for x in range(256)],
         dtype=np.uint8,
@@ -131,7 +132,7 @@ def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "
         return
     if n == 0:
         return
-    lut = _BYTE_TABLES.get(w)
+    lut = BYTE_TABLES.get(w)
     if lut is not None:  # 1, 2 or 4 bits: each byte's values from a table, in one gather
         packed = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=offset)
         out[:] = np.take(lut, packed, axis=0).reshape(-1)[:n]

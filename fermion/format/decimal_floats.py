@@ -441,18 +441,87 @@ def _decode_into(
     bytes) with no page-sized array in between: FOR integers are unpacked into ``into``
     itself (as int64), checked, and turned into floats in place by the kernel; other
     nested encodings are decoded to int64 first, and the kernel writes into ``into``."""
+    out = into.view(np.float64)
+    if layout.int_encoding == Encoding.FOR and _decode_table_into(nested, h, layout, where, out):
+        _set_exceptions(payload, layout, count, where, out)
+        return
     if layout.int_encoding == Encoding.FOR and encodings.packed_bits(h) > 0:
         k = into.view("<u8")
         encodings.decode_for_into(nested, k, where)  # packed + base, wrapping as int64
         k = k.view(np.int64)
+        if not _for_range_fits(h):
+            check_ints(k, where)
     else:
         k = encodings.decode_ints(nested, layout.int_encoding, where)
-    check_ints(k, where)
-    out = into.view(np.float64)
+        check_ints(k, where)
     # same memory in and out: an element-wise ufunc reads each integer before writing its float
     if layout.kernel == KERNEL_MULTIPLY:
         np.multiply(k, _POW10_INV[layout.exponent], out=out)
     else:
         np.divide(k, _POW10[layout.exponent], out=out)
+    _set_exceptions(payload, layout, count, where, out)
+
+
+def _set_exceptions(
+    payload: memoryview | bytes,
+    layout: FloatDecimalLayout,
+    count: int,
+    where: str,
+    out: np.ndarray,
+) -> None:
+    """Write a page's exceptions (raw float64 bit patterns) over the kernel's values."""
     positions = exception_positions(payload, layout, count, where)
     out.view(np.uint64)[positions] = exception_values(payload, layout)
+
+
+def _for_range_fits(h: encodings.Header) -> bool:
+    """Whether every integer a FOR header can give, ``base + [0, 2**bits)``, satisfies
+    ``|k| < 2**53`` (then :func:`check_ints` has nothing to find)."""
+    base, bits = int(h["base"]), encodings.packed_bits(h)
+    return -K_LIMIT < base and base + (1 << bits) - 1 < K_LIMIT
+
+
+#: FOR integers of at most this many bits are decoded through a table of every float
+#: their 2**bits values give (one gather per value instead of unpack, add, range check
+#: and kernel passes)
+TABLE_MAX_BITS = 12
+
+
+def _decode_table_into(
+    nested: memoryview,
+    h: encodings.Header,
+    layout: FloatDecimalLayout,
+    where: str,
+    out: np.ndarray,
+) -> bool:
+    """The kernel's float64 of each FOR integer of ``nested`` written into ``out``, looked
+    up in a table of the kernel applied to ``base + j`` for every packed value ``j`` (the
+    same IEEE operations, so the same bits); False (nothing written) unless the page is
+    narrow enough for a table (:data:`TABLE_MAX_BITS`, and fewer table entries than values)
+    and its whole range ``[base, base + 2**bits)`` lies within ``|k| < 2**53``, which then
+    needs no check per value."""
+    bits = encodings.packed_bits(h)
+    if not 0 < bits <= TABLE_MAX_BITS or (1 << bits) > len(out):
+        return False
+    if int(h["flags"]) & EncodingFlag.CHECKPOINTS or not _for_range_fits(h):
+        return False
+    k = np.arange(1 << bits, dtype=np.int64) + int(h["base"])
+    table = decimal_kernel(k, layout.exponent, 8, layout.kernel)
+    lut = bitpack.BYTE_TABLES.get(bits)
+    if lut is not None:  # 1, 2 or 4 bits: a float pair, quad or octet per packed byte
+        slots = np.empty(len(out), dtype=np.uint8)
+        encodings.check_for_slots(nested, slots, where)
+        per = 8 // bits
+        whole = len(out) // per
+        packed = np.frombuffer(nested, dtype=np.uint8, offset=HEADER_SIZE)
+        by_byte = table[lut]  # (256, per): the floats each byte holds, in order
+        rows = out[: whole * per].reshape(whole, per)
+        np.take(by_byte, packed[:whole], axis=0, out=rows, mode="clip")  # all in range
+        if whole * per < len(out):
+            out[whole * per :] = by_byte[packed[whole]][: len(out) - whole * per]
+        return True
+    slots = np.empty(len(out), dtype=np.uint8 if bits <= 8 else np.uint16)
+    encodings.check_for_slots(nested, slots, where)
+    bitpack.unpack_into(nested, HEADER_SIZE, bits, slots, where)
+    np.take(table, slots, out=out, mode="clip")  # every packed value indexes the table
+    return True

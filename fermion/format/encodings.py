@@ -554,6 +554,13 @@ def _header_for_slots(
     return h
 
 
+def check_for_slots(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> Header:
+    """The header of a FOR payload whose values will be written into ``out``, checked as
+    :func:`decode_for_into` checks it: the payload's size matches it and ``out`` has one
+    slot per value."""
+    return _header_for_slots(payload, Encoding.FOR, out, where)
+
+
 def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:
     """A FOR payload's values written into ``out`` (unsigned integers of 1 to 8 bytes, one
     per value): ``packed + base`` modulo ``2**(8 * out.itemsize)``, which is the plain

@@ -945,3 +945,80 @@ def test_a_chunk_stops_searching_after_two_pages_that_are_not_decimals(
     assert pages == [585] * 14
     assert len(calls) == 1 + 14  # every page a decimal page: the search never stops
     assert encodings_of(path)[("p", "DATA")] == {"FLOAT_DECIMAL"}
+
+
+@pytest.mark.parametrize("kernel", [decimal_floats.KERNEL_DIVIDE, decimal_floats.KERNEL_MULTIPLY])
+@pytest.mark.parametrize("bits", list(range(1, decimal_floats.TABLE_MAX_BITS + 3)))
+def test_narrow_for_pages_decode_through_the_table(monkeypatch, bits: int, kernel: int) -> None:
+    """A scan decodes a FLOAT_DECIMAL page whose FOR integers are at most TABLE_MAX_BITS
+    wide by looking each one up in a table of the kernel's floats: the same bits as the
+    page decoded whole (kernel applied per value), exceptions included, for widths that
+    divide a byte (a table row per packed byte), other widths, and a value count that
+    leaves a partly filled last byte; wider pages take the kernel path."""
+    rng = np.random.default_rng(bits)
+    n = 5_003  # not a multiple of 8: the last packed byte is partly filled
+    base = -(10**6) + bits
+    k = base + rng.integers(0, 1 << bits, n)
+    k[:2] = base, base + (1 << bits) - 1  # the page's packed width is exactly ``bits``
+    values = decimal_floats.decimal_kernel(k, 3, 8, kernel)
+    values[[7, 100, n - 1]] = [np.nan, np.inf, 1e300]  # exceptions
+    payload = decimal_floats.encode_float_decimal(
+        values, None, 3, 8, compressed=False, kernel=kernel
+    )
+    assert payload is not None
+    layout = decimal_floats.read_layout(payload, len(payload), n, "p")
+    nested = encodings.read_header(memoryview(payload)[layout.nested_at :], "p")
+    assert layout.int_encoding == Encoding.FOR and encodings.packed_bits(nested) == bits
+    assert layout.exceptions == 3
+    tabled = []
+    real = decimal_floats._decode_table_into
+    monkeypatch.setattr(
+        decimal_floats,
+        "_decode_table_into",
+        lambda *a: tabled.append(real(*a)) or tabled[-1],
+    )
+    page = memoryview(
+        encode_page(payload, num_values=n, codec=Compression.NONE, encoding=Encoding.FLOAT_DECIMAL)
+    )
+    whole = decode_page(page, expected_values=n, expected_size=8 * n, where="p")
+    into = np.full(8 * n, 0xA5, np.uint8)
+    decode_page_into(page, into, expected_values=n, expected_size=8 * n, where="p")
+    assert tabled == [bits <= decimal_floats.TABLE_MAX_BITS]
+    assert into.tobytes() == bytes(whole)
+    assert same_bits(np.frombuffer(bytes(whole), np.float64), values)
+
+
+def test_table_decode_refuses_lying_nested_headers() -> None:
+    """The table path checks the nested FOR header as the kernel path does: a value count
+    or a payload size that disagrees with it is an InvalidFileError, never a short read;
+    a FOR range reaching 2**53 is left to the per-value check."""
+    n = 4_000
+    k = np.arange(n) % 9
+    payload = decimal_floats.encode_float_decimal(
+        decimal_floats.decimal_kernel(k, 2, 8), None, 2, 8, compressed=False
+    )
+    assert payload is not None
+    for lie in ({"count": n + 1}, {"count": n - 1}, {"width": 3}, {"base": (1 << 53) - 4}):
+        bad = _nested(payload, n, **lie)
+        page = memoryview(
+            encode_page(bad, num_values=n, codec=Compression.NONE, encoding=Encoding.FLOAT_DECIMAL)
+        )
+        with pytest.raises(fermion.InvalidFileError):
+            decode_page_into(
+                page, np.zeros(8 * n, np.uint8), expected_values=n, expected_size=8 * n, where="p"
+            )
+    with pytest.raises(fermion.InvalidFileError):
+        decode_page_into(
+            memoryview(
+                encode_page(
+                    payload[:-1],
+                    num_values=n,
+                    codec=Compression.NONE,
+                    encoding=Encoding.FLOAT_DECIMAL,
+                )
+            ),
+            np.zeros(8 * n, np.uint8),
+            expected_values=n,
+            expected_size=8 * n,
+            where="p",
+        )
