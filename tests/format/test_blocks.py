@@ -981,6 +981,41 @@ def _two_block_body(first: bytes, second: bytes, block: int) -> memoryview:
     return memoryview(table.tobytes() + ends.tobytes() + first + second)
 
 
+_BLOCK = 4096
+_TWO_BLOCKS = bytes(range(256)) * 32  # 2 blocks of _BLOCK bytes
+_COMP = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
+
+
+def _lying_frames(lie: str) -> tuple[bytes, bytes]:
+    """The two frames of :data:`_TWO_BLOCKS`, the first (or, for "too few bytes", the
+    second) made to lie as ``lie`` says."""
+    first = _COMP.compress(_TWO_BLOCKS[:_BLOCK])
+    second = _COMP.compress(_TWO_BLOCKS[_BLOCK:])
+    if lie == "honest":
+        pass
+    elif lie == "stray bytes after a frame":
+        first += b"\x00\x01\x02"
+    elif lie == "no content checksum":
+        plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True)
+        first = plain.compress(_TWO_BLOCKS[:_BLOCK])
+    elif lie == "reserved block type":
+        at = zstandard.frame_header_size(first)
+        first = first[:at] + bytes([first[at] | 0b110]) + first[at + 1 :]
+    elif lie == "cut short":
+        first = first[:-5]
+    elif lie == "not a frame":
+        first = b"\x00" + first[1:]
+    elif lie == "corrupt content":  # the last byte of the frame's content checksum
+        first = first[:-1] + bytes([first[-1] ^ 0xFF])
+    else:  # "too few bytes": the frames hold one byte less than the page size declared
+        second = _COMP.compress(_TWO_BLOCKS[_BLOCK:-1])
+    return first, second
+
+
+def _two_blocks(lie: str) -> BlockedBody:
+    return BlockedBody(_two_block_body(*_lying_frames(lie), _BLOCK), len(_TWO_BLOCKS), "p")
+
+
 @pytest.mark.parametrize(
     "lie",
     ["stray bytes after a frame", "no content checksum", "reserved block type", "cut short"],
@@ -988,23 +1023,9 @@ def _two_block_body(first: bytes, second: bytes, block: int) -> memoryview:
 def test_batched_block_decompression_keeps_every_frame_check(lie: str) -> None:
     """``decompress_many`` (several blocks in one GIL-free call) refuses what one-block
     decompression refuses."""
-    block = 4096
-    payload = bytes(range(256)) * 32  # 2 blocks
-    comp = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
-    first, second = comp.compress(payload[:block]), comp.compress(payload[block:])
-    good = BlockedBody(_two_block_body(first, second, block), len(payload), "p")
-    assert b"".join(bytes(x) for x in good.decompress_many([0, 1])) == payload
-    if lie == "stray bytes after a frame":
-        first += b"\x00\x01\x02"
-    elif lie == "no content checksum":
-        plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True)
-        first = plain.compress(payload[:block])
-    elif lie == "reserved block type":
-        at = zstandard.frame_header_size(first)
-        first = first[:at] + bytes([first[at] | 0b110]) + first[at + 1 :]
-    else:
-        first = first[:-5]
-    body = BlockedBody(_two_block_body(first, second, block), len(payload), "p")
+    good = _two_blocks("honest")
+    assert b"".join(bytes(x) for x in good.decompress_many([0, 1])) == _TWO_BLOCKS
+    body = _two_blocks(lie)
     with pytest.raises(fermion.InvalidFileError):
         body.decompress_many([0, 1])
     with pytest.raises(fermion.InvalidFileError):
@@ -1026,32 +1047,12 @@ def test_batched_block_decompression_keeps_every_frame_check(lie: str) -> None:
 def test_whole_page_block_decompression_refuses_what_block_reads_refuse(lie: str) -> None:
     """``decompress_whole_into`` (a full read: one streaming pass over every frame) raises
     a typed error for each lying body, and decodes the honest one exactly."""
-    block = 4096
-    payload = bytes(range(256)) * 32  # 2 blocks
-    comp = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
-    first, second = comp.compress(payload[:block]), comp.compress(payload[block:])
-    good = BlockedBody(_two_block_body(first, second, block), len(payload), "p")
-    out = np.zeros(len(payload), dtype=np.uint8)
+    good = _two_blocks("honest")
+    size = len(_TWO_BLOCKS)
+    out = np.zeros(size, dtype=np.uint8)
     good.decompress_whole_into(out)
-    assert out.tobytes() == payload and bytes(good.decompress_all()) == payload
-    size = len(payload)
-    if lie == "stray bytes after a frame":
-        first += b"\x00\x01\x02"
-    elif lie == "no content checksum":
-        plain = zstandard.ZstdCompressor(level=3, write_checksum=False, write_content_size=True)
-        first = plain.compress(payload[:block])
-    elif lie == "reserved block type":
-        at = zstandard.frame_header_size(first)
-        first = first[:at] + bytes([first[at] | 0b110]) + first[at + 1 :]
-    elif lie == "cut short":
-        first = first[:-5]
-    elif lie == "not a frame":
-        first = b"\x00" + first[1:]
-    elif lie == "corrupt content":  # the last byte of the frame's content checksum
-        first = first[:-1] + bytes([first[-1] ^ 0xFF])
-    else:  # the frames hold one byte less than the page size the header declares
-        second = comp.compress(payload[block:-1])
-    body = BlockedBody(_two_block_body(first, second, block), size, "p")
+    assert out.tobytes() == _TWO_BLOCKS and bytes(good.decompress_all()) == _TWO_BLOCKS
+    body = _two_blocks(lie)
     with pytest.raises(fermion.InvalidFileError):
         body.decompress_whole_into(np.zeros(size, dtype=np.uint8))
     with pytest.raises(fermion.InvalidFileError):
