@@ -507,10 +507,9 @@ def _decode_table_into(
         return False
     k = np.arange(1 << bits, dtype=np.int64) + int(h["base"])
     table = decimal_kernel(k, layout.exponent, 8, layout.kernel)
+    encodings.check_for_slots(nested, out, where)  # payload size and one slot per value
     lut = bitpack.BYTE_TABLES.get(bits)
     if lut is not None:  # 1, 2 or 4 bits: a float pair, quad or octet per packed byte
-        slots = np.empty(len(out), dtype=np.uint8)
-        encodings.check_for_slots(nested, slots, where)
         per = 8 // bits
         whole = len(out) // per
         packed = np.frombuffer(nested, dtype=np.uint8, offset=HEADER_SIZE)
@@ -520,8 +519,7 @@ def _decode_table_into(
         if whole * per < len(out):
             out[whole * per :] = by_byte[packed[whole]][: len(out) - whole * per]
         return True
-    slots = np.empty(len(out), dtype=np.uint8 if bits <= 8 else np.uint16)
-    encodings.check_for_slots(nested, slots, where)
+    slots: np.ndarray = np.empty(len(out), dtype=np.uint8 if bits <= 8 else np.uint16)
     bitpack.unpack_into(nested, HEADER_SIZE, bits, slots, where)
     np.take(table, slots, out=out, mode="clip")  # every packed value indexes the table
     return True

@@ -48,6 +48,7 @@ __all__ = [
     "HEADER_SIZE",
     "Header",
     "byte_split_sizes",
+    "check_for_slots",
     "checkpoint_layout",
     "has_checkpoints",
     "decode_byte_split",
@@ -555,9 +556,15 @@ def _header_for_slots(
 
 
 def check_for_slots(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> Header:
-    """The header of a FOR payload whose values will be written into ``out``, checked as
-    :func:`decode_for_into` checks it: the payload's size matches it and ``out`` has one
-    slot per value."""
+    """The header of a FOR payload whose values will be written into ``out`` (any array
+    with one slot per value), checked as :func:`decode_for_into` checks it: the payload's
+    size matches it and ``out`` has one slot per value.
+
+    Example:
+        >>> enc, payload = encode_ints(np.arange(100) % 7, out_width=8, compressed=False)
+        >>> enc.name, int(check_for_slots(payload, np.empty(100))["count"])
+        ('FOR', 100)
+    """
     return _header_for_slots(payload, Encoding.FOR, out, where)
 
 
