@@ -505,9 +505,9 @@ def _decode_table_into(
         return False
     if int(h["flags"]) & EncodingFlag.CHECKPOINTS or not _for_range_fits(h):
         return False
+    encodings.check_for_slots(nested, out, where)  # payload size and one slot per value
     k = np.arange(1 << bits, dtype=np.int64) + int(h["base"])
     table = decimal_kernel(k, layout.exponent, 8, layout.kernel)
-    encodings.check_for_slots(nested, out, where)  # payload size and one slot per value
     lut = bitpack.BYTE_TABLES.get(bits)
     if lut is not None:  # 1, 2 or 4 bits: a float pair, quad or octet per packed byte
         per = 8 // bits

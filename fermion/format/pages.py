@@ -280,9 +280,8 @@ def _blocks_body(frames: list[bytes], block_size: int) -> bytes:
 def _unique(blocks: np.ndarray) -> np.ndarray:
     """The sorted distinct values of ``blocks``: kept in place when they are already
     non-decreasing (a point read's ranges usually are), else ``np.unique``."""
-    step = blocks[1:] != blocks[:-1]
     if bool((blocks[1:] >= blocks[:-1]).all()):
-        return blocks[np.concatenate(([True], step))]
+        return blocks[np.concatenate(([True], blocks[1:] != blocks[:-1]))]
     return np.unique(blocks)
 
 
