@@ -86,7 +86,9 @@ KERNEL_MULTIPLY = 1  # k * float64(10**-e), the binary64 nearest to 10**-e (form
 _POW10 = np.array([float(10**e) for e in range(MAX_EXPONENT + 1)])  # each exact in float64
 # correctly rounded: Python's float() of a decimal literal is the nearest binary64
 _POW10_INV = np.array([float(f"1e-{e}") for e in range(MAX_EXPONENT + 1)])
-_ALL_EXPONENTS = np.arange(MAX_EXPONENT + 1)[:, None]  # broadcast: one row per exponent
+# the sample's exponents below this are tried first, the others only when none of them
+# is taken (every exponent at once costs 4-5x as much as a decimal with 2 places needs)
+_FIRST_EXPONENTS = 4
 _EXPONENT_SAMPLE = 1024  # values (strided over the page) the exponent is chosen on
 _QUICK_SAMPLE = 16  # of those, a first pass that rejects random values cheaply
 _MAX_EXCEPTIONS = 32  # a writer stores at most one exception per this many values
@@ -121,15 +123,62 @@ def _to_decimal(
     """(k, round-trips, fits) per value at exponent ``e``: ``k = rint(v * 10**e)`` where
     ``|k| < 2**53`` (fits; else 0); a value round-trips when the kernel returns its exact
     bit pattern (so NaN, infinities and -0.0 never do). With a column of exponents
-    (:data:`_ALL_EXPONENTS`) the results have one row per exponent."""
+    (e.g. ``np.arange(4)[:, None]``) the results have one row per exponent."""
+    k, fits = _scaled(values, e)
+    return k, _round_trips(values, k, fits, e, width, kernel), fits
+
+
+def _scaled(values: np.ndarray, e: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(k, fits) of :func:`_to_decimal`: they do not depend on the kernel."""
     with np.errstate(all="ignore"):
         scaled = np.multiply(values, _POW10[e], dtype=np.float64)
         np.rint(scaled, out=scaled)
         fits = np.abs(scaled) < K_LIMIT  # False for NaN and infinities
         k = np.where(fits, scaled, 0.0).astype(np.int64)
+    return k, fits
+
+
+def _round_trips(
+    values: np.ndarray,
+    k: np.ndarray,
+    fits: np.ndarray,
+    e: int | np.ndarray,
+    width: int,
+    kernel: int,
+) -> np.ndarray:
+    """Whether each value round-trips through ``k`` at ``e`` (see :func:`_to_decimal`)."""
+    with np.errstate(all="ignore"):
         back = decimal_kernel(k, e, width, kernel)
-    same = back.view(_UINT[width]) == values.view(_UINT[width])
-    return k, fits & same, fits
+    return fits & (back.view(_UINT[width]) == values.view(_UINT[width]))
+
+
+class _Trials:
+    """A sample's integers ``k`` at each exponent, computed for a group of exponents only
+    when a search reaches it (a search stops at the first exponent every value
+    round-trips with: decimals with 2 places need the first group only), and shared by
+    the searches with either kernel. ``split``: the first exponent of the second group
+    (the groups are ``[0, split)`` and ``[split, MAX_EXPONENT]``; a few values are tried
+    at every exponent at once)."""
+
+    def __init__(self, values: np.ndarray, width: int, split: int) -> None:
+        self.values, self.width = values, width
+        self.starts = [0, split] if 0 < split <= MAX_EXPONENT else [0]
+        self._scaled: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._ok: dict[tuple[int, int], np.ndarray] = {}
+
+    def group(self, lo: int, kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(k, round-trips, fits) for the group of exponents starting at ``lo`` (one of
+        :attr:`starts`), one row per exponent."""
+        if lo not in self._scaled:
+            at = self.starts.index(lo)
+            hi = self.starts[at + 1] if at + 1 < len(self.starts) else MAX_EXPONENT + 1
+            e = np.arange(lo, hi)[:, None]
+            self._scaled[lo] = (e, *_scaled(self.values, e))
+        e, k, fits = self._scaled[lo]
+        ok = self._ok.get((lo, kernel))
+        if ok is None:
+            ok = self._ok[lo, kernel] = _round_trips(self.values, k, fits, e, self.width, kernel)
+        return k, ok, fits
 
 
 def find_exponent(
@@ -153,11 +202,13 @@ def find_exponent(
         picked = picked[valid[picked]]
     sample = values[picked]
     quick = sample[:: max(1, len(sample) // _QUICK_SAMPLE)]
+    quick_trials = _Trials(quick, width, split=0)  # a few values: every exponent at once
+    trials = _Trials(sample, width, split=_FIRST_EXPONENTS)
     for kernel in (KERNEL_DIVIDE, KERNEL_MULTIPLY):
         # the quick pass allows 8x the exceptions: few values, periodic ones may cluster
-        if len(quick) < len(sample) and _best_exponent(quick, width, 8, kernel) is None:
+        if len(quick) < len(sample) and _best_exponent(quick_trials, 8, kernel) is None:
             continue
-        e = _best_exponent(sample, width, 1, kernel)
+        e = _best_exponent(trials, 1, kernel)
         if e is not None:
             return e, kernel
     return None
@@ -188,26 +239,30 @@ def packed_bits_estimate(values: np.ndarray, valid: np.ndarray | None, width: in
     return bitpack.bits_for(int(good.max()) - int(good.min())) if len(good) else 1
 
 
-def _best_exponent(
-    sample: np.ndarray, width: int, slack: int = 1, kernel: int = KERNEL_DIVIDE
-) -> int | None:
-    m = len(sample)
+def _best_exponent(trials: _Trials, slack: int = 1, kernel: int = KERNEL_DIVIDE) -> int | None:
+    m, width = len(trials.values), trials.width
     allowed = m * slack // _MAX_EXCEPTIONS
-    k, ok, fits = _to_decimal(sample, _ALL_EXPONENTS, width, kernel)  # every exponent at once
-    unfit = m - np.count_nonzero(fits, axis=1)
-    misses = m - np.count_nonzero(ok, axis=1)
     best, best_cost = None, 0
-    for e in range(MAX_EXPONENT + 1):
-        if unfit[e] > allowed:
-            break  # |v * 10**e| grows with e: no larger exponent fits more values
-        if misses[e] > allowed:
-            continue
-        good = k[e][ok[e]]
-        span = int(good.max()) - int(good.min()) if len(good) else 0
-        cost = m * bitpack.bits_for(span) + int(misses[e]) * (32 + 8 * width)
-        if best is None or cost < best_cost:
-            best, best_cost = e, cost
-        if misses[e] == 0:
+    for lo in trials.starts:
+        k, ok, fits = trials.group(lo, kernel)
+        unfit = (m - np.count_nonzero(fits, axis=1)).tolist()
+        misses = (m - np.count_nonzero(ok, axis=1)).tolist()
+        stop = False
+        for j in range(len(unfit)):
+            if unfit[j] > allowed:
+                stop = True  # |v * 10**e| grows with e: no larger exponent fits more values
+                break
+            if misses[j] > allowed:
+                continue
+            good = k[j][ok[j]]
+            span = int(good.max()) - int(good.min()) if len(good) else 0
+            cost = m * bitpack.bits_for(span) + misses[j] * (32 + 8 * width)
+            if best is None or cost < best_cost:
+                best, best_cost = lo + j, cost
+            if misses[j] == 0:
+                stop = True
+                break
+        if stop:
             break
     if best is not None and best_cost > _MIN_SAVING * m * 8 * width:
         return None  # could not save 10% over the plain values

@@ -601,12 +601,19 @@ def encode_page(
         sampled = blocks and not always and len(payload) > block_sample * block_size > 0
         compressed, chosen = b"", codec
         if sampled:
-            frames = _block_frames(payload, level, block_size)
-            picked = np.linspace(0, len(frames) - 1, block_sample).round().astype(np.int64)
+            # the sampled blocks are compressed first, the others only if blocks win
             data = memoryview(payload).cast("B")
-            sample = b"".join(data[int(k) * block_size : (int(k) + 1) * block_size] for k in picked)
-            frame = CODECS[codec].compress(sample, level)
-            if sum(len(frames[int(k)]) for k in picked) <= len(frame) * (1 + block_overhead):
+            count = -(-len(data) // block_size)
+            picked = np.linspace(0, count - 1, block_sample).round().astype(np.int64).tolist()
+            comp = _zstd_compressor(level, checksum=True)
+            parts = [data[k * block_size : (k + 1) * block_size] for k in picked]
+            tried = dict(zip(picked, [comp.compress(part) for part in parts], strict=True))
+            frame = CODECS[codec].compress(b"".join(parts), level)
+            if sum(len(f) for f in tried.values()) <= len(frame) * (1 + block_overhead):
+                frames = [
+                    tried[k] if k in tried else comp.compress(data[at : at + block_size])
+                    for k, at in enumerate(range(0, len(data), block_size))
+                ]
                 compressed, chosen = _blocks_body(frames, block_size), Compression.ZSTD_BLOCKS
             else:
                 compressed = CODECS[codec].compress(payload, level)

@@ -170,6 +170,59 @@ def test_exponent_search_gives_up_on_non_decimals() -> None:
     assert decimal_floats.find_exponent(prices, valid, 8) == (2, 0)
 
 
+def _exponent_all_at_once(sample: np.ndarray, width: int, slack: int, kernel: int) -> int | None:
+    """The exponent search as written before exponents were tried in groups: every
+    exponent's k and round-trips computed at once, then the same walk from 0 up."""
+    m = len(sample)
+    allowed = m * slack // 32
+    every = np.arange(decimal_floats.MAX_EXPONENT + 1)[:, None]
+    k, ok, fits = decimal_floats._to_decimal(sample, every, width, kernel)
+    unfit, misses = m - fits.sum(axis=1), m - ok.sum(axis=1)
+    best, best_cost = None, 0
+    for e in range(decimal_floats.MAX_EXPONENT + 1):
+        if unfit[e] > allowed:
+            break
+        if misses[e] > allowed:
+            continue
+        good = k[e][ok[e]]
+        span = int(good.max()) - int(good.min()) if len(good) else 0
+        cost = m * bitpack.bits_for(span) + int(misses[e]) * (32 + 8 * width)
+        if best is None or cost < best_cost:
+            best, best_cost = e, cost
+        if misses[e] == 0:
+            break
+    return None if best is not None and best_cost > 0.9 * m * 8 * width else best
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    places=st.integers(0, 18),
+    scale=st.sampled_from([1e-9, 1e-3, 1.0, 1e3, 1e9, 1e15]),
+    noise=st.sampled_from([0.0, 0.01, 0.03, 0.2, 1.0]),
+    width=st.sampled_from([4, 8]),
+    slack=st.sampled_from([1, 8]),
+    kernel=st.sampled_from([decimal_floats.KERNEL_DIVIDE, decimal_floats.KERNEL_MULTIPLY]),
+    size=st.sampled_from([17, 200, 1033]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_exponent_search_in_groups_agrees_with_every_exponent_at_once(
+    places, scale, noise, width, slack, kernel, size, seed
+) -> None:
+    """The grouped search (a second group of exponents computed only when the first has no
+    answer) picks what computing every exponent at once picked: decimals with ``places``
+    places at several magnitudes, a fraction ``noise`` of random values mixed in, both
+    widths and kernels, both slacks, and the quick and full sample sizes."""
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.random(size) * scale, places)
+    mixed = rng.random(size) < noise
+    values[mixed] = rng.random(int(mixed.sum())) * scale
+    values = values.astype(np.float32 if width == 4 else np.float64)
+    expected = _exponent_all_at_once(values, width, slack, kernel)
+    for split in (0, 4):  # the quick sample's one group, and the full sample's two
+        trials = decimal_floats._Trials(values, width, split=split)
+        assert decimal_floats._best_exponent(trials, slack, kernel) == expected
+
+
 @pytest.mark.parametrize("width", [4, 8])
 def test_special_values_are_exceptions_and_round_trip_bit_for_bit(width: int) -> None:
     rng = np.random.default_rng(width)
