@@ -146,6 +146,9 @@ def _load_modules() -> dict[str, Module]:
         name, is_package = _module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         modules[name] = Module(name, path, tree, is_package)
+    for path in sorted(PACKAGE_DIR.rglob("*.c")):  # compiled extension modules (setup.py):
+        name = ".".join(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+        modules[name] = Module(name, path, ast.parse(""), False)  # leaves: no fermion imports
     for module in modules.values():
         _collect_imports(module, modules)
         module.defined_private = _defined_private_names(module.tree)

@@ -27,7 +27,7 @@ import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format import decimal_floats, encodings
+from fermion.format import checksum, decimal_floats, encodings
 from fermion.format.checksum import crc32
 from fermion.format.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.stripe_dictionary import (
@@ -470,10 +470,13 @@ def _crc_blocks_body(head: bytes, payload: bytes | memoryview, block_size: int) 
     """A CRC_BLOCKS body (format 1.5) for the page header bytes ``head`` ([4, 16), with
     compression CRC_BLOCKS): the CrcBlockTable, a CRC32 per block, then the payload."""
     data = memoryview(payload).cast("B")
-    crcs = np.array(
-        [crc32(data[k : k + block_size]) for k in range(0, len(data), block_size)],
-        dtype="<u4",
-    )
+    if checksum.KERNELS is not None:
+        crcs = np.frombuffer(checksum.KERNELS.block_crcs(data, block_size), dtype="<u4")
+    else:
+        crcs = np.array(
+            [crc32(data[k : k + block_size]) for k in range(0, len(data), block_size)],
+            dtype="<u4",
+        )
     table = np.zeros(1, dtype=CRC_BLOCK_TABLE_DTYPE)
     table["block_size"], table["num_blocks"] = block_size, len(crcs)
     table["head_crc"] = crc32(table.tobytes()[:8], crc32(head))
@@ -527,6 +530,33 @@ class CrcBlockedBody:
     def blocks_for(self, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """The blocks holding payload byte ranges ``[begins[i], ends[i])`` (non-empty)."""
         return BlockedBody.blocks_for(self, begins, ends)  # type: ignore[arg-type]
+
+    def verify_ranges(self, begins: np.ndarray, ends: np.ndarray, done: np.ndarray) -> None:
+        """Check the CRC32 of every block holding part of a payload byte range
+        ``[begins[i], ends[i])`` (int64; empty ones hold none) that ``done`` (a bool per
+        block) does not mark yet, and mark it: ChecksumError on a mismatch. One call of the
+        compiled kernel when it is built (:data:`checksum.KERNELS`), else :meth:`verify`.
+        """
+        kernels = checksum.KERNELS
+        if kernels is not None:
+            try:
+                bad = kernels.verify_ranges(
+                    self.payload, self.block_size, self.crcs, begins, ends, done.view(np.uint8)
+                )
+            except ValueError as exc:  # a range outside the payload
+                raise InvalidFileError(f"{self.where}: {exc}") from None
+            if bad >= 0:
+                raise ChecksumError(f"{self.where}: block {bad} CRC32 mismatch")
+            return
+        keep = ends > begins
+        begins, ends = begins[keep], ends[keep]
+        if len(begins) and (int(begins.min()) < 0 or int(ends.max()) > self.size):
+            raise InvalidFileError(f"{self.where}: a range lies outside the payload")
+        blocks = self.blocks_for(begins, ends)
+        todo = blocks[~done[blocks]]
+        if len(todo):
+            self.verify(todo)
+            done[todo] = True
 
     def verify(self, blocks: np.ndarray) -> None:
         """Check the CRC32 of each of ``blocks`` (ChecksumError on a mismatch)."""

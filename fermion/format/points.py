@@ -276,6 +276,9 @@ class PagePayload:
         if self._pending is not None:
             self._pending.append((begins, ends))
             return
+        if self._crc is not None and self._sparse is None:  # verified, nothing to fetch
+            self._crc.verify_ranges(begins, ends, self._done)
+            return
         keep = ends > begins
         self._prepare(body.blocks_for(begins[keep], ends[keep]))
 
@@ -296,11 +299,13 @@ class PagePayload:
         if not self._pending:
             return
         assert self._crc is not None
-        begins = np.concatenate([b for b, _ in self._pending])
-        ends = np.concatenate([e for _, e in self._pending])
-        self._pending = []
-        keep = ends > begins
-        self._prepare(self._crc.blocks_for(begins[keep], ends[keep]))
+        pending, self._pending = self._pending, []
+        if len(pending) == 1:
+            begins, ends = pending[0]
+        else:
+            begins = np.concatenate([b for b, _ in pending])
+            ends = np.concatenate([e for _, e in pending])
+        self._crc.verify_ranges(begins, ends, self._done)
 
     def need_all(self) -> np.ndarray:
         self.need_range(0, self.size)

@@ -1,0 +1,283 @@
+/* Compiled kernels for the CRC_BLOCKS checksums of docs/FORMAT.md (format 1.5): a CRC32
+ * per block of a page's payload, verified by point reads over exactly the blocks they
+ * read. The module is optional: fermion/format/pages.py falls back to the same work in
+ * Python (ISA-L's or zlib's crc32 per block) when it cannot be imported.
+ *
+ * The CRC is CRC-32 as zlib computes it (reflected polynomial 0xEDB88320, initial value
+ * and final xor 0xFFFFFFFF), by slicing-by-8 tables built once at import.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static uint32_t table[8][256];
+
+static void build_tables(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = table[0][n];
+        for (int t = 1; t < 8; t++) {
+            c = table[0][c & 0xff] ^ (c >> 8);
+            table[t][n] = c;
+        }
+    }
+}
+
+static uint32_t load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+/* The CRC register after ``n`` more bytes (no initial or final inversion). */
+static uint32_t crc32_tables(uint32_t c, const uint8_t *p, size_t n)
+{
+    while (n >= 8) { /* byte order independent: the words are assembled little-endian */
+        uint32_t a = load_le32(p) ^ c, b = load_le32(p + 4);
+        c = table[7][a & 0xff] ^ table[6][(a >> 8) & 0xff] ^ table[5][(a >> 16) & 0xff] ^
+            table[4][a >> 24] ^ table[3][b & 0xff] ^ table[2][(b >> 8) & 0xff] ^
+            table[1][(b >> 16) & 0xff] ^ table[0][b >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_CLMUL_PATH 1
+
+/* Carry-less multiplication folding ("Fast CRC Computation for Generic Polynomials Using
+ * PCLMULQDQ", Intel, 2009) for the reflected CRC-32 polynomial: four 128-bit lanes are
+ * folded 64 bytes at a time, then into one lane, reduced to 64 and 32 bits and finished
+ * by a Barrett reduction. The constants are x^k mod P(x) for the fold distances (bit
+ * reflected, as the register is), P(x) itself and floor(x^64 / P(x)). ``n`` >= 64; the
+ * bytes after the last whole 16 are left to the tables. */
+__attribute__((target("pclmul,sse2"))) static uint32_t crc32_clmul(uint32_t c,
+                                                                    const uint8_t *p,
+                                                                    size_t n)
+{
+    const __m128i fold4 = _mm_set_epi64x(0x00000001c6e41596LL, 0x0000000154442bd4LL);
+    const __m128i fold1 = _mm_set_epi64x(0x00000000ccaa009eLL, 0x00000001751997d0LL);
+    const __m128i fold32 = _mm_set_epi64x(0, 0x0000000163cd6124LL);
+    const __m128i barrett = _mm_set_epi64x(0x00000001f7011641LL, 0x00000001db710641LL);
+    const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)c));
+    p += 64;
+    n -= 64;
+#define FOLD(x, k, d)                                                                   \
+    x = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),                   \
+                                    _mm_clmulepi64_si128(x, k, 0x11)), (d))
+    while (n >= 64) {
+        FOLD(x0, fold4, _mm_loadu_si128((const __m128i *)p));
+        FOLD(x1, fold4, _mm_loadu_si128((const __m128i *)(p + 16)));
+        FOLD(x2, fold4, _mm_loadu_si128((const __m128i *)(p + 32)));
+        FOLD(x3, fold4, _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        n -= 64;
+    }
+    FOLD(x0, fold1, x1);
+    FOLD(x0, fold1, x2);
+    FOLD(x0, fold1, x3);
+    while (n >= 16) {
+        FOLD(x0, fold1, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+#undef FOLD
+    /* 128 -> 64 bits (appending 32 zero bits), 64 -> 32, then Barrett */
+    x0 = _mm_xor_si128(_mm_srli_si128(x0, 8), _mm_clmulepi64_si128(x0, fold1, 0x10));
+    x0 = _mm_xor_si128(_mm_srli_si128(x0, 4),
+                       _mm_clmulepi64_si128(_mm_and_si128(x0, low32), fold32, 0x00));
+    __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x0, low32), barrett, 0x10);
+    t = _mm_clmulepi64_si128(_mm_and_si128(t, low32), barrett, 0x00);
+    x0 = _mm_xor_si128(x0, t);
+    c = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(x0, 4));
+    return crc32_tables(c, p, n);
+}
+#endif
+
+static int use_clmul = 0; /* set at import when the CPU has PCLMULQDQ */
+
+static uint32_t crc32_of(const uint8_t *p, size_t n)
+{
+#ifdef HAVE_CLMUL_PATH
+    if (use_clmul && n >= 64)
+        return crc32_clmul(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+#endif
+    return crc32_tables(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+
+static PyObject *crc32_py(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*:crc32", &data))
+        return NULL;
+    uint32_t c;
+    Py_BEGIN_ALLOW_THREADS
+    c = crc32_of((const uint8_t *)data.buf, (size_t)data.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *block_crcs(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y*n:block_crcs", &data, &size))
+        return NULL;
+    if (size <= 0) {
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_ValueError, "block size must be positive");
+        return NULL;
+    }
+    Py_ssize_t blocks = data.len / size + (data.len % size != 0);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 * blocks);
+    if (out == NULL) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(out);
+    const uint8_t *src = (const uint8_t *)data.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < blocks; k++) {
+        Py_ssize_t at = k * size, n = data.len - at < size ? data.len - at : size;
+        uint32_t c = crc32_of(src + at, (size_t)n);
+        for (int i = 0; i < 4; i++)
+            dst[4 * k + i] = (uint8_t)(c >> (8 * i));
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    return out;
+}
+
+/* verify_ranges(payload, block_size, crcs, begins, ends, done) -> int
+ *
+ * For each range [begins[i], ends[i]) (int64, non-empty ones only), the CRC32 of every
+ * block holding part of it whose done[k] is 0 is compared with crcs[k] (little-endian
+ * uint32), and done[k] is set once it matched. Returns -1 when every block matched, else
+ * the first block that did not (the blocks before it are marked done). ValueError, with
+ * nothing read, for a range outside the payload or tables of the wrong size.
+ */
+static PyObject *verify_ranges(PyObject *self, PyObject *args)
+{
+    Py_buffer payload, crcs, begins, ends, done;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y*ny*y*y*w*:verify_ranges", &payload, &size, &crcs, &begins,
+                          &ends, &done))
+        return NULL;
+    const char *problem = NULL;
+    Py_ssize_t blocks = size > 0 ? payload.len / size + (payload.len % size != 0) : -1;
+    if (size <= 0)
+        problem = "block size must be positive";
+    else if (crcs.len != 4 * blocks || done.len != blocks)
+        problem = "one CRC32 and one done flag per block";
+    else if (begins.len != ends.len || begins.len % 8 != 0)
+        problem = "begins and ends must be int64 arrays of one length";
+    long long bad = -1;
+    if (problem == NULL) {
+        const uint8_t *data = (const uint8_t *)payload.buf, *expected = (const uint8_t *)crcs.buf;
+        uint8_t *flags = (uint8_t *)done.buf;
+        Py_ssize_t count = begins.len / 8;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) { /* every range checked before any is read */
+            int64_t b, e;
+            memcpy(&b, (const char *)begins.buf + 8 * i, 8);
+            memcpy(&e, (const char *)ends.buf + 8 * i, 8);
+            if (e > b && (b < 0 || e > (int64_t)payload.len)) {
+                problem = "a range lies outside the payload";
+                break;
+            }
+        }
+        for (Py_ssize_t i = 0; i < count && bad == -1 && problem == NULL; i++) {
+            int64_t b, e;
+            memcpy(&b, (const char *)begins.buf + 8 * i, 8);
+            memcpy(&e, (const char *)ends.buf + 8 * i, 8);
+            if (e <= b)
+                continue;
+            for (int64_t k = b / size; k <= (e - 1) / size; k++) {
+                if (flags[k])
+                    continue;
+                int64_t at = k * size, n = (int64_t)payload.len - at < size
+                                               ? (int64_t)payload.len - at
+                                               : (int64_t)size;
+                if (crc32_of(data + at, (size_t)n) != load_le32(expected + 4 * k)) {
+                    bad = k;
+                    break;
+                }
+                flags[k] = 1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&payload);
+    PyBuffer_Release(&crcs);
+    PyBuffer_Release(&begins);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&done);
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    return PyLong_FromLongLong(bad);
+}
+
+static PyMethodDef methods[] = {
+    {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
+    {"block_crcs", block_crcs, METH_VARARGS,
+     "block_crcs(data, block_size) -> bytes: the little-endian CRC32 of each block."},
+    {"verify_ranges", verify_ranges, METH_VARARGS,
+     "verify_ranges(payload, block_size, crcs, begins, ends, done) -> int: -1, or the "
+     "first block whose CRC32 does not match."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "crc_kernels",
+    "CRC_BLOCKS checksum kernels (docs/FORMAT.md, format 1.5): CRC-32 as zlib computes it.\n"
+    "\n"
+    "Example:\n"
+    "    >>> import zlib, numpy as np\n"
+    "    >>> from fermion.format import crc_kernels\n"
+    "    >>> data = bytes(range(256)) * 5\n"
+    "    >>> crc_kernels.crc32(data) == zlib.crc32(data)\n"
+    "    True\n"
+    "    >>> crcs = crc_kernels.block_crcs(data, 512)\n"
+    "    >>> int(np.frombuffer(crcs, '<u4')[2]) == zlib.crc32(data[1024:])\n"
+    "    True\n"
+    "    >>> done = np.zeros(3, dtype=np.uint8)\n"
+    "    >>> crc_kernels.verify_ranges(data, 512, crcs, np.array([10]), np.array([600]), done)\n"
+    "    -1\n"
+    "    >>> done.tolist()\n"
+    "    [1, 1, 0]\n",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit_crc_kernels(void)
+{
+    build_tables();
+#ifdef HAVE_CLMUL_PATH
+    __builtin_cpu_init();
+    use_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+#endif
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "CLMUL", use_clmul) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

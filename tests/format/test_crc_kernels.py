@@ -1,0 +1,188 @@
+"""The compiled CRC_BLOCKS kernels (fermion/format/crc_kernels.c, docs/FORMAT.md format 1.5)
+against zlib and against the Python path they replace, and the bad arguments they refuse.
+
+The kernels are optional: where they are not built, :data:`checksum.KERNELS` is None and
+the readers and the writer use the Python path. Both paths run here: the Python one by
+setting ``checksum.KERNELS`` to None.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fermion
+from fermion.errors import ChecksumError, InvalidFileError
+from fermion.format import checksum
+from fermion.format.pages import CrcBlockedBody, encode_page
+from fermion.format.structs import Compression
+
+KERNELS = checksum.KERNELS
+needs_kernels = pytest.mark.skipif(KERNELS is None, reason="compiled kernels not built here")
+
+
+def test_the_kernels_are_built_wherever_a_compiler_and_the_headers_are() -> None:
+    headers = Path(sysconfig.get_paths()["include"], "Python.h").exists()
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if headers and compiler:
+        assert KERNELS is not None, "setup.py should have built fermion.format.crc_kernels"
+    else:  # nothing to build them with: the Python path is the only one
+        assert KERNELS is None
+
+
+@needs_kernels
+@settings(max_examples=400, deadline=None)
+@given(data=st.binary(min_size=0, max_size=3000), start=st.integers(0, 15))
+def test_kernel_crc32_is_zlibs(data: bytes, start: int) -> None:
+    """Every length from empty to a few KiB (the folding path from 64 bytes, the tables
+    below and for the tail), at unaligned starts."""
+    assert KERNELS is not None
+    part = memoryview(data)[min(start, len(data)) :]
+    assert KERNELS.crc32(part) == zlib.crc32(part)
+
+
+@needs_kernels
+def test_kernel_crc32_of_large_and_patterned_buffers() -> None:
+    assert KERNELS is not None
+    rng = np.random.default_rng(3)
+    for data in (
+        bytes(1 << 20),
+        b"\xff" * 100_003,
+        rng.integers(0, 256, (1 << 20) + 77, dtype=np.uint8).tobytes(),
+    ):
+        assert KERNELS.crc32(data) == zlib.crc32(data)
+
+
+@needs_kernels
+@pytest.mark.parametrize("size", [0, 1, 511, 512, 513, 5000])
+@pytest.mark.parametrize("block", [1, 64, 100, 512])
+def test_block_crcs_are_zlibs_per_block(size: int, block: int) -> None:
+    assert KERNELS is not None
+    data = np.random.default_rng(size + block).integers(0, 256, size, dtype=np.uint8).tobytes()
+    expected = [zlib.crc32(data[k : k + block]) for k in range(0, size, block)]
+    assert np.frombuffer(KERNELS.block_crcs(data, block), "<u4").tolist() == expected
+
+
+def _body(payload: bytes, block: int) -> CrcBlockedBody:
+    page = encode_page(
+        payload, num_values=len(payload), codec=Compression.NONE, checksum_block_size=block
+    )
+    return CrcBlockedBody(memoryview(bytearray(page)), len(payload), "p")
+
+
+def _outcome(body: CrcBlockedBody, begins, ends, kernels) -> tuple[str, list[bool]]:
+    saved = checksum.KERNELS
+    checksum.KERNELS = kernels
+    done = np.zeros(body.num_blocks, dtype=bool)
+    try:
+        body.verify_ranges(np.asarray(begins, np.int64), np.asarray(ends, np.int64), done)
+    except ChecksumError:
+        return "checksum", []
+    except InvalidFileError:
+        return "invalid", []
+    finally:
+        checksum.KERNELS = saved
+    return "ok", done.tolist()
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(1025, 6000),  # more than one block: stored as CRC_BLOCKS
+    block=st.sampled_from([256, 300, 512, 1024]),
+    ranges=st.lists(st.tuples(st.integers(0, 6000), st.integers(0, 700)), max_size=12),
+    flip=st.one_of(st.none(), st.integers(0, 5999)),
+    seed=st.integers(0, 2**16),
+)
+def test_verify_ranges_agrees_with_the_python_path(size, block, ranges, flip, seed) -> None:
+    """The same verdict (and, when it passes, the same blocks marked) with and without
+    the kernel: ranges anywhere, empty ones, ones past the payload, a flipped byte in a
+    block read or not read."""
+    rng = np.random.default_rng(seed)
+    payload = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+    body = _body(payload, block)
+    if flip is not None and flip < size:
+        body.payload[flip] ^= 0x01  # type: ignore[index]
+    begins = [b for b, _ in ranges]
+    ends = [b + n for b, n in ranges]
+    expected = _outcome(body, begins, ends, None)
+    got = _outcome(body, begins, ends, KERNELS)
+    assert got == expected
+
+
+@needs_kernels
+def test_verify_ranges_reports_the_block_and_keeps_earlier_ones() -> None:
+    body = _body(bytes(range(256)) * 8, 512)  # 4 blocks
+    body.payload[1500] ^= 0x80  # type: ignore[index]  block 2
+    done = np.zeros(4, dtype=bool)
+    with pytest.raises(ChecksumError, match="block 2 CRC32 mismatch"):
+        body.verify_ranges(np.array([0, 1024]), np.array([700, 2048]), done)
+    assert done.tolist() == [True, True, False, False]
+    done[2] = True  # a block already verified is not checked again
+    body.verify_ranges(np.array([1400]), np.array([1600]), done)
+
+
+@needs_kernels
+def test_kernel_refuses_bad_arguments() -> None:
+    """A range outside the payload (also through CrcBlockedBody: InvalidFileError), a CRC
+    table or done flags of another length, begins and ends of different lengths or not
+    int64-sized, and a block size of 0 or less: ValueError, nothing read."""
+    assert KERNELS is not None
+    payload = bytes(1000)
+    crcs = KERNELS.block_crcs(payload, 512)
+    done = np.zeros(2, dtype=np.uint8)
+    one = np.array([0], dtype=np.int64)
+    for begins, ends in ((np.array([-1]), np.array([5])), (np.array([900]), np.array([1001]))):
+        with pytest.raises(ValueError, match="outside the payload"):
+            KERNELS.verify_ranges(payload, 512, crcs, begins, ends, done)
+    bad_calls = [
+        (payload, 512, crcs[:4], one, one + 1, done),
+        (payload, 512, crcs, one, one + 1, np.zeros(3, dtype=np.uint8)),
+        (payload, 512, crcs, np.array([0, 1]), one + 1, done),
+        (payload, 512, crcs, one.astype(np.int32), (one + 1).astype(np.int32)[:0], done),
+        (payload, 0, crcs, one, one + 1, done),
+        (payload, -512, crcs, one, one + 1, done),
+    ]
+    for args in bad_calls:
+        with pytest.raises(ValueError):
+            KERNELS.verify_ranges(*args)
+    with pytest.raises(TypeError):  # done must be writable
+        KERNELS.verify_ranges(payload, 512, crcs, one, one + 1, bytes(2))
+    assert done.tolist() == [0, 0]
+    body = _body(payload, 512)
+    with pytest.raises(InvalidFileError, match="outside the payload"):
+        body.verify_ranges(np.array([10]), np.array([1001]), np.zeros(2, dtype=bool))
+
+
+@pytest.mark.parametrize("kernels", ["built", "python"])
+def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: str) -> None:
+    """A memory-mapped file with CRC_BLOCKS pages: take returns the same values with the
+    kernel and in Python, and both raise ChecksumError for a flipped value byte."""
+    if kernels == "built" and KERNELS is None:
+        pytest.skip("compiled kernels not built here")
+    if kernels == "python":
+        monkeypatch.setattr(checksum, "KERNELS", None)
+    rng = np.random.default_rng(5)
+    table = pa.table({"x": rng.random(60_000), "k": rng.integers(0, 2**40, 60_000)})
+    path = tmp_path / "c.fermion"
+    fermion.write_table(table, path, compression="none")
+    idx = [3, 4_000, 31_337, 59_999]
+    with fermion.FileReader(path) as r:
+        assert r.take(idx).equals(table.take(idx))
+    data = bytearray(path.read_bytes())
+    at = data.find(np.float64(table.column("x")[31_337].as_py()).tobytes())
+    assert at > 0
+    data[at] ^= 0x01
+    bad = tmp_path / "bad.fermion"
+    bad.write_bytes(bytes(data))
+    with fermion.FileReader(bad) as r, pytest.raises(ChecksumError):
+        r.take(idx)
