@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 
 all: test
 
-$(STAMP): pyproject.toml setup.py fermion/format/crc_kernels.c
+$(STAMP): pyproject.toml setup.py fermion/format/kernels.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip "setuptools>=77"
 	$(PIP) install --quiet -e ".[dev]"

@@ -1,6 +1,6 @@
 """Build hook for the optional compiled kernels; everything else is in pyproject.toml.
 
-``fermion.format.crc_kernels`` (CRC_BLOCKS checksums, docs/FORMAT.md) is built where a C
+``fermion.format.kernels`` (CRC_BLOCKS checksums, docs/FORMAT.md) is built where a C
 compiler and the Python headers are present; without them the install still succeeds and
 fermion.format.pages does the same work in Python.
 """
@@ -10,8 +10,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "fermion.format.crc_kernels",
-            ["fermion/format/crc_kernels.c"],
+            "fermion.format.kernels",
+            ["fermion/format/kernels.c"],
             extra_compile_args=["-O3"],
             optional=True,
         )

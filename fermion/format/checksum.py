@@ -8,7 +8,7 @@ zlib fallback keeps the reader working where its wheel cannot be installed or im
 (e.g. a zip shipped to Spark executors without compiled extensions).
 
 The CRC_BLOCKS checksums of a page (a CRC32 per block, docs/FORMAT.md) are computed and
-verified by :data:`KERNELS`, the compiled module ``fermion.format.crc_kernels``, when the
+verified by :data:`KERNELS`, the compiled module ``fermion.format.kernels``, when the
 install could build it (a C compiler and the Python headers; ``setup.py``): one call per
 page for all the blocks a point read touches, where Python would spend more on each
 block's call than on its CRC. It is None otherwise, and the callers do the same work with
@@ -31,7 +31,7 @@ __all__ = ["IMPLEMENTATION", "KERNELS", "crc32"]
 
 KERNELS: ModuleType | None
 try:
-    from fermion.format import crc_kernels as KERNELS  # type: ignore[attr-defined,no-redef]
+    from fermion.format import kernels as KERNELS  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built here (no compiler or headers), or shipped in a zip
     KERNELS = None
 

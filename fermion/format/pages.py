@@ -241,6 +241,25 @@ def _check_frame(frame: memoryview, size: int, where: str) -> None:
         raise InvalidFileError(f"{where}: zstd block frame does not fill its range exactly")
 
 
+def _check_frames(
+    view: memoryview, begins: np.ndarray, ends: np.ndarray, sizes: np.ndarray, where: str
+) -> None:
+    """:func:`_check_frame` for the frames ``view[begins[i]:ends[i]]`` (int64 arrays):
+    the fast path's checks of all of them in one call of the compiled kernel when it is
+    built (:data:`checksum.KERNELS`), and :func:`_check_frame` for any frame they do not
+    pass (it raises, or walks a frame of several zstd blocks); else one by one."""
+    sizes = sizes.astype(np.int64, copy=False)
+    kernels = checksum.KERNELS
+    if kernels is not None:
+        i = kernels.frames_fit(view, begins, ends, sizes, 0)
+        while i >= 0:
+            _check_frame(view[int(begins[i]) : int(ends[i])], int(sizes[i]), where)
+            i = kernels.frames_fit(view, begins, ends, sizes, i + 1)
+        return
+    for b, e, n in zip(begins.tolist(), ends.tolist(), sizes.tolist(), strict=True):
+        _check_frame(view[b:e], n, where)
+
+
 def _check_frame_slow(frame: memoryview, size: int, where: str) -> None:
     """:func:`_check_frame` through zstd's own header parser and :func:`_frame_size`."""
     try:
@@ -373,10 +392,7 @@ class BlockedBody:
     def check_frames(self, ks: np.ndarray, sizes: np.ndarray) -> None:
         """:func:`_check_frame` for the frames of blocks ``ks`` (decoding to ``sizes``
         bytes each)."""
-        view = self.frames
-        starts, ends = self.starts[ks].tolist(), self.ends[ks].tolist()
-        for b, e, n in zip(starts, ends, sizes.tolist(), strict=True):
-            _check_frame(view[b:e], n, self.where)
+        _check_frames(self.frames, self.starts[ks], self.ends[ks], sizes, self.where)
 
     def decompress_into(self, out: np.ndarray, blocks: np.ndarray) -> None:
         """Write the given blocks at their decoded offsets into ``out`` (size bytes)."""

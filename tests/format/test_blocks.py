@@ -59,13 +59,14 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format import bitpack
+from fermion.format import bitpack, checksum
 from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
     BlockedBody,
     _check_frame,
     _check_frame_slow,
+    _check_frames,
     _compress_blocks,
     decode_page,
     encode_page,
@@ -1093,6 +1094,11 @@ def test_frame_header_fast_path_agrees_with_zstd_parser() -> None:
     checked = 0
     for frame, size in frames:
         mutants = [frame, frame + b"\x00", frame[:-1], frame[:6]]
+        for at in range(min(len(frame), 20)):  # every single-bit flip of the header bytes
+            for bit in range(8):
+                flipped = bytearray(frame)
+                flipped[at] ^= 1 << bit
+                mutants.append(bytes(flipped))
         for _ in range(120):
             bad = bytearray(frame)
             at = rng.randrange(min(len(bad), 24))
@@ -1100,8 +1106,36 @@ def test_frame_header_fast_path_agrees_with_zstd_parser() -> None:
             mutants.append(bytes(bad))
         for m in mutants:
             for declared in (size, size + 1):
-                assert _frame_verdict(_check_frame, m, declared) == _frame_verdict(
-                    _check_frame_slow, m, declared
-                ), (m[:24].hex(), declared)
+                expected = _frame_verdict(_check_frame_slow, m, declared)
+                assert _frame_verdict(_check_frame, m, declared) == expected, (
+                    m[:24].hex(),
+                    declared,
+                )
+                for kernels in (checksum.KERNELS, None):  # the compiled checks, and Python
+                    assert _frames_verdict(m, declared, kernels) == expected, (
+                        m[:24].hex(),
+                        declared,
+                        kernels,
+                    )
                 checked += 1
-    assert checked > 6000
+    assert checked > 20_000
+
+
+def _frames_verdict(frame: bytes, declared: int, kernels) -> str:
+    """The verdict of ``_check_frames`` on ``frame`` between two honest frames (so that a
+    kernel must find it among others), with ``checksum.KERNELS`` set to ``kernels``."""
+    comp = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True)
+    good = comp.compress(b"fermion" * 10)
+    view = memoryview(good + frame + good)
+    begins = np.array([0, len(good), len(good) + len(frame)], dtype=np.int64)
+    ends = np.array([len(good), len(good) + len(frame), len(view)], dtype=np.int64)
+    saved, checksum.KERNELS = checksum.KERNELS, kernels
+    try:
+        _check_frames(view, begins, ends, np.array([70, declared, 70]), "p")
+    except fermion.ChecksumError as exc:
+        return type(exc).__name__
+    except fermion.InvalidFileError as exc:
+        return type(exc).__name__
+    finally:
+        checksum.KERNELS = saved
+    return "ok"

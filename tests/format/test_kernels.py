@@ -1,4 +1,4 @@
-"""The compiled CRC_BLOCKS kernels (fermion/format/crc_kernels.c, docs/FORMAT.md format 1.5)
+"""The compiled CRC_BLOCKS kernels (fermion/format/kernels.c, docs/FORMAT.md format 1.5)
 against zlib and against the Python path they replace, and the bad arguments they refuse.
 
 The kernels are optional: where they are not built, :data:`checksum.KERNELS` is None and
@@ -34,7 +34,7 @@ def test_the_kernels_are_built_wherever_a_compiler_and_the_headers_are() -> None
     headers = Path(sysconfig.get_paths()["include"], "Python.h").exists()
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if headers and compiler:
-        assert KERNELS is not None, "setup.py should have built fermion.format.crc_kernels"
+        assert KERNELS is not None, "setup.py should have built fermion.format.kernels"
     else:  # nothing to build them with: the Python path is the only one
         assert KERNELS is None
 

@@ -1,7 +1,10 @@
-/* Compiled kernels for the CRC_BLOCKS checksums of docs/FORMAT.md (format 1.5): a CRC32
- * per block of a page's payload, verified by point reads over exactly the blocks they
- * read. The module is optional: fermion/format/pages.py falls back to the same work in
- * Python (ISA-L's or zlib's crc32 per block) when it cannot be imported.
+/* Compiled kernels for point reads (docs/FORMAT.md):
+ * - the CRC_BLOCKS checksums (format 1.5): a CRC32 per block of a page's payload,
+ *   verified over exactly the blocks a point read touched;
+ * - the header checks of ZSTD_BLOCKS frames before they are decompressed (format 1.2).
+ * The module is optional: fermion/format/pages.py does the same work in Python (ISA-L's
+ * or zlib's crc32 per block, the frame header read field by field) when it cannot be
+ * imported.
  *
  * The CRC is CRC-32 as zlib computes it (reflected polynomial 0xEDB88320, initial value
  * and final xor 0xFFFFFFFF), by slicing-by-8 tables built once at import.
@@ -236,6 +239,81 @@ static PyObject *verify_ranges(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(bad);
 }
 
+/* frames_fit(frames, starts, ends, sizes, first) -> int
+ *
+ * The zstd frames frames[starts[i]:ends[i]] (int64 arrays, as sizes), from i = first on,
+ * checked as fermion.format.pages._check_frame checks them on its fast path: the magic
+ * number; a frame header descriptor without the reserved bit and with the content
+ * checksum flag; a content size field declaring exactly sizes[i] bytes; one zstd block
+ * (last-block bit set, not the reserved type) whose end plus the 4-byte checksum is the
+ * end of the range. Returns -1 when every frame passes, else the first that does not
+ * (which the caller hands to the Python check: it raises, or walks a frame of several
+ * blocks). ValueError for arrays of different lengths.
+ */
+static PyObject *frames_fit(PyObject *self, PyObject *args)
+{
+    Py_buffer frames, starts, ends, sizes;
+    Py_ssize_t first;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*n:frames_fit", &frames, &starts, &ends, &sizes,
+                          &first))
+        return NULL;
+    Py_ssize_t count = starts.len / 8;
+    int bad_args = starts.len % 8 != 0 || ends.len != starts.len || sizes.len != starts.len;
+    Py_ssize_t result = -1;
+    if (!bad_args) {
+        const uint8_t *base = (const uint8_t *)frames.buf;
+        static const int dict_bytes[4] = {0, 1, 2, 4};
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = first < 0 ? 0 : first; i < count; i++) {
+            int64_t b, e, size;
+            memcpy(&b, (const char *)starts.buf + 8 * i, 8);
+            memcpy(&e, (const char *)ends.buf + 8 * i, 8);
+            memcpy(&size, (const char *)sizes.buf + 8 * i, 8);
+            if (b < 0 || e < b || e > (int64_t)frames.len || e - b < 6) {
+                result = i;
+                break;
+            }
+            const uint8_t *f = base + b;
+            int64_t n = e - b;
+            uint8_t fhd = f[4];
+            if (load_le32(f) != 0xFD2FB528u || (fhd & 0x08) || !(fhd & 0x04)) {
+                result = i;
+                break;
+            }
+            int single = (fhd & 0x20) != 0, code = fhd >> 6;
+            int fcs = code == 0 ? (single ? 1 : 0) : (code == 1 ? 2 : (code == 2 ? 4 : 8));
+            int64_t at = 4 + 1 + (single ? 0 : 1) + dict_bytes[fhd & 3] + fcs;
+            if (fcs == 0 || at + 3 > n) {
+                result = i;
+                break;
+            }
+            uint64_t declared = 0;
+            for (int k = 0; k < fcs; k++)
+                declared |= (uint64_t)f[at - fcs + k] << (8 * k);
+            if (fcs == 2)
+                declared += 256;
+            uint32_t block = (uint32_t)f[at] | ((uint32_t)f[at + 1] << 8) |
+                             ((uint32_t)f[at + 2] << 16);
+            uint32_t kind = (block >> 1) & 3;
+            if (size < 0 || declared != (uint64_t)size || !(block & 1) || kind == 3 ||
+                at + 3 + (kind == 1 ? 1 : (int64_t)(block >> 3)) + 4 != n) {
+                result = i;
+                break;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&frames);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&sizes);
+    if (bad_args) {
+        PyErr_SetString(PyExc_ValueError, "starts, ends and sizes must be int64 arrays of one length");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(result);
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
     {"block_crcs", block_crcs, METH_VARARGS,
@@ -243,31 +321,35 @@ static PyMethodDef methods[] = {
     {"verify_ranges", verify_ranges, METH_VARARGS,
      "verify_ranges(payload, block_size, crcs, begins, ends, done) -> int: -1, or the "
      "first block whose CRC32 does not match."},
+    {"frames_fit", frames_fit, METH_VARARGS,
+     "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
+     "the header checks do not pass."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "crc_kernels",
-    "CRC_BLOCKS checksum kernels (docs/FORMAT.md, format 1.5): CRC-32 as zlib computes it.\n"
+    PyModuleDef_HEAD_INIT, "kernels",
+    "Point-read kernels (docs/FORMAT.md): CRC_BLOCKS checksums, CRC-32 as zlib computes it,\n"
+    "and the header checks of ZSTD_BLOCKS frames.\n"
     "\n"
     "Example:\n"
     "    >>> import zlib, numpy as np\n"
-    "    >>> from fermion.format import crc_kernels\n"
+    "    >>> from fermion.format import kernels\n"
     "    >>> data = bytes(range(256)) * 5\n"
-    "    >>> crc_kernels.crc32(data) == zlib.crc32(data)\n"
+    "    >>> kernels.crc32(data) == zlib.crc32(data)\n"
     "    True\n"
-    "    >>> crcs = crc_kernels.block_crcs(data, 512)\n"
+    "    >>> crcs = kernels.block_crcs(data, 512)\n"
     "    >>> int(np.frombuffer(crcs, '<u4')[2]) == zlib.crc32(data[1024:])\n"
     "    True\n"
     "    >>> done = np.zeros(3, dtype=np.uint8)\n"
-    "    >>> crc_kernels.verify_ranges(data, 512, crcs, np.array([10]), np.array([600]), done)\n"
+    "    >>> kernels.verify_ranges(data, 512, crcs, np.array([10]), np.array([600]), done)\n"
     "    -1\n"
     "    >>> done.tolist()\n"
     "    [1, 1, 0]\n",
     -1, methods,
 };
 
-PyMODINIT_FUNC PyInit_crc_kernels(void)
+PyMODINIT_FUNC PyInit_kernels(void)
 {
     build_tables();
 #ifdef HAVE_CLMUL_PATH
