@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from fermion.errors import InvalidArgumentError, InvalidFileError
+from fermion.format import native
 
 __all__ = [
     "BYTE_TABLES",
@@ -185,6 +186,12 @@ def gather(
         raise InvalidFileError(f"{where}: invalid bit width {w}")
     if len(idx) == 0:
         return np.zeros(0, dtype=np.uint64)
+    kernels = native.KERNELS
+    if kernels is not None and (not isinstance(buf, np.ndarray) or buf.flags.c_contiguous):
+        out = np.empty(len(idx), dtype=np.uint64)  # one call; same bounds and values
+        if not kernels.gather_bits(buf, offset, w, np.ascontiguousarray(idx), out):
+            raise InvalidFileError(f"{where}: packed integers run past the payload")
+        return out
     size = _nbytes(buf)
     bits = idx * w
     last = offset + packed_size(int(idx.max()) + 1, w)

@@ -8,11 +8,9 @@ zlib fallback keeps the reader working where its wheel cannot be installed or im
 (e.g. a zip shipped to Spark executors without compiled extensions).
 
 The CRC_BLOCKS checksums of a page (a CRC32 per block, docs/FORMAT.md) are computed and
-verified by :data:`KERNELS`, the compiled module ``fermion.format.kernels``, when the
-install could build it (a C compiler and the Python headers; ``setup.py``): one call per
-page for all the blocks a point read touches, where Python would spend more on each
-block's call than on its CRC. It is None otherwise, and the callers do the same work with
-:func:`crc32` per block.
+verified by the compiled kernels when they are built (:mod:`fermion.format.native`): one
+call per page for all the blocks a point read touches, where Python would spend more on
+each block's call than on its CRC. Without them the callers use :func:`crc32` per block.
 
 Example:
     >>> crc32(b"fermion") == __import__("zlib").crc32(b"fermion")
@@ -25,15 +23,8 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from types import ModuleType
 
-__all__ = ["IMPLEMENTATION", "KERNELS", "crc32"]
-
-KERNELS: ModuleType | None
-try:
-    from fermion.format import kernels as KERNELS  # type: ignore[attr-defined,no-redef]
-except ImportError:  # not built here (no compiler or headers), or shipped in a zip
-    KERNELS = None
+__all__ = ["IMPLEMENTATION", "crc32"]
 
 crc32: Callable[..., int]
 try:

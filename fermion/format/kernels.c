@@ -1,7 +1,8 @@
 /* Compiled kernels for point reads (docs/FORMAT.md):
  * - the CRC_BLOCKS checksums (format 1.5): a CRC32 per block of a page's payload,
  *   verified over exactly the blocks a point read touched;
- * - the header checks of ZSTD_BLOCKS frames before they are decompressed (format 1.2).
+ * - the header checks of ZSTD_BLOCKS frames before they are decompressed (format 1.2);
+ * - the gather of single bit-packed integers (docs/FORMAT.md bit-packing).
  * The module is optional: fermion/format/pages.py does the same work in Python (ISA-L's
  * or zlib's crc32 per block, the frame header read field by field) when it cannot be
  * imported.
@@ -314,6 +315,66 @@ static PyObject *frames_fit(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(result);
 }
 
+/* gather_bits(buf, offset, w, indices, out) -> bool
+ *
+ * Values ``indices`` (int64) of the stream bit-packed at ``w`` bits (1..64) from byte
+ * ``offset`` of ``buf`` (docs/FORMAT.md: value i at bits [i*w, (i+1)*w), least
+ * significant bit first), written to ``out`` (uint64, one per index). False, with nothing
+ * written, when an index is negative or its value runs past ``buf``.
+ */
+static PyObject *gather_bits(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, indices, out;
+    Py_ssize_t offset;
+    int w;
+    if (!PyArg_ParseTuple(args, "y*niy*w*:gather_bits", &buf, &offset, &w, &indices, &out))
+        return NULL;
+    const char *problem = NULL;
+    int fits = 1;
+    Py_ssize_t count = indices.len / 8;
+    if (w < 1 || w > 64)
+        problem = "bit width must be in [1, 64]";
+    else if (indices.len % 8 != 0 || out.len != indices.len)
+        problem = "indices and out must be 8-byte arrays of one length";
+    else if (offset < 0 || offset > buf.len)
+        fits = 0;
+    if (problem == NULL && fits) {
+        const uint8_t *data = (const uint8_t *)buf.buf + offset;
+        uint64_t avail = (uint64_t)(buf.len - offset);
+        uint64_t limit = avail * 8 / (uint64_t)w; /* indices below this end inside buf */
+        uint64_t mask = w == 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
+        uint8_t *dst = (uint8_t *)out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int64_t k;
+            memcpy(&k, (const char *)indices.buf + 8 * i, 8);
+            if (k < 0 || (uint64_t)k >= limit) {
+                fits = 0;
+                break;
+            }
+        }
+        for (Py_ssize_t i = 0; fits && i < count; i++) {
+            int64_t k;
+            memcpy(&k, (const char *)indices.buf + 8 * i, 8);
+            uint64_t bit = (uint64_t)k * (uint64_t)w, at = bit >> 3, word = 0;
+            uint64_t n = avail - at < 8 ? avail - at : 8;
+            for (uint64_t j = 0; j < n; j++)
+                word |= (uint64_t)data[at + j] << (8 * j);
+            uint64_t value = (word >> (bit & 7)) & mask;
+            memcpy(dst + 8 * i, &value, 8);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&indices);
+    PyBuffer_Release(&out);
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    return PyBool_FromLong(fits);
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
     {"block_crcs", block_crcs, METH_VARARGS,
@@ -321,6 +382,8 @@ static PyMethodDef methods[] = {
     {"verify_ranges", verify_ranges, METH_VARARGS,
      "verify_ranges(payload, block_size, crcs, begins, ends, done) -> int: -1, or the "
      "first block whose CRC32 does not match."},
+    {"gather_bits", gather_bits, METH_VARARGS,
+     "gather_bits(buf, offset, w, indices, out) -> bool: bit-packed values at indices."},
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},

@@ -27,7 +27,7 @@ import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format import checksum, decimal_floats, encodings
+from fermion.format import decimal_floats, encodings, native
 from fermion.format.checksum import crc32
 from fermion.format.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.stripe_dictionary import (
@@ -246,10 +246,10 @@ def _check_frames(
 ) -> None:
     """:func:`_check_frame` for the frames ``view[begins[i]:ends[i]]`` (int64 arrays):
     the fast path's checks of all of them in one call of the compiled kernel when it is
-    built (:data:`checksum.KERNELS`), and :func:`_check_frame` for any frame they do not
+    built (:data:`native.KERNELS`), and :func:`_check_frame` for any frame they do not
     pass (it raises, or walks a frame of several zstd blocks); else one by one."""
     sizes = sizes.astype(np.int64, copy=False)
-    kernels = checksum.KERNELS
+    kernels = native.KERNELS
     if kernels is not None:
         i = kernels.frames_fit(view, begins, ends, sizes, 0)
         while i >= 0:
@@ -486,8 +486,8 @@ def _crc_blocks_body(head: bytes, payload: bytes | memoryview, block_size: int) 
     """A CRC_BLOCKS body (format 1.5) for the page header bytes ``head`` ([4, 16), with
     compression CRC_BLOCKS): the CrcBlockTable, a CRC32 per block, then the payload."""
     data = memoryview(payload).cast("B")
-    if checksum.KERNELS is not None:
-        crcs = np.frombuffer(checksum.KERNELS.block_crcs(data, block_size), dtype="<u4")
+    if native.KERNELS is not None:
+        crcs = np.frombuffer(native.KERNELS.block_crcs(data, block_size), dtype="<u4")
     else:
         crcs = np.array(
             [crc32(data[k : k + block_size]) for k in range(0, len(data), block_size)],
@@ -551,9 +551,9 @@ class CrcBlockedBody:
         """Check the CRC32 of every block holding part of a payload byte range
         ``[begins[i], ends[i])`` (int64; empty ones hold none) that ``done`` (a bool per
         block) does not mark yet, and mark it: ChecksumError on a mismatch. One call of the
-        compiled kernel when it is built (:data:`checksum.KERNELS`), else :meth:`verify`.
+        compiled kernel when it is built (:data:`native.KERNELS`), else :meth:`verify`.
         """
-        kernels = checksum.KERNELS
+        kernels = native.KERNELS
         if kernels is not None:
             try:
                 bad = kernels.verify_ranges(

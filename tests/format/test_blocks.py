@@ -59,7 +59,7 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format import bitpack, checksum
+from fermion.format import bitpack, native
 from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
@@ -1111,7 +1111,7 @@ def test_frame_header_fast_path_agrees_with_zstd_parser() -> None:
                     m[:24].hex(),
                     declared,
                 )
-                for kernels in (checksum.KERNELS, None):  # the compiled checks, and Python
+                for kernels in (native.KERNELS, None):  # the compiled checks, and Python
                     assert _frames_verdict(m, declared, kernels) == expected, (
                         m[:24].hex(),
                         declared,
@@ -1123,13 +1123,13 @@ def test_frame_header_fast_path_agrees_with_zstd_parser() -> None:
 
 def _frames_verdict(frame: bytes, declared: int, kernels) -> str:
     """The verdict of ``_check_frames`` on ``frame`` between two honest frames (so that a
-    kernel must find it among others), with ``checksum.KERNELS`` set to ``kernels``."""
+    kernel must find it among others), with ``native.KERNELS`` set to ``kernels``."""
     comp = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True)
     good = comp.compress(b"fermion" * 10)
     view = memoryview(good + frame + good)
     begins = np.array([0, len(good), len(good) + len(frame)], dtype=np.int64)
     ends = np.array([len(good), len(good) + len(frame), len(view)], dtype=np.int64)
-    saved, checksum.KERNELS = checksum.KERNELS, kernels
+    saved, native.KERNELS = native.KERNELS, kernels
     try:
         _check_frames(view, begins, ends, np.array([70, declared, 70]), "p")
     except fermion.ChecksumError as exc:
@@ -1137,5 +1137,5 @@ def _frames_verdict(frame: bytes, declared: int, kernels) -> str:
     except fermion.InvalidFileError as exc:
         return type(exc).__name__
     finally:
-        checksum.KERNELS = saved
+        native.KERNELS = saved
     return "ok"

@@ -1,9 +1,9 @@
 """The compiled CRC_BLOCKS kernels (fermion/format/kernels.c, docs/FORMAT.md format 1.5)
 against zlib and against the Python path they replace, and the bad arguments they refuse.
 
-The kernels are optional: where they are not built, :data:`checksum.KERNELS` is None and
+The kernels are optional: where they are not built, :data:`native.KERNELS` is None and
 the readers and the writer use the Python path. Both paths run here: the Python one by
-setting ``checksum.KERNELS`` to None.
+setting ``native.KERNELS`` to None.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.errors import ChecksumError, InvalidFileError
-from fermion.format import checksum
+from fermion.format import bitpack, native
 from fermion.format.pages import CrcBlockedBody, encode_page
 from fermion.format.structs import Compression
 
-KERNELS = checksum.KERNELS
+KERNELS = native.KERNELS
 needs_kernels = pytest.mark.skipif(KERNELS is None, reason="compiled kernels not built here")
 
 
@@ -80,8 +80,8 @@ def _body(payload: bytes, block: int) -> CrcBlockedBody:
 
 
 def _outcome(body: CrcBlockedBody, begins, ends, kernels) -> tuple[str, list[bool]]:
-    saved = checksum.KERNELS
-    checksum.KERNELS = kernels
+    saved = native.KERNELS
+    native.KERNELS = kernels
     done = np.zeros(body.num_blocks, dtype=bool)
     try:
         body.verify_ranges(np.asarray(begins, np.int64), np.asarray(ends, np.int64), done)
@@ -90,7 +90,7 @@ def _outcome(body: CrcBlockedBody, begins, ends, kernels) -> tuple[str, list[boo
     except InvalidFileError:
         return "invalid", []
     finally:
-        checksum.KERNELS = saved
+        native.KERNELS = saved
     return "ok", done.tolist()
 
 
@@ -170,7 +170,7 @@ def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: st
     if kernels == "built" and KERNELS is None:
         pytest.skip("compiled kernels not built here")
     if kernels == "python":
-        monkeypatch.setattr(checksum, "KERNELS", None)
+        monkeypatch.setattr(native, "KERNELS", None)
     rng = np.random.default_rng(5)
     table = pa.table({"x": rng.random(60_000), "k": rng.integers(0, 2**40, 60_000)})
     path = tmp_path / "c.fermion"
@@ -186,3 +186,60 @@ def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: st
     bad.write_bytes(bytes(data))
     with fermion.FileReader(bad) as r, pytest.raises(ChecksumError):
         r.take(idx)
+
+
+def _gather_outcome(buf: bytes, offset: int, w: int, idx: np.ndarray, kernels) -> object:
+    saved, native.KERNELS = native.KERNELS, kernels
+    try:
+        return bitpack.gather(buf, offset, w, idx, "p").tolist()
+    except InvalidFileError:
+        return "invalid"
+    finally:
+        native.KERNELS = saved
+
+
+@needs_kernels
+@pytest.mark.parametrize("w", [*range(1, 57), 64])
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    offset=st.integers(0, 9),
+    cut=st.sampled_from([0, 0, 0, 1, 3, 7, 8, 12]),
+    picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=40),
+    stray=st.sampled_from([None, None, -1, -2, 0, 5]),
+    seed=st.integers(0, 2**16),
+)
+def test_gather_agrees_with_the_python_path(w, n, offset, cut, picks, stray, seed) -> None:
+    """The same values, or the same InvalidFileError, with and without the kernel: every
+    width with values using all its bits, streams at an offset, cut short by up to 12
+    bytes (values whose 8-byte word runs past the buffer, and values past it), a stray
+    index (negative, or past the stream), repeats and any order."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 2**64, n, dtype=np.uint64) >> np.uint64(64 - w)  # all w bits
+    stream = bytes(rng.integers(0, 256, offset, dtype=np.uint8)) + bitpack.pack(values, w)
+    buf = stream[: max(offset, len(stream) - cut)]
+    idx = np.array([p % n for p in picks], dtype=np.int64)
+    if stray is not None:  # -1, -2: negative; 0, 5: that many past the last value
+        idx = np.append(idx, stray if stray < 0 else n + stray)
+    expected = _gather_outcome(buf, offset, w, idx, None)
+    assert _gather_outcome(buf, offset, w, idx, KERNELS) == expected
+    if cut == 0 and stray is None:
+        assert expected == values[idx].tolist()
+
+
+@needs_kernels
+def test_gather_kernel_refuses_bad_arguments() -> None:
+    assert KERNELS is not None
+    buf, idx = bytes(64), np.array([1, 2], dtype=np.int64)
+    for w in (0, 65, -3):
+        with pytest.raises(ValueError, match="bit width"):
+            KERNELS.gather_bits(buf, 0, w, idx, np.zeros(2, dtype=np.uint64))
+    with pytest.raises(ValueError, match="one length"):
+        KERNELS.gather_bits(buf, 0, 3, idx, np.zeros(3, dtype=np.uint64))
+    with pytest.raises(TypeError):  # out must be writable
+        KERNELS.gather_bits(buf, 0, 3, idx, bytes(16))
+    out = np.full(2, 7, dtype=np.uint64)
+    assert KERNELS.gather_bits(buf, -1, 3, idx, out) is False  # a negative offset
+    assert KERNELS.gather_bits(buf, 65, 3, idx, out) is False  # an offset past the buffer
+    assert KERNELS.gather_bits(buf, 0, 8, np.array([64]), out[:1]) is False
+    assert out.tolist() == [7, 7]  # nothing written
