@@ -2,7 +2,8 @@
  * - the CRC_BLOCKS checksums (format 1.5): a CRC32 per block of a page's payload,
  *   verified over exactly the blocks a point read touched;
  * - the header checks of ZSTD_BLOCKS frames before they are decompressed (format 1.2);
- * - the gather of single bit-packed integers (docs/FORMAT.md bit-packing).
+ * - the gather of single bit-packed integers (docs/FORMAT.md bit-packing), and of the
+ *   sums since the last checkpoint (CHECKPOINTS, format 1.3) before them.
  * The module is optional: fermion/format/pages.py does the same work in Python (ISA-L's
  * or zlib's crc32 per block, the frame header read field by field) when it cannot be
  * imported.
@@ -375,6 +376,76 @@ static PyObject *gather_bits(PyObject *self, PyObject *args)
     return PyBool_FromLong(fits);
 }
 
+/* segment_sums(buf, offset, end, w, interval, rows, before, value) -> bool
+ *
+ * For each row r (int64) of the stream bit-packed at ``w`` bits (1..64) from byte
+ * ``offset`` of ``buf``, whose bytes end at ``end``: value[r] = packed[r] and before[r] =
+ * packed[s] + ... + packed[r - 1] for s = r - r % interval (the sum since the last
+ * checkpoint, int64 arithmetic that wraps), both int64. False, with nothing defined
+ * written, when a row is negative or its value runs past ``end`` or ``buf``.
+ */
+static PyObject *segment_sums(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, rows, before, value;
+    Py_ssize_t offset, end, interval;
+    int w;
+    if (!PyArg_ParseTuple(args, "y*nniny*w*w*:segment_sums", &buf, &offset, &end, &w,
+                          &interval, &rows, &before, &value))
+        return NULL;
+    const char *problem = NULL;
+    int fits = 1;
+    Py_ssize_t count = rows.len / 8;
+    if (w < 1 || w > 64 || interval < 1)
+        problem = "bit width must be in [1, 64] and the interval positive";
+    else if (rows.len % 8 != 0 || before.len != rows.len || value.len != rows.len)
+        problem = "rows, before and value must be 8-byte arrays of one length";
+    else if (offset < 0 || end < offset || end > buf.len)
+        fits = 0;
+    if (problem == NULL && fits) {
+        const uint8_t *data = (const uint8_t *)buf.buf + offset;
+        uint64_t avail = (uint64_t)(end - offset);
+        uint64_t limit = avail * 8 / (uint64_t)w; /* values below this end before ``end`` */
+        uint64_t mask = w == 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int64_t r;
+            memcpy(&r, (const char *)rows.buf + 8 * i, 8);
+            if (r < 0 || (uint64_t)r >= limit) {
+                fits = 0;
+                break;
+            }
+        }
+        for (Py_ssize_t i = 0; fits && i < count; i++) {
+            int64_t r;
+            memcpy(&r, (const char *)rows.buf + 8 * i, 8);
+            uint64_t sum = 0, v = 0;
+            for (uint64_t j = (uint64_t)r - (uint64_t)r % (uint64_t)interval; j <= (uint64_t)r;
+                 j++) {
+                uint64_t bit = j * (uint64_t)w, at = bit >> 3, word = 0;
+                uint64_t n = avail - at < 8 ? avail - at : 8;
+                for (uint64_t k = 0; k < n; k++)
+                    word |= (uint64_t)data[at + k] << (8 * k);
+                v = (word >> (bit & 7)) & mask;
+                if (j < (uint64_t)r)
+                    sum += v; /* unsigned: wraps as the int64 running sum does */
+            }
+            int64_t s = (int64_t)sum, x = (int64_t)v;
+            memcpy((char *)before.buf + 8 * i, &s, 8);
+            memcpy((char *)value.buf + 8 * i, &x, 8);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&before);
+    PyBuffer_Release(&value);
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    return PyBool_FromLong(fits);
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
     {"block_crcs", block_crcs, METH_VARARGS,
@@ -384,6 +455,9 @@ static PyMethodDef methods[] = {
      "first block whose CRC32 does not match."},
     {"gather_bits", gather_bits, METH_VARARGS,
      "gather_bits(buf, offset, w, indices, out) -> bool: bit-packed values at indices."},
+    {"segment_sums", segment_sums, METH_VARARGS,
+     "segment_sums(buf, offset, end, w, interval, rows, before, value) -> bool: each row's "
+     "bit-packed value and the sum of the values since its segment's start."},
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, decimal_floats, encodings
+from fermion.format import bitpack, decimal_floats, encodings, native
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
     BlockedBody,
@@ -548,6 +548,19 @@ def _checkpointed_ranges(
     sums = np.zeros(len(segments), dtype=np.int64)
     if len(ck_rows):
         sums[later] = bitpack.gather(p.buf, ck_at, ck_bits, ck_rows, p.where).view(np.int64)
+    kernels = native.KERNELS
+    if kernels is not None:  # each row's length and the lengths before it in its segment
+        before = np.empty(len(rows), dtype=np.int64)
+        value = np.empty(len(rows), dtype=np.int64)
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if not kernels.segment_sums(p.buf, _H, ck_at, bits, interval, rows, before, value):
+            raise InvalidFileError(f"{p.where}: packed integers run past the payload")
+        with np.errstate(over="ignore"):
+            lengths = value + base
+            if int(lengths.min()) < 0:
+                raise InvalidFileError(f"{p.where}: negative value lengths")
+            starts = sums[slot] + before + rows * base
+            return starts, starts + lengths
     stream = np.zeros(len(segments) * seg_bytes + 8, dtype=np.uint8)
     stream[: int((ends - begins).sum())] = gather_ranges(p.buf, begins, ends - begins)
     packed = bitpack.unpack(stream, 0, bits, len(segments) * interval, p.where).view(np.int64)

@@ -165,14 +165,22 @@ def test_kernel_refuses_bad_arguments() -> None:
 
 @pytest.mark.parametrize("kernels", ["built", "python"])
 def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: str) -> None:
-    """A memory-mapped file with CRC_BLOCKS pages: take returns the same values with the
-    kernel and in Python, and both raise ChecksumError for a flipped value byte."""
+    """A memory-mapped file with CRC_BLOCKS pages and a string column: take returns the
+    same values with the kernels and in Python, and both raise ChecksumError for a
+    flipped value byte."""
     if kernels == "built" and KERNELS is None:
         pytest.skip("compiled kernels not built here")
     if kernels == "python":
         monkeypatch.setattr(native, "KERNELS", None)
     rng = np.random.default_rng(5)
-    table = pa.table({"x": rng.random(60_000), "k": rng.integers(0, 2**40, 60_000)})
+    words = [f"w{i}" + "z" * int(k) for i, k in enumerate(rng.integers(0, 40, 60_000))]
+    table = pa.table(
+        {
+            "x": rng.random(60_000),
+            "k": rng.integers(0, 2**40, 60_000),
+            "s": pa.array(words),  # FOR lengths with checkpoints: the segment sums
+        }
+    )
     path = tmp_path / "c.fermion"
     fermion.write_table(table, path, compression="none")
     idx = [3, 4_000, 31_337, 59_999]
@@ -243,3 +251,54 @@ def test_gather_kernel_refuses_bad_arguments() -> None:
     assert KERNELS.gather_bits(buf, 65, 3, idx, out) is False  # an offset past the buffer
     assert KERNELS.gather_bits(buf, 0, 8, np.array([64]), out[:1]) is False
     assert out.tolist() == [7, 7]  # nothing written
+
+
+@needs_kernels
+@pytest.mark.parametrize("w", [1, 3, 6, 8, 13, 31, 32, 47, 56, 64])
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 700),
+    interval=st.sampled_from([8, 256, 1000]),
+    cut=st.sampled_from([0, 0, 0, 1, 5, 9]),
+    picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=30),
+    stray=st.sampled_from([None, None, -1, 0, 3]),
+    seed=st.integers(0, 2**16),
+)
+def test_segment_sums_are_the_running_sums(w, n, interval, cut, picks, stray, seed) -> None:
+    """Each row's value and the sum (wrapping in int64) of the values since its segment
+    began, against numpy; a stray row (negative or past the stream) or a stream cut
+    short before a row's value ends: False. Values use all ``w`` bits."""
+    assert KERNELS is not None
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 2**64, n, dtype=np.uint64) >> np.uint64(64 - w)
+    offset = int(rng.integers(0, 5))
+    buf = bytes(offset) + bitpack.pack(values, w) + bytes(int(rng.integers(0, 9)))
+    end = offset + bitpack.packed_size(n, w) - cut
+    rows = np.array(sorted({p % n for p in picks}), dtype=np.int64)
+    if stray is not None:
+        rows = np.append(rows, stray if stray < 0 else n + stray)
+    before = np.zeros(len(rows), dtype=np.int64)
+    value = np.zeros(len(rows), dtype=np.int64)
+    ok = KERNELS.segment_sums(buf, offset, end, w, interval, rows, before, value)
+    fits = all(0 <= r and (int(r) + 1) * w <= 8 * (end - offset) for r in rows)
+    assert ok is fits
+    if fits:  # a row past n but inside the last byte reads padding: zeros
+        signed = np.zeros(max(n, int(rows.max()) + 1), dtype=np.int64)
+        signed[:n] = values.view(np.int64)
+        with np.errstate(over="ignore"):
+            sums = [int(signed[r - r % interval : r].sum()) for r in rows]
+        assert before.tolist() == sums and value.tolist() == signed[rows].tolist()
+
+
+@needs_kernels
+def test_segment_sums_refuse_bad_arguments() -> None:
+    assert KERNELS is not None
+    buf, rows = bytes(64), np.array([1, 2], dtype=np.int64)
+    out = [np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)]
+    for w, interval in ((0, 8), (65, 8), (3, 0)):
+        with pytest.raises(ValueError, match="bit width"):
+            KERNELS.segment_sums(buf, 0, 64, w, interval, rows, *out)
+    with pytest.raises(ValueError, match="one length"):
+        KERNELS.segment_sums(buf, 0, 64, 3, 8, rows, out[0][:1], out[1])
+    for offset, end in ((-1, 10), (10, 5), (0, 65)):  # outside the buffer, or reversed
+        assert KERNELS.segment_sums(buf, offset, end, 3, 8, rows, *out) is False
