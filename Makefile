@@ -65,15 +65,17 @@ proto: $(STAMP)
 	$(PIP) install --quiet -e ".[dev,proto]"
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $(PROTOS)
 
-## make dist: dist/fermion-<version>-py3-none-any.whl (pip install it where the jobs run)
-## and dist/fermion.zip, the package alone, for spark-submit --py-files (README)
+## make dist: dist/fermion-<version>-<python>-<platform>.whl, with the compiled kernels when
+## a compiler is here (pip install it where the jobs run), and dist/fermion.zip, the
+## package's Python files alone, for spark-submit --py-files (README; a zip cannot hold
+## an importable compiled module: code run from it uses the Python paths)
 dist: $(STAMP)
 	rm -rf dist build
 	$(PIP) wheel --quiet --no-deps -w dist .
 	$(PY) -c 'import glob, zipfile; \
 	  wheel = zipfile.ZipFile(glob.glob("dist/fermion-*.whl")[0]); \
 	  out = zipfile.ZipFile("dist/fermion.zip", "w", zipfile.ZIP_DEFLATED); \
-	  [out.writestr(i, wheel.read(i)) for i in wheel.infolist() if i.filename.startswith("fermion/")]; \
+	  [out.writestr(i, wheel.read(i)) for i in wheel.infolist() if i.filename.startswith("fermion/") and not i.filename.endswith((".so", ".pyd"))]; \
 	  out.close()'
 	rm -rf build
 	ls -l dist
