@@ -169,6 +169,15 @@ def _unpack_groups(buf: Bytes, offset: int, w: int, out: np.ndarray) -> None:
         out &= out.dtype.type((1 << w) - 1)
 
 
+def _contiguous(buf: Bytes) -> bool:
+    """Whether ``buf`` is one C-contiguous block of bytes (what the compiled kernels read)."""
+    if isinstance(buf, np.ndarray):
+        return bool(buf.flags.c_contiguous)
+    if isinstance(buf, memoryview):
+        return buf.c_contiguous
+    return True
+
+
 def gather(
     buf: Bytes,
     offset: int,
@@ -187,7 +196,7 @@ def gather(
     if len(idx) == 0:
         return np.zeros(0, dtype=np.uint64)
     kernels = native.KERNELS
-    if kernels is not None and (not isinstance(buf, np.ndarray) or buf.flags.c_contiguous):
+    if kernels is not None and _contiguous(buf):
         out = np.empty(len(idx), dtype=np.uint64)  # one call; same bounds and values
         if not kernels.gather_bits(buf, offset, w, np.ascontiguousarray(idx), out):
             raise InvalidFileError(f"{where}: packed integers run past the payload")

@@ -248,9 +248,11 @@ def _check_frames(
     the fast path's checks of all of them in one call of the compiled kernel when it is
     built (:data:`native.KERNELS`), and :func:`_check_frame` for any frame they do not
     pass (it raises, or walks a frame of several zstd blocks); else one by one."""
-    sizes = sizes.astype(np.int64, copy=False)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     kernels = native.KERNELS
-    if kernels is not None:
+    if kernels is not None and view.c_contiguous:
+        begins = np.ascontiguousarray(begins, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
         i = kernels.frames_fit(view, begins, ends, sizes, 0)
         while i >= 0:
             _check_frame(view[int(begins[i]) : int(ends[i])], int(sizes[i]), where)
@@ -554,7 +556,9 @@ class CrcBlockedBody:
         compiled kernel when it is built (:data:`native.KERNELS`), else :meth:`verify`.
         """
         kernels = native.KERNELS
-        if kernels is not None:
+        if kernels is not None and self.payload.c_contiguous:
+            begins = np.ascontiguousarray(begins, dtype=np.int64)  # (no copy when they are)
+            ends = np.ascontiguousarray(ends, dtype=np.int64)
             try:
                 bad = kernels.verify_ranges(
                     self.payload, self.block_size, self.crcs, begins, ends, done.view(np.uint8)
