@@ -316,6 +316,31 @@ static PyObject *frames_fit(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(result);
 }
 
+/* Value j of a stream bit-packed at w bits (mask: its low w bits) in the ``avail`` bytes
+ * at ``data``; the caller has checked that it ends inside them. Bytes past ``avail`` are
+ * never read (they count as zero, and the mask drops them anyway). */
+static uint64_t packed_at(const uint8_t *data, uint64_t avail, uint64_t j, int w,
+                          uint64_t mask)
+{
+    uint64_t bit = j * (uint64_t)w, at = bit >> 3, word = 0;
+    uint64_t n = avail - at < 8 ? avail - at : 8;
+    for (uint64_t k = 0; k < n; k++)
+        word |= (uint64_t)data[at + k] << (8 * k);
+    return (word >> (bit & 7)) & mask;
+}
+
+/* Whether every int64 of ``positions`` is in [0, limit). */
+static int all_below(const Py_buffer *positions, uint64_t limit)
+{
+    for (Py_ssize_t i = 0; i < positions->len / 8; i++) {
+        int64_t k;
+        memcpy(&k, (const char *)positions->buf + 8 * i, 8);
+        if (k < 0 || (uint64_t)k >= limit)
+            return 0;
+    }
+    return 1;
+}
+
 /* gather_bits(buf, offset, w, indices, out) -> bool
  *
  * Values ``indices`` (int64) of the stream bit-packed at ``w`` bits (1..64) from byte
@@ -346,22 +371,11 @@ static PyObject *gather_bits(PyObject *self, PyObject *args)
         uint64_t mask = w == 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
         uint8_t *dst = (uint8_t *)out.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < count; i++) {
-            int64_t k;
-            memcpy(&k, (const char *)indices.buf + 8 * i, 8);
-            if (k < 0 || (uint64_t)k >= limit) {
-                fits = 0;
-                break;
-            }
-        }
+        fits = all_below(&indices, limit);
         for (Py_ssize_t i = 0; fits && i < count; i++) {
             int64_t k;
             memcpy(&k, (const char *)indices.buf + 8 * i, 8);
-            uint64_t bit = (uint64_t)k * (uint64_t)w, at = bit >> 3, word = 0;
-            uint64_t n = avail - at < 8 ? avail - at : 8;
-            for (uint64_t j = 0; j < n; j++)
-                word |= (uint64_t)data[at + j] << (8 * j);
-            uint64_t value = (word >> (bit & 7)) & mask;
+            uint64_t value = packed_at(data, avail, (uint64_t)k, w, mask);
             memcpy(dst + 8 * i, &value, 8);
         }
         Py_END_ALLOW_THREADS
@@ -407,28 +421,15 @@ static PyObject *segment_sums(PyObject *self, PyObject *args)
         uint64_t limit = avail * 8 / (uint64_t)w; /* values below this end before ``end`` */
         uint64_t mask = w == 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < count; i++) {
-            int64_t r;
-            memcpy(&r, (const char *)rows.buf + 8 * i, 8);
-            if (r < 0 || (uint64_t)r >= limit) {
-                fits = 0;
-                break;
-            }
-        }
+        fits = all_below(&rows, limit);
         for (Py_ssize_t i = 0; fits && i < count; i++) {
             int64_t r;
             memcpy(&r, (const char *)rows.buf + 8 * i, 8);
-            uint64_t sum = 0, v = 0;
-            for (uint64_t j = (uint64_t)r - (uint64_t)r % (uint64_t)interval; j <= (uint64_t)r;
-                 j++) {
-                uint64_t bit = j * (uint64_t)w, at = bit >> 3, word = 0;
-                uint64_t n = avail - at < 8 ? avail - at : 8;
-                for (uint64_t k = 0; k < n; k++)
-                    word |= (uint64_t)data[at + k] << (8 * k);
-                v = (word >> (bit & 7)) & mask;
-                if (j < (uint64_t)r)
-                    sum += v; /* unsigned: wraps as the int64 running sum does */
-            }
+            uint64_t sum = 0; /* unsigned: wraps as the int64 running sum does */
+            for (uint64_t j = (uint64_t)r - (uint64_t)r % (uint64_t)interval; j < (uint64_t)r;
+                 j++)
+                sum += packed_at(data, avail, j, w, mask);
+            uint64_t v = packed_at(data, avail, (uint64_t)r, w, mask);
             int64_t s = (int64_t)sum, x = (int64_t)v;
             memcpy((char *)before.buf + 8 * i, &s, 8);
             memcpy((char *)value.buf + 8 * i, &x, 8);
