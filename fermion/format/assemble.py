@@ -299,7 +299,10 @@ def _dictionary_pages(
     once (:func:`~fermion.format.encodings.materialize_dictionaries`); else None.
 
     Plain pages may be among them if they hold at most an eighth of the rows (a writer
-    cuts a short page at a stripe's end): each is then its own dictionary, taken in order.
+    cuts a short page at a stripe's end, and in batch mode at a batch's): each run of
+    consecutive plain pages is then its own dictionary, taken in order. A run, not each
+    page: the decoders may have joined consecutive plain pages into one piece
+    (:func:`_pieces`), whose pages are no longer held one by one.
     """
     data, offsets = ctx.desc(node, StreamType.DATA), ctx.desc(node, StreamType.OFFSETS)
     if data is None or offsets is None or offsets[1].desc_type != DescType.FULL:
@@ -314,18 +317,26 @@ def _dictionary_pages(
     if not any(dictionaries) or 8 * plain > sum(int(counts[p]) for p in pages):
         return None
     out = []
-    for p, raw in zip(pages, raws, strict=True):
+    i = 0
+    while i < len(pages):
+        raw = raws[i]
         if isinstance(raw, DictionaryPage):
-            if ctx.pages.get((offsets[0], p)) is not DERIVED:
+            if ctx.pages.get((offsets[0], pages[i])) is not DERIVED:
                 return None
             out.append((raw.indices, raw.dictionary))
+            i += 1
             continue
-        m = int(counts[p])  # a plain page: its values are its dictionary
-        offs = _offsets(ctx, node, m, [p])
-        values = _buf(_binary_data(ctx, node, offs, [p]))
+        j = i + 1  # plain pages i..j-1, consecutive: their values are their dictionary
+        while j < len(pages) and not dictionaries[j] and pages[j] == pages[j - 1] + 1:
+            j += 1
+        run = list(pages[i:j])
+        m = sum(int(counts[p]) for p in run)
+        offs = _offsets(ctx, node, m, run)
+        values = _buf(_binary_data(ctx, node, offs, run))
         wide = pa.py_buffer(offs.astype(np.int64))
         dictionary = pa.Array.from_buffers(pa.large_binary(), m, [None, wide, values])
         out.append((np.arange(m), dictionary))
+        i = j
     return out
 
 
