@@ -155,7 +155,7 @@ class _Page:
         "values",
         "rows",
         "run",
-        "where",
+        "label",
         "encoding",
         "decoded",
         "blocks",
@@ -172,7 +172,7 @@ class _Page:
         values: int,
         rows: np.ndarray,
         run: tuple[int, int] | None,
-        where: str,
+        label: tuple[str, str, int],
     ) -> None:
         self.col = col
         self.offset = offset
@@ -180,13 +180,19 @@ class _Page:
         self.values = values
         self.rows = rows  # wanted rows within the page: sorted, unique
         self.run = run  # (first, last) when the rows are consecutive
-        self.where = where
+        self.label = label  # (file, column, stripe): error messages only
         self.encoding = 0
         self.decoded = 0
         self.blocks: list[int] | None = None  # zstd blocks to decompress, sorted
         self.block_size = 0
         self.fetch: list[tuple[int, int]] = []  # page-relative frame ranges, per block
         self.slot = 0  # index of its first block among all blocks decompressed
+
+    @property
+    def where(self) -> str:
+        """The page, for error messages (built only when one is raised)."""
+        name, column, s = self.label
+        return f"{name}: column {column!r}, stripe {s}, page at offset {self.offset}"
 
 
 def read_points(
@@ -208,16 +214,29 @@ def read_points(
     verify = options.verify_checksums
     name = source.name
     pages: list[_Page] = []
-    # per distinct page layout: the pages holding rows, and the rows within each
-    cached: dict[bytes, list[tuple[int, np.ndarray, tuple[int, int] | None]]] = {}
+    # per distinct page layout (a single page: its value count), the pages holding rows and
+    # the rows within each; in batch mode most columns share one layout
+    cached: dict[object, list[tuple[int, np.ndarray, tuple[int, int] | None]]] = {}
+    data_stream = StreamType.DATA
     for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
-        dspec = p.tree.stream(StreamType.DATA)
+        dspec = p.tree.stream(data_stream)
         assert dspec is not None
         desc = m.streams[dspec.index]
-        assert desc.full is not None
-        if int(desc.full["num_pages"][s]) == 0:
+        column = p.info.field.name
+        one = desc.single_page(s)
+        if one is not None:  # the usual case in batch mode: no PageLayout arrays needed
+            offset, size, count = one
+            split = cached.get(count)
+            if split is None:
+                if len(rows) and int(rows[-1]) >= count:
+                    raise InvalidFileError(f"{name}: column {column!r}: pages hold {count} rows")
+                split = cached[count] = _split_one(rows, count)
+            for _, r, run in split:
+                pages.append(_Page(j, offset, size, count, r, run, (name, column, s)))
+            continue
+        if desc.chunk(s)[6] == 0:  # num_pages
             if len(rows):
-                raise InvalidFileError(f"{name}: column {p.info.field.name!r} has no pages")
+                raise InvalidFileError(f"{name}: column {column!r} has no pages")
             continue
         lay = desc.layout(s)
         key = lay.counts.tobytes()
@@ -226,12 +245,13 @@ def read_points(
             split = cached[key] = _split(rows, lay.starts, lay.ends)
             if len(rows) and int(rows[-1]) >= int(lay.ends[-1]):
                 raise InvalidFileError(
-                    f"{name}: column {p.info.field.name!r}: pages hold {int(lay.ends[-1])} rows"
+                    f"{name}: column {column!r}: pages hold {int(lay.ends[-1])} rows"
                 )
         for k, r, run in split:
             off = int(lay.offsets[k])
-            where = f"{name}: column {p.info.field.name!r}, stripe {s}, page at offset {off}"
-            pages.append(_Page(j, off, int(lay.sizes[k]), int(lay.counts[k]), r, run, where))
+            pages.append(
+                _Page(j, off, int(lay.sizes[k]), int(lay.counts[k]), r, run, (name, column, s))
+            )
     mapped = source.mapped
     gap = options.coalesce_gap if mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)
     # phase 2: page headers and block tables
@@ -239,13 +259,16 @@ def read_points(
     # of another source their first bytes
     first = SparsePage.GRAIN if not mapped else max((pg.size for pg in pages), default=0)
     heads = source.read_ranges([(pg.offset, min(pg.size, first)) for pg in pages], max_gap=gap)
-    need = [_plan_page(pg, heads[i], projs[pg.col].tree.byte_width) for i, pg in enumerate(pages)]
+    memo: dict[tuple[int, ...], list[int]] = {}  # blocks needed, shared by like pages
+    need = [
+        _plan_page(pg, heads[i], projs[pg.col].tree.byte_width, memo) for i, pg in enumerate(pages)
+    ]
     more = [i for i, n in enumerate(need) if n > len(heads[i])]
     if more:  # a block table past the first bytes read: read up to its end
         longer = source.read_ranges([(pages[i].offset, need[i]) for i in more], max_gap=gap)
         for i, view in zip(more, longer, strict=True):
             heads[i] = view
-            _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width)
+            _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width, memo)
     # phase 3: the frames of the blocks the rows need, of every page at once
     if mapped:
         frames = [heads[i][a:b] for i, pg in enumerate(pages) for a, b in pg.fetch]
@@ -258,12 +281,11 @@ def read_points(
         if pg.blocks is None:
             continue
         pg.slot = len(sizes)
-        for k in pg.blocks:
-            size = min(pg.block_size, pg.decoded - k * pg.block_size)
-            frame = frames[len(sizes)]
+        bs, decoded = pg.block_size, pg.decoded
+        sizes += [min(bs, decoded - k * bs) for k in pg.blocks]
+        for frame in frames[pg.slot : len(sizes)]:
             if len(frame) < 6 or frame[:4] != _ZSTD_MAGIC or not frame[4] & _CHECKSUM_FLAG:
                 raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
-            sizes.append(size)
     where = f"{name}: stripe {s}"
     buf = np.frombuffer(decompress_frames(frames[: len(sizes)], sizes, where), dtype=np.uint8)
     bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
@@ -313,10 +335,23 @@ def _split(
     return out
 
 
-def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
+def _split_one(
+    rows: np.ndarray, count: int
+) -> list[tuple[int, np.ndarray, tuple[int, int] | None]]:
+    """:func:`_split` for a chunk of one page of ``count`` values (rows checked below it)."""
+    if not len(rows):
+        return []
+    first, last = int(rows[0]), int(rows[-1])
+    return [(0, rows, (first, last) if last - first + 1 == len(rows) else None)]
+
+
+def _plan_page(
+    pg: _Page, head: memoryview, width: int, memo: dict[tuple[int, ...], list[int]]
+) -> int:
     """Validate a page's header (and block table) from its first bytes and list what
     phase 3 fetches; returns the bytes the header and tables need (more than ``head``
-    holds: call again with more)."""
+    holds: call again with more). ``memo`` keeps the blocks needed by pages alike (same
+    rows, encoding, width, value count and block size), computed once."""
     if pg.size < PAGE_HEADER_SIZE or len(head) < PAGE_HEADER_SIZE:
         raise InvalidFileError(f"{pg.where}: page of {pg.size} bytes is shorter than its header")
     _, enc, comp, _, _, size, n = _HEAD.unpack_from(head)
@@ -330,7 +365,7 @@ def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
         raise InvalidFileError(f"{pg.where}: page decodes to {size} bytes, expected {plain}")
     fast = (enc == _PLAIN and size == plain) or (enc == _BYTE_SPLIT and size == plain + _H)
     if comp == _ZSTD_BLOCKS and fast:
-        return _plan_blocked(pg, head, width)
+        return _plan_blocked(pg, head, width, memo)
     pg.fetch = []  # read value by value by points.fixed_values (CRC_BLOCKS: by block)
     return PAGE_HEADER_SIZE
 
@@ -360,7 +395,9 @@ def _blocks_needed(pg: _Page, width: int, bs: int) -> list[int]:
     return sorted({k for a, b in ranges for k in range(a // bs, (b - 1) // bs + 1)})
 
 
-def _plan_blocked(pg: _Page, head: memoryview, width: int) -> int:
+def _plan_blocked(
+    pg: _Page, head: memoryview, width: int, memo: dict[tuple[int, ...], list[int]]
+) -> int:
     table = PAGE_HEADER_SIZE + _TABLE.size
     if pg.size < table:
         raise InvalidFileError(f"{pg.where}: blocked page shorter than its block table")
@@ -379,7 +416,10 @@ def _plan_blocked(pg: _Page, head: memoryview, width: int) -> int:
     frames = pg.size - frames_at
     if _U32.unpack_from(head, frames_at - 4)[0] != frames:
         raise InvalidFileError(f"{pg.where}: block frame ends are inconsistent")
-    blocks = _blocks_needed(pg, width, block_size)
+    key = (id(pg.rows), pg.encoding, width, pg.values, block_size)  # rows: shared per split
+    blocks = memo.get(key)
+    if blocks is None:
+        blocks = memo[key] = _blocks_needed(pg, width, block_size)
     fetch = []
     for k in blocks:
         start = _U32.unpack_from(head, table + 4 * (k - 1))[0] if k else 0
@@ -396,11 +436,7 @@ def _gather_blocked(pg: _Page, buf: np.ndarray, base: int, width: int) -> bytes:
     back to back in ``buf`` from ``base`` (all but the page's last block are whole)."""
     assert pg.blocks is not None
     bs = pg.block_size
-    slot = {k: i for i, k in enumerate(pg.blocks)}
-
-    def at(x: int) -> int:  # payload byte x in buf
-        return base + slot[x // bs] * bs + x % bs
-
+    index = pg.blocks.index  # a handful of blocks: a list search beats building a dict
     if pg.encoding == _BYTE_SPLIT:  # the EncodingHeader, in block 0
         count, out_width, flags = _ENC_HEAD.unpack_from(buf.data, base)
         if count != pg.values:
@@ -411,10 +447,12 @@ def _gather_blocked(pg: _Page, buf: np.ndarray, base: int, width: int) -> bytes:
         r0, r1 = pg.run
         m = r1 - r0 + 1
         if pg.encoding == _PLAIN:
-            start = at(r0 * width)
+            x = r0 * width
+            start = base + index(x // bs) * bs + x % bs
             return buf[start : start + m * width].tobytes()
         v = pg.values
-        planes = np.array([at(_H + j * v + r0) for j in range(width)], dtype=np.int64)
+        xs = [_H + j * v + r0 for j in range(width)]  # each plane's first wanted byte
+        planes = np.array([base + index(x // bs) * bs + x % bs for x in xs], dtype=np.int64)
         return buf[planes[None, :] + np.arange(m, dtype=np.int64)[:, None]].tobytes()  # value-major
     blocks = np.asarray(pg.blocks, dtype=np.int64)
     begins = _value_ranges(pg, width)[0]

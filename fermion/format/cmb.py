@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import struct
 import zlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -70,6 +71,9 @@ class StreamDesc:
     # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the chunk's
     # (synthesised on first use: most lookups touch one stripe of a few columns)
     page_metas: list[np.ndarray | None] | None = None
+    # FULL: each stripe's descriptor as a tuple (offset, length, num_values, chunk_min,
+    # chunk_max, null_count, num_pages, page_meta_offset, stats_flags)
+    chunks: list[tuple[int, ...]] | None = None
     _layouts: dict[int, PageLayout] = field(default_factory=dict, repr=False, compare=False)
 
     def pages(self, stripe: int) -> np.ndarray:
@@ -89,9 +93,7 @@ class StreamDesc:
         if lay is None:
             assert self.full is not None and self.page_metas is not None
             if self.page_metas[stripe] is None:  # one page: the chunk
-                offset, length, values = self.full[["offset", "length", "num_values"]][
-                    stripe
-                ].item()
+                offset, length, values = self.chunk(stripe)[:3]
                 counts = np.array([values], dtype=np.int64)
                 lay = PageLayout(
                     counts,
@@ -110,6 +112,21 @@ class StreamDesc:
             offsets -= sizes - int(self.full["offset"][stripe])
             lay = self._layouts[stripe] = PageLayout(counts, ends - counts, ends, offsets, sizes)
         return lay
+
+    def chunk(self, stripe: int) -> tuple[int, ...]:
+        """The FULL chunk descriptor of ``stripe`` as a tuple, in FULL_CHUNK_DESC_DTYPE order."""
+        if self.chunks is None:
+            assert self.full is not None
+            self.chunks = self.full.tolist()
+        return self.chunks[stripe]
+
+    def single_page(self, stripe: int) -> tuple[int, int, int] | None:
+        """(offset, size, values) of the chunk's only page; None when it has several or none."""
+        assert self.page_metas is not None
+        if self.page_metas[stripe] is not None:
+            return None
+        offset, length, values = self.chunk(stripe)[:3]
+        return offset, length, values
 
     def page_offsets(self, stripe: int) -> np.ndarray:
         """Absolute file offset of every page of ``stripe``."""
@@ -159,7 +176,7 @@ def parse_cmb(
     hsize = CMB_HEADER_DTYPE.itemsize
     if len(raw) < hsize:
         raise InvalidFileError(f"{where}: CMB of {len(raw)} bytes is smaller than its header")
-    streams_n, stripes_n, crc, col = np.frombuffer(raw, dtype=CMB_HEADER_DTYPE, count=1).item()
+    streams_n, stripes_n, crc, col = _CMB_HEAD.unpack_from(raw)
     if zlib.crc32(raw[hsize:]) != crc:
         raise ChecksumError(f"{where}: column metadata block CRC32 mismatch")
     if col != column_index:
@@ -193,7 +210,8 @@ def parse_cmb(
             continue
         full = _view(raw, pos, FULL_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
         page_metas: list[np.ndarray | None] = []
-        for d in full.tolist():
+        chunks = full.tolist()
+        for d in chunks:
             offset, length, values, cmin, cmax, nulls, n_pages, meta_offset, flags = d
             if (length == 0) != (n_pages == 0):
                 raise InvalidFileError(f"{where}: chunk of {length} bytes with {n_pages} pages")
@@ -212,11 +230,12 @@ def parse_cmb(
             else:
                 pages = _NO_PAGES
             page_metas.append(pages)
-        streams.append(StreamDesc(desc_type, full=full, page_metas=page_metas))
+        streams.append(StreamDesc(desc_type, full=full, page_metas=page_metas, chunks=chunks))
     return ColumnMeta(True, stripe_rows, streams, size=len(raw))
 
 
 _DESC_TYPES = {int(d): d for d in DescType}
+_CMB_HEAD = struct.Struct("<IIII")  # CMB_HEADER_DTYPE, unpacked without numpy
 _NO_PAGES = np.zeros(0, dtype=PAGE_META_DTYPE)
 _NO_PAGES.flags.writeable = False
 

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -75,6 +76,7 @@ KNOWN_REQUIRED_FEATURES = int(
     | RequiredFeature.DECIMAL_MULTIPLY
 )  # format 1.6
 _FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
+_CIT_PAIR = struct.Struct("<qq")  # two consecutive CIT_DTYPE entries: a CMB's start and end
 
 
 @dataclass(frozen=True)
@@ -382,7 +384,7 @@ class MetadataReader:
             cit_raw = self.fetch([(self.cit_offset + 8 * c, 16) for c in need])
             spans = []
             for c, raw in zip(need, cit_raw, strict=True):
-                start, end = (int(x) for x in np.frombuffer(raw, dtype=CIT_DTYPE, count=2))
+                start, end = _CIT_PAIR.unpack_from(raw)  # two CIT_DTYPE entries
                 if not self.cmb_offset <= start <= end <= self.schema_offset:
                     raise InvalidFileError(f"CIT entry of column {c} points outside the CMB area")
                 spans.append((start, end - start))

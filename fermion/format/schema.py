@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import struct
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -69,7 +70,11 @@ _PRIMITIVES: dict[pa.DataType, PrimitiveCode] = {
     pa.large_binary(): PrimitiveCode.LARGE_BINARY,
     pa.date32(): PrimitiveCode.DATE32,
 }
-_FROM_CODE = {code: t for t, code in _PRIMITIVES.items()}
+_FROM_CODE = {int(code): t for t, code in _PRIMITIVES.items()}
+# COLUMN_ENTRY_DTYPE and HASH_SLOT_DTYPE as structs: unpacking one record with struct
+# costs a fraction of np.frombuffer(...).item(), and lookups unpack one per column
+_ENTRY_STRUCT = struct.Struct("<QIIIIIHBBII")
+_SLOT_STRUCT = struct.Struct("<II")
 _PROBE_WINDOW = 8  # hash slots fetched per probe step
 _FLAG_NULLABLE = 1
 _FLAG_BLOOM = 2
@@ -277,7 +282,7 @@ class SchemaIndex:
         if missing:
             raws = self._fetch([(self._abs(base + c * size), size) for c in missing])
             for c, r in zip(missing, raws, strict=True):
-                fields = np.frombuffer(r, dtype=COLUMN_ENTRY_DTYPE, count=1).item()
+                fields = _ENTRY_STRUCT.unpack_from(r)
                 self._entry_cache[c] = _Entry._make((*fields, bytes(r)))
         return [self._entry_cache[c] for c in cols]
 
@@ -303,7 +308,7 @@ class SchemaIndex:
             for i, raw in zip(pending, windows, strict=True):
                 tag = hashes[i] >> 32
                 done = False
-                for slot_tag, col in np.frombuffer(raw, dtype=HASH_SLOT_DTYPE).tolist():
+                for slot_tag, col in _SLOT_STRUCT.iter_unpack(raw):
                     probed[i] += 1
                     if col == 0:
                         done = True
@@ -382,10 +387,9 @@ class SchemaIndex:
             raise InvalidFileError("column name is not valid UTF-8") from None
         code = e.primitive_code
         if code:
-            try:
-                t = _FROM_CODE[PrimitiveCode(code)]
-            except (ValueError, KeyError):
-                raise InvalidFileError(f"unknown primitive type code {code}") from None
+            t = _FROM_CODE.get(code)
+            if t is None:
+                raise InvalidFileError(f"unknown primitive type code {code}")
             return pa.field(name, t, nullable=bool(e.flags & _FLAG_NULLABLE))
         try:
             schema = pa.ipc.read_schema(pa.py_buffer(blob_raw))
