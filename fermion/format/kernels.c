@@ -170,6 +170,38 @@ static PyObject *block_crcs(PyObject *self, PyObject *args)
     return out;
 }
 
+/* The CRC32 of every block holding part of [b, e) (inside the payload of ``len`` bytes)
+ * whose flag is 0, against its expected little-endian uint32; a flag is set once its
+ * block matched. -1 when all matched (or the range is empty), else the first that did not.
+ */
+static long long check_blocks(const uint8_t *data, Py_ssize_t len, Py_ssize_t size,
+                              const uint8_t *expected, uint8_t *flags, int64_t b, int64_t e)
+{
+    if (e <= b)
+        return -1;
+    for (int64_t k = b / size; k <= (e - 1) / size; k++) {
+        if (flags[k])
+            continue;
+        int64_t at = k * size, n = (int64_t)len - at < size ? (int64_t)len - at : (int64_t)size;
+        if (crc32_of(data + at, (size_t)n) != load_le32(expected + 4 * k))
+            return k;
+        flags[k] = 1;
+    }
+    return -1;
+}
+
+/* One CRC32 and one done flag per block of ``len`` bytes: NULL, else what is wrong. */
+static const char *check_tables(Py_ssize_t len, Py_ssize_t size, const Py_buffer *crcs,
+                                const Py_buffer *done)
+{
+    if (size <= 0)
+        return "block size must be positive";
+    Py_ssize_t blocks = len / size + (len % size != 0);
+    if (crcs->len != 4 * blocks || done->len != blocks)
+        return "one CRC32 and one done flag per block";
+    return NULL;
+}
+
 /* verify_ranges(payload, block_size, crcs, begins, ends, done) -> int
  *
  * For each range [begins[i], ends[i]) (int64, non-empty ones only), the CRC32 of every
@@ -185,13 +217,8 @@ static PyObject *verify_ranges(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*ny*y*y*w*:verify_ranges", &payload, &size, &crcs, &begins,
                           &ends, &done))
         return NULL;
-    const char *problem = NULL;
-    Py_ssize_t blocks = size > 0 ? payload.len / size + (payload.len % size != 0) : -1;
-    if (size <= 0)
-        problem = "block size must be positive";
-    else if (crcs.len != 4 * blocks || done.len != blocks)
-        problem = "one CRC32 and one done flag per block";
-    else if (begins.len != ends.len || begins.len % 8 != 0)
+    const char *problem = check_tables(payload.len, size, &crcs, &done);
+    if (problem == NULL && (begins.len != ends.len || begins.len % 8 != 0))
         problem = "begins and ends must be int64 arrays of one length";
     long long bad = -1;
     if (problem == NULL) {
@@ -212,20 +239,7 @@ static PyObject *verify_ranges(PyObject *self, PyObject *args)
             int64_t b, e;
             memcpy(&b, (const char *)begins.buf + 8 * i, 8);
             memcpy(&e, (const char *)ends.buf + 8 * i, 8);
-            if (e <= b)
-                continue;
-            for (int64_t k = b / size; k <= (e - 1) / size; k++) {
-                if (flags[k])
-                    continue;
-                int64_t at = k * size, n = (int64_t)payload.len - at < size
-                                               ? (int64_t)payload.len - at
-                                               : (int64_t)size;
-                if (crc32_of(data + at, (size_t)n) != load_le32(expected + 4 * k)) {
-                    bad = k;
-                    break;
-                }
-                flags[k] = 1;
-            }
+            bad = check_blocks(data, payload.len, size, expected, flags, b, e);
         }
         Py_END_ALLOW_THREADS
     }
@@ -341,6 +355,60 @@ static int all_below(const Py_buffer *positions, uint64_t limit)
     return 1;
 }
 
+/* verify_packed(payload, block_size, crcs, offset, w, rows, done) -> int
+ *
+ * verify_ranges for the bytes of bit-packed values: row r (int64) of the stream packed at
+ * ``w`` bits (1..64) from payload byte ``offset`` is the range [offset + r*w/8,
+ * offset + ((r+1)*w + 7)/8). Returns -1 or the first block that did not match, as
+ * verify_ranges. ValueError, with nothing read, for a negative row, a range outside the
+ * payload, a bad width or tables of the wrong size.
+ */
+static PyObject *verify_packed(PyObject *self, PyObject *args)
+{
+    Py_buffer payload, crcs, rows, done;
+    Py_ssize_t size, offset;
+    int w;
+    if (!PyArg_ParseTuple(args, "y*ny*niy*w*:verify_packed", &payload, &size, &crcs, &offset,
+                          &w, &rows, &done))
+        return NULL;
+    const char *problem = check_tables(payload.len, size, &crcs, &done);
+    if (problem == NULL && (w < 1 || w > 64))
+        problem = "bit width must be in [1, 64]";
+    else if (problem == NULL && rows.len % 8 != 0)
+        problem = "rows must be an int64 array";
+    else if (problem == NULL && rows.len > 0 && (offset < 0 || offset > payload.len))
+        problem = "a range lies outside the payload"; /* no rows: nothing to read */
+    long long bad = -1;
+    if (problem == NULL) {
+        const uint8_t *data = (const uint8_t *)payload.buf, *expected = (const uint8_t *)crcs.buf;
+        uint8_t *flags = (uint8_t *)done.buf;
+        Py_ssize_t count = rows.len / 8;
+        /* rows whose bits end inside the payload: below this bound, no overflow below */
+        uint64_t limit = ((uint64_t)(payload.len - offset) * 8) / (uint64_t)w;
+        Py_BEGIN_ALLOW_THREADS
+        if (!all_below(&rows, limit))
+            problem = "a range lies outside the payload";
+        for (Py_ssize_t i = 0; i < count && bad == -1 && problem == NULL; i++) {
+            int64_t r;
+            memcpy(&r, (const char *)rows.buf + 8 * i, 8);
+            uint64_t bit = (uint64_t)r * (uint64_t)w;
+            int64_t b = offset + (int64_t)(bit >> 3);
+            int64_t e = offset + (int64_t)((bit + (uint64_t)w + 7) >> 3);
+            bad = check_blocks(data, payload.len, size, expected, flags, b, e);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&payload);
+    PyBuffer_Release(&crcs);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&done);
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    return PyLong_FromLongLong(bad);
+}
+
 /* gather_bits(buf, offset, w, indices, out) -> bool
  *
  * Values ``indices`` (int64) of the stream bit-packed at ``w`` bits (1..64) from byte
@@ -454,6 +522,9 @@ static PyMethodDef methods[] = {
     {"verify_ranges", verify_ranges, METH_VARARGS,
      "verify_ranges(payload, block_size, crcs, begins, ends, done) -> int: -1, or the "
      "first block whose CRC32 does not match."},
+    {"verify_packed", verify_packed, METH_VARARGS,
+     "verify_packed(payload, block_size, crcs, offset, w, rows, done) -> int: verify_ranges "
+     "for the bytes of bit-packed values ``rows``."},
     {"gather_bits", gather_bits, METH_VARARGS,
      "gather_bits(buf, offset, w, indices, out) -> bool: bit-packed values at indices."},
     {"segment_sums", segment_sums, METH_VARARGS,

@@ -578,6 +578,27 @@ class CrcBlockedBody:
             self.verify(todo)
             done[todo] = True
 
+    def verify_packed(self, offset: int, bits: int, rows: np.ndarray, done: np.ndarray) -> None:
+        """:meth:`verify_ranges` for the bytes of the values ``rows`` (int64) bit-packed at
+        ``bits`` (1..64) from payload byte ``offset``: the ranges are computed and checked in
+        the one kernel call, not built as arrays first (Python: through verify_ranges)."""
+        kernels = native.KERNELS
+        if kernels is None or not self.payload.c_contiguous:
+            if len(rows) and int(rows.min()) < 0:
+                raise InvalidFileError(f"{self.where}: a range lies outside the payload")
+            begins = offset + (rows * bits) // 8
+            self.verify_ranges(begins, offset + ((rows + 1) * bits + 7) // 8, done)
+            return
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        try:
+            bad = kernels.verify_packed(
+                self.payload, self.block_size, self.crcs, offset, bits, rows, done.view(np.uint8)
+            )
+        except ValueError as exc:  # a range outside the payload
+            raise InvalidFileError(f"{self.where}: {exc}") from None
+        if bad >= 0:
+            raise ChecksumError(f"{self.where}: block {bad} CRC32 mismatch")
+
     def verify(self, blocks: np.ndarray) -> None:
         """Check the CRC32 of each of ``blocks`` (ChecksumError on a mismatch)."""
         size, data = self.block_size, self.payload

@@ -282,6 +282,17 @@ class PagePayload:
         keep = ends > begins
         self._prepare(body.blocks_for(begins[keep], ends[keep]))
 
+    def need_packed(self, offset: int, bits: int, rows: np.ndarray) -> None:
+        """:meth:`need` for the bytes of the values ``rows`` (sorted) bit-packed at ``bits``
+        from payload byte ``offset``. Of a CRC_BLOCKS page read whole (memory-mapped), the
+        blocks are verified at once by one kernel call (:meth:`CrcBlockedBody.verify_packed`)
+        rather than deferred as ranges to :meth:`finish`."""
+        crc = self._crc
+        if crc is None or self._sparse is not None or not 0 < bits <= 64:
+            self.need(offset + (rows * bits) // 8, offset + ((rows + 1) * bits + 7) // 8)
+            return
+        crc.verify_packed(offset, bits, rows, self._done)  # out-of-range rows: InvalidFileError
+
     def need_range(self, begin: int, end: int) -> None:
         """:meth:`need` for one range ``[begin, end)``."""
         if begin < 0 or end > self.size or end < begin:
@@ -343,7 +354,7 @@ def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndar
     if len(rows) == 0:
         return np.zeros(0, dtype=np.uint64)
     if p.blocked:  # gather checks its own bounds: only the blocks need preparing
-        p.need(offset + (rows * bits) // 8, offset + ((rows + 1) * bits + 7) // 8)
+        p.need_packed(offset, bits, rows)
     return bitpack.gather(p.buf, offset, bits, rows, p.where)
 
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import sysconfig
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -80,11 +81,20 @@ def _body(payload: bytes, block: int) -> CrcBlockedBody:
 
 
 def _outcome(body: CrcBlockedBody, begins, ends, kernels) -> tuple[str, list[bool]]:
+    b, e = np.asarray(begins, np.int64), np.asarray(ends, np.int64)
+    return _verdict(body, kernels, lambda done: body.verify_ranges(b, e, done))
+
+
+def _verdict(
+    body: CrcBlockedBody, kernels, check: Callable[[np.ndarray], None]
+) -> tuple[str, list[bool]]:
+    """What ``check(done)`` says of ``body`` with ``kernels`` (None: the Python path), and
+    the blocks it marked done when it passes."""
     saved = native.KERNELS
     native.KERNELS = kernels
     done = np.zeros(body.num_blocks, dtype=bool)
     try:
-        body.verify_ranges(np.asarray(begins, np.int64), np.asarray(ends, np.int64), done)
+        check(done)
     except ChecksumError:
         return "checksum", []
     except InvalidFileError:
@@ -161,6 +171,74 @@ def test_kernel_refuses_bad_arguments() -> None:
     body = _body(payload, 512)
     with pytest.raises(InvalidFileError, match="outside the payload"):
         body.verify_ranges(np.array([10]), np.array([1001]), np.zeros(2, dtype=bool))
+
+
+def _packed_outcome(body: CrcBlockedBody, offset, bits, rows, kernels) -> tuple[str, list[bool]]:
+    r = np.asarray(rows, np.int64)
+    return _verdict(body, kernels, lambda done: body.verify_packed(offset, bits, r, done))
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(1025, 6000),
+    block=st.sampled_from([256, 300, 512, 1024]),
+    offset=st.integers(0, 6100),
+    bits=st.sampled_from([1, 3, 7, 8, 13, 17, 32, 33, 63, 64]),
+    rows=st.lists(st.integers(-2, 6000), max_size=12),
+    flip=st.one_of(st.none(), st.integers(0, 5999)),
+    seed=st.integers(0, 2**16),
+)
+def test_verify_packed_agrees_with_the_python_path(
+    size, block, offset, bits, rows, flip, seed
+) -> None:
+    """The fused kernel gives the verdict (and marks the blocks) that verify_ranges gives
+    for the byte ranges of the packed values: rows anywhere (negative ones, ones past the
+    payload), offsets past the payload, a flipped byte in a block read or not."""
+    rng = np.random.default_rng(seed)
+    body = _body(rng.integers(0, 256, size, dtype=np.uint8).tobytes(), block)
+    if flip is not None and flip < size:
+        body.payload[flip] ^= 0x10  # type: ignore[index]
+    rows = sorted(rows)
+    expected = _packed_outcome(body, offset, bits, rows, None)
+    assert _packed_outcome(body, offset, bits, rows, KERNELS) == expected
+    if rows and rows[0] < 0:  # no row of a page is negative
+        assert expected == ("invalid", [])
+        return
+    begins = [offset + r * bits // 8 for r in rows]  # the ranges, written out once more
+    ends = [offset + ((r + 1) * bits + 7) // 8 for r in rows]
+    assert _outcome(body, begins, ends, None) == expected
+
+
+@needs_kernels
+def test_verify_packed_refuses_bad_arguments() -> None:
+    """Widths 0 and 65, rows not int64-sized, a negative offset or one past the payload,
+    a negative row, a row whose bits end past the payload, tables of the wrong size:
+    ValueError, nothing marked."""
+    assert KERNELS is not None
+    payload = bytes(1000)
+    crcs = KERNELS.block_crcs(payload, 512)
+    done = np.zeros(2, dtype=np.uint8)
+    rows = np.array([0, 5], dtype=np.int64)
+    bad_calls = [
+        (payload, 512, crcs, 0, 0, rows, done),
+        (payload, 512, crcs, 0, 65, rows, done),
+        (payload, 512, crcs, 0, 8, rows.astype(np.int32)[:1], done),
+        (payload, 512, crcs, -1, 8, rows, done),
+        (payload, 512, crcs, 1001, 8, rows, done),
+        (payload, 512, crcs, 0, 8, np.array([-1], dtype=np.int64), done),
+        (payload, 512, crcs, 0, 8, np.array([1000], dtype=np.int64), done),  # bytes 1000..1001
+        (payload, 512, crcs, 999, 9, np.array([0], dtype=np.int64), done),  # 9 bits from 999
+        (payload, 512, crcs[:4], 0, 8, rows, done),
+        (payload, 0, crcs, 0, 8, rows, done),
+        (payload, 512, crcs, 0, 8, rows, np.zeros(3, dtype=np.uint8)),
+    ]
+    for args in bad_calls:
+        with pytest.raises(ValueError):
+            KERNELS.verify_packed(*args)
+    assert done.tolist() == [0, 0]
+    assert KERNELS.verify_packed(payload, 512, crcs, 999, 8, np.array([0]), done) == -1
+    assert done.tolist() == [0, 1]  # byte 999 is in block 1
 
 
 @pytest.mark.parametrize("kernels", ["built", "python"])
