@@ -29,6 +29,7 @@ __all__ = [
     "BYTE_TABLES",
     "MAX_BITS",
     "bits_for",
+    "byte_ranges",
     "gather",
     "pack",
     "packed_size",
@@ -64,6 +65,17 @@ def valid_bits(w: int) -> bool:
 def packed_size(n: int, w: int) -> int:
     """Bytes of ``n`` values packed at ``w`` bits."""
     return (n * w + 7) // 8
+
+
+def byte_ranges(offset: int, w: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(begins, ends)``: the bytes holding values ``rows`` of a stream packed at ``w``
+    bits from byte ``offset`` (value i at bits ``[i*w, (i+1)*w)``).
+
+    Example:
+        >>> [x.tolist() for x in byte_ranges(10, 3, np.array([0, 2, 5]))]
+        [[10, 10, 11], [11, 12, 13]]
+    """
+    return offset + (rows * w) // 8, offset + ((rows + 1) * w + 7) // 8
 
 
 def pack(values: np.ndarray, w: int) -> bytes:

@@ -27,7 +27,7 @@ import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format import decimal_floats, encodings, native
+from fermion.format import bitpack, decimal_floats, encodings, native
 from fermion.format.checksum import crc32
 from fermion.format.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.stripe_dictionary import (
@@ -586,8 +586,7 @@ class CrcBlockedBody:
         if kernels is None or not self.payload.c_contiguous:
             if len(rows) and int(rows.min()) < 0:
                 raise InvalidFileError(f"{self.where}: a range lies outside the payload")
-            begins = offset + (rows * bits) // 8
-            self.verify_ranges(begins, offset + ((rows + 1) * bits + 7) // 8, done)
+            self.verify_ranges(*bitpack.byte_ranges(offset, bits, rows), done)
             return
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         try:

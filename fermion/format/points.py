@@ -289,7 +289,7 @@ class PagePayload:
         rather than deferred as ranges to :meth:`finish`."""
         crc = self._crc
         if crc is None or self._sparse is not None or not 0 < bits <= 64:
-            self.need(offset + (rows * bits) // 8, offset + ((rows + 1) * bits + 7) // 8)
+            self.need(*bitpack.byte_ranges(offset, bits, rows))
             return
         crc.verify_packed(offset, bits, rows, self._done)  # out-of-range rows: InvalidFileError
 
