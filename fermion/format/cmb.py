@@ -92,8 +92,9 @@ class StreamDesc:
         lay = self._layouts.get(stripe)
         if lay is None:
             assert self.full is not None and self.page_metas is not None
-            if self.page_metas[stripe] is None:  # one page: the chunk
-                offset, length, values = self.chunk(stripe)[:3]
+            one = self.single_page(stripe)
+            if one is not None:  # one page: the chunk
+                offset, length, values = one
                 counts = np.array([values], dtype=np.int64)
                 lay = PageLayout(
                     counts,
