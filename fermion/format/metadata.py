@@ -74,7 +74,8 @@ KNOWN_REQUIRED_FEATURES = int(
     | RequiredFeature.STRIPE_DICTIONARY
     | RequiredFeature.CRC_BLOCKS
     | RequiredFeature.DECIMAL_MULTIPLY
-)  # format 1.6
+    | RequiredFeature.DICT_BLOCKS
+)  # format 1.7
 _FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
 _CIT_PAIR = struct.Struct("<qq")  # two consecutive CIT_DTYPE entries: a CMB's start and end
 

@@ -4,10 +4,12 @@ On disk a page is ``[PageHeader 16B][body]``. The body is the encoded values, co
 with the codec named in the header: one zstd frame (ZSTD), or since format 1.2 a frame
 table and independent zstd frames of ``block_size`` decoded bytes each (ZSTD_BLOCKS), so
 that a reader wanting a few values decompresses only the blocks holding them
-(:class:`BlockedBody`). The header's CRC32 covers every byte after the CRC
-field (rest of header + body), so a flipped bit anywhere in a page is caught before any
-decoding. Codecs sit in a registry keyed by :class:`~fermion.format.structs.Compression`;
-the writer chooses, the reader dispatches on the id stored in the file.
+(:class:`BlockedBody`); since format 1.7 the frames may share a zstd dictionary stored in
+the page (ZSTD_DICT_BLOCKS), so that small blocks keep the ratio of large ones. The
+header's CRC32 covers every byte after the CRC field (rest of header + body), so a flipped
+bit anywhere in a page is caught before any decoding. Codecs sit in a registry keyed by
+:class:`~fermion.format.structs.Compression`; the writer chooses, the reader dispatches on
+the id stored in the file.
 
 Example:
     >>> page = encode_page(b"hello" * 100, num_values=500, codec=Compression.ZSTD, level=3)
@@ -39,6 +41,7 @@ from fermion.format.stripe_dictionary import (
 from fermion.format.structs import (
     BLOCK_TABLE_DTYPE,
     CRC_BLOCK_TABLE_DTYPE,
+    DICT_BLOCK_TABLE_DTYPE,
     PAGE_HEADER_DTYPE,
     Compression,
     Encoding,
@@ -49,8 +52,11 @@ __all__ = [
     "ENCODED_COMPRESS_RATIO",
     "CODECS",
     "DERIVED",
+    "BLOCKED",
     "BlockedBody",
     "CrcBlockedBody",
+    "DICTIONARY_SIZE",
+    "tries_dictionary",
     "check_page_crc",
     "PAGE_HEADER_SIZE",
     "Codec",
@@ -111,6 +117,14 @@ _ZSTD_MAGIC = 0xFD2FB528  # the first four bytes of a zstd frame, little-endian
 
 _local = threading.local()
 
+BLOCKED = (Compression.ZSTD_BLOCKS, Compression.ZSTD_DICT_BLOCKS)  # read by BlockedBody
+DICTIONARY_SIZE = 8 << 10  # bytes of the zstd dictionary of a ZSTD_DICT_BLOCKS page
+# a dictionary is tried only on payloads of at least this many blocks: below, its own
+# bytes cost more than it saves
+_DICTIONARY_MIN_BLOCKS = 32
+_DICTIONARY_SAMPLES = 64  # the dictionary is trained on this many pieces of the payload
+_DICTIONARY_SAMPLE_BYTES = 1 << 10  # ... of this many bytes each, spread evenly over it
+
 
 def _zstd_compressor(level: int, checksum: bool = False) -> zstandard.ZstdCompressor:
     """A compressor per thread and setting (they are not thread-safe). Blocks carry zstd's
@@ -145,9 +159,15 @@ def _zstd_compress(data: bytes | memoryview, level: int) -> bytes:
     return _zstd_compressor(level).compress(data)
 
 
-def _zstd_decompress(body: memoryview, size: int, checksum: bool = False) -> bytes:
+def _zstd_decompress(
+    body: memoryview,
+    size: int,
+    checksum: bool = False,
+    decompressor: zstandard.ZstdDecompressor | None = None,
+) -> bytes:
     """Exactly one zstd frame of ``size`` decoded bytes (with ``checksum``: one that carries
-    zstd's content checksum, which the decompressor then verifies)."""
+    zstd's content checksum, which the decompressor then verifies); ``decompressor``: one
+    holding the frame's dictionary."""
     try:
         declared = zstandard.frame_content_size(body)
         if checksum and not zstandard.get_frame_parameters(body).has_checksum:
@@ -158,7 +178,9 @@ def _zstd_decompress(body: memoryview, size: int, checksum: bool = False) -> byt
         raise InvalidFileError(f"zstd frame declares {declared} bytes, page header {size}")
     try:
         # allow_extra_data=False: bytes after the frame are corruption, not ignored
-        out = _zstd_decompressor().decompress(body, max_output_size=size, allow_extra_data=False)
+        out = (decompressor or _zstd_decompressor()).decompress(
+            body, max_output_size=size, allow_extra_data=False
+        )
     except zstandard.ZstdError as exc:
         raise _zstd_error("corrupt zstd page", exc) from None
     if len(out) != size:
@@ -298,6 +320,54 @@ def _blocks_body(frames: list[bytes], block_size: int) -> bytes:
     return b"".join([table.tobytes(), ends.tobytes(), *frames])
 
 
+def tries_dictionary(size: int, dictionary_block_size: int) -> bool:
+    """Whether :func:`encode_page` tries a blockable payload of ``size`` bytes as
+    ZSTD_DICT_BLOCKS of ``dictionary_block_size`` (0: never).
+
+    Example:
+        >>> tries_dictionary(64 << 10, 2048), tries_dictionary(60 << 10, 2048)
+        (True, False)
+    """
+    return 0 < dictionary_block_size and size >= _DICTIONARY_MIN_BLOCKS * dictionary_block_size
+
+
+def _train_dictionary(data: memoryview, level: int) -> zstandard.ZstdCompressionDict | None:
+    """A zstd dictionary of :data:`DICTIONARY_SIZE` bytes trained on pieces spread evenly
+    over ``data`` (zstd's fastcover trainer with fixed parameters: about a millisecond),
+    or None when zstd cannot train one (too little or too uniform data)."""
+    piece = _DICTIONARY_SAMPLE_BYTES
+    step = max(piece, len(data) // _DICTIONARY_SAMPLES)
+    samples: list[bytes | bytearray | memoryview] = [
+        bytes(data[at : at + piece]) for at in range(0, len(data) - piece + 1, step)
+    ]
+    try:
+        return zstandard.train_dictionary(
+            DICTIONARY_SIZE, samples[:_DICTIONARY_SAMPLES], k=50, d=6, f=16, accel=4, level=level
+        )
+    except zstandard.ZstdError:
+        return None
+
+
+def _compress_dict_blocks(payload: bytes | memoryview, level: int, block_size: int) -> bytes:
+    """A ZSTD_DICT_BLOCKS body (format 1.7) of ``payload``, or b"" when no dictionary could
+    be trained: DictBlockTable, frame ends (u32), the dictionary, then one zstd frame per
+    block, compressed with the dictionary (content checksum, no dictionary id)."""
+    data = memoryview(payload).cast("B")
+    trained = _train_dictionary(data, level)
+    if trained is None:
+        return b""
+    comp = zstandard.ZstdCompressor(
+        level=level, dict_data=trained, write_checksum=True, write_dict_id=False
+    )
+    frames = [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+    dictionary = trained.as_bytes()
+    table = np.zeros(1, dtype=DICT_BLOCK_TABLE_DTYPE)
+    table["block_size"], table["num_blocks"] = block_size, len(frames)
+    table["dict_size"] = len(dictionary)
+    ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
+    return b"".join([table.tobytes(), ends.tobytes(), dictionary, *frames])
+
+
 def _unique(blocks: np.ndarray) -> np.ndarray:
     """The sorted distinct values of ``blocks``: kept in place when they are already
     non-decreasing (a point read's ranges usually are), else ``np.unique``."""
@@ -318,13 +388,16 @@ class BlockedBody:
         True
     """
 
-    def __init__(self, body: memoryview, size: int, where: str) -> None:
+    def __init__(self, body: memoryview, size: int, where: str, dictionary: bool = False) -> None:
+        """``dictionary``: a ZSTD_DICT_BLOCKS body (format 1.7), whose frames share the zstd
+        dictionary stored after the frame ends."""
         self.where = where
         self.size = size
-        head = BLOCK_TABLE_DTYPE.itemsize
+        table_dtype = DICT_BLOCK_TABLE_DTYPE if dictionary else BLOCK_TABLE_DTYPE
+        head = table_dtype.itemsize
         if len(body) < head:
             raise InvalidFileError(f"{where}: blocked page shorter than its block table")
-        table = np.frombuffer(body, dtype=BLOCK_TABLE_DTYPE, count=1)[0]
+        table = np.frombuffer(body, dtype=table_dtype, count=1)[0]
         self.block_size = int(table["block_size"])
         self.num_blocks = int(table["num_blocks"])
         if self.block_size == 0 or self.num_blocks != -(-size // self.block_size):
@@ -337,12 +410,40 @@ class BlockedBody:
             raise InvalidFileError(f"{where}: block table runs past the page")
         ends = np.frombuffer(body, dtype="<u4", count=self.num_blocks, offset=head)
         self.ends = ends.astype(np.int64)
+        self.dictionary: memoryview | None = None
+        self._dctx: zstandard.ZstdDecompressor | None = None
+        if dictionary:
+            dict_size = int(table["dict_size"])
+            if dict_size == 0 or int(table["reserved"]) != 0 or start + dict_size > len(body):
+                raise InvalidFileError(f"{where}: bad zstd dictionary size {dict_size}")
+            self.dictionary = body[start : start + dict_size]
+            start += dict_size
+        self.frames_at = start  # body offset of the first frame
         self.frames = body[start:]
         starts = np.concatenate([[0], self.ends[:-1]]) if self.num_blocks else self.ends
         last = int(self.ends[-1]) if self.num_blocks else 0  # no blocks: no frame bytes
         if last != len(self.frames) or bool((self.ends < starts).any()):
             raise InvalidFileError(f"{where}: block frame ends are inconsistent")
         self.starts = starts
+
+    @classmethod
+    def of(cls, head: PageHead, where: str) -> BlockedBody:
+        """The blocked body of a page whose compression is one of :data:`BLOCKED`."""
+        dictionary = head.compression == Compression.ZSTD_DICT_BLOCKS
+        return cls(head.body, head.size, where, dictionary)
+
+    def _decompressor(self) -> zstandard.ZstdDecompressor:
+        """A decompressor holding the page's dictionary (built once per body), or the
+        thread's plain one. A corrupt dictionary fails when a frame is decompressed, and
+        a wrong one decodes to bytes that fail the frame's content checksum."""
+        if self.dictionary is None:
+            return _zstd_decompressor()
+        if self._dctx is None:
+            loaded = zstandard.ZstdCompressionDict(
+                bytes(self.dictionary), dict_type=zstandard.DICT_TYPE_FULLDICT
+            )
+            self._dctx = zstandard.ZstdDecompressor(dict_data=loaded)
+        return self._dctx
 
     def block_bytes(self, k: int) -> int:
         """Decoded bytes of block ``k``."""
@@ -363,7 +464,7 @@ class BlockedBody:
     def decompress(self, k: int) -> bytes:
         """Block ``k``, checked against its declared size and zstd content checksum."""
         frame = self.frames[int(self.starts[k]) : int(self.ends[k])]
-        return _zstd_decompress(frame, self.block_bytes(k), checksum=True)
+        return _zstd_decompress(frame, self.block_bytes(k), True, self._decompressor())
 
     def decompress_many(self, blocks: Sequence[int]) -> list[Any]:
         """The decoded bytes of each of ``blocks``, in order.
@@ -382,7 +483,7 @@ class BlockedBody:
         spans = zip(self.starts[ks].tolist(), self.ends[ks].tolist(), strict=True)
         frames: list[bytes | bytearray | memoryview] = [view[b:e] for b, e in spans]
         try:
-            got = _zstd_decompressor().multi_decompress_to_buffer(
+            got = self._decompressor().multi_decompress_to_buffer(
                 frames, decompressed_sizes=sizes.astype("=u8").tobytes()
             )
         except zstandard.ZstdError as exc:
@@ -441,7 +542,7 @@ class BlockedBody:
             return
         self._check_frame_starts()
         try:
-            reader = _zstd_decompressor().stream_reader(
+            reader = self._decompressor().stream_reader(
                 self.frames, read_size=len(self.frames), read_across_frames=True
             )
             got = reader.readinto(out)
@@ -646,6 +747,8 @@ def encode_page(
     keep_ratio: float = COMPRESS_RATIO,
     checksum_block_size: int = 0,
     block_sample: int = 0,
+    dictionary_block_size: int = 0,
+    dictionary_only: bool = False,
 ) -> bytes:
     """Compress ``payload`` (already encoded values) and prepend a page header.
 
@@ -662,39 +765,46 @@ def encode_page(
     a page of at most ``s`` blocks is decided exactly as without it, a larger one costs a
     zstd pass over ``s`` blocks instead of the whole page (the page is compressed as one
     frame only when its blocks lose).
+
+    With a ``dictionary_block_size`` as well, a payload of at least 32 such blocks is also
+    tried as ZSTD_DICT_BLOCKS (format 1.7): blocks of that size sharing a zstd dictionary
+    trained on the page. They are kept when no larger than the ZSTD_BLOCKS body, or, when
+    one frame won, than one frame plus ``block_overhead``: a point read then decompresses
+    a smaller block per value for the same bytes on disk. ``dictionary_only``: try them
+    first and keep them when a dictionary can be trained (the chunk's first page won).
+
+    Example:
+        >>> import random
+        >>> rnd = random.Random(0)
+        >>> words = [b"%x" % rnd.getrandbits(24) for _ in range(300)]
+        >>> text = b" ".join(rnd.choice(words) for _ in range(40000))
+        >>> page = encode_page(text, num_values=1, codec=Compression.ZSTD, block_size=8192,
+        ...                    block_overhead=0.25, dictionary_block_size=2048)
+        >>> Compression(page[5]).name
+        'ZSTD_DICT_BLOCKS'
     """
     body: bytes | memoryview = payload
     used = Compression.NONE
     if codec != Compression.NONE and len(payload) > 0:
         blocks = codec == Compression.ZSTD and 0 < block_size < len(payload)
-        always = blocks and block_overhead == float("inf")
-        sampled = blocks and not always and len(payload) > block_sample * block_size > 0
-        compressed, chosen = b"", codec
-        if sampled:
-            # the sampled blocks are compressed first, the others only if blocks win
-            data = memoryview(payload).cast("B")
-            count = -(-len(data) // block_size)
-            picked = np.linspace(0, count - 1, block_sample).round().astype(np.int64).tolist()
-            comp = _zstd_compressor(level, checksum=True)
-            parts = [data[k * block_size : (k + 1) * block_size] for k in picked]
-            tried = dict(zip(picked, [comp.compress(part) for part in parts], strict=True))
-            frame = CODECS[codec].compress(b"".join(parts), level)
-            if sum(len(f) for f in tried.values()) <= len(frame) * (1 + block_overhead):
-                frames = [
-                    tried[k] if k in tried else comp.compress(data[at : at + block_size])
-                    for k, at in enumerate(range(0, len(data), block_size))
-                ]
-                compressed, chosen = _blocks_body(frames, block_size), Compression.ZSTD_BLOCKS
-            else:
-                compressed = CODECS[codec].compress(payload, level)
-        elif blocks:
-            if not always:
-                compressed = CODECS[codec].compress(payload, level)
-            blocked = _compress_blocks(payload, level, block_size)
-            if always or len(blocked) <= len(compressed) * (1 + block_overhead):
-                compressed, chosen = blocked, Compression.ZSTD_BLOCKS
-        else:
-            compressed = CODECS[codec].compress(payload, level)
+        shared = blocks and tries_dictionary(len(payload), dictionary_block_size)
+        compressed = (
+            _compress_dict_blocks(payload, level, dictionary_block_size)
+            if (shared and dictionary_only)
+            else b""
+        )
+        chosen = Compression.ZSTD_DICT_BLOCKS
+        if not compressed:
+            compressed, chosen = _compress_choice(
+                payload, codec, level, block_size if blocks else 0, block_overhead, block_sample
+            )
+            if shared and not dictionary_only:
+                tried = _compress_dict_blocks(payload, level, dictionary_block_size)
+                limit = len(compressed) * (1 + block_overhead)
+                if chosen == Compression.ZSTD_BLOCKS:
+                    limit = len(compressed)
+                if tried and len(tried) <= limit:
+                    compressed, chosen = tried, Compression.ZSTD_DICT_BLOCKS
         if len(compressed) <= len(payload) * keep_ratio:
             body, used = compressed, chosen
     crc_blocks = used == Compression.NONE and crc and 0 < checksum_block_size < len(payload)
@@ -708,6 +818,41 @@ def encode_page(
         checksum = crc32(body, crc32(head[4:]))
         head = np.uint32(checksum).astype("<u4").tobytes() + head[4:]
     return head + bytes(body)
+
+
+def _compress_choice(
+    payload: bytes | memoryview,
+    codec: Compression,
+    level: int,
+    block_size: int,
+    block_overhead: float,
+    block_sample: int,
+) -> tuple[bytes, Compression]:
+    """One frame or ZSTD_BLOCKS (``block_size`` > 0), as :func:`encode_page` decides."""
+    if block_size == 0:
+        return CODECS[codec].compress(payload, level), codec
+    always = block_overhead == float("inf")
+    if not always and len(payload) > block_sample * block_size > 0:
+        # the sampled blocks are compressed first, the others only if blocks win
+        data = memoryview(payload).cast("B")
+        count = -(-len(data) // block_size)
+        picked = np.linspace(0, count - 1, block_sample).round().astype(np.int64).tolist()
+        comp = _zstd_compressor(level, checksum=True)
+        parts = [data[k * block_size : (k + 1) * block_size] for k in picked]
+        tried = dict(zip(picked, [comp.compress(part) for part in parts], strict=True))
+        frame = CODECS[codec].compress(b"".join(parts), level)
+        if sum(len(f) for f in tried.values()) > len(frame) * (1 + block_overhead):
+            return CODECS[codec].compress(payload, level), codec
+        frames = [
+            tried[k] if k in tried else comp.compress(data[at : at + block_size])
+            for k, at in enumerate(range(0, len(data), block_size))
+        ]
+        return _blocks_body(frames, block_size), Compression.ZSTD_BLOCKS
+    one = b"" if always else CODECS[codec].compress(payload, level)
+    blocked = _compress_blocks(payload, level, block_size)
+    if always or len(blocked) <= len(one) * (1 + block_overhead):
+        return blocked, Compression.ZSTD_BLOCKS
+    return one, codec
 
 
 class PageHead(NamedTuple):
@@ -770,8 +915,8 @@ def decompress_body(head: PageHead, where: str) -> bytes | memoryview:
     """The whole decoded payload of a page."""
     if head.compression == Compression.NONE:
         return head.body
-    if head.compression == Compression.ZSTD_BLOCKS:
-        return BlockedBody(head.body, head.size, where).decompress_all()
+    if head.compression in BLOCKED:
+        return BlockedBody.of(head, where).decompress_all()
     return CODECS[head.compression].decompress(head.body, head.size)
 
 
@@ -851,8 +996,8 @@ def decode_page_into(
     )
     if head.encoding == Encoding.PLAIN and head.size != len(out):
         raise InvalidFileError(f"{where}: page decodes to {head.size} bytes, expected {len(out)}")
-    if head.encoding == Encoding.PLAIN and head.compression == Compression.ZSTD_BLOCKS:
-        BlockedBody(head.body, head.size, where).decompress_whole_into(out)
+    if head.encoding == Encoding.PLAIN and head.compression in BLOCKED:
+        BlockedBody.of(head, where).decompress_whole_into(out)
         return
     payload = decode_payload(
         head.encoding, decompress_body(head, where), expected_values, expected_size, where, out

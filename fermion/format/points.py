@@ -38,6 +38,7 @@ import numpy as np
 from fermion.errors import InvalidFileError
 from fermion.format import bitpack, decimal_floats, encodings, native
 from fermion.format.pages import (
+    BLOCKED,
     PAGE_HEADER_SIZE,
     BlockedBody,
     CrcBlockedBody,
@@ -190,9 +191,9 @@ class PagePayload:
         self._crc: CrcBlockedBody | None = None
         self._verify = verify
         self._pending: list[tuple[np.ndarray, np.ndarray]] | None = None
-        if self.head.compression == Compression.ZSTD_BLOCKS:
+        if self.head.compression in BLOCKED:
             # every block frame carries a content checksum, verified as it is decompressed
-            self._blocked = BlockedBody(self.head.body, self.size, where)
+            self._blocked = BlockedBody.of(self.head, where)
             # filled block by block by need(); nothing is read before it is written there
             self.buf = np.empty(self.size, dtype=np.uint8)
             self._done = np.zeros(self._blocked.num_blocks, dtype=bool)
@@ -214,15 +215,18 @@ class PagePayload:
     @staticmethod
     def _fetch_tables(page: SparsePage) -> memoryview:
         """Fetch a sparse page's header and block table (and the frame ends of a
-        ZSTD_BLOCKS page; a CRC_BLOCKS page's CRC32s are fetched with their blocks)."""
+        ZSTD_BLOCKS page, and the dictionary of a ZSTD_DICT_BLOCKS one; a CRC_BLOCKS page's
+        CRC32s are fetched with their blocks)."""
         head = PAGE_HEADER_SIZE
-        page.fetch_range(0, head + 12)
+        page.fetch_range(0, head + 16)
         compression = int(page.view[5]) if page.size > 5 else -1
-        if compression == Compression.ZSTD_BLOCKS:
-            table = 8
+        if compression in BLOCKED:
+            shared = compression == Compression.ZSTD_DICT_BLOCKS
+            table = 16 if shared else 8
             if page.size >= head + table:
-                blocks = int(np.frombuffer(page.view, "<u4", count=1, offset=head + 4)[0])
-                page.fetch_range(0, head + table + 4 * blocks)
+                fields = np.frombuffer(page.view, "<u4", count=table // 4, offset=head).tolist()
+                dict_size = fields[2] if shared else 0  # DictBlockTable.dict_size
+                page.fetch_range(0, head + table + 4 * fields[1] + dict_size)
         return page.view
 
     @property
@@ -248,7 +252,7 @@ class PagePayload:
         or their payload bytes (CRC_BLOCKS)."""
         assert self._sparse is not None
         if self._blocked is not None:
-            at = PAGE_HEADER_SIZE + 8 + 4 * self._blocked.num_blocks
+            at = PAGE_HEADER_SIZE + self._blocked.frames_at
             begins, ends = self._blocked.starts[todo] + at, self._blocked.ends[todo] + at
         else:
             assert self._crc is not None

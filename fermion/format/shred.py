@@ -52,7 +52,13 @@ from fermion.format.encodings import (
 )
 from fermion.format.layout import Kind, Node, StreamSpec, is_view, is_wrapped, view_storage
 from fermion.format.options import BATCH_BLOCK_SIZE, WriteOptions
-from fermion.format.pages import COMPRESS_RATIO, ENCODED_COMPRESS_RATIO, encode_page
+from fermion.format.pages import (
+    BLOCKED,
+    COMPRESS_RATIO,
+    ENCODED_COMPRESS_RATIO,
+    encode_page,
+    tries_dictionary,
+)
 from fermion.format.stats import (
     Stats,
     StatsKind,
@@ -124,6 +130,11 @@ class _Encoder:
         self.block_size = opts.compression_block_size if blocks else 0
         if batch:  # a lookup reads a batch's few values: smaller blocks (see options)
             self.block_size = min(self.block_size, BATCH_BLOCK_SIZE)
+        # blocks sharing a dictionary (1.7) are tried where blocks are (not in batch mode,
+        # whose lookups read their blocks by their own fast path)
+        self.dictionary_block_size = opts.dictionary_block_size
+        if batch or not self.block_size:
+            self.dictionary_block_size = 0
         self.checkpoints = blocks  # likewise running-sum checkpoints (DELTA, string lengths)
         # and CRC32s per block of uncompressed pages (1.5), so that point reads verify
         # what they read; a plain column (encode False) stays readable by older readers
@@ -136,6 +147,9 @@ class _Encoder:
         # per encoding: whether the chunk's first blockable page kept its blocks; the later
         # pages then skip the one-frame comparison (a second zstd pass over the page)
         self.blocks_won: dict[Encoding, bool] = {}
+        # ... and whether they shared a dictionary: the later pages then try only that
+        # (and, when it lost, never try it)
+        self.dictionary_won: dict[Encoding, bool] = {}
 
     def page(
         self,
@@ -154,6 +168,8 @@ class _Encoder:
         overhead = self.opts.compression_block_overhead
         if blockable and self.blocks_won.get(encoding):
             overhead = float("inf")
+        shared = self.dictionary_won.get(encoding)
+        dictionary_block_size = self.dictionary_block_size if shared is not False else 0
         data = encode_page(
             payload,
             num_values=num_values,
@@ -170,9 +186,13 @@ class _Encoder:
             else COMPRESS_RATIO,
             checksum_block_size=self.checksum_block_size if blocks else 0,
             block_sample=_BATCH_BLOCK_SAMPLE if self.batch else 0,
+            dictionary_block_size=dictionary_block_size,
+            dictionary_only=bool(shared),
         )
         if blockable and encoding not in self.blocks_won:
-            self.blocks_won[encoding] = data[5] == Compression.ZSTD_BLOCKS
+            self.blocks_won[encoding] = data[5] in BLOCKED
+            if tries_dictionary(len(payload), dictionary_block_size):
+                self.dictionary_won[encoding] = data[5] == Compression.ZSTD_DICT_BLOCKS
         if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
             plain = decode_byte_split(payload)
             assert plain is not None  # no target given: a new buffer
@@ -191,6 +211,8 @@ class _Encoder:
             self.features |= RequiredFeature.STRIPE_DICTIONARY
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
+        elif data[5] == Compression.ZSTD_DICT_BLOCKS:
+            self.features |= RequiredFeature.DICT_BLOCKS
         elif data[5] == Compression.CRC_BLOCKS:
             self.features |= RequiredFeature.CRC_BLOCKS
         return EncodedPage(data, num_values)
@@ -200,7 +222,7 @@ def _planes_pay(page: bytes) -> bool:
     """Whether a BYTE_SPLIT page is worth keeping: the planes are only for zstd, so unless
     zstd kept them (1.2-1.3 writers kept them regardless), plain values are as small and
     are read in place, with no transpose on every read."""
-    return bool(page[5] in (Compression.ZSTD, Compression.ZSTD_BLOCKS))  # .compression
+    return bool(page[5] in (Compression.ZSTD, *BLOCKED))  # .compression
 
 
 def _cuts_by_count(n: int, per_page: int) -> list[tuple[int, int]]:

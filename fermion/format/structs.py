@@ -26,6 +26,7 @@ __all__ = [
     "BASE_VERSION_MINOR",
     "BLOCK_TABLE_DTYPE",
     "CRC_BLOCK_TABLE_DTYPE",
+    "DICT_BLOCK_TABLE_DTYPE",
     "CHUNK_ALL_NULL",
     "CMB_HEADER_DTYPE",
     "COLUMN_ENTRY_DTYPE",
@@ -59,7 +60,7 @@ __all__ = [
 
 MAGIC = b"FRMN"
 FORMAT_VERSION_MAJOR = 1
-FORMAT_VERSION_MINOR = 6  # the newest minor version this code reads and writes
+FORMAT_VERSION_MINOR = 7  # the newest minor version this code reads and writes
 # the minor version of files without a 1.4 feature, and of every file header: the header
 # is written before the data, so it cannot know (it is informative; see minor_version)
 BASE_VERSION_MINOR = 3
@@ -124,6 +125,7 @@ class Compression(enum.IntEnum):
     ZSTD = 1
     ZSTD_BLOCKS = 2  # independent zstd frames of block_size decoded bytes + a frame table
     CRC_BLOCKS = 3  # uncompressed payload with a CRC32 per block of block_size bytes (1.5)
+    ZSTD_DICT_BLOCKS = 4  # ZSTD_BLOCKS whose frames share a zstd dictionary in the page (1.7)
 
 
 class RequiredFeature(enum.IntFlag):
@@ -138,14 +140,18 @@ class RequiredFeature(enum.IntFlag):
     STRIPE_DICTIONARY = 1 << 6  # string chunks with one dictionary per stripe (format 1.4)
     CRC_BLOCKS = 1 << 7  # uncompressed pages with a CRC32 per block (format 1.5)
     DECIMAL_MULTIPLY = 1 << 8  # FLOAT_DECIMAL pages decoded as k * float64(10**-e) (1.6)
+    DICT_BLOCKS = 1 << 9  # pages compressed as zstd blocks sharing a dictionary (1.7)
 
 
 def minor_version(required: int) -> int:
-    """The minor version of a file with these required features: 6 when it uses the 1.6
-    feature, 5 when it uses the 1.5 one, 4 when it uses a 1.4 one, else 3, so that a file
-    without one is exactly what the writer of that version wrote."""
-    if required & RequiredFeature.DECIMAL_MULTIPLY:
+    """The minor version of a file with these required features: 7 when it uses the 1.7
+    feature, 6 when it uses the 1.6 one, 5 when it uses the 1.5 one, 4 when it uses a 1.4
+    one, else 3, so that a file without one is exactly what the writer of that version
+    wrote."""
+    if required & RequiredFeature.DICT_BLOCKS:
         return FORMAT_VERSION_MINOR
+    if required & RequiredFeature.DECIMAL_MULTIPLY:
+        return 6
     if required & RequiredFeature.CRC_BLOCKS:
         return 5
     return 4 if required & RequiredFeature.STRIPE_DICTIONARY else BASE_VERSION_MINOR
@@ -366,6 +372,14 @@ FLOAT_DECIMAL_HEADER_DTYPE = _dtype(
 # ZSTD_BLOCKS page body: this table, then num_blocks u32 frame ends (relative to the first
 # frame), then the frames; block k holds decoded bytes [k * block_size, (k+1) * block_size).
 BLOCK_TABLE_DTYPE = _dtype([("block_size", "<u4"), ("num_blocks", "<u4")], 8)
+
+# ZSTD_DICT_BLOCKS page body (format 1.7): this table, then num_blocks u32 frame ends
+# (relative to the first frame), then dict_size bytes of zstd dictionary, then the frames,
+# each compressed with that dictionary (their headers carry no dictionary id).
+DICT_BLOCK_TABLE_DTYPE = _dtype(
+    [("block_size", "<u4"), ("num_blocks", "<u4"), ("dict_size", "<u4"), ("reserved", "<u4")],
+    16,
+)
 
 # CRC_BLOCKS page body (format 1.5): this table, then num_blocks u32 block CRC32s, then the
 # payload itself; head_crc is the CRC32 of page bytes [4, 16) followed by the table's first

@@ -4,7 +4,8 @@ Two small files hold every page kind a point read meets (docs/FORMAT.md §5, §9
 BYTE_SPLIT, FLOAT_DECIMAL, FOR, DELTA with checkpoints, INT_DICTIONARY, RLE, CONSTANT,
 DICTIONARY, stripe dictionaries, PLAIN strings with FOR lengths; compressed NONE (stored
 as CRC_BLOCKS, format 1.5), ZSTD and ZSTD_BLOCKS; a VALIDITY page; a list and a struct
-column; and a batch-mode file of float32 columns with a list column. Each byte of each
+column; a batch-mode file of float32 columns with a list column; and a file of strings
+in ZSTD_DICT_BLOCKS pages (format 1.7). Each byte of each
 file is XOR-ed with 0xFF in turn (a full sweep: every byte, no sampling) and every read
 path runs on a fresh reader: ``read``, ``take``, a stats-pruned filtered read, the
 nested columns, ``read_batches``. Each must either return exactly the original values or
@@ -22,7 +23,8 @@ Bytes no checksum covers, by design, and why a flip there cannot change a value:
   and CRC, a wrong slot a name comparison;
 - of a ZSTD_BLOCKS page read value by value, the page header and the frame table: every
   field is checked against the metadata and the frames' exact extents, and each frame
-  carries zstd's content checksum.
+  carries zstd's content checksum; of a ZSTD_DICT_BLOCKS page, its dictionary too: a
+  flipped byte either fails to load or decodes frames that fail their content checksum.
 """
 
 from __future__ import annotations
@@ -235,6 +237,36 @@ def test_byte_flips_are_caught_or_harmless_plain_file() -> None:
 def test_byte_flips_are_caught_or_harmless_batch_file() -> None:
     data, table, ids = batch_file()
     outcomes = sweep(data, table, positions(data, budget=1_000, seed=2), ids)
+    assert outcomes["checksum"] > outcomes["structural"]
+
+
+def dict_blocks_file() -> tuple[bytes, pa.Table]:
+    """Strings in a ZSTD_DICT_BLOCKS page (pages of about 700 KB are where the dictionary
+    wins, as for lineitem's comments), with nulls, next to ZSTD and CRC_BLOCKS pages."""
+    from tests.format.test_dict_blocks import pool_text
+
+    rng = np.random.default_rng(9)
+    n = 21_000
+    table = pa.table(
+        {
+            "text": pa.array(pool_text(n, seed=3), mask=rng.random(n) < 0.05),
+            "key": pa.array(np.arange(n)),
+        }
+    )
+    sink = pa.BufferOutputStream()
+    fermion.write_table(table, sink, compression_block_size=4096)
+    return sink.getvalue().to_pybytes(), table
+
+
+@pytest.mark.slow
+def test_byte_flips_are_caught_or_harmless_dict_blocks_file() -> None:
+    data, table = dict_blocks_file()
+    r = fermion.FileReader(MemorySource(bytearray(data)))
+    assert r.metadata.format_version == "1.7"
+    text = r.describe()["columns"][0]["streams"][2]["chunks"]
+    assert "ZSTD_DICT_BLOCKS" in {x for c in text for x in c["compressions"]}
+    assert r.read().equals(table)
+    outcomes = sweep(data, table, positions(data, budget=1_500, seed=3))
     assert outcomes["checksum"] > outcomes["structural"]
 
 

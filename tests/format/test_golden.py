@@ -23,7 +23,7 @@ CASES = sorted(GOLDEN.glob("v*/*.fermion"))
 
 def test_golden_files_exist() -> None:
     versions = {p.parent.name for p in CASES}
-    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4", "v1_5", "v1_6"} <= versions
+    assert {"v1_0", "v1_1", "v1_2", "v1_3", "v1_4", "v1_5", "v1_6", "v1_7"} <= versions
     assert any(p.stem == "batch_mode" for p in CASES)
     assert len(CASES) >= 5
 
@@ -87,6 +87,7 @@ def _doc_table(section: str) -> list[tuple[int, str]]:
         ("### 5.1 Encodings", structs.ENCODING_HEADER_DTYPE),
         ("**BlockTable** (8 B):", structs.BLOCK_TABLE_DTYPE),
         ("**CrcBlockTable** (12 B):", structs.CRC_BLOCK_TABLE_DTYPE),
+        ("**DictBlockTable** (16 B):", structs.DICT_BLOCK_TABLE_DTYPE),
         ("**FloatDecimalHeader** (8 B):", structs.FLOAT_DECIMAL_HEADER_DTYPE),
     ],
 )
@@ -138,6 +139,7 @@ def test_format_md_lists_struct_sizes() -> None:
         ("EncodingHeader", structs.ENCODING_HEADER_DTYPE),
         ("BlockTable", structs.BLOCK_TABLE_DTYPE),
         ("CrcBlockTable", structs.CRC_BLOCK_TABLE_DTYPE),
+        ("DictBlockTable", structs.DICT_BLOCK_TABLE_DTYPE),
         ("FloatDecimalHeader", structs.FLOAT_DECIMAL_HEADER_DTYPE),
     ]:
         assert re.search(rf"{label}\**\s*\({dtype.itemsize} B\)", text), label
@@ -476,4 +478,46 @@ def test_v1_6_golden_file_reads_back(point_reads: bool) -> None:
     assert_same(fermion.read_table(MULTIPLY, point_reads=point_reads), expected)
     idx = [8_999, 0, 4_999, 5_000, 1_234, 1_234, 3, 1_023, 1_024, 2_047]
     with fermion.FileReader(MULTIPLY, point_reads=point_reads) as r:
+        assert_same(r.take(idx), expected.take(idx))
+
+
+# -- format 1.7: zstd blocks sharing a dictionary ----------------------------------------
+
+DICT_BLOCKS = GOLDEN / "v1_7" / "dict_blocks.fermion"
+
+
+def test_v1_7_golden_file_has_dictionary_blocks() -> None:
+    """The 1.7 golden file needs the 1.7 feature: its long strings are one
+    ZSTD_DICT_BLOCKS page (2 KiB blocks, an 8 KiB dictionary); its header still says 1.3."""
+    header = np.frombuffer(DICT_BLOCKS.read_bytes()[:8], dtype=structs.FILE_HEADER_DTYPE)[0]
+    assert int(header["version_minor"]) == 3
+    with fermion.FileReader(DICT_BLOCKS) as r:
+        assert r.metadata.format_version == "1.7"
+        required = structs.RequiredFeature(r.metadata.required_features)
+        assert structs.RequiredFeature.DICT_BLOCKS in required
+        assert structs.RequiredFeature.BLOCKS not in required  # no plain ZSTD_BLOCKS page
+        described = r.describe()
+    compressions = {
+        (c["name"], s["stream_type"]): {x for ch in s["chunks"] for x in ch["compressions"]}
+        for c in described["columns"]
+        for s in c["streams"]
+    }
+    assert compressions[("text", "DATA")] == {"ZSTD_DICT_BLOCKS"}
+    assert "ZSTD_DICT_BLOCKS" not in compressions[("code", "DATA")]
+    data = memoryview(DICT_BLOCKS.read_bytes())
+    chunk = next(c for c in described["columns"] if c["name"] == "text")["streams"][2]
+    at = chunk["chunks"][0]["offset"]
+    page = data[at : at + chunk["chunks"][0]["length"]]  # the chunk is one page
+    head = read_page_head(page, expected_values=20_000, expected_size=None, where="p")
+    body = BlockedBody.of(head, "p")
+    assert (body.block_size, len(body.dictionary or b"")) == (2048, 8192)
+    assert bytes(body.dictionary or b"")[:4] == bytes.fromhex("37a430ec")  # zstd dict magic
+
+
+@pytest.mark.parametrize("point_reads", [True, False])
+def test_v1_7_golden_file_reads_back(point_reads: bool) -> None:
+    expected = pa.ipc.open_file(str(DICT_BLOCKS.with_suffix(".arrow"))).read_all()
+    assert_same(fermion.read_table(DICT_BLOCKS, point_reads=point_reads), expected)
+    idx = [19_999, 0, 2_047, 2_048, 1_234, 1_234, 3, 10_000, 15_001]
+    with fermion.FileReader(DICT_BLOCKS, point_reads=point_reads) as r:
         assert_same(r.take(idx), expected.take(idx))

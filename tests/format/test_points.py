@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import decimal
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -37,15 +39,37 @@ from tests.format.test_roundtrip import assert_same
 
 ALWAYS_BLOCKS = float("inf")  # keep zstd blocks even where one frame is smaller
 
-# (compression, compression_block_size): none, one zstd frame per page, blocked zstd
-CODECS = [("none", 0), ("zstd", 0), ("zstd", 256), ("zstd", 1024)]
-CODEC_IDS = ["none", "zstd-frame", "blocks-256", "blocks-1024"]
+# (compression, compression_block_size): none, one zstd frame per page, blocked zstd, and
+# blocked zstd whose pages of 32 blocks or more share a dictionary (DICT_BLOCKS, 1.7)
+DICT_BLOCKS = 512
+CODECS = [("none", 0), ("zstd", 0), ("zstd", 256), ("zstd", 1024), ("zstd", DICT_BLOCKS)]
+CODEC_IDS = ["none", "zstd-frame", "blocks-256", "blocks-1024", "dict-blocks"]
 _PLAIN_OF_VIEW = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 KERNELS_BUILT = native.KERNELS is not None  # the compiled kernels (fermion.format.native)
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+
+@contextmanager
+def codec_options(block: int) -> Iterator[dict]:
+    """The blocking write options of codec ``block``. For DICT_BLOCKS: blocks of 256 bytes
+    sharing a dictionary on every page of at least 32 of them, where the writer would keep
+    that only if no larger (``dictionary_only``, as on a chunk's later pages once its first
+    page won); the other codecs write no dictionaries (they hold plain ZSTD_BLOCKS)."""
+    with pytest.MonkeyPatch.context() as mp:
+        if block == DICT_BLOCKS:
+            real = shred.encode_page
+
+            def shared(payload, **options):  # type: ignore[no-untyped-def]
+                return real(payload, **{**options, "dictionary_only": True})
+
+            mp.setattr(shred, "encode_page", shared)
+        yield {
+            "compression_block_size": block,
+            "dictionary_block_size": 256 if block == DICT_BLOCKS else 0,
+        }
 
 
 def arrow_take(table: pa.Table, indices) -> pa.Table:
@@ -128,16 +152,17 @@ def all_types_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
     compression, block = request.param
     table = all_types_table(n=N_ALL, seed=11)
     path = tmp_path_factory.mktemp("points") / f"all-{compression}-{block}.fermion"
-    fermion.write_table(
-        table,
-        path,
-        # blocked string pages get 8x the page size (format 1.3): 2 KiB for them too
-        page_size=256 if block else 2048,
-        max_stripe_rows=500,
-        compression=compression,
-        compression_block_size=block,
-        compression_block_overhead=ALWAYS_BLOCKS,
-    )
+    with codec_options(block) as blocking:
+        fermion.write_table(
+            table,
+            path,
+            # blocked string pages get 8x the page size (format 1.3): 2 KiB for them too
+            page_size=256 if block else 2048,
+            max_stripe_rows=500,
+            compression=compression,
+            compression_block_overhead=ALWAYS_BLOCKS,
+            **blocking,
+        )
     with fermion.FileReader(path) as r:
         assert r.num_stripes == 3
     used = compressions_of(path)
@@ -208,7 +233,7 @@ def shapes_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
     compression, block = request.param
     table = shapes_table(N_SHAPES)
     path = tmp_path_factory.mktemp("shapes") / f"shapes-{compression}-{block}.fermion"
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, codec_options(block) as blocking:
         floats_as_1_3_writers_wrote_them(mp)  # uncompressed planes are read value by value
         fermion.write_table(
             table,
@@ -216,8 +241,8 @@ def shapes_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
             page_size=16 << 10,
             max_stripe_rows=7_000,
             compression=compression,
-            compression_block_size=block,
             compression_block_overhead=ALWAYS_BLOCKS,
+            **blocking,
         )
     enc = encodings_of(path)
     assert enc[("constant", "DATA")] == {"CONSTANT"}
@@ -230,7 +255,8 @@ def shapes_file(request, tmp_path_factory) -> tuple[Path, pa.Table]:
     assert enc[("feature", "DATA")] == {"BYTE_SPLIT"}
     assert enc[("huge", "DATA")] == {"PLAIN"}
     if block:
-        assert "ZSTD_BLOCKS" in compressions_of(path)
+        kinds = compressions_of(path) & {"ZSTD_BLOCKS", "ZSTD_DICT_BLOCKS"}
+        assert kinds == {"ZSTD_DICT_BLOCKS" if block == DICT_BLOCKS else "ZSTD_BLOCKS"}
     return path, table
 
 
@@ -271,15 +297,16 @@ def test_null_columns_and_null_chunks(tmp_path: Path, compression: str, block: i
         }
     )
     path = tmp_path / "nulls.fermion"
-    fermion.write_table(
-        table,
-        path,
-        page_size=1024,
-        max_stripe_rows=1000,
-        compression=compression,
-        compression_block_size=block,
-        compression_block_overhead=ALWAYS_BLOCKS,
-    )
+    with codec_options(block) as blocking:
+        fermion.write_table(
+            table,
+            path,
+            page_size=1024,
+            max_stripe_rows=1000,
+            compression=compression,
+            compression_block_overhead=ALWAYS_BLOCKS,
+            **blocking,
+        )
     rng = np.random.default_rng(4)
     check_take(path, table, rng.integers(0, n, 200))
     check_take(path, table, [999, 1000, 1999, 2000, 0, n - 1])
@@ -303,15 +330,16 @@ def test_decimals_beyond_int64(tmp_path: Path, compression: str, block: int) -> 
         }
     )
     path = tmp_path / "dec.fermion"
-    fermion.write_table(
-        table,
-        path,
-        page_size=4096,
-        max_stripe_rows=1500,
-        compression=compression,
-        compression_block_size=block,
-        compression_block_overhead=ALWAYS_BLOCKS,
-    )
+    with codec_options(block) as blocking:
+        fermion.write_table(
+            table,
+            path,
+            page_size=4096,
+            max_stripe_rows=1500,
+            compression=compression,
+            compression_block_overhead=ALWAYS_BLOCKS,
+            **blocking,
+        )
     enc = encodings_of(path)
     assert enc[("wide128", "DATA")] == {"PLAIN"} and enc[("wide256", "DATA")] == {"PLAIN"}
     assert enc[("narrow256", "DATA")] - {"PLAIN"}  # fits int64: integer-encoded
@@ -354,6 +382,7 @@ def test_empty_and_very_long_strings(tmp_path: Path, block: int) -> None:
         max_stripe_rows=250,
         compression_block_size=block,
         compression_block_overhead=ALWAYS_BLOCKS,
+        dictionary_block_size=0,  # plain ZSTD_BLOCKS (tests/format/test_dict_blocks.py)
     )
     blocked = [p for p in page_spans(path, "s") if p["compression"] == Compression.ZSTD_BLOCKS]
     assert blocked  # data pages of many blocks
@@ -447,15 +476,16 @@ def test_property_points_equal_whole_pages(
     data,
 ) -> None:
     path = tmp_path / "prop.fermion"
-    fermion.write_table(
-        table,
-        path,
-        page_size=page_size,
-        max_stripe_rows=stripe_rows,
-        compression=compression,
-        compression_block_size=block,
-        compression_block_overhead=ALWAYS_BLOCKS,
-    )
+    with codec_options(block) as blocking:  # 512: DICT_BLOCKS
+        fermion.write_table(
+            table,
+            path,
+            page_size=page_size,
+            max_stripe_rows=stripe_rows,
+            compression=compression,
+            compression_block_overhead=ALWAYS_BLOCKS,
+            **blocking,
+        )
     n = table.num_rows
     idx = data.draw(st.lists(st.integers(0, n - 1), max_size=60))
     check_take(path, table, idx)
@@ -499,6 +529,7 @@ def test_take_decompresses_only_the_blocks_holding_the_rows(tmp_path: Path, coun
         page_size=4 << 20,
         compression_block_size=block,
         compression_block_overhead=ALWAYS_BLOCKS,
+        dictionary_block_size=0,  # plain ZSTD_BLOCKS (tests/format/test_dict_blocks.py)
         column_encodings={"x": "plain"},
     )
     (xpage,) = page_spans(path, "x")  # one page of 1.6 MB: 391 blocks

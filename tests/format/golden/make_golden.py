@@ -294,8 +294,36 @@ def decimal_multiply_files(out: Path) -> None:
     write(out, "decimal_multiply", table)
 
 
+def dict_blocks_table(n: int) -> pa.Table:
+    """Format 1.7: strings cut from one long text of a few hundred words (as TPC-H's
+    comments are cut from its text pool), with nulls, in a page large enough that zstd
+    blocks sharing a dictionary are smaller than blocks without one; next to short strings
+    (other compressions)."""
+    rng = np.random.default_rng(47)
+    words = np.array([f"{w:x}" for w in rng.integers(1 << 8, 1 << 20, 300)], dtype=object)
+    pool = " ".join(rng.choice(words, 150_000))
+    starts = rng.integers(0, len(pool) - 60, n).tolist()
+    text = [pool[a : a + k] for a, k in zip(starts, rng.integers(10, 60, n).tolist(), strict=True)]
+    return pa.table(
+        {
+            "text": pa.array(text, pa.string(), mask=rng.random(n) < 0.05),
+            "code": pa.array([w[:3] for w in rng.choice(words, n)], pa.string()),
+        }
+    )
+
+
+def dict_blocks_files(out: Path) -> None:
+    """Format 1.7: the golden files of a 1.7 writer are those that use the 1.7 feature."""
+    table = dict_blocks_table(20_000)
+    fermion.write_table(table, out / "dict_blocks.fermion")
+    write(out, "dict_blocks", table)
+
+
 def main(out: Path, version: tuple[int, int]) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    if version >= (1, 7):
+        dict_blocks_files(out)
+        return
     if version >= (1, 6):
         decimal_multiply_files(out)
         return
