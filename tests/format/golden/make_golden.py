@@ -315,7 +315,7 @@ def dict_blocks_table(n: int) -> pa.Table:
 def dict_blocks_files(out: Path) -> None:
     """Format 1.7: the golden files of a 1.7 writer are those that use the 1.7 feature."""
     table = dict_blocks_table(20_000)
-    fermion.write_table(table, out / "dict_blocks.fermion")
+    fermion.write_table(table, out / "dict_blocks.fermion", dictionary_block_size=2048)
     write(out, "dict_blocks", table)
 
 
