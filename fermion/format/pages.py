@@ -312,12 +312,16 @@ def _block_frames(payload: bytes | memoryview, level: int, block_size: int) -> l
     return [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
 
 
-def _blocks_body(frames: list[bytes], block_size: int) -> bytes:
-    """The ZSTD_BLOCKS body of ``frames``: BlockTable, frame ends (u32), the frames."""
-    table = np.zeros(1, dtype=BLOCK_TABLE_DTYPE)
+def _blocks_body(frames: list[bytes], block_size: int, dictionary: bytes = b"") -> bytes:
+    """The ZSTD_BLOCKS body of ``frames``: BlockTable, frame ends (u32), the frames; with
+    a ``dictionary``, the ZSTD_DICT_BLOCKS body (1.7): DictBlockTable, frame ends, the
+    dictionary, the frames."""
+    table = np.zeros(1, dtype=DICT_BLOCK_TABLE_DTYPE if dictionary else BLOCK_TABLE_DTYPE)
     table["block_size"], table["num_blocks"] = block_size, len(frames)
+    if dictionary:
+        table["dict_size"] = len(dictionary)
     ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
-    return b"".join([table.tobytes(), ends.tobytes(), *frames])
+    return b"".join([table.tobytes(), ends.tobytes(), dictionary, *frames])
 
 
 def tries_dictionary(size: int, dictionary_block_size: int) -> bool:
@@ -360,12 +364,7 @@ def _compress_dict_blocks(payload: bytes | memoryview, level: int, block_size: i
         level=level, dict_data=trained, write_checksum=True, write_dict_id=False
     )
     frames = [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
-    dictionary = trained.as_bytes()
-    table = np.zeros(1, dtype=DICT_BLOCK_TABLE_DTYPE)
-    table["block_size"], table["num_blocks"] = block_size, len(frames)
-    table["dict_size"] = len(dictionary)
-    ends = np.cumsum([len(f) for f in frames], dtype=np.int64).astype("<u4")
-    return b"".join([table.tobytes(), ends.tobytes(), dictionary, *frames])
+    return _blocks_body(frames, block_size, trained.as_bytes())
 
 
 def _unique(blocks: np.ndarray) -> np.ndarray:

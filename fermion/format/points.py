@@ -55,7 +55,13 @@ from fermion.format.stripe_dictionary import (
     check_header,
     indices_layout,
 )
-from fermion.format.structs import Compression, Encoding, EncodingFlag
+from fermion.format.structs import (
+    BLOCK_TABLE_DTYPE,
+    DICT_BLOCK_TABLE_DTYPE,
+    Compression,
+    Encoding,
+    EncodingFlag,
+)
 from fermion.io.source import ByteSource
 
 __all__ = [
@@ -218,11 +224,11 @@ class PagePayload:
         ZSTD_BLOCKS page, and the dictionary of a ZSTD_DICT_BLOCKS one; a CRC_BLOCKS page's
         CRC32s are fetched with their blocks)."""
         head = PAGE_HEADER_SIZE
-        page.fetch_range(0, head + 16)
+        page.fetch_range(0, head + DICT_BLOCK_TABLE_DTYPE.itemsize)  # the longest table
         compression = int(page.view[5]) if page.size > 5 else -1
         if compression in BLOCKED:
             shared = compression == Compression.ZSTD_DICT_BLOCKS
-            table = 16 if shared else 8
+            table = (DICT_BLOCK_TABLE_DTYPE if shared else BLOCK_TABLE_DTYPE).itemsize
             if page.size >= head + table:
                 fields = np.frombuffer(page.view, "<u4", count=table // 4, offset=head).tolist()
                 dict_size = fields[2] if shared else 0  # DictBlockTable.dict_size
