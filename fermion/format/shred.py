@@ -191,8 +191,11 @@ class _Encoder:
         )
         if blockable and encoding not in self.blocks_won:
             self.blocks_won[encoding] = data[5] in BLOCKED
-            if tries_dictionary(len(payload), dictionary_block_size):
-                self.dictionary_won[encoding] = data[5] == Compression.ZSTD_DICT_BLOCKS
+        # decided on the chunk's first page that tried a dictionary (not the first blockable
+        # page: that one may have been too small to try)
+        tried = blockable and compress and tries_dictionary(len(payload), dictionary_block_size)
+        if tried and shared is None:
+            self.dictionary_won[encoding] = data[5] == Compression.ZSTD_DICT_BLOCKS
         if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
             plain = decode_byte_split(payload)
             assert plain is not None  # no target given: a new buffer

@@ -285,3 +285,26 @@ def test_a_chunk_tries_the_dictionary_on_its_first_page_only_when_it_lost(monkey
     assert chunks[0]["num_pages"] >= 2 and chunks[0]["compressions"] == ["ZSTD_DICT_BLOCKS"]
     assert len(calls) == chunks[0]["num_pages"]
     assert r.read().equals(wins)
+
+
+def test_the_first_page_that_tries_a_dictionary_decides_not_the_first_blocked_one(
+    monkeypatch,
+) -> None:
+    """A chunk whose first blocked page is too small to try a dictionary decides on its
+    first page that does try one; later pages then follow it (one training when it lost)."""
+    from fermion.format.options import WriteOptions
+    from fermion.format.shred import _Encoder
+
+    calls: list[int] = []
+    real = pages._compress_dict_blocks
+
+    def counting(payload, level, block_size):  # type: ignore[no-untyped-def]
+        calls.append(len(payload))
+        return real(payload, level, block_size)
+
+    monkeypatch.setattr(pages, "_compress_dict_blocks", counting)
+    enc = _Encoder(WriteOptions(), True, blocks=True)
+    small, large = hex_words(40_000), hex_words(400_000)  # under and over 32 x 4 KiB
+    kinds = [enc.page(p, 1_000, blocks=True).data[5] for p in (small, large, large, large)]
+    assert calls == [len(large)]  # the dictionary lost on the first large page
+    assert Compression.ZSTD_DICT_BLOCKS not in kinds
