@@ -24,7 +24,7 @@ import pytest
 
 import fermion
 from fermion.errors import ChecksumError, InvalidArgumentError, InvalidFileError
-from fermion.format import pages
+from fermion.format import native, pages
 from fermion.format.pages import BlockedBody, encode_page, read_page_head
 from fermion.format.structs import DICT_BLOCK_TABLE_DTYPE, Compression, RequiredFeature
 
@@ -218,8 +218,13 @@ def _opened(where: str, path: Path) -> fermion.FileReader:
     return fermion.FileReader(path, memory_map=where == "mmap")
 
 
+@pytest.mark.parametrize("kernels", ["built", "python"])
 @pytest.mark.parametrize("where", ["mmap", "pread", "fsspec"])
-def test_take_from_every_source(written, where: str) -> None:
+def test_take_from_every_source(written, where: str, kernels: str, monkeypatch) -> None:
+    """The same values from each source, with the compiled frame checks and without
+    them (as in the zip shipped to Spark executors, fermion.format.native)."""
+    if kernels == "python":
+        monkeypatch.setattr(native, "KERNELS", None)
     path, table = written
     idx = np.array([0, 1, 2_047, 29_999, 30_000, 45_123, 45_123, 59_999, 7])
     with _opened(where, path) as r:
