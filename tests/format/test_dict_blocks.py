@@ -261,10 +261,10 @@ def test_take_of_a_corrupt_block_raises(written) -> None:
             r.take([first], columns=["comment"])
 
 
-def test_a_chunk_tries_the_dictionary_on_its_first_page_only_when_it_lost(monkeypatch) -> None:
-    """The first eligible page of a chunk decides: when its dictionary lost, the later
-    pages are not tried (one training per chunk); when it won, every later page is
-    tried as dictionary blocks only."""
+@pytest.fixture
+def trainings(monkeypatch) -> list[int]:
+    """The payload sizes the writer tries as dictionary blocks (trains a dictionary for),
+    in order."""
     calls: list[int] = []
     real = pages._compress_dict_blocks
 
@@ -273,6 +273,15 @@ def test_a_chunk_tries_the_dictionary_on_its_first_page_only_when_it_lost(monkey
         return real(payload, level, block_size)
 
     monkeypatch.setattr(pages, "_compress_dict_blocks", counting)
+    return calls
+
+
+def test_a_chunk_tries_the_dictionary_on_its_first_page_only_when_it_lost(
+    trainings: list[int],
+) -> None:
+    """The first eligible page of a chunk decides: when its dictionary lost, the later
+    pages are not tried (one training per chunk); when it won, every later page is
+    tried as dictionary blocks only."""
     loses = hex_words(3_000_000).decode()
     table = pa.table({"s": pa.array([loses[i : i + 40] for i in range(0, len(loses), 40)])})
     sink = pa.BufferOutputStream()
@@ -280,36 +289,28 @@ def test_a_chunk_tries_the_dictionary_on_its_first_page_only_when_it_lost(monkey
     r = fermion.FileReader(pa.BufferReader(sink.getvalue()))
     chunks = r.describe()["columns"][0]["streams"][2]["chunks"]
     assert len(chunks) == 1 and chunks[0]["num_pages"] >= 3
-    assert len(calls) == 1 and "ZSTD_DICT_BLOCKS" not in chunks[0]["compressions"]
-    calls.clear()
+    assert len(trainings) == 1 and "ZSTD_DICT_BLOCKS" not in chunks[0]["compressions"]
+    trainings.clear()
     wins = pa.table({"s": pa.array(pool_text(60_000, seed=4))})
     sink = pa.BufferOutputStream()
     fermion.write_table(wins, sink, page_size=128 << 10)
     r = fermion.FileReader(pa.BufferReader(sink.getvalue()))
     chunks = r.describe()["columns"][0]["streams"][2]["chunks"]
     assert chunks[0]["num_pages"] >= 2 and chunks[0]["compressions"] == ["ZSTD_DICT_BLOCKS"]
-    assert len(calls) == chunks[0]["num_pages"]
+    assert len(trainings) == chunks[0]["num_pages"]
     assert r.read().equals(wins)
 
 
 def test_the_first_page_that_tries_a_dictionary_decides_not_the_first_blocked_one(
-    monkeypatch,
+    trainings: list[int],
 ) -> None:
     """A chunk whose first blocked page is too small to try a dictionary decides on its
     first page that does try one; later pages then follow it (one training when it lost)."""
     from fermion.format.options import WriteOptions
     from fermion.format.shred import _Encoder
 
-    calls: list[int] = []
-    real = pages._compress_dict_blocks
-
-    def counting(payload, level, block_size):  # type: ignore[no-untyped-def]
-        calls.append(len(payload))
-        return real(payload, level, block_size)
-
-    monkeypatch.setattr(pages, "_compress_dict_blocks", counting)
     enc = _Encoder(WriteOptions(), True, blocks=True)
     small, large = hex_words(40_000), hex_words(400_000)  # under and over 32 x 4 KiB
     kinds = [enc.page(p, 1_000, blocks=True).data[5] for p in (small, large, large, large)]
-    assert calls == [len(large)]  # the dictionary lost on the first large page
+    assert trainings == [len(large)]  # the dictionary lost on the first large page
     assert Compression.ZSTD_DICT_BLOCKS not in kinds
