@@ -305,10 +305,16 @@ def _compress_blocks(payload: bytes | memoryview, level: int, block_size: int) -
     return _blocks_body(_block_frames(payload, level, block_size), block_size)
 
 
-def _block_frames(payload: bytes | memoryview, level: int, block_size: int) -> list[bytes]:
-    """One zstd frame (with content checksum) per ``block_size`` bytes of ``payload``."""
+def _block_frames(
+    payload: bytes | memoryview,
+    level: int,
+    block_size: int,
+    comp: zstandard.ZstdCompressor | None = None,
+) -> list[bytes]:
+    """One zstd frame (with content checksum) per ``block_size`` bytes of ``payload``, by
+    ``comp`` (one holding a dictionary) or the thread's compressor for ``level``."""
     data = memoryview(payload).cast("B")
-    comp = _zstd_compressor(level, checksum=True)
+    comp = comp or _zstd_compressor(level, checksum=True)
     return [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
 
 
@@ -356,14 +362,13 @@ def _compress_dict_blocks(payload: bytes | memoryview, level: int, block_size: i
     """A ZSTD_DICT_BLOCKS body (format 1.7) of ``payload``, or b"" when no dictionary could
     be trained: DictBlockTable, frame ends (u32), the dictionary, then one zstd frame per
     block, compressed with the dictionary (content checksum, no dictionary id)."""
-    data = memoryview(payload).cast("B")
-    trained = _train_dictionary(data, level)
+    trained = _train_dictionary(memoryview(payload).cast("B"), level)
     if trained is None:
         return b""
     comp = zstandard.ZstdCompressor(
         level=level, dict_data=trained, write_checksum=True, write_dict_id=False
     )
-    frames = [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+    frames = _block_frames(payload, level, block_size, comp)
     return _blocks_body(frames, block_size, trained.as_bytes())
 
 
@@ -787,12 +792,9 @@ def encode_page(
     if codec != Compression.NONE and len(payload) > 0:
         blocks = codec == Compression.ZSTD and 0 < block_size < len(payload)
         shared = blocks and tries_dictionary(len(payload), dictionary_block_size)
-        compressed = (
-            _compress_dict_blocks(payload, level, dictionary_block_size)
-            if (shared and dictionary_only)
-            else b""
-        )
-        chosen = Compression.ZSTD_DICT_BLOCKS
+        compressed, chosen = b"", Compression.ZSTD_DICT_BLOCKS
+        if shared and dictionary_only:  # b"": no dictionary could be trained
+            compressed = _compress_dict_blocks(payload, level, dictionary_block_size)
         if not compressed:
             compressed, chosen = _compress_choice(
                 payload, codec, level, block_size if blocks else 0, block_overhead, block_sample
