@@ -572,11 +572,11 @@ class Dataset:
 
         A batch is the live rows sharing one value of the table's batch-id column (recorded
         by ``plan_write(..., batch_id_column=...)``; ``batch_id_column`` overrides it). Only
-        the fragments whose batch-id range (manifest statistics) can hold an id are opened,
-        in parallel; batch-mode data files read only the pages holding the batches. Rows
-        come grouped by batch in the order of ``batch_ids`` (a repeated id repeats its
-        rows); deleted rows never come back; columns are read by field id through this
-        version's schema.
+        the fragments whose batch-id range (manifest statistics) can hold an id are opened
+        (in parallel from a remote store); batch-mode data files read only the pages
+        holding the batches. Rows come grouped by batch in the order of ``batch_ids`` (a
+        repeated id repeats its rows); deleted rows never come back; columns are read by
+        field id through this version's schema.
 
         Args:
             batch_ids: integer ids (list, NumPy or Arrow array).
@@ -639,7 +639,7 @@ class Dataset:
 
         The ids are listed once (:meth:`batch_ids`), permuted with
         ``numpy.random.default_rng(seed)``, then looked up ``read_ahead`` at a time with
-        :meth:`read_batches` (one planning pass and one parallel read per group). A batch
+        :meth:`read_batches` (one planning pass and one read per group). A batch
         deleted while the epoch runs is left out; this object's version never changes under
         it, so that happens only through another ``Dataset`` object.
 

@@ -14,6 +14,7 @@ of 0 and of a float; missing ids (never written, or every row deleted) raise or 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fermion.table.batches as batches_module
 import fermion.table.scan as scan_module
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
@@ -34,7 +36,9 @@ BATCHES = 400  # 2 batches of 2 rows per fragment: 200 fragments
 ROWS_PER_BATCH = 2
 
 
-def write_batch_table(uri: Path, ids: np.ndarray, sizes: np.ndarray, max_rows: int) -> Dataset:
+def write_batch_table(
+    uri: Path | str, ids: np.ndarray, sizes: np.ndarray, max_rows: int
+) -> Dataset:
     """A batch-mode table: batch ``ids[k]`` has ``sizes[k]`` rows."""
     bid = np.repeat(ids, sizes)
     n = len(bid)
@@ -99,7 +103,7 @@ def test_only_fragments_holding_the_ids_are_opened(
     assert lookup.row_counts.tolist() == [2, 2, 2, 2, 2]
 
 
-def test_many_ids_one_pass_and_parallel_read(big: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_many_ids_one_pass(big: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
     opens = CountingOpens(monkeypatch)
     rng = np.random.default_rng(5)
     wanted = (rng.choice(BATCHES, 120, replace=True) * 10).tolist()
@@ -108,6 +112,50 @@ def test_many_ids_one_pass_and_parallel_read(big: Dataset, monkeypatch: pytest.M
     assert table.column("bid").to_pylist() == np.repeat(wanted, ROWS_PER_BATCH).tolist()
     assert table.equals(expected(big, wanted, ["tags", "f", "bid"]))
     assert opened == len({i // 20 for i in wanted})
+
+
+class ThreadsReading:
+    """Records the thread that reads each fragment (wraps the real reader)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.idents: list[int] = []
+        real = batches_module.read_fragment_batches
+
+        def recording(*args: Any) -> pa.Table:
+            self.idents.append(threading.get_ident())
+            return real(*args)
+
+        monkeypatch.setattr(batches_module, "read_fragment_batches", recording)
+
+
+def test_local_fragments_are_read_in_the_calling_thread(
+    big: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local table's fragments are read one after another (threads only contended for
+    the GIL); the rows are those of the filtered scan all the same."""
+    threads = ThreadsReading(monkeypatch)
+    wanted = [3990, 10, 2000, 20, 1230, 770]
+    table = big.read_batches(wanted, columns=["pos", "bid"])
+    assert table.equals(expected(big, wanted, ["pos", "bid"]))
+    assert threads.idents == [threading.get_ident()] * 6
+
+
+def test_remote_fragments_are_read_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table behind fsspec (here memory://) reads its fragments on pool threads, as
+    requests to a remote store wait on the network."""
+    uri = f"memory://fermion-batches-{threading.get_ident()}"
+    ids = np.arange(8, dtype=np.int64) * 10
+    ds = write_batch_table(uri, ids, np.full(8, 2), max_rows=4)
+    try:
+        assert ds.storage.fs is not None and len(ds.fragments) == 4
+        threads = ThreadsReading(monkeypatch)
+        wanted = [70, 0, 30, 40]
+        table = ds.read_batches(wanted, columns=["pos", "bid"])
+        assert table.equals(expected(ds, wanted, ["pos", "bid"]))
+        assert len(threads.idents) == 4
+        assert threading.get_ident() not in threads.idents
+    finally:
+        ds.storage.fs.rm(uri, recursive=True)
 
 
 def test_batch_mode_files_are_read_by_batch(big: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
