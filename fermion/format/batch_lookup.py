@@ -9,10 +9,12 @@ temporal; see :func:`fast_columns`) are read in phases shared by all of them:
 1. the row positions within each page are computed once per distinct page layout (in batch
    mode every column's pages break at batch boundaries, so most columns share one);
 2. the first bytes of every page holding wanted rows (page header, block table) are
-   fetched in one coalesced request (of a memory-mapped file: views of the whole pages,
-   of which only the bytes used are touched);
+   fetched in one coalesced request;
 3. of the ZSTD_BLOCKS pages, the frames of the blocks holding the wanted values (and block
-   0, which holds a BYTE_SPLIT page's header) are fetched in one coalesced request;
+   0, which holds a BYTE_SPLIT page's header) are fetched in one coalesced request.
+   Phases 2 and 3 copy the bytes out even of a memory-mapped file
+   (:meth:`~fermion.io.source.ByteSource.read_copies`): faulting a few bytes of many
+   pages into a fresh mapping, then unmapping them on close, cost more than a ``pread``;
 4. every zstd block of every column is decompressed by one ``multi_decompress_to_buffer``
    call (one GIL release); each frame must carry zstd's content checksum (checked in its
    header first), which zstd verifies, and must decompress to exactly its block's size
@@ -253,28 +255,37 @@ def read_points(
                 _Page(j, off, int(lay.sizes[k]), int(lay.counts[k]), r, run, (name, column, s))
             )
     mapped = source.mapped
-    gap = options.coalesce_gap if mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)
-    # phase 2: page headers and block tables
-    # of a mapped file the whole pages at once (views: nothing is read until touched),
-    # of another source their first bytes
-    first = SparsePage.GRAIN if not mapped else max((pg.size for pg in pages), default=0)
-    heads = source.read_ranges([(pg.offset, min(pg.size, first)) for pg in pages], max_gap=gap)
+    gap = min(options.coalesce_gap, SparsePage.MAX_GAP)
+    # phase 2: page headers and block tables: the first bytes of every page, copied out
+    # even of a mapped file (ByteSource.read_copies)
+    grain = SparsePage.GRAIN
+    heads = source.read_copies([(pg.offset, min(pg.size, grain)) for pg in pages], max_gap=gap)
     memo: dict[tuple[int, ...], list[int]] = {}  # blocks needed, shared by like pages
     need = [
         _plan_page(pg, heads[i], projs[pg.col].tree.byte_width, memo) for i, pg in enumerate(pages)
     ]
     more = [i for i, n in enumerate(need) if n > len(heads[i])]
     if more:  # a block table past the first bytes read: read up to its end
-        longer = source.read_ranges([(pages[i].offset, need[i]) for i in more], max_gap=gap)
+        longer = source.read_copies([(pages[i].offset, need[i]) for i in more], max_gap=gap)
         for i, view in zip(more, longer, strict=True):
             heads[i] = view
             _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width, memo)
-    # phase 3: the frames of the blocks the rows need, of every page at once
-    if mapped:
-        frames = [heads[i][a:b] for i, pg in enumerate(pages) for a, b in pg.fetch]
-    else:
-        requests = [(pg.offset + a, b - a) for pg in pages for a, b in pg.fetch]
-        frames = source.read_ranges(requests, max_gap=gap)
+    # phase 3: the frames of the blocks the rows need, of every page at once (those in
+    # the bytes phase 2 read are sliced from them)
+    frames: list[memoryview] = []
+    missing: list[int] = []
+    requests = []
+    for i, pg in enumerate(pages):
+        held = len(heads[i])
+        for a, b in pg.fetch:
+            if b <= held:
+                frames.append(heads[i][a:b])
+            else:
+                missing.append(len(frames))
+                frames.append(heads[i][:0])
+                requests.append((pg.offset + a, b - a))
+    for k, frame in zip(missing, source.read_copies(requests, max_gap=gap), strict=True):
+        frames[k] = frame
     # phase 4: every zstd block of every page in one call
     sizes: list[int] = []
     for pg in pages:
@@ -296,9 +307,13 @@ def read_points(
         if pg.blocks is not None:
             data = _gather_blocked(pg, buf, bases[pg.slot], tree.byte_width)
         else:
-            page: memoryview | SparsePage = (
-                heads[i] if mapped else SparsePage(source, pg.offset, pg.size, heads[i], gap)
-            )
+            page: memoryview | SparsePage
+            if len(heads[i]) == pg.size:  # phase 2 read all of it
+                page = heads[i]
+            elif mapped:  # a view of the mapping: touched where used
+                page = source.read(pg.offset, pg.size)
+            else:
+                page = SparsePage(source, pg.offset, pg.size, heads[i], gap)
             domain = encodings.int_domain(tree.storage)
             data = fixed_values(page, pg.rows, pg.values, tree.byte_width, domain, pg.where, verify)
         by_col[pg.col].append(data)

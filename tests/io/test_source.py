@@ -2,7 +2,8 @@
 
 Bad inputs tried: ranges past the end of the file, negative ranges, a directory, a
 missing file, an empty file (no mapping possible) and a FIFO (not mapped: read with
-pread); each gives a typed error or reads as pread would.
+pread); each gives a typed error or reads as pread would. ``read_copies`` gets ranges past
+the end, negative ranges and a closed source.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fermion
 from fermion.io.source import LocalSource, open_source
@@ -124,3 +127,67 @@ def test_close_unmaps_the_file_unless_a_returned_array_uses_it(tmp_path: Path) -
     with pytest.raises(fermion.InvalidArgumentError, match="closed"):
         r.read()
     assert r.schema == schema
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ranges=st.lists(
+        st.tuples(st.integers(0, 99_999), st.integers(0, 3000)), min_size=0, max_size=40
+    ),
+    max_gap=st.sampled_from([0, 16, 256, 4096]),
+)
+def test_read_copies_agrees_with_read_ranges(ranges: list[tuple[int, int]], max_gap: int) -> None:
+    """Mapped or not, ``read_copies`` returns the bytes ``read_ranges`` returns, coalesced
+    the same way (the same request and byte counts)."""
+    data = bytes(np.random.default_rng(1).integers(0, 256, 100_000, dtype=np.uint8))
+    ranges = [(o, min(n, 100_000 - o)) for o, n in ranges]
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"copies-{os.getpid()}.bin"
+    path.write_bytes(data)
+    try:
+        for memory_map in (False, True):
+            a = LocalSource(str(path), memory_map=memory_map)
+            b = LocalSource(str(path), memory_map=memory_map)
+            got = a.read_copies(ranges, max_gap=max_gap)
+            want = b.read_ranges(ranges, max_gap=max_gap)
+            assert [bytes(g) for g in got] == [bytes(w) for w in want]
+            assert [bytes(g) for g in got] == [data[o : o + n] for o, n in ranges]
+            assert (a.stats.requests, a.stats.bytes_read) == (
+                b.stats.requests,
+                b.stats.bytes_read,
+            )
+            a.close()
+            b.close()
+    finally:
+        path.unlink()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc (Linux)")
+def test_read_copies_of_a_mapped_file_hold_no_mapping(data_file) -> None:
+    """What point reads fetch is copied out: it outlives the mapping, which the source's
+    close releases (views from ``read`` would keep it)."""
+    path, data = data_file
+    src = LocalSource(str(path), memory_map=True)
+    gc.disable()
+    try:
+        got = src.read_copies([(10, 100), (50_000, 3000), (99_000, 1000)], max_gap=256)
+        assert _mappings(path) == 1
+        src.close()
+        del src
+        assert _mappings(path) == 0
+        assert bytes(got[1]) == data[50_000:53_000] and bytes(got[2]) == data[99_000:]
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("memory_map", [False, True])
+def test_read_copies_bad_ranges(data_file, memory_map: bool) -> None:
+    path, _ = data_file
+    src = LocalSource(str(path), memory_map=memory_map)
+    with pytest.raises(fermion.TruncatedFileError):
+        src.read_copies([(0, 10), (99_995, 10)], max_gap=0)
+    with pytest.raises(fermion.TruncatedFileError):
+        src.read_copies([(-1, 3)], max_gap=0)
+    assert src.read_copies([], max_gap=0) == []
+    src.close()
+    with pytest.raises(fermion.InvalidArgumentError, match="closed"):
+        src.read_copies([(0, 10)], max_gap=0)
