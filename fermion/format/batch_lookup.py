@@ -19,7 +19,10 @@ temporal; see :func:`fast_columns`) are read in phases shared by all of them:
    call (one GIL release); each frame must carry zstd's content checksum (checked in its
    header first), which zstd verifies, and must decompress to exactly its block's size
    (zstd refuses a frame declaring another size; a truncated frame fails);
-5. each column's values are gathered from its decoded blocks into one Arrow buffer.
+5. each column's values are gathered from its decoded blocks into one Arrow buffer; the
+   positions of the values among a page's decoded blocks are computed once for all pages
+   alike (the same rows, encoding, width and blocks), and their values gathered by one
+   NumPy index.
 
 Other pages (CRC_BLOCKS, encoded integers, one zstd frame) are read value by value by
 :func:`fermion.format.points.fixed_values`, from the mapping or, of another source, as a
@@ -67,7 +70,6 @@ from fermion.format.points import (
     PagePayload,
     SparsePage,
     fixed_values,
-    gather_ranges,
     list_value_ranges,
 )
 from fermion.format.structs import Compression, DescType, Encoding, EncodingFlag, StreamType
@@ -164,6 +166,7 @@ class _Page:
         "block_size",
         "fetch",
         "slot",
+        "key",
     )
 
     def __init__(
@@ -189,6 +192,7 @@ class _Page:
         self.block_size = 0
         self.fetch: list[tuple[int, int]] = []  # page-relative frame ranges, per block
         self.slot = 0  # index of its first block among all blocks decompressed
+        self.key: tuple[int, ...] = ()  # pages alike (blocks needed, value positions)
 
     @property
     def where(self) -> str:
@@ -300,12 +304,17 @@ def read_points(
     where = f"{name}: stripe {s}"
     buf = np.frombuffer(decompress_frames(frames[: len(sizes)], sizes, where), dtype=np.uint8)
     bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
-    # phase 5: each page's values, then each column's array
-    by_col: list[list[bytes]] = [[] for _ in projs]
+    # phase 5: each page's values, then each column's array; the values of blocked pages
+    # alike (the same wanted rows, encoding, width and blocks: in batch mode most columns)
+    # lie at the same positions from their first decoded block: one gather serves them all
+    values: list[bytes | memoryview] = [b""] * len(pages)
+    alike: dict[tuple[int, ...], list[int]] = {}
     for i, pg in enumerate(pages):
         tree = projs[pg.col].tree
         if pg.blocks is not None:
-            data = _gather_blocked(pg, buf, bases[pg.slot], tree.byte_width)
+            if pg.encoding == _BYTE_SPLIT:
+                _check_split_header(pg, buf, bases[pg.slot], tree.byte_width)
+            alike.setdefault(pg.key, []).append(i)
         else:
             page: memoryview | SparsePage
             if len(heads[i]) == pg.size:  # phase 2 read all of it
@@ -315,8 +324,19 @@ def read_points(
             else:
                 page = SparsePage(source, pg.offset, pg.size, heads[i], gap)
             domain = encodings.int_domain(tree.storage)
-            data = fixed_values(page, pg.rows, pg.values, tree.byte_width, domain, pg.where, verify)
-        by_col[pg.col].append(data)
+            values[i] = fixed_values(
+                page, pg.rows, pg.values, tree.byte_width, domain, pg.where, verify
+            )
+    for members in alike.values():
+        first = pages[members[0]]
+        at = _value_bytes(first, projs[first.col].tree.byte_width)
+        starts = np.array([bases[pages[i].slot] for i in members], dtype=np.int64)
+        got = buf[starts[:, None] + at[None, :]]  # a row of value bytes per page
+        for i, row in zip(members, got, strict=True):
+            values[i] = row.data
+    by_col: list[list[bytes | memoryview]] = [[] for _ in projs]
+    for i, pg in enumerate(pages):
+        by_col[pg.col].append(values[i])
     out = []
     for j, p in enumerate(projs):
         data = by_col[j][0] if len(by_col[j]) == 1 else b"".join(by_col[j])
@@ -435,6 +455,7 @@ def _plan_blocked(
     blocks = memo.get(key)
     if blocks is None:
         blocks = memo[key] = _blocks_needed(pg, width, block_size)
+    pg.key = key
     fetch = []
     for k in blocks:
         start = _U32.unpack_from(head, table + 4 * (k - 1))[0] if k else 0
@@ -446,37 +467,29 @@ def _plan_blocked(
     return frames_at
 
 
-def _gather_blocked(pg: _Page, buf: np.ndarray, base: int, width: int) -> bytes:
-    """The wanted values of a ZSTD_BLOCKS page from its decompressed blocks, which lie
-    back to back in ``buf`` from ``base`` (all but the page's last block are whole)."""
+def _check_split_header(pg: _Page, buf: np.ndarray, base: int, width: int) -> None:
+    """Check a blocked BYTE_SPLIT page's EncodingHeader, in its block 0 (decoded at
+    ``base`` of ``buf``)."""
+    count, out_width, flags = _ENC_HEAD.unpack_from(buf.data, base)
+    if count != pg.values:
+        raise InvalidFileError(f"{pg.where}: encoded page holds {count} values")
+    if out_width != width or flags & _LENGTHS:
+        raise InvalidFileError(f"{pg.where}: BYTE_SPLIT payload has the wrong size")
+
+
+def _value_bytes(pg: _Page, width: int) -> np.ndarray:
+    """Where the bytes of the wanted values of a blocked page lie among its decoded
+    blocks (back to back, all but the page's last one whole), value by value: positions
+    from the first decoded block."""
     assert pg.blocks is not None
     bs = pg.block_size
-    index = pg.blocks.index  # a handful of blocks: a list search beats building a dict
-    if pg.encoding == _BYTE_SPLIT:  # the EncodingHeader, in block 0
-        count, out_width, flags = _ENC_HEAD.unpack_from(buf.data, base)
-        if count != pg.values:
-            raise InvalidFileError(f"{pg.where}: encoded page holds {count} values")
-        if out_width != width or flags & _LENGTHS:
-            raise InvalidFileError(f"{pg.where}: BYTE_SPLIT payload has the wrong size")
-    if pg.run is not None:  # consecutive rows: their bytes are consecutive in buf
-        r0, r1 = pg.run
-        m = r1 - r0 + 1
-        if pg.encoding == _PLAIN:
-            x = r0 * width
-            start = base + index(x // bs) * bs + x % bs
-            return buf[start : start + m * width].tobytes()
-        v = pg.values
-        xs = [_H + j * v + r0 for j in range(width)]  # each plane's first wanted byte
-        planes = np.array([base + index(x // bs) * bs + x % bs for x in xs], dtype=np.int64)
-        return buf[planes[None, :] + np.arange(m, dtype=np.int64)[:, None]].tobytes()  # value-major
-    blocks = np.asarray(pg.blocks, dtype=np.int64)
     begins = _value_ranges(pg, width)[0]
-    if pg.encoding == _BYTE_SPLIT:
-        begins = begins[1:]
-        pos = base + blocks.searchsorted(begins // bs) * bs + begins % bs
-        return buf[pos].tobytes()  # value-major: each value's plane bytes in order
-    pos = base + blocks.searchsorted(begins // bs) * bs + begins % bs
-    return gather_ranges(buf, pos, np.full(len(pos), width)).tobytes()
+    if pg.encoding == _BYTE_SPLIT:  # a byte per plane and value, after the header's range
+        at = begins[1:]
+    else:
+        at = (begins[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()
+    blocks = np.asarray(pg.blocks, dtype=np.int64)
+    return blocks.searchsorted(at // bs) * bs + at % bs
 
 
 def read_list_points(
