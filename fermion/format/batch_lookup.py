@@ -274,22 +274,32 @@ def read_points(
         for i, view in zip(more, longer, strict=True):
             heads[i] = view
             _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width, memo)
-    # phase 3: the frames of the blocks the rows need, of every page at once (those in
-    # the bytes phase 2 read are sliced from them)
+    # phase 3: the frames of the blocks the rows need, of every page at once: a page's
+    # frames closer than the gap are one range (frames of consecutive blocks are back to
+    # back), and those within the bytes phase 2 read are sliced from them
     frames: list[memoryview] = []
-    missing: list[int] = []
+    pending: list[tuple[int, int, list[tuple[int, int]]]] = []  # (frame, start, frames)
     requests = []
     for i, pg in enumerate(pages):
-        held = len(heads[i])
-        for a, b in pg.fetch:
-            if b <= held:
-                frames.append(heads[i][a:b])
+        head, fetch = heads[i], pg.fetch
+        k = 0
+        while k < len(fetch):
+            start, end = fetch[k]
+            j = k + 1
+            while j < len(fetch) and fetch[j][0] - end <= gap:  # sorted, disjoint
+                end = fetch[j][1]
+                j += 1
+            if end <= len(head):
+                frames += [head[a:b] for a, b in fetch[k:j]]
             else:
-                missing.append(len(frames))
-                frames.append(heads[i][:0])
-                requests.append((pg.offset + a, b - a))
-    for k, frame in zip(missing, source.read_copies(requests, max_gap=gap), strict=True):
-        frames[k] = frame
+                pending.append((len(frames), start, fetch[k:j]))
+                frames += [head[:0]] * (j - k)
+                requests.append((pg.offset + start, end - start))
+            k = j
+    spans = source.read_copies(requests, max_gap=gap)
+    for (index, start, group), span in zip(pending, spans, strict=True):
+        for n, (a, b) in enumerate(group):
+            frames[index + n] = span[a - start : b - start]
     # phase 4: every zstd block of every page in one call
     sizes: list[int] = []
     for pg in pages:
