@@ -91,6 +91,10 @@ _PLAIN = int(Encoding.PLAIN)
 _BYTE_SPLIT = int(Encoding.BYTE_SPLIT)
 _LENGTHS = int(EncodingFlag.LENGTHS)
 _KNOWN_ENCODINGS = {int(e) for e in Encoding}
+# the first bytes copied of each page of a mapped file: an OS page costs about what 512 B
+# do, and holds the block table of a page of up to 1,000 blocks (a 428 KB page of 2 KiB
+# batch-mode blocks has an 860 B table, which 512 B would leave for a second read)
+_MAPPED_GRAIN = 4096
 _KNOWN_COMPRESSIONS = {int(c) for c in Compression}
 
 
@@ -262,7 +266,7 @@ def read_points(
     gap = min(options.coalesce_gap, SparsePage.MAX_GAP)
     # phase 2: page headers and block tables: the first bytes of every page, copied out
     # even of a mapped file (ByteSource.read_copies)
-    grain = SparsePage.GRAIN
+    grain = _MAPPED_GRAIN if mapped else SparsePage.GRAIN
     heads = source.read_copies([(pg.offset, min(pg.size, grain)) for pg in pages], max_gap=gap)
     memo: dict[tuple[int, ...], list[int]] = {}  # blocks needed, shared by like pages
     need = [

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.format.layout import Kind, Node
-from fermion.format.points import SparsePage
+from fermion.format.batch_lookup import _MAPPED_GRAIN
 from fermion.format.structs import FORMAT_VERSION_MAJOR, DescType, minor_version
 from tests.format.test_roundtrip import assert_same as _assert_same
 
@@ -308,7 +308,7 @@ def test_lookup_reads_one_page_per_projected_stream(tmp_path: Path) -> None:
             assert {o for o, _ in rec.ranges} >= {po for po, _ in expected}
             # (a page not read block by block is then used as a view of the mapping: its
             # first bytes, copied before its header was parsed, count twice)
-            assert r.source.stats.bytes_read <= sum(n + SparsePage.GRAIN for _, n in expected)
+            assert r.source.stats.bytes_read <= sum(n + _MAPPED_GRAIN for _, n in expected)
             assert r.source.stats.requests <= len(rec.ranges)
 
 
