@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format.layout import Kind, Node
 from fermion.format.batch_lookup import _MAPPED_GRAIN
+from fermion.format.layout import Kind, Node
 from fermion.format.structs import FORMAT_VERSION_MAJOR, DescType, minor_version
 from tests.format.test_roundtrip import assert_same as _assert_same
 
