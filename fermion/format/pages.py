@@ -583,10 +583,11 @@ def decompress_frames(
         )
     except zstandard.ZstdError as exc:
         raise _zstd_error(f"{where}: corrupt zstd block", exc) from None
-    parts = [memoryview(got[i]) for i in range(len(frames))]  # type: ignore[arg-type]
-    if any(len(part) != n for part, n in zip(parts, sizes, strict=True)):
+    # zstd refused any frame not decoding to exactly its size; the count is checked anyway
+    out = b"".join(got)  # type: ignore[arg-type]  # a sequence of buffer segments
+    if len(got) != len(frames) or len(out) != sum(sizes):
         raise InvalidFileError(f"{where}: a zstd block decompressed to the wrong size")
-    return b"".join(parts)
+    return out
 
 
 def _crc_blocks_body(head: bytes, payload: bytes | memoryview, block_size: int) -> bytes:

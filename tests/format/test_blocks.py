@@ -59,7 +59,7 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format import bitpack, native
+from fermion.format import bitpack, native, pages
 from fermion.format.encodings import encoding_header as _header
 from fermion.format.pages import (
     PAGE_HEADER_SIZE,
@@ -1139,3 +1139,25 @@ def _frames_verdict(frame: bytes, declared: int, kernels) -> str:
     finally:
         native.KERNELS = saved
     return "ok"
+
+
+def test_decompress_frames_refuses_frames_of_another_size() -> None:
+    """``decompress_frames`` (one call for the frames of many pages) gives the frames'
+    bytes back to back, and refuses a frame that decodes to more or fewer bytes than its
+    block holds, or a truncated or corrupt frame, with a typed error."""
+    comp = pages._zstd_compressor(3, checksum=True)
+    blocks = [bytes(range(256)) * 8, b"xyz" * 100, bytes(1000)]
+    frames = [comp.compress(b) for b in blocks]
+    sizes = [len(b) for b in blocks]
+    assert pages.decompress_frames(frames, sizes, "p") == b"".join(blocks)
+    assert pages.decompress_frames([], [], "p") == b""
+    for bad in ([sizes[0], sizes[1] + 1, sizes[2]], [sizes[0] - 1, sizes[1], sizes[2]]):
+        with pytest.raises(fermion.InvalidFileError, match="zstd block"):
+            pages.decompress_frames(frames, bad, "p")
+    cut = [frames[0], frames[1][:-3], frames[2]]
+    with pytest.raises(fermion.FermionError):
+        pages.decompress_frames(cut, sizes, "p")
+    flipped = bytearray(frames[1])
+    flipped[-1] ^= 0xFF  # the content checksum
+    with pytest.raises(fermion.ChecksumError):
+        pages.decompress_frames([frames[0], bytes(flipped), frames[2]], sizes, "p")
