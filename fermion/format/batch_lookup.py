@@ -91,11 +91,11 @@ _PLAIN = int(Encoding.PLAIN)
 _BYTE_SPLIT = int(Encoding.BYTE_SPLIT)
 _LENGTHS = int(EncodingFlag.LENGTHS)
 _KNOWN_ENCODINGS = {int(e) for e in Encoding}
+_KNOWN_COMPRESSIONS = {int(c) for c in Compression}
 # the first bytes copied of each page of a mapped file: an OS page costs about what 512 B
 # do, and holds the block table of a page of up to 1,000 blocks (a 428 KB page of 2 KiB
 # batch-mode blocks has an 860 B table, which 512 B would leave for a second read)
 _MAPPED_GRAIN = 4096
-_KNOWN_COMPRESSIONS = {int(c) for c in Compression}
 
 
 def _plain_fixed(node: Node, m: ColumnMeta) -> bool:

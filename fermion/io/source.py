@@ -117,9 +117,21 @@ class ByteSource(ABC):
 
     def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         """Like :meth:`read_ranges`, but the bytes are copied out even of a memory-mapped
-        file: what point reads use, a few scattered bytes of many pages. (Touching a page
-        of a fresh mapping faults it in, and unmapping it on close costs again: on the
-        machines measured both together cost more than a ``pread`` of the bytes.)"""
+        file: what batch lookups use, a few scattered bytes of many pages. (Touching a
+        page of a fresh mapping faults it in, and unmapping it on close costs again: on
+        the machine measured both together cost more than a ``pread`` of the bytes.)
+
+        Example:
+            >>> import tempfile, os
+            >>> path = os.path.join(tempfile.mkdtemp(), "c.bin")
+            >>> with open(path, "wb") as f:
+            ...     _ = f.write(b"0123456789")
+            >>> src = open_source(path, memory_map=True)
+            >>> [bytes(b) for b in src.read_copies([(8, 2), (0, 2), (3, 1)], max_gap=1)]
+            [b'89', b'01', b'3']
+            >>> src.stats.requests, src.stats.bytes_read
+            (2, 6)
+        """
         return self.read_ranges(ranges, max_gap=max_gap)
 
     def close(self) -> None:  # noqa: B027 - a no-op for sources that hold no handle
