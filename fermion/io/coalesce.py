@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 __all__ = ["MergedRead", "coalesce_ranges"]
 
 
-@dataclass
+@dataclass(slots=True)
 class MergedRead:
     """One physical read covering one or more requested ranges."""
 
@@ -46,15 +46,18 @@ def coalesce_ranges(
     """
     order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
     merged: list[MergedRead] = []
-    for i in order:
+    start = end = 0
+    members: list[int] = []  # of the read being grown (kept in locals: a lookup asks
+    for i in order:  # for hundreds of small ranges, and this loop is on its path)
         off, length = ranges[i]
-        end = off + length
-        if merged:
-            last = merged[-1]
-            new_end = max(last.end, end)
-            if off - last.end <= max_gap and new_end - last.start <= max_read:
-                last.end = new_end
-                last.members.append(i)
-                continue
-        merged.append(MergedRead(off, end, [i]))
+        stop = off + length
+        if members and off - end <= max_gap and max(end, stop) - start <= max_read:
+            end = max(end, stop)
+            members.append(i)
+            continue
+        if members:
+            merged.append(MergedRead(start, end, members))
+        start, end, members = off, stop, [i]
+    if members:
+        merged.append(MergedRead(start, end, members))
     return merged

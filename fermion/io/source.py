@@ -138,9 +138,6 @@ class ByteSource(ABC):
         """Release the underlying handle (idempotent)."""
 
 
-_MAX_COPY = 64 << 20  # read_copies never merges ranges into a larger read
-
-
 class LocalSource(ByteSource):
     """A local file read with ``os.pread`` (thread-safe, no seek state), or, with
     ``memory_map``, served from a read-only mapping of the file: a range is then a view of
@@ -180,37 +177,23 @@ class LocalSource(ByteSource):
     def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         if self._view is None:
             return self.read_ranges(ranges, max_gap=max_gap)
-        # coalesced as coalesce_ranges does, without its objects: hundreds of small
-        # ranges a call, each read costing about a microsecond
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
-        order = sorted(range(len(ranges)), key=ranges.__getitem__)
         total = reads = 0
-        k = 0
-        while k < len(order):
-            start, length = ranges[order[k]]
-            end = start + length
-            j = k + 1
-            while j < len(order):
-                off, n = ranges[order[j]]
-                if off - end > max_gap or off + n - start > _MAX_COPY:
-                    break
-                end = max(end, off + n)
-                j += 1
-            self._check_range(start, end - start)
-            if end == start:  # empty ranges only: nothing to read (as read does)
-                k = j
+        for merged in coalesce_ranges(ranges, max_gap=max_gap):
+            start, length = merged.start, merged.length
+            self._check_range(start, length)
+            if length == 0:  # empty ranges only: nothing to read (as read does)
                 continue
-            buf = memoryview(self._pread(start, end - start))
-            if len(buf) != end - start:
+            buf = memoryview(self._pread(start, length))
+            if len(buf) != length:
                 raise TruncatedFileError(
-                    f"{self.name}: short read at {start}: wanted {end - start}, got {len(buf)}"
+                    f"{self.name}: short read at {start}: wanted {length}, got {len(buf)}"
                 )
-            total += end - start
+            total += length
             reads += 1
-            for i in order[k:j]:
+            for i in merged.members:
                 off, n = ranges[i]
                 out[i] = buf[off - start : off - start + n]
-            k = j
         self.stats.add(total, reads)
         return out
 
