@@ -22,7 +22,7 @@ import os
 import stat
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,9 +54,9 @@ class IOStats:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
 
-    def add(self, nbytes: int, requests: int = 1) -> None:
+    def add(self, nbytes: int) -> None:
         with self._lock:
-            self.requests += requests
+            self.requests += 1
             self.bytes_read += nbytes
 
     def reset(self) -> None:
@@ -82,7 +82,14 @@ class ByteSource(ABC):
     def _read_at(self, offset: int, length: int) -> bytes | memoryview:
         """Read ``length`` bytes at ``offset`` (bounds already checked)."""
 
-    def _check_range(self, offset: int, length: int) -> None:
+    def read(self, offset: int, length: int) -> memoryview:
+        """Read exactly ``length`` bytes at ``offset`` (one request)."""
+        return self._checked(offset, length, self._read_at)
+
+    def _checked(
+        self, offset: int, length: int, read_at: Callable[[int, int], bytes | memoryview]
+    ) -> memoryview:
+        """:meth:`read` through ``read_at``: bounds and short reads checked, counted."""
         if offset < 0 or length < 0:
             raise TruncatedFileError(f"{self.name}: negative range ({offset}, {length})")
         if offset + length > self.size:
@@ -90,13 +97,9 @@ class ByteSource(ABC):
                 f"{self.name}: range [{offset}, {offset + length}) is past the end of the "
                 f"file ({self.size} bytes)"
             )
-
-    def read(self, offset: int, length: int) -> memoryview:
-        """Read exactly ``length`` bytes at ``offset`` (one request)."""
-        self._check_range(offset, length)
         if length == 0:
             return memoryview(b"")
-        data = self._read_at(offset, length)
+        data = read_at(offset, length)
         if len(data) != length:
             raise TruncatedFileError(
                 f"{self.name}: short read at {offset}: wanted {length}, got {len(data)}"
@@ -106,9 +109,17 @@ class ByteSource(ABC):
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         """Read many ranges with coalescing; returns one view per requested range."""
+        return self._coalesced(ranges, max_gap, self.read)
+
+    def _coalesced(
+        self,
+        ranges: Sequence[tuple[int, int]],
+        max_gap: int,
+        read: Callable[[int, int], memoryview],
+    ) -> list[memoryview]:
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         for merged in coalesce_ranges(ranges, max_gap=max_gap):
-            buf = self.read(merged.start, merged.length)
+            buf = read(merged.start, merged.length)
             for i in merged.members:
                 off, length = ranges[i]
                 rel = off - merged.start
@@ -177,25 +188,7 @@ class LocalSource(ByteSource):
     def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         if self._view is None:
             return self.read_ranges(ranges, max_gap=max_gap)
-        out: list[memoryview] = [memoryview(b"")] * len(ranges)
-        total = reads = 0
-        for merged in coalesce_ranges(ranges, max_gap=max_gap):
-            start, length = merged.start, merged.length
-            self._check_range(start, length)
-            if length == 0:  # empty ranges only: nothing to read (as read does)
-                continue
-            buf = memoryview(self._pread(start, length))
-            if len(buf) != length:
-                raise TruncatedFileError(
-                    f"{self.name}: short read at {start}: wanted {length}, got {len(buf)}"
-                )
-            total += length
-            reads += 1
-            for i in merged.members:
-                off, n = ranges[i]
-                out[i] = buf[off - start : off - start + n]
-        self.stats.add(total, reads)
-        return out
+        return self._coalesced(ranges, max_gap, lambda o, n: self._checked(o, n, self._pread))
 
     def _pread(self, offset: int, length: int) -> bytes:
         if self._fd < 0:
