@@ -11,9 +11,14 @@ medians of ``runs``):
 
 - ``lookup_100_ids_ms``: one call for 100 random ids (Fermion: ``read_batches``, rows in
   the order asked; Parquet: ``to_table(filter=bid.isin(ids))``, rows in file order);
-- ``lookups_50x1_ms``: 50 calls of one id each (what a data loader does per step).
+- ``lookups_50x1_ms``: 50 calls of one id each (what a data loader does per step);
+- ``lookup_100_ids_cold_ms``: the 100 ids through a dataset object made for the call
+  (Fermion: ``dataset(uri)``, its manifest read and no data file kept open; Parquet:
+  ``pds.dataset(dir)``, the files listed and no footer kept).
 
-Both readers are opened once outside the timing (a loader keeps its dataset open).
+For the first two, both datasets are opened once outside the timing (a loader keeps its
+dataset open): the Fermion ``Dataset`` then keeps its data files open between lookups and
+``pyarrow.dataset`` the footers of its Parquet fragments.
 
     python -m benchmarks.batch_table_bench          # prints the result rows as JSON lines
 """
@@ -108,6 +113,15 @@ def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
             got = pds_.to_table(columns=names, filter=pds.field("bid").isin(many))
             assert got.num_rows == wanted_rows
 
+        def fermion_cold() -> None:  # a new dataset object: no data file kept open yet
+            with dataset(uri) as fresh:
+                assert fresh.read_batches(many, columns=names).num_rows == wanted_rows
+
+        def parquet_cold() -> None:  # a new pyarrow dataset: no Parquet footer kept
+            fresh = pds.dataset(tmp / "parquet", format="parquet")
+            got = fresh.to_table(columns=names, filter=pds.field("bid").isin(many))
+            assert got.num_rows == wanted_rows
+
         def fermion_singles() -> None:
             for i in singles:
                 ds.read_batches([i], columns=names)
@@ -122,6 +136,8 @@ def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
             ("lookup_100_ids_ms", "parquet"): parquet_many,
             ("lookups_50x1_ms", "fermion"): fermion_singles,
             ("lookups_50x1_ms", "parquet"): parquet_singles,
+            ("lookup_100_ids_cold_ms", "fermion"): fermion_cold,
+            ("lookup_100_ids_cold_ms", "parquet"): parquet_cold,
         }
         for (metric, system), times in _interleaved(cases, runs).items():
             median = statistics.median(times)
@@ -152,7 +168,8 @@ def method_notes(sizes: Any) -> list[tuple[str, str]]:
             "batch_table_lookup",
             "Dataset.read_batches on a ~20-fragment batch-mode table (2,000 batches of 1-64 "
             "rows, 200 float32) vs pyarrow.dataset with a bid filter over the same rows, one "
-            "Parquet file per fragment; 50 columns; 100 ids in one call, and 50 single-id calls",
+            "Parquet file per fragment; 50 columns; 100 ids in one call, 50 single-id calls, "
+            "and 100 ids through a dataset object made for the call (cold)",
         )
     ]
 

@@ -20,7 +20,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -95,6 +95,10 @@ class FileReader:
         self._stripes = StripeReader(self.source, self.options)
         self._stripes.required_features = self.file_meta.required_features
         self._dictionary_checked = False  # read_dictionary names validated (once)
+        # read_batches: per projected column list, the plan (projections, output schema,
+        # parsed CMBs, which columns go the batch_lookup way): a reader kept open for many
+        # lookups (a table's data loader) resolves a column list once
+        self._batch_plans: dict[tuple[str, ...] | None, _BatchPlan] = {}
         self._pruner = Pruner(
             self.source,
             self.options.verify_checksums,
@@ -127,6 +131,7 @@ class FileReader:
         """
         self.source.close()
         self.file_meta.close()
+        self._batch_plans.clear()
 
     def __enter__(self) -> FileReader:
         return self
@@ -356,13 +361,9 @@ class FileReader:
         if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
             raise InvalidArgumentError("batch_ids must be a one-dimensional array of integers")
         index = self.batches()
-        projs, virtual = self._resolve_all(columns)
-        schema = self._output_schema(projs, columns is None, virtual, columns)
+        projs, virtual, schema, metas, fast, lists = self._batch_plan(columns)
         unique, inverse = np.unique(ids.astype(np.int64), return_inverse=True)
         stripe_of = index.locate(unique)
-        metas = self.file_meta.column_metas(projs)
-        fast = fast_columns(projs, metas)  # read together, not column by column
-        lists = list_columns(projs, metas) if self.options.point_reads else []
         parts: list[pa.RecordBatch] = []
         out_start = np.zeros(len(unique), dtype=np.int64)
         out_len = np.zeros(len(unique), dtype=np.int64)
@@ -409,6 +410,28 @@ class FileReader:
         return pa.Table.from_arrays(
             [take_values(c, positions) for c in table.columns], schema=schema
         )
+
+    def _batch_plan(self, columns: Sequence[str] | None) -> _BatchPlan:
+        """What :meth:`read_batches` needs of ``columns`` before reading: made once per
+        column list (the last :data:`_BATCH_PLANS` lists are kept)."""
+        key: tuple[str, ...] | None = None
+        if columns is not None and not isinstance(columns, str):
+            key = tuple(columns)
+            if not all(isinstance(c, str) for c in key):
+                key = ("\0unhashable",)  # _resolve_all raises on it below
+        plan = self._batch_plans.get(key)
+        if plan is not None:
+            return plan
+        projs, virtual = self._resolve_all(columns)
+        schema = self._output_schema(projs, columns is None, virtual, columns)
+        metas = self.file_meta.column_metas(projs)
+        fast = fast_columns(projs, metas)  # read together, not column by column
+        lists = list_columns(projs, metas) if self.options.point_reads else []
+        plan = _BatchPlan(projs, virtual, schema, metas, fast, lists)
+        if len(self._batch_plans) >= _BATCH_PLANS:
+            del self._batch_plans[next(iter(self._batch_plans))]
+        self._batch_plans[key] = plan
+        return plan
 
     def _read_points(
         self,
@@ -567,7 +590,19 @@ class FileReader:
         return describe_file(self.file_meta, self._resolve(columns))
 
 
+_BATCH_PLANS = 8  # column lists whose read_batches plan a reader keeps
 _POINT_BATCH_ROWS = 4_096  # read_batches reads at most this many rows of a stripe by points
+
+
+class _BatchPlan(NamedTuple):
+    """A column list resolved for :meth:`FileReader.read_batches`."""
+
+    projs: list[Projection]
+    virtual: list[str]
+    schema: pa.Schema
+    metas: list[ColumnMeta]
+    fast: list[int]  # positions read together by batch_lookup.read_points
+    lists: list[int]  # positions read value by value by batch_lookup.read_list_points
 
 
 def _order(

@@ -14,7 +14,10 @@ with ``append_batch`` (docs/FORMAT.md §11). A lookup of many ids costs one plan
    a remote one (a thread pool: its requests wait on the network). A batch-mode data file
    is read with ``FileReader.read_batches`` (only the pages holding the batches); any
    other file (a fragment written without batch mode, or one of several data files) is
-   scanned with an ``is_in`` filter on the batch-id column.
+   scanned with an ``is_in`` filter on the batch-id column. The data file of a
+   one-file fragment is read through the dataset's ``fermion.table.readers.ReaderCache``:
+   it stays open, with its parsed metadata and deletion keep-mask, for the next lookups
+   (files never change once committed).
 3. **assembly** — deleted rows are dropped; columns are read by field id through this
    version's schema (renames, widening, added columns as nulls); the rows come out grouped
    by batch, in the order the ids were asked (a repeated id repeats its rows), rows of one
@@ -49,12 +52,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
+from fermion.errors import (
+    BatchModeError,
+    ColumnNotFoundError,
+    InvalidArgumentError,
+    InvalidFileError,
+)
 from fermion.format import FileReader
 from fermion.format.plan import cast_table, filter_table, take_table
-from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.deletions import deletion_path, keep_mask, read_deletion_file
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.scan import ScanStats, merge_fragment_columns, open_fragment_files
+from fermion.table.readers import OpenFile, ReaderCache
+from fermion.table.scan import ScanStats, merge_fragment_columns
 from fermion.table.schema import TableSchema, project_file_table
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
@@ -196,20 +205,26 @@ def _batch_file_rows(reader: FileReader, ids: np.ndarray) -> tuple[np.ndarray, n
     return np.concatenate(present), np.stack([np.concatenate(starts), np.concatenate(lengths)])
 
 
-def _batch_mode_by(
-    reader: FileReader, file_ids: Sequence[int], fragment: pb.Fragment, batch_fid: int
-) -> bool:
+def _batch_mode_by(opened: OpenFile, fragment: pb.Fragment, batch_fid: int) -> bool:
     """Whether the file's BATCH_META ids are the values of the batch-id column: a batch-mode
-    file holding the column whose id range (metadata only) is the column's min/max."""
-    if not reader.batch_mode or batch_fid not in file_ids:
-        return False
-    ranges = BatchRanges.build(pb.Manifest(fragments=[fragment]), batch_fid)
-    index = reader.batches()
-    filled = index.batches_per_stripe > 0
-    if not ranges.fragments or not bool(np.any(filled)):
-        return False
-    lo, hi = int(ranges.lo[0]), int(ranges.hi[0])
-    return int(index.min_ids[filled].min()) == lo and int(index.max_ids[filled].max()) == hi
+    file holding the column whose id range (metadata only) is the column's min/max.
+    (Worked out once per open file: neither the file nor its statistics change.)"""
+    known = opened.batch_mode.get(batch_fid)
+    if known is not None:
+        return known
+    reader = opened.reader
+    found = False
+    if reader.batch_mode and batch_fid in opened.top_ids:
+        ranges = BatchRanges.build(pb.Manifest(fragments=[fragment]), batch_fid)
+        index = reader.batches()
+        filled = index.batches_per_stripe > 0
+        if ranges.fragments and bool(np.any(filled)):
+            lo, hi = int(ranges.lo[0]), int(ranges.hi[0])
+            found = (
+                int(index.min_ids[filled].min()) == lo and int(index.max_ids[filled].max()) == hi
+            )
+    opened.batch_mode[batch_fid] = found
+    return found
 
 
 def read_fragment_batches(
@@ -220,56 +235,96 @@ def read_fragment_batches(
     batch_column: str,
     ids: np.ndarray,
     stats: ScanStats,
+    readers: ReaderCache | None = None,
 ) -> pa.Table:
     """The live rows of ``fragment`` whose ``batch_column`` is in ``ids`` (sorted,
     distinct), projected to ``columns`` (which must include ``batch_column``), in table
-    order. Batch-mode files are read by batch; other files are scanned with a filter."""
-    opened = open_fragment_files(storage, fragment, stats)
-    try:
-        top_ids = schema.top_level_ids()
-        wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
-        batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
-        reader, file_ids = opened[0]
-        if len(opened) == 1 and _batch_mode_by(reader, file_ids, fragment, batch_fid):
-            present, (starts, lengths) = _batch_file_rows(reader, ids)
-            names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
-            table = reader.read_batches(present, columns=names)
-            got = [file_ids[reader.schema.get_field_index(n)] for n in names]
-            merged = project_file_table(table, got, schema, list(columns))
-            offsets = (
-                np.concatenate([np.arange(a, a + n) for a, n in zip(starts, lengths, strict=True)])
-                if len(present)
-                else np.zeros(0, dtype=np.int64)
+    order. Batch-mode files are read by batch; other files are scanned with a filter.
+    A fragment of one data file is read through ``readers`` when given (its reader then
+    stays open for the next lookup); ``stats.files_reused`` counts those kept open."""
+    if readers is not None and len(fragment.files) == 1:
+        with readers.lease(storage, fragment.files[0].path) as opened:
+            _check_rows(opened, fragment.files[0].path, fragment, stats)
+            return _read_files(
+                [opened], storage, schema, fragment, columns, batch_column, ids, stats
             )
-            expected = np.repeat(present, lengths)
-            stored = merged.column(batch_column).to_numpy(zero_copy_only=False)
-            if not np.array_equal(stored.astype(np.int64), expected):
-                raise BatchModeError(
-                    f"{fragment.files[0].path}: the batch-id column disagrees with the "
-                    "file's batch ids (written outside the table's batch mode)"
-                )
-        else:
-            parts = []
-            for reader, file_ids in opened:
-                names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
-                got = [file_ids[reader.schema.get_field_index(n)] for n in names]
-                part = reader.read(columns=names)
-                parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
-            merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
-            values = merged.column(batch_column).cast(pa.int64())  # nulls never match
-            hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
-            offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
-            merged = take_table(merged, offsets)
-        if fragment.HasField("deletion_file"):
+    files: list[OpenFile] = []
+    try:
+        for data_file in fragment.files:
+            files.append(OpenFile.open(storage, data_file.path))
+            _check_rows(files[-1], data_file.path, fragment, stats)
+        return _read_files(files, storage, schema, fragment, columns, batch_column, ids, stats)
+    finally:
+        for opened in files:
+            opened.reader.close()
+
+
+def _check_rows(opened: OpenFile, path: str, fragment: pb.Fragment, stats: ScanStats) -> None:
+    stats.files_opened += 1
+    stats.files_reused += not opened.fresh
+    if opened.reader.num_rows != fragment.physical_rows:
+        raise InvalidFileError(
+            f"{path}: {opened.reader.num_rows} rows, the manifest says {fragment.physical_rows}"
+        )
+
+
+def _read_files(
+    files: list[OpenFile],
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    columns: Sequence[str],
+    batch_column: str,
+    ids: np.ndarray,
+    stats: ScanStats,
+) -> pa.Table:
+    """:func:`read_fragment_batches` of the fragment's open data files."""
+    top_ids = schema.top_level_ids()
+    wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
+    batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
+    if len(files) == 1 and _batch_mode_by(files[0], fragment, batch_fid):
+        reader, file_ids = files[0].reader, files[0].top_ids
+        present, (starts, lengths) = _batch_file_rows(reader, ids)
+        names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+        table = reader.read_batches(present, columns=names)
+        got = [file_ids[reader.schema.get_field_index(n)] for n in names]
+        merged = project_file_table(table, got, schema, list(columns))
+        offsets = (
+            np.concatenate([np.arange(a, a + n) for a, n in zip(starts, lengths, strict=True)])
+            if len(present)
+            else np.zeros(0, dtype=np.int64)
+        )
+        expected = np.repeat(present, lengths)
+        stored = merged.column(batch_column).to_numpy(zero_copy_only=False)
+        if not np.array_equal(stored.astype(np.int64), expected):
+            raise BatchModeError(
+                f"{fragment.files[0].path}: the batch-id column disagrees with the "
+                "file's batch ids (written outside the table's batch mode)"
+            )
+    else:
+        parts = []
+        for opened in files:
+            reader, file_ids = opened.reader, opened.top_ids
+            names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+            got = [file_ids[reader.schema.get_field_index(n)] for n in names]
+            part = reader.read(columns=names)
+            parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
+        merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
+        values = merged.column(batch_column).cast(pa.int64())  # nulls never match
+        hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
+        offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+        merged = take_table(merged, offsets)
+    if fragment.HasField("deletion_file"):
+        cached = files[0].keep if len(files) == 1 else {}
+        path = deletion_path(fragment.id, fragment.deletion_file)
+        keep_all = cached.get(path)
+        if keep_all is None:
             deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
             stats.deletion_files_read += 1
-            keep = keep_mask(deleted, fragment.physical_rows)[offsets]
-            merged = filter_table(merged, pa.array(keep))
-        stats.rows_returned += merged.num_rows
-        return merged
-    finally:
-        for reader, _ in opened:
-            reader.close()
+            keep_all = cached[path] = keep_mask(deleted, fragment.physical_rows)
+        merged = filter_table(merged, pa.array(keep_all[offsets]))
+    stats.rows_returned += merged.num_rows
+    return merged
 
 
 class BatchLookup:
@@ -294,6 +349,7 @@ class BatchLookup:
         columns: Sequence[str] | None = None,
         *,
         on_missing: OnMissing = "raise",
+        readers: ReaderCache | None = None,
     ) -> None:
         if on_missing not in ("raise", "skip"):
             raise InvalidArgumentError(f"on_missing must be 'raise' or 'skip', not {on_missing!r}")
@@ -311,6 +367,7 @@ class BatchLookup:
         self.missing = np.zeros(0, dtype=np.int64)
         self.row_counts = np.zeros(0, dtype=np.int64)
         self._storage, self._ranges, self._schema = storage, ranges, schema
+        self._readers = readers
 
     def plan(self) -> list[tuple[pb.Fragment, np.ndarray]]:
         """The fragments to open, each with the sorted ids its batch-id range holds."""
@@ -324,7 +381,14 @@ class BatchLookup:
         fragment, ids = item
         needed = list(dict.fromkeys([*self.columns, self.batch_column]))
         return read_fragment_batches(
-            self._storage, self._schema, fragment, needed, self.batch_column, ids, self.stats
+            self._storage,
+            self._schema,
+            fragment,
+            needed,
+            self.batch_column,
+            ids,
+            self.stats,
+            self._readers,
         )
 
     def to_table(self) -> pa.Table:

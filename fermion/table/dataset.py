@@ -39,6 +39,7 @@ from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.readers import ReaderCache
 from fermion.table.scan import Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -256,6 +257,33 @@ class Dataset:
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         self._batch_ranges: dict[tuple[int, int], BatchRanges] = {}
+        # data files kept open between batch lookups (fermion.table.readers)
+        self._readers = ReaderCache()
+
+    def close(self) -> None:
+        """Close the data files this object keeps open between batch lookups
+        (:meth:`read_batches`, :meth:`epoch_batches`; at most
+        :data:`~fermion.table.readers.READER_CACHE_SIZE`). Reading afterwards still
+        works; it opens each file for the read only.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+            >>> uri = tempfile.mkdtemp()
+            >>> data = pa.table({"b": [1, 2], "x": [10, 20]})
+            >>> plan = plan_write(uri, data.schema, batch_id_column="b")
+            >>> _ = commit_write(plan, [execute_write(plan, data)])
+            >>> with dataset(uri) as ds:
+            ...     ds.read_batches([2])["x"].to_pylist()
+            [20]
+        """
+        self._readers.close()
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def arrow_dataset(self) -> Any:
         """This version as a ``pyarrow.dataset.Dataset`` subclass (see
@@ -557,7 +585,7 @@ class Dataset:
         column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
         return BatchLookup(
             self._storage, self._ranges(column), self._schema, column, batch_ids, columns,
-            on_missing=on_missing,
+            on_missing=on_missing, readers=self._readers,
         )  # fmt: skip
 
     def read_batches(

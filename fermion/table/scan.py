@@ -70,6 +70,7 @@ class ScanStats:
     fragments_total: int = 0
     fragments_pruned: int = 0
     files_opened: int = 0
+    files_reused: int = 0  # of files_opened: readers a dataset kept open (batch lookups)
     deletion_files_read: int = 0
     rows_returned: int = 0
 

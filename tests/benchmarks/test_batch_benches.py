@@ -26,7 +26,9 @@ def test_batch_table_bench_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     rows: list[dict] = []
     batch_table_bench.run(rows, runs=1)
     assert [(r["metric"], r["system"]) for r in rows] == [
-        (m, s) for m in ("lookup_100_ids_ms", "lookups_50x1_ms") for s in ("fermion", "parquet")
+        (m, s)
+        for m in ("lookup_100_ids_ms", "lookups_50x1_ms", "lookup_100_ids_cold_ms")
+        for s in ("fermion", "parquet")
     ]
     assert all(r["status"] == "ok" and r["value"] > 0 and r["fragments"] >= 5 for r in rows)
     assert 1 <= rows[0]["files_opened"] <= rows[0]["fragments"]

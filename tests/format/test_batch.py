@@ -312,6 +312,46 @@ def test_lookup_reads_one_page_per_projected_stream(tmp_path: Path) -> None:
             assert r.source.stats.requests <= len(rec.ranges)
 
 
+def test_one_reader_serves_many_column_lists(tmp_path: Path) -> None:
+    """A reader kept open resolves each column list once (``read_batches`` keeps the
+    plans of the last few lists): every lookup still returns what a fresh reader returns,
+    for more lists than are kept, in any order; bad lists raise every time."""
+    path = tmp_path / "plans.fermion"
+    sizes = [3, 1, 5, 2, 4] * 8
+    tables = write_batches(path, sizes)
+    ids = [3 * i + 1 for i in range(len(sizes))]
+    names = SCHEMA.names
+    pairs = [[names[k % len(names)], names[(k * 3 + 1) % len(names)]] for k in range(14)]
+    lists = [p for p in pairs if p[0] != p[1]]  # (a name given twice is read once)
+    lists += [list(reversed(names)), ["_batch_id", names[0]], names[:1]]
+    rng = np.random.default_rng(3)
+    with fermion.FileReader(path) as kept:
+        for _ in range(40):
+            columns = lists[int(rng.integers(len(lists)))]
+            wanted = rng.choice(len(ids), 3, replace=False).tolist()
+            got = kept.read_batches([ids[k] for k in wanted], columns=columns)
+            with fermion.FileReader(path) as fresh:
+                assert_same(got, fresh.read_batches([ids[k] for k in wanted], columns=columns))
+            if "_batch_id" not in columns:
+                want = pa.concat_tables([tables[k] for k in wanted]).select(columns)
+                assert_same(got, want)
+        for _ in range(2):
+            with pytest.raises(fermion.ColumnNotFoundError):
+                kept.read_batches([ids[0]], columns=["nope"])
+            with pytest.raises(fermion.InvalidArgumentError):
+                kept.read_batches([ids[0]], columns=[1, 2])  # type: ignore[list-item]
+    with pytest.raises(fermion.InvalidArgumentError, match="closed"):
+        kept.read_batches([ids[0]], columns=lists[0])
+    # each list is resolved once while kept
+    resolved: list[list[str]] = []
+    with fermion.FileReader(path) as r:
+        real = r.file_meta.projections
+        r.file_meta.projections = lambda c: resolved.append(c) or real(c)  # type: ignore[method-assign]
+        for columns in [lists[0], lists[1], lists[0], lists[1], lists[0]]:
+            r.read_batches([ids[5]], columns=columns)
+    assert resolved == [lists[0], lists[1]]
+
+
 def test_virtual_columns_and_pushdown(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     sizes = rng.integers(1, 30, 400).tolist()

@@ -2,9 +2,11 @@
 
 Every expectation is computed independently from a full scan of the same version with a
 ``pyarrow.compute`` filter (or from the data written), never from the code under test.
-Opened data files are counted twice: by the lookup's own ``stats`` and by wrapping the one
-function through which the table layer opens data files (``fermion.table.scan``'s
-``open_data_file``; the wrapper calls the real function, so real files are opened).
+Opened data files are counted twice: by the lookup's own ``stats`` and by wrapping the
+functions through which the table layer opens data files (``open_data_file`` as
+``fermion.table.scan`` and ``fermion.table.readers`` call it; the wrapper calls the real
+function, so real files are opened). Each test gets a new ``Dataset`` object of the shared
+table, so no test finds files an earlier one left open.
 
 Bad inputs tried: ids given as a string, as floats, as booleans, as a 2-D array, ids beyond
 int64 (uint64), ``columns`` as a string, an unknown column, an unknown ``on_missing``, a
@@ -14,7 +16,9 @@ of 0 and of a float; missing ids (never written, or every row deleted) raise or 
 
 from __future__ import annotations
 
+import pickle
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion.table.batches as batches_module
+import fermion.table.readers as readers_module
 import fermion.table.scan as scan_module
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
@@ -56,13 +61,20 @@ def write_batch_table(
 
 
 @pytest.fixture(scope="module")
-def big(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+def big_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = tmp_path_factory.mktemp("batches200")
     ids = np.arange(BATCHES, dtype=np.int64) * 10  # gaps: 5, 15, ... are never written
     sizes = np.full(BATCHES, ROWS_PER_BATCH)
     ds = write_batch_table(uri, ids, sizes, max_rows=2 * ROWS_PER_BATCH)
     assert len(ds.fragments) == 200
-    return ds
+    return str(uri)
+
+
+@pytest.fixture
+def big(big_uri: str) -> Iterator[Dataset]:
+    """The 200-fragment table, a new object per test: it keeps no file open yet."""
+    with dataset(big_uri) as ds:
+        yield ds
 
 
 def expected(ds: Dataset, ids: list[int], columns: list[str]) -> pa.Table:
@@ -78,13 +90,17 @@ class CountingOpens:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
+        self.readers: list[FileReader] = []
         real = scan_module.open_data_file
 
         def counting(target: Any) -> FileReader:
             self.paths.append(str(target))
-            return real(target)
+            self.readers.append(real(target))
+            return self.readers[-1]
 
+        # scans open through scan.open_data_file, batch lookups through readers.OpenFile
         monkeypatch.setattr(scan_module, "open_data_file", counting)
+        monkeypatch.setattr(readers_module, "open_data_file", counting)
 
 
 def test_only_fragments_holding_the_ids_are_opened(
@@ -180,7 +196,9 @@ def test_missing_ids_raise_or_skip(big: Dataset, monkeypatch: pytest.MonkeyPatch
     assert table.column("bid").to_pylist() == [20, 20]
     assert lookup.missing.tolist() == [15, 99999]
     assert lookup.row_counts.tolist() == [0, 2, 0]
-    assert len(opens.paths) == 1  # 99999 is beyond every range: nothing opened for it
+    # 99999 is beyond every range: nothing opened for it; the file of 20 was kept open
+    # by the lookup that raised
+    assert (lookup.stats.files_opened, lookup.stats.files_reused, len(opens.paths)) == (1, 1, 0)
     empty = big.read_batches([], columns=["f"])
     assert empty.num_rows == 0 and empty.column_names == ["f"]
 
@@ -196,6 +214,87 @@ def test_deleted_rows_do_not_come_back(tmp_path: Path) -> None:
     old = dataset(ds.uri, version=1)
     assert old.read_batches([60, 3], columns=["pos"])["pos"].to_pylist() == [60, 61, 62, 3, 4, 5]
     assert old.version == 1 and ds.version == 2
+
+
+def test_a_dataset_keeps_its_files_open_between_lookups(
+    big: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second lookup on the same object reuses the readers of the first (no file opened
+    again) and returns the same rows; another object of the table opens its own."""
+    wanted, later = [3990, 10, 2000, 20], [20, 3990, 2010]
+    columns = ["f", "tags", "bid"]
+    want_first, want_later = expected(big, wanted, columns), expected(big, later, columns)
+    opens = CountingOpens(monkeypatch)  # (the expected tables' scans are not counted)
+    first = big.batch_lookup(wanted, columns=columns)
+    assert first.to_table().equals(want_first)
+    assert (len(opens.paths), first.stats.files_opened, first.stats.files_reused) == (4, 4, 0)
+    again = big.batch_lookup(later, columns=columns)
+    assert again.to_table().equals(want_later)
+    assert len(opens.paths) == 4  # fragment 100 (ids 2000, 2010) was kept open too
+    assert (again.stats.files_opened, again.stats.files_reused) == (3, 3)
+    # another column list on the kept readers
+    assert big.read_batches([10], columns=["pos"])["pos"].to_pylist() == [2, 3]
+    with dataset(big.uri) as other:
+        other.read_batches([10])
+    assert len(opens.paths) == 5
+
+
+def test_kept_files_see_a_later_delete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``delete`` moves the object to a new version with a new deletion file: the kept
+    reader serves the lookup, the new deletion file is read (once) and applied."""
+    ds = write_batch_table(tmp_path, np.arange(30) * 3, np.full(30, 3), max_rows=9)
+    opens = CountingOpens(monkeypatch)
+    assert ds.read_batches([3], columns=["pos"])["pos"].to_pylist() == [3, 4, 5]
+    ds.delete("pos = 4")  # (its scan opens the file on its own)
+    opens.paths.clear()
+    lookups = [ds.batch_lookup([3, 0], columns=["pos"]) for _ in range(2)]
+    assert [lk.to_table()["pos"].to_pylist() for lk in lookups] == [[3, 5, 0, 1, 2]] * 2
+    assert [lk.stats.deletion_files_read for lk in lookups] == [1, 0]
+    assert [lk.stats.files_reused for lk in lookups] == [1, 1]
+    assert opens.paths == []
+
+
+def test_close_releases_the_kept_files(big: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    opens = CountingOpens(monkeypatch)
+    big.read_batches([10, 2000])
+    assert len(opens.readers) == 2
+    big.close()
+    for reader in opens.readers:
+        with pytest.raises(InvalidArgumentError, match="closed"):
+            reader.read_batches([10])
+    # still readable, one open per lookup from now on
+    for _ in range(2):
+        assert big.read_batches([10], columns=["pos"])["pos"].to_pylist() == [2, 3]
+    assert len(opens.paths) == 4
+    assert all(r.source._fd < 0 for r in opens.readers)  # type: ignore[attr-defined]
+
+
+def test_a_failed_read_does_not_keep_its_reader(
+    big: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opens = CountingOpens(monkeypatch)
+    real = FileReader.read_batches
+    fail = [True]
+
+    def flaky(self: FileReader, ids: Any, columns: Any = None) -> pa.Table:
+        if fail[0]:
+            raise BatchModeError("injected by the test")
+        return real(self, ids, columns)
+
+    monkeypatch.setattr(FileReader, "read_batches", flaky)
+    with pytest.raises(BatchModeError, match="injected"):
+        big.read_batches([10])
+    assert opens.readers[0].source._fd < 0  # type: ignore[attr-defined]
+    fail[0] = False
+    assert big.read_batches([10], columns=["pos"])["pos"].to_pylist() == [2, 3]
+    assert len(opens.paths) == 2
+
+
+def test_a_pickled_dataset_keeps_no_files(big: Dataset) -> None:
+    big.read_batches([10])
+    copy = pickle.loads(pickle.dumps(big))
+    assert len(copy._readers) == 0 and len(big._readers) == 1
+    assert copy.read_batches([10], columns=["pos"])["pos"].to_pylist() == [2, 3]
 
 
 def test_time_travel_sees_the_batches_of_its_version(tmp_path: Path) -> None:
