@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 
 all: test
 
-$(STAMP): pyproject.toml setup.py fermion/format/kernels.c
+$(STAMP): pyproject.toml setup.py fermion/format/kernels.c fermion/io/preads.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip "setuptools>=77"
 	$(PIP) install --quiet -e ".[dev]"

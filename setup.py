@@ -1,8 +1,9 @@
 """Build hook for the optional compiled kernels; everything else is in pyproject.toml.
 
-``fermion.format.kernels`` (CRC_BLOCKS checksums, docs/FORMAT.md) is built where a C
-compiler and the Python headers are present; without them the install still succeeds and
-fermion.format.pages does the same work in Python.
+``fermion.format.kernels`` (CRC_BLOCKS checksums, docs/FORMAT.md) and
+``fermion.io.preads`` (coalesced preads of many small ranges) are built where a C compiler
+and the Python headers are present; without them the install still succeeds and
+fermion.format.pages and fermion.io.source do the same work in Python.
 """
 
 from setuptools import Extension, setup
@@ -14,6 +15,12 @@ setup(
             ["fermion/format/kernels.c"],
             extra_compile_args=["-O3"],
             optional=True,
-        )
+        ),
+        Extension(
+            "fermion.io.preads",
+            ["fermion/io/preads.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
     ]
 )

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["MergedRead", "coalesce_ranges"]
+__all__ = ["MAX_READ", "MergedRead", "coalesce_ranges"]
+
+MAX_READ = 64 << 20  # the largest merged read (bounds memory per read)
 
 
 @dataclass(slots=True)
@@ -32,7 +34,7 @@ class MergedRead:
 
 
 def coalesce_ranges(
-    ranges: Sequence[tuple[int, int]], *, max_gap: int, max_read: int = 64 << 20
+    ranges: Sequence[tuple[int, int]], *, max_gap: int, max_read: int = MAX_READ
 ) -> list[MergedRead]:
     """Merge ``(offset, length)`` ranges whose gaps are at most ``max_gap`` bytes.
 

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
@@ -31,7 +32,13 @@ import fsspec
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, SourceNotFoundError, TruncatedFileError
-from fermion.io.coalesce import coalesce_ranges
+from fermion.io.coalesce import MAX_READ, MergedRead, coalesce_ranges
+
+_PREADS: Any
+try:  # compiled where the install could (setup.py); the same work in Python without it
+    from fermion.io import preads as _PREADS  # type: ignore[attr-defined,no-redef]
+except ImportError:  # no compiler at install time, or shipped in a zip to Spark executors
+    _PREADS = None
 
 __all__ = [
     "ByteSource",
@@ -59,6 +66,12 @@ class IOStats:
             self.requests += 1
             self.bytes_read += nbytes
 
+    def add_many(self, requests: int, nbytes: int) -> None:
+        """Count ``requests`` requests of ``nbytes`` bytes in all."""
+        with self._lock:
+            self.requests += requests
+            self.bytes_read += nbytes
+
     def reset(self) -> None:
         with self._lock:
             self.requests = 0
@@ -84,12 +97,15 @@ class ByteSource(ABC):
 
     def read(self, offset: int, length: int) -> memoryview:
         """Read exactly ``length`` bytes at ``offset`` (one request)."""
-        return self._checked(offset, length, self._read_at)
+        self._check_range(offset, length)
+        if length == 0:
+            return memoryview(b"")
+        data = self._read_at(offset, length)
+        self._check_read(offset, length, data)
+        self.stats.add(length)
+        return memoryview(data)
 
-    def _checked(
-        self, offset: int, length: int, read_at: Callable[[int, int], bytes | memoryview]
-    ) -> memoryview:
-        """:meth:`read` through ``read_at``: bounds and short reads checked, counted."""
+    def _check_range(self, offset: int, length: int) -> None:
         if offset < 0 or length < 0:
             raise TruncatedFileError(f"{self.name}: negative range ({offset}, {length})")
         if offset + length > self.size:
@@ -97,33 +113,35 @@ class ByteSource(ABC):
                 f"{self.name}: range [{offset}, {offset + length}) is past the end of the "
                 f"file ({self.size} bytes)"
             )
-        if length == 0:
-            return memoryview(b"")
-        data = read_at(offset, length)
+
+    def _check_read(self, offset: int, length: int, data: bytes | memoryview) -> None:
         if len(data) != length:
             raise TruncatedFileError(
                 f"{self.name}: short read at {offset}: wanted {length}, got {len(data)}"
             )
-        self.stats.add(length)
-        return memoryview(data)
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         """Read many ranges with coalescing; returns one view per requested range."""
-        return self._coalesced(ranges, max_gap, self.read)
+        return self._coalesced(ranges, max_gap, self._read_each)
+
+    def _read_each(self, merged: list[MergedRead]) -> list[memoryview]:
+        return [self.read(m.start, m.end - m.start) for m in merged]
 
     def _coalesced(
         self,
         ranges: Sequence[tuple[int, int]],
         max_gap: int,
-        read: Callable[[int, int], memoryview],
+        read_all: Callable[[list[MergedRead]], list[memoryview]],
     ) -> list[memoryview]:
+        """``ranges`` coalesced, the merged reads made by ``read_all`` (a buffer each),
+        sliced back into one view per range."""
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
-        for merged in coalesce_ranges(ranges, max_gap=max_gap):
-            buf = read(merged.start, merged.length)
+        plan = coalesce_ranges(ranges, max_gap=max_gap)
+        for merged, buf in zip(plan, read_all(plan), strict=True):
+            start = merged.start
             for i in merged.members:
                 off, length = ranges[i]
-                rel = off - merged.start
-                out[i] = buf[rel : rel + length]
+                out[i] = buf[off - start : off - start + length]
         return out
 
     def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
@@ -188,7 +206,48 @@ class LocalSource(ByteSource):
     def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         if self._view is None:
             return self.read_ranges(ranges, max_gap=max_gap)
-        return self._coalesced(ranges, max_gap, lambda o, n: self._checked(o, n, self._pread))
+        if _PREADS is None or not ranges:
+            return self._coalesced(ranges, max_gap, self._pread_all)
+        # the compiled path: coalesced as coalesce_ranges does, the merged reads made with
+        # the GIL released, each range copied out (fermion/io/preads.c)
+        if self._fd < 0:
+            raise InvalidArgumentError(f"{self.name}: the file is closed")
+        try:
+            got, requests, total = _PREADS.pread_ranges(
+                self._fd, self.size, ranges, max_gap, MAX_READ
+            )
+        except ValueError:  # a range outside the file: the same error as read()
+            for offset, length in ranges:
+                self._check_range(offset, length)
+            raise
+        except OSError as exc:
+            if exc.errno != errno.EIO:
+                raise
+            raise TruncatedFileError(f"{self.name}: short read (the file is shorter now)") from None
+        self.stats.add_many(requests, total)
+        return [memoryview(b) for b in got]
+
+    def _pread_all(self, merged: list[MergedRead]) -> list[memoryview]:
+        """Each merged read by ``pread`` (checked as :meth:`read` checks), counted at
+        once: a batch lookup asks for hundreds of small ranges."""
+        fd, pread, out, total, requests = self._fd, os.pread, [], 0, 0
+        if fd < 0:
+            raise InvalidArgumentError(f"{self.name}: the file is closed")
+        for m in merged:
+            offset, length = m.start, m.end - m.start
+            self._check_range(offset, length)
+            if length == 0:  # as read(): no request
+                out.append(memoryview(b""))
+                continue
+            data = pread(fd, length, offset)
+            if len(data) != length:
+                data = self._pread(offset, length)
+                self._check_read(offset, length, data)
+            out.append(memoryview(data))
+            total += length
+            requests += 1
+        self.stats.add_many(requests, total)
+        return out
 
     def _pread(self, offset: int, length: int) -> bytes:
         if self._fd < 0:

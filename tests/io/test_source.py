@@ -2,8 +2,9 @@
 
 Bad inputs tried: ranges past the end of the file, negative ranges, a directory, a
 missing file, an empty file (no mapping possible) and a FIFO (not mapped: read with
-pread); each gives a typed error or reads as pread would. ``read_copies`` gets ranges past
-the end, negative ranges and a closed source.
+pread); each gives a typed error or reads as pread would. ``read_copies`` (with and
+without the compiled preads) gets ranges past the end, negative ranges, a closed source
+and a file cut shorter after it was opened.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
+import fermion.io.source as source_module
 from fermion.io.source import LocalSource, open_source
 
 
@@ -137,14 +139,17 @@ def test_close_unmaps_the_file_unless_a_returned_array_uses_it(tmp_path: Path) -
     max_gap=st.sampled_from([0, 16, 256, 4096]),
 )
 def test_read_copies_agrees_with_read_ranges(ranges: list[tuple[int, int]], max_gap: int) -> None:
-    """Mapped or not, ``read_copies`` returns the bytes ``read_ranges`` returns, coalesced
-    the same way (the same request and byte counts)."""
+    """Mapped or not, with the compiled preads (fermion/io/preads.c) or without them,
+    ``read_copies`` returns the bytes ``read_ranges`` returns, coalesced the same way (the
+    same request and byte counts)."""
     data = bytes(np.random.default_rng(1).integers(0, 256, 100_000, dtype=np.uint8))
     ranges = [(o, min(n, 100_000 - o)) for o, n in ranges]
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"copies-{os.getpid()}.bin"
     path.write_bytes(data)
+    compiled = source_module._PREADS
     try:
-        for memory_map in (False, True):
+        for memory_map, kernel in ((False, None), (True, compiled), (True, None)):
+            source_module._PREADS = kernel
             a = LocalSource(str(path), memory_map=memory_map)
             b = LocalSource(str(path), memory_map=memory_map)
             got = a.read_copies(ranges, max_gap=max_gap)
@@ -158,6 +163,7 @@ def test_read_copies_agrees_with_read_ranges(ranges: list[tuple[int, int]], max_
             a.close()
             b.close()
     finally:
+        source_module._PREADS = compiled
         path.unlink()
 
 
@@ -179,9 +185,18 @@ def test_read_copies_of_a_mapped_file_hold_no_mapping(data_file) -> None:
         gc.enable()
 
 
-@pytest.mark.parametrize("memory_map", [False, True])
-def test_read_copies_bad_ranges(data_file, memory_map: bool) -> None:
+def test_the_compiled_preads_are_built() -> None:
+    """``make test`` builds them (setup.py); a fresh clone must not silently lose them."""
+    assert source_module._PREADS is not None
+
+
+@pytest.mark.parametrize(("memory_map", "compiled"), [(False, True), (True, True), (True, False)])
+def test_read_copies_bad_ranges(
+    data_file, memory_map: bool, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, _ = data_file
+    if not compiled:
+        monkeypatch.setattr(source_module, "_PREADS", None)
     src = LocalSource(str(path), memory_map=memory_map)
     with pytest.raises(fermion.TruncatedFileError):
         src.read_copies([(0, 10), (99_995, 10)], max_gap=0)
@@ -191,3 +206,29 @@ def test_read_copies_bad_ranges(data_file, memory_map: bool) -> None:
     src.close()
     with pytest.raises(fermion.InvalidArgumentError, match="closed"):
         src.read_copies([(0, 10)], max_gap=0)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_read_copies_of_a_file_cut_after_opening(
+    tmp_path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file cut shorter under an open mapped source: the copies are preads (the mapping
+    is not touched), and the short read is a TruncatedFileError, never a crash or a
+    partial range."""
+    if not compiled:
+        monkeypatch.setattr(source_module, "_PREADS", None)
+    path = tmp_path / "cut.bin"
+    path.write_bytes(bytes(range(256)) * 100)
+    src = LocalSource(str(path), memory_map=True)
+    try:
+        assert bytes(src.read_copies([(25_000, 10)], max_gap=0)[0]) == bytes(range(168, 178))
+        os.truncate(path, 20_000)
+        got = src.read_copies([(100, 4), (19_000, 100)], max_gap=0)  # still inside
+        assert [bytes(g) for g in got] == [
+            bytes(range(100, 104)),
+            (bytes(range(256)) * 100)[19_000:19_100],
+        ]
+        with pytest.raises(fermion.TruncatedFileError, match="short read"):
+            src.read_copies([(100, 4), (19_990, 100)], max_gap=0)
+    finally:
+        src.close()

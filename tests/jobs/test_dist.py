@@ -6,14 +6,15 @@ import zipfile
 from pathlib import Path
 
 from fermion.format import native
+from fermion.io import source
 
 
 def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(dist: Path) -> None:
     tree = dist.parent
     wheels = list((tree / "dist").glob("fermion-*.whl"))
     assert len(wheels) == 1
-    # a platform wheel (setup.py's optional extension), holding the compiled kernels
-    # wherever this machine could build them (fermion.format.native)
+    # a platform wheel (setup.py's optional extensions), holding the compiled kernels
+    # wherever this machine could build them (fermion.format.native, fermion.io.source)
     assert not wheels[0].name.endswith("-py3-none-any.whl")
     modules = sorted(
         str(p.relative_to(tree)) for p in (tree / "fermion").rglob("*.py") if p.is_file()
@@ -25,11 +26,12 @@ def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(dist: Path) -> N
     assert "fermion/spark/jobs/runner.py" in zipped
     with zipfile.ZipFile(wheels[0]) as wheel:
         assert sorted(n for n in wheel.namelist() if n.endswith(".py")) == modules
-        compiled = [
-            n
-            for n in wheel.namelist()
-            if n.startswith("fermion/format/kernels.") and n.endswith((".so", ".pyd"))
-        ]
-    assert len(compiled) == (native.KERNELS is not None)  # the .so, when built here
+        compiled = [n for n in wheel.namelist() if n.endswith((".so", ".pyd"))]
+    # the .so of each, when built here
+    kernels = [n for n in compiled if n.startswith("fermion/format/kernels.")]
+    preads = [n for n in compiled if n.startswith("fermion/io/preads.")]
+    assert len(kernels) == (native.KERNELS is not None)
+    assert len(preads) == (source._PREADS is not None)
+    assert len(compiled) == len(kernels) + len(preads)
     with zipfile.ZipFile(tree / "dist" / "fermion.zip") as py_files:  # unimportable there
         assert not [n for n in py_files.namelist() if n.endswith((".so", ".pyd"))]
