@@ -78,7 +78,6 @@ from fermion.io.source import ByteSource
 __all__ = ["fast_columns", "list_columns", "read_list_points", "read_points"]
 
 _HEAD = struct.Struct("<IBBBBII")  # PageHeader: crc, encoding, compression, flags, -, size, n
-_U32 = struct.Struct("<I")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHECKSUM_FLAG = 4  # Frame_Header_Descriptor: Content_Checksum_flag
 _TABLE = struct.Struct("<II")
@@ -463,7 +462,10 @@ def _plan_blocked(
     if len(head) < frames_at:
         return frames_at
     frames = pg.size - frames_at
-    if _U32.unpack_from(head, frames_at - 4)[0] != frames:
+    # the whole table is checked, as a full read checks it (not only the ends used):
+    # non-decreasing, the last one the end of the frames
+    ends = np.frombuffer(head, dtype="<u4", count=num_blocks, offset=table)
+    if int(ends[-1]) != frames or bool((ends[1:] < ends[:-1]).any()):
         raise InvalidFileError(f"{pg.where}: block frame ends are inconsistent")
     key = (id(pg.rows), pg.encoding, width, pg.values, block_size)  # rows: shared per split
     blocks = memo.get(key)
@@ -471,12 +473,9 @@ def _plan_blocked(
         blocks = memo[key] = _blocks_needed(pg, width, block_size)
     pg.key = key
     fetch = []
-    for k in blocks:
-        start = _U32.unpack_from(head, table + 4 * (k - 1))[0] if k else 0
-        end = _U32.unpack_from(head, table + 4 * k)[0]
-        if not start <= end <= frames:  # each frame is then checked to fill its range
-            raise InvalidFileError(f"{pg.where}: block frame ends are inconsistent")
-        fetch.append((frames_at + start, frames_at + end))
+    for k in blocks:  # (each frame is then checked to fill its range exactly)
+        start = int(ends[k - 1]) if k else 0
+        fetch.append((frames_at + start, frames_at + int(ends[k])))
     pg.blocks, pg.block_size, pg.fetch = blocks, block_size, fetch
     return frames_at
 

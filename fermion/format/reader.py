@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -309,10 +309,8 @@ class FileReader:
         idx = idx.astype(np.int64, copy=False)
         if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= self.num_rows):
             raise InvalidArgumentError(f"indices out of range for {self.num_rows} rows")
-        projs, virtual = self._resolve_all(columns)
-        schema = self._output_schema(projs, columns is None, virtual, columns)
+        projs, virtual, schema, metas, fast, lists = self._batch_plan(columns)
         unique, inverse = np.unique(idx, return_inverse=True)
-        metas = self.file_meta.column_metas(projs)
         rows = self.file_meta.stripe_rows(metas)
         starts = np.concatenate([[0], np.cumsum(rows)])
         stripe_of = np.searchsorted(starts, unique, side="right") - 1
@@ -321,7 +319,19 @@ class FileReader:
             for s in np.unique(stripe_of)
         ]
         parts = []
-        for s, n, sel, part in self._stripes.read_stripes(projs, metas, jobs):
+        if self.options.point_reads and self.source.mapped and (fast or lists):
+            # of a mapped file, flat fixed-width columns read together, lists value by
+            # value, stripe by stripe (fermion.format.batch_lookup); any other column
+            # through the stripe reader within each stripe. (Another source keeps the
+            # stripe reader's prefetch: the next stripe's requests wait while this one
+            # decodes.)
+            read: Iterable[tuple[int, int, Selection, pa.RecordBatch]] = (
+                (s, n, sel, self._read_points(projs, metas, fast, lists, s, n, sel))
+                for s, n, sel in jobs
+            )
+        else:
+            read = self._stripes.read_stripes(projs, metas, jobs)
+        for s, n, sel, part in read:
             part = self._with_virtual(part, virtual, s, n, sel)
             parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
@@ -412,8 +422,8 @@ class FileReader:
         )
 
     def _batch_plan(self, columns: Sequence[str] | None) -> _BatchPlan:
-        """What :meth:`read_batches` needs of ``columns`` before reading: made once per
-        column list (the last :data:`_BATCH_PLANS` lists are kept)."""
+        """What :meth:`read_batches` and :meth:`take` need of ``columns`` before reading:
+        made once per column list (the last :data:`_BATCH_PLANS` lists are kept)."""
         key: tuple[str, ...] | None = None
         if columns is not None and not isinstance(columns, str):
             key = tuple(columns)

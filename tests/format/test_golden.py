@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format import decimal_floats, encodings, structs
+from fermion.format import batch_lookup, decimal_floats, encodings, structs
 from fermion.format.pages import BlockedBody, decompress_body, read_page_head
 from fermion.format.plan import take_values as _take
 from tests.format.test_roundtrip import assert_same
@@ -261,6 +261,15 @@ def test_v1_2_blocked_golden_file_reads_back(point_reads: bool, monkeypatch) -> 
         monkeypatch.setattr(
             BlockedBody, "decompress_many", lambda b, ks: calls.extend(ks) or real(b, ks)
         )
+        plan = batch_lookup._plan_blocked  # flat fixed-width columns read together
+
+        def planned(pg, head, width, memo) -> int:
+            before, need = pg.blocks, plan(pg, head, width, memo)
+            if before is None and pg.blocks is not None:  # (decompressed: every one planned)
+                calls.extend(pg.blocks)
+            return need
+
+        monkeypatch.setattr(batch_lookup, "_plan_blocked", planned)
         monkeypatch.setattr(  # a whole page: every block, in one pass
             BlockedBody,
             "decompress_whole_into",

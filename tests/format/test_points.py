@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack, encodings, native, shred
+from fermion.format import batch_lookup, bitpack, encodings, native, shred
 from fermion.format.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
 from fermion.format.pages import BlockedBody, encode_page
 from fermion.format.points import PagePayload, binary_values
@@ -497,9 +497,22 @@ def test_property_points_equal_whole_pages(
 @pytest.fixture
 def count_blocks(monkeypatch) -> Counter:
     """Counts blocks decompressed by (decoded page size, block): some blocks go through
-    ``BlockedBody.decompress_many``, a whole page through ``decompress_whole_into``."""
+    ``BlockedBody.decompress_many``, a whole page through ``decompress_whole_into``, the
+    blocks of flat fixed-width columns that ``take`` reads together through
+    ``batch_lookup.read_points`` (which decompresses every block it plans)."""
     calls: Counter = Counter()
     original, whole = BlockedBody.decompress_many, BlockedBody.decompress_whole_into
+    plan = batch_lookup._plan_blocked
+
+    def counted_plan(pg, head, width, memo) -> int:
+        before = pg.blocks
+        need = plan(pg, head, width, memo)
+        if before is None and pg.blocks is not None:  # (a call that found the head short
+            for k in pg.blocks:  # plans nothing: it is called again with more)
+                calls[(pg.decoded, int(k))] += 1
+        return need
+
+    monkeypatch.setattr(batch_lookup, "_plan_blocked", counted_plan)
 
     def counted(self: BlockedBody, blocks) -> list:
         for k in blocks:
