@@ -52,15 +52,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.errors import (
-    BatchModeError,
-    ColumnNotFoundError,
-    InvalidArgumentError,
-    InvalidFileError,
-)
+from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
 from fermion.format.plan import cast_table, filter_table, take_table
-from fermion.table.deletions import deletion_path, keep_mask, read_deletion_file
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import OpenFile, ReaderCache
 from fermion.table.scan import ScanStats, merge_fragment_columns
@@ -262,10 +256,7 @@ def read_fragment_batches(
 def _check_rows(opened: OpenFile, path: str, fragment: pb.Fragment, stats: ScanStats) -> None:
     stats.files_opened += 1
     stats.files_reused += not opened.fresh
-    if opened.reader.num_rows != fragment.physical_rows:
-        raise InvalidFileError(
-            f"{path}: {opened.reader.num_rows} rows, the manifest says {fragment.physical_rows}"
-        )
+    opened.check_rows(fragment, path)
 
 
 def _read_files(
@@ -314,15 +305,10 @@ def _read_files(
         hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
         offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
         merged = take_table(merged, offsets)
-    if fragment.HasField("deletion_file"):
-        cached = files[0].keep if len(files) == 1 else {}
-        path = deletion_path(fragment.id, fragment.deletion_file)
-        keep_all = cached.get(path)
-        if keep_all is None:
-            deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
-            stats.deletion_files_read += 1
-            keep_all = cached[path] = keep_mask(deleted, fragment.physical_rows)
-        merged = filter_table(merged, pa.array(keep_all[offsets]))
+    if fragment.HasField("deletion_file"):  # (kept with the first file: its rows)
+        keep, read_now = files[0].keep_mask(storage, fragment)
+        stats.deletion_files_read += read_now
+        merged = filter_table(merged, pa.array(keep[offsets]))
     stats.rows_returned += merged.num_rows
     return merged
 

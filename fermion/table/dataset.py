@@ -40,7 +40,7 @@ from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
-from fermion.table.scan import Scanner, read_fragment
+from fermion.table.scan import Scanner, take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
@@ -261,8 +261,8 @@ class Dataset:
         self._readers = ReaderCache()
 
     def close(self) -> None:
-        """Close the data files this object keeps open between batch lookups
-        (:meth:`read_batches`, :meth:`epoch_batches`; at most
+        """Close the data files this object keeps open between lookups
+        (:meth:`read_batches`, :meth:`epoch_batches`, :meth:`take`; at most
         :data:`~fermion.table.readers.READER_CACHE_SIZE`). Reading afterwards still
         works; it opens each file for the read only.
 
@@ -518,7 +518,12 @@ class Dataset:
     def take(
         self, indices: Sequence[int] | np.ndarray, columns: Sequence[str] | None = None
     ) -> pa.Table:
-        """Rows at logical positions ``indices`` of this version (in scan order).
+        """Rows at logical positions ``indices`` of this version (in scan order; any order,
+        repeats allowed). Only the pages holding the rows of a one-file fragment are read,
+        and its file is kept open for the next lookups (:meth:`close`).
+
+        Raises:
+            InvalidArgumentError: positions that are not integers, or out of range.
 
         Example:
             >>> import tempfile, pyarrow as pa
@@ -527,9 +532,14 @@ class Dataset:
             {'x': [12, 10]}
         """
         try:
-            wanted = np.asarray(indices, dtype=np.int64)
+            wanted = np.asarray(indices)
         except (TypeError, ValueError):
             raise InvalidArgumentError(f"indices must be integers, got {indices!r}") from None
+        if wanted.ndim != 1 or (wanted.size and not np.issubdtype(wanted.dtype, np.integer)):
+            raise InvalidArgumentError(
+                f"indices must be integers (a one-dimensional list), got {indices!r}"
+            )
+        wanted = wanted.astype(np.int64)
         fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
         starts = np.cumsum([0] + [live_rows(f) for f in fragments])
         if wanted.size and (wanted.min() < 0 or wanted.max() >= starts[-1]):
@@ -540,8 +550,12 @@ class Dataset:
         for position in np.unique(owner):
             fragment = fragments[position]
             picked = np.flatnonzero(owner == position)
-            table = read_fragment(self._storage, self._schema, fragment, names)
-            pieces.append(take_table(table, wanted[picked] - starts[position]))
+            positions = wanted[picked] - starts[position]
+            pieces.append(
+                take_fragment(
+                    self._storage, self._schema, fragment, names, positions, self._readers
+                )
+            )
             order.append(picked)
         if not pieces:
             return self.scanner(names).to_table().slice(0, 0)

@@ -1,8 +1,8 @@
-"""Open data-file readers a :class:`~fermion.table.dataset.Dataset` keeps between batch
-lookups.
+"""Open data-file readers a :class:`~fermion.table.dataset.Dataset` keeps between
+lookups (``read_batches``, ``epoch_batches``, ``take``).
 
-A data loader calls ``Dataset.read_batches`` once per training step, and each call reads
-a few batches from a few fragments. Opening a data file costs its footer, schema and
+A data loader calls ``Dataset.read_batches`` (or ``take``) once per training step, and
+each call reads a few batches from a few fragments. Opening a data file costs its footer, schema and
 column metadata (docs/FORMAT.md §3); for a lookup of one small batch that is most of the
 work. Data files never change once committed (docs/TABLE_FORMAT.md), so a reader opened
 for one lookup serves the next ones: the file's metadata, and what each reader resolved
@@ -42,9 +42,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fermion.errors import InvalidArgumentError
+from fermion.errors import InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
 from fermion.table._datafile import open_data_file
+from fermion.table.deletions import deletion_path, keep_mask, read_deletion_file
+from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import top_level_field_ids
 from fermion.table.storage import TableStorage
 
@@ -63,7 +65,9 @@ class OpenFile:
         fresh: opened for this lease (False: kept from an earlier one).
         batch_mode: per batch-id column field id, whether the file's batch ids are that
             column's values (``fermion.table.batches``).
-        keep: per deletion file path, the mask of the file's rows it leaves live.
+        keep: per deletion file path, the mask of the file's rows it leaves live (see
+            :meth:`keep_mask`).
+        live: per deletion file path, the positions of those rows (see :meth:`live_rows`).
     """
 
     reader: FileReader
@@ -71,6 +75,36 @@ class OpenFile:
     fresh: bool = True
     batch_mode: dict[int, bool] = field(default_factory=dict)
     keep: dict[str, np.ndarray] = field(default_factory=dict)
+    live: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def check_rows(self, fragment: pb.Fragment, path: str) -> None:
+        """Raise InvalidFileError unless the file holds the rows the manifest says."""
+        if self.reader.num_rows != fragment.physical_rows:
+            raise InvalidFileError(
+                f"{path}: {self.reader.num_rows} rows, the manifest says {fragment.physical_rows}"
+            )
+
+    def keep_mask(self, storage: TableStorage, fragment: pb.Fragment) -> tuple[np.ndarray, bool]:
+        """The mask of the live rows of ``fragment`` (whose deletion file this file's
+        rows are), and whether its deletion file was read now (else it was kept)."""
+        path = deletion_path(fragment.id, fragment.deletion_file)
+        mask = self.keep.get(path)
+        if mask is not None:
+            return mask, False
+        deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
+        mask = self.keep[path] = keep_mask(deleted, fragment.physical_rows)
+        return mask, True
+
+    def live_rows(self, storage: TableStorage, fragment: pb.Fragment) -> np.ndarray:
+        """The physical positions of the live rows of ``fragment``, in order (all of them
+        when it has no deletion file)."""
+        if not fragment.HasField("deletion_file"):
+            return np.arange(fragment.physical_rows, dtype=np.int64)
+        path = deletion_path(fragment.id, fragment.deletion_file)
+        live = self.live.get(path)
+        if live is None:
+            live = self.live[path] = np.flatnonzero(self.keep_mask(storage, fragment)[0])
+        return live
 
     @staticmethod
     def open(storage: TableStorage, path: str) -> OpenFile:

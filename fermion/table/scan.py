@@ -35,12 +35,13 @@ import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
-from fermion.format.plan import cast_table, filter_table
+from fermion.format.plan import cast_table, filter_table, take_table
 from fermion.format.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.readers import ReaderCache
 from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
 from fermion.table.stats import fragment_guarantee, prune
 from fermion.table.storage import TableStorage
@@ -158,6 +159,47 @@ def read_fragment(
     finally:
         for reader, _ in opened:
             reader.close()
+
+
+def take_fragment(
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    columns: Sequence[str],
+    positions: np.ndarray,
+    readers: ReaderCache | None = None,
+) -> pa.Table:
+    """The live rows at ``positions`` of ``fragment`` (0-based among its live rows, in scan
+    order; any order, repeats allowed, each in range), projected to ``columns``, in the
+    order asked. Of a fragment of one data file only the pages holding them are read
+    (``FileReader.take``), through ``readers`` when given (the file then stays open); a
+    fragment of several data files is read whole.
+
+    Example:
+        >>> import tempfile, numpy as np, pyarrow as pa, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"x": [1, 2, 3, 4]}), tempfile.mkdtemp())
+        >>> ds.delete("x = 2")
+        >>> take_fragment(ds.storage, ds.table_schema, ds.fragments[0], ["x"],
+        ...               np.array([2, 0])).to_pydict()
+        {'x': [4, 1]}
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(fragment.files) == 1:
+        top_ids = schema.top_level_ids()
+        wanted = {top_ids[schema.arrow.get_field_index(n)] for n in columns}
+        path = fragment.files[0].path
+        with (readers if readers is not None else ReaderCache(0)).lease(storage, path) as opened:
+            opened.check_rows(fragment, path)
+            reader, file_ids = opened.reader, opened.top_ids
+            names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+            if names:  # (else every column asked is newer than the file: read below)
+                physical = positions
+                if fragment.HasField("deletion_file"):
+                    physical = opened.live_rows(storage, fragment)[positions]
+                got = [file_ids[reader.schema.get_field_index(n)] for n in names]
+                table = reader.take(physical, columns=names)
+                return project_file_table(table, got, schema, list(columns))
+    return take_table(read_fragment(storage, schema, fragment, columns), positions)
 
 
 def _read_opened(
