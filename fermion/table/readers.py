@@ -2,9 +2,9 @@
 lookups (``read_batches``, ``epoch_batches``, ``take``).
 
 A data loader calls ``Dataset.read_batches`` (or ``take``) once per training step, and
-each call reads a few batches from a few fragments. Opening a data file costs its footer, schema and
-column metadata (docs/FORMAT.md §3); for a lookup of one small batch that is most of the
-work. Data files never change once committed (docs/TABLE_FORMAT.md), so a reader opened
+each call reads a few batches from a few fragments. Opening a data file costs its footer,
+schema and column metadata (docs/FORMAT.md §3); for a lookup of one small batch that is
+most of the work. Data files never change once committed (docs/TABLE_FORMAT.md), so a reader opened
 for one lookup serves the next ones: the file's metadata, and what each reader resolved
 (projections, parsed column metadata blocks), are kept.
 
@@ -65,9 +65,9 @@ class OpenFile:
         fresh: opened for this lease (False: kept from an earlier one).
         batch_mode: per batch-id column field id, whether the file's batch ids are that
             column's values (``fermion.table.batches``).
-        keep: per deletion file path, the mask of the file's rows it leaves live (see
-            :meth:`keep_mask`).
-        live: per deletion file path, the positions of those rows (see :meth:`live_rows`).
+        keep: the fragment's latest deletion file read, by path: the mask of the file's
+            rows it leaves live (see :meth:`keep_mask`; a new deletion file replaces it).
+        live: the same for the positions of those rows (see :meth:`live_rows`).
     """
 
     reader: FileReader
@@ -92,7 +92,8 @@ class OpenFile:
         if mask is not None:
             return mask, False
         deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
-        mask = self.keep[path] = keep_mask(deleted, fragment.physical_rows)
+        mask = keep_mask(deleted, fragment.physical_rows)
+        self.keep = {path: mask}  # an earlier deletion file of the fragment: not needed
         return mask, True
 
     def live_rows(self, storage: TableStorage, fragment: pb.Fragment) -> np.ndarray:
@@ -103,7 +104,8 @@ class OpenFile:
         path = deletion_path(fragment.id, fragment.deletion_file)
         live = self.live.get(path)
         if live is None:
-            live = self.live[path] = np.flatnonzero(self.keep_mask(storage, fragment)[0])
+            live = np.flatnonzero(self.keep_mask(storage, fragment)[0])
+            self.live = {path: live}
         return live
 
     @staticmethod

@@ -252,6 +252,12 @@ def test_kept_files_see_a_later_delete(tmp_path: Path, monkeypatch: pytest.Monke
     assert [lk.stats.deletion_files_read for lk in lookups] == [1, 0]
     assert [lk.stats.files_reused for lk in lookups] == [1, 1]
     assert opens.paths == []
+    ds.delete("pos = 3")  # a second deletion file: it replaces the first one kept
+    lookup = ds.batch_lookup([3], columns=["pos"])
+    assert lookup.to_table()["pos"].to_pylist() == [5]
+    assert lookup.stats.deletion_files_read == 1
+    (kept,) = ds._readers._idle.values()
+    assert len(kept.keep) == 1
 
 
 def test_close_releases_the_kept_files(big: Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
