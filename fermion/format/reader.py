@@ -424,12 +424,9 @@ class FileReader:
     def _batch_plan(self, columns: Sequence[str] | None) -> _BatchPlan:
         """What :meth:`read_batches` and :meth:`take` need of ``columns`` before reading:
         made once per column list (the last :data:`_BATCH_PLANS` lists are kept)."""
-        key: tuple[str, ...] | None = None
-        if columns is not None and not isinstance(columns, str):
-            key = tuple(columns)
-            if not all(isinstance(c, str) for c in key):
-                key = ("\0unhashable",)  # _resolve_all raises on it below
-        plan = self._batch_plans.get(key)
+        key = None if columns is None else tuple(columns)
+        names = key is None or all(isinstance(c, str) for c in key)  # (else raises below)
+        plan = self._batch_plans.get(key) if names else None
         if plan is not None:
             return plan
         projs, virtual = self._resolve_all(columns)
@@ -440,7 +437,7 @@ class FileReader:
         plan = _BatchPlan(projs, virtual, schema, metas, fast, lists)
         if len(self._batch_plans) >= _BATCH_PLANS:
             del self._batch_plans[next(iter(self._batch_plans))]
-        self._batch_plans[key] = plan
+        self._batch_plans[key] = plan  # (only names get here: anything else raised)
         return plan
 
     def _read_points(

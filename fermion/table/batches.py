@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -236,81 +237,56 @@ def read_fragment_batches(
     order. Batch-mode files are read by batch; other files are scanned with a filter.
     A fragment of one data file is read through ``readers`` when given (its reader then
     stays open for the next lookup); ``stats.files_reused`` counts those kept open."""
-    if readers is not None and len(fragment.files) == 1:
-        with readers.lease(storage, fragment.files[0].path) as opened:
-            _check_rows(opened, fragment.files[0].path, fragment, stats)
-            return _read_files(
-                [opened], storage, schema, fragment, columns, batch_column, ids, stats
-            )
-    files: list[OpenFile] = []
-    try:
+    # the files of a fragment of several are opened for this read only (ReaderCache(0))
+    cache = readers if readers is not None and len(fragment.files) == 1 else ReaderCache(0)
+    with ExitStack() as leases:
+        files: list[OpenFile] = []
         for data_file in fragment.files:
-            files.append(OpenFile.open(storage, data_file.path))
-            _check_rows(files[-1], data_file.path, fragment, stats)
-        return _read_files(files, storage, schema, fragment, columns, batch_column, ids, stats)
-    finally:
-        for opened in files:
-            opened.reader.close()
-
-
-def _check_rows(opened: OpenFile, path: str, fragment: pb.Fragment, stats: ScanStats) -> None:
-    stats.files_opened += 1
-    stats.files_reused += not opened.fresh
-    opened.check_rows(fragment, path)
-
-
-def _read_files(
-    files: list[OpenFile],
-    storage: TableStorage,
-    schema: TableSchema,
-    fragment: pb.Fragment,
-    columns: Sequence[str],
-    batch_column: str,
-    ids: np.ndarray,
-    stats: ScanStats,
-) -> pa.Table:
-    """:func:`read_fragment_batches` of the fragment's open data files."""
-    top_ids = schema.top_level_ids()
-    wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
-    batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
-    if len(files) == 1 and _batch_mode_by(files[0], fragment, batch_fid):
-        reader, file_ids = files[0].reader, files[0].top_ids
-        present, (starts, lengths) = _batch_file_rows(reader, ids)
-        names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
-        table = reader.read_batches(present, columns=names)
-        got = [file_ids[reader.schema.get_field_index(n)] for n in names]
-        merged = project_file_table(table, got, schema, list(columns))
-        offsets = (
-            np.concatenate([np.arange(a, a + n) for a, n in zip(starts, lengths, strict=True)])
-            if len(present)
-            else np.zeros(0, dtype=np.int64)
-        )
-        expected = np.repeat(present, lengths)
-        stored = merged.column(batch_column).to_numpy(zero_copy_only=False)
-        if not np.array_equal(stored.astype(np.int64), expected):
-            raise BatchModeError(
-                f"{fragment.files[0].path}: the batch-id column disagrees with the "
-                "file's batch ids (written outside the table's batch mode)"
-            )
-    else:
-        parts = []
-        for opened in files:
-            reader, file_ids = opened.reader, opened.top_ids
+            files.append(leases.enter_context(cache.lease(storage, data_file.path)))
+            stats.files_opened += 1
+            stats.files_reused += not files[-1].fresh
+            files[-1].check_rows(fragment, data_file.path)
+        top_ids = schema.top_level_ids()
+        wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
+        batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
+        if len(files) == 1 and _batch_mode_by(files[0], fragment, batch_fid):
+            reader, file_ids = files[0].reader, files[0].top_ids
+            present, (starts, lengths) = _batch_file_rows(reader, ids)
             names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+            table = reader.read_batches(present, columns=names)
             got = [file_ids[reader.schema.get_field_index(n)] for n in names]
-            part = reader.read(columns=names)
-            parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
-        merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
-        values = merged.column(batch_column).cast(pa.int64())  # nulls never match
-        hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
-        offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
-        merged = take_table(merged, offsets)
-    if fragment.HasField("deletion_file"):  # (kept with the first file: its rows)
-        keep, read_now = files[0].keep_mask(storage, fragment)
-        stats.deletion_files_read += read_now
-        merged = filter_table(merged, pa.array(keep[offsets]))
-    stats.rows_returned += merged.num_rows
-    return merged
+            merged = project_file_table(table, got, schema, list(columns))
+            offsets = (
+                np.concatenate([np.arange(a, a + n) for a, n in zip(starts, lengths, strict=True)])
+                if len(present)
+                else np.zeros(0, dtype=np.int64)
+            )
+            expected = np.repeat(present, lengths)
+            stored = merged.column(batch_column).to_numpy(zero_copy_only=False)
+            if not np.array_equal(stored.astype(np.int64), expected):
+                raise BatchModeError(
+                    f"{fragment.files[0].path}: the batch-id column disagrees with the "
+                    "file's batch ids (written outside the table's batch mode)"
+                )
+        else:
+            parts = []
+            for opened in files:
+                reader, file_ids = opened.reader, opened.top_ids
+                names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+                got = [file_ids[reader.schema.get_field_index(n)] for n in names]
+                part = reader.read(columns=names)
+                parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
+            merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
+            values = merged.column(batch_column).cast(pa.int64())  # nulls never match
+            hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
+            offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+            merged = take_table(merged, offsets)
+        if fragment.HasField("deletion_file"):  # (kept with the first file: its rows)
+            keep, read_now = files[0].keep_mask(storage, fragment)
+            stats.deletion_files_read += read_now
+            merged = filter_table(merged, pa.array(keep[offsets]))
+        stats.rows_returned += merged.num_rows
+        return merged
 
 
 class BatchLookup:

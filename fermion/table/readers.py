@@ -97,10 +97,8 @@ class OpenFile:
         return mask, True
 
     def live_rows(self, storage: TableStorage, fragment: pb.Fragment) -> np.ndarray:
-        """The physical positions of the live rows of ``fragment``, in order (all of them
-        when it has no deletion file)."""
-        if not fragment.HasField("deletion_file"):
-            return np.arange(fragment.physical_rows, dtype=np.int64)
+        """The physical positions of the live rows of ``fragment`` (which has a deletion
+        file), in order."""
         path = deletion_path(fragment.id, fragment.deletion_file)
         live = self.live.get(path)
         if live is None:
