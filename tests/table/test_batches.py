@@ -275,6 +275,35 @@ def test_close_releases_the_kept_files(big: Dataset, monkeypatch: pytest.MonkeyP
     assert all(r.source._fd < 0 for r in opens.readers)  # type: ignore[attr-defined]
 
 
+def test_threads_sharing_a_dataset_read_right_while_files_are_evicted(big: Dataset) -> None:
+    """4 threads looking up through one dataset whose cache keeps 3 of the 5 files they
+    read (so readers are found kept, and evicted and closed while other threads lease
+    theirs): every lookup returns the rows of the filtered scan, and no reader is closed
+    under a lookup."""
+    big._readers.capacity = 3
+    rng = np.random.default_rng(11)
+    # ids of 10 batches: 5 fragments, so files are both found kept and evicted often
+    plans = [(rng.choice(10, 3, replace=False) * 10).tolist() for _ in range(40)]
+    want = {tuple(ids): expected(big, ids, ["pos", "bid"]) for ids in plans}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for ids in plans[k::4]:
+                got = big.read_batches(ids, columns=["pos", "bid"])
+                assert got.equals(want[tuple(ids)])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(big._readers) <= 3
+
+
 def test_a_failed_read_does_not_keep_its_reader(
     big: Dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
