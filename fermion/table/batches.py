@@ -250,11 +250,10 @@ def read_fragment_batches(
         wanted = {top_ids[schema.arrow.get_field_index(n)]: n for n in columns}
         batch_fid = top_ids[schema.arrow.get_field_index(batch_column)]
         if len(files) == 1 and _batch_mode_by(files[0], fragment, batch_fid):
-            reader, file_ids = files[0].reader, files[0].top_ids
+            reader = files[0].reader
             present, (starts, lengths) = _batch_file_rows(reader, ids)
-            names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+            names, got = files[0].columns(wanted)
             table = reader.read_batches(present, columns=names)
-            got = [file_ids[reader.schema.get_field_index(n)] for n in names]
             merged = project_file_table(table, got, schema, list(columns))
             offsets = (
                 np.concatenate([np.arange(a, a + n) for a, n in zip(starts, lengths, strict=True)])
@@ -271,10 +270,8 @@ def read_fragment_batches(
         else:
             parts = []
             for opened in files:
-                reader, file_ids = opened.reader, opened.top_ids
-                names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
-                got = [file_ids[reader.schema.get_field_index(n)] for n in names]
-                part = reader.read(columns=names)
+                names, got = opened.columns(wanted)
+                part = opened.reader.read(columns=names)
                 parts.append(project_file_table(part, got, schema, [wanted[g] for g in got]))
             merged = merge_fragment_columns(parts, schema, list(columns), fragment.physical_rows)
             values = merged.column(batch_column).cast(pa.int64())  # nulls never match

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -76,6 +76,13 @@ class OpenFile:
     batch_mode: dict[int, bool] = field(default_factory=dict)
     keep: dict[str, np.ndarray] = field(default_factory=dict)
     live: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def columns(self, wanted: Collection[int]) -> tuple[list[str], list[int]]:
+        """The file's top-level column names whose table field id is in ``wanted``, in
+        file order, and those field ids."""
+        fields = self.reader.schema
+        got = [(fields.field(i).name, f) for i, f in enumerate(self.top_ids) if f in wanted]
+        return [n for n, _ in got], [f for _, f in got]
 
     def check_rows(self, fragment: pb.Fragment, path: str) -> None:
         """Raise InvalidFileError unless the file holds the rows the manifest says."""

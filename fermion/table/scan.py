@@ -190,14 +190,12 @@ def take_fragment(
         path = fragment.files[0].path
         with (readers if readers is not None else ReaderCache(0)).lease(storage, path) as opened:
             opened.check_rows(fragment, path)
-            reader, file_ids = opened.reader, opened.top_ids
-            names = [reader.schema.field(i).name for i, f in enumerate(file_ids) if f in wanted]
+            names, got = opened.columns(wanted)
             if names:  # (else every column asked is newer than the file: read below)
                 physical = positions
                 if fragment.HasField("deletion_file"):
                     physical = opened.live_rows(storage, fragment)[positions]
-                got = [file_ids[reader.schema.get_field_index(n)] for n in names]
-                table = reader.take(physical, columns=names)
+                table = opened.reader.take(physical, columns=names)
                 return project_file_table(table, got, schema, list(columns))
     return take_table(read_fragment(storage, schema, fragment, columns), positions)
 
