@@ -310,12 +310,64 @@ def _block_frames(
     level: int,
     block_size: int,
     comp: zstandard.ZstdCompressor | None = None,
+    known: dict[int, bytes] | None = None,
 ) -> list[bytes]:
     """One zstd frame (with content checksum) per ``block_size`` bytes of ``payload``, by
-    ``comp`` (one holding a dictionary) or the thread's compressor for ``level``."""
+    ``comp`` (one holding a dictionary) or, as :func:`_adaptive_frames` chooses, the
+    thread's compressor for ``level``; ``known``: frames already made at ``level``, by
+    block number."""
     data = memoryview(payload).cast("B")
-    comp = comp or _zstd_compressor(level, checksum=True)
-    return [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+    if comp is not None:
+        return [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
+    return _adaptive_frames(data, level, block_size, known or {})
+
+
+# Blocks that zstd cannot shrink (the low bytes of float planes, hashes, random ids) cost
+# as much to compress at level 3 as any other. After a block at the page's level saved less
+# than _STORE_SAVING, the next blocks go through zstd's fast mode (_STORE_LEVEL: a few
+# hash probes and no entropy coding of literals, about a third of the time on such bytes),
+# until a block shows a saving again: a fast frame that saves, or a block compressed at the
+# page's level again every _REPROBE blocks (savings that only entropy coding finds); a
+# fast frame that saves is made again at the page's level. Every frame is an ordinary zstd
+# frame: readers are unchanged (docs/FORMAT.md §5.2).
+_STORE_LEVEL = -5
+_STORE_SAVING = 0.02
+_REPROBE = 4
+
+
+def _adaptive_frames(
+    data: memoryview, level: int, block_size: int, known: dict[int, bytes]
+) -> list[bytes]:
+    """The frames of :func:`_block_frames` without a dictionary.
+
+    Example:
+        >>> import os
+        >>> data = memoryview(os.urandom(8192) + bytes(8192))
+        >>> frames = _adaptive_frames(data, 3, 2048, {})
+        >>> [len(f) > 2048 for f in frames]  # random bytes stay as they are; zeros shrink
+        [True, True, True, True, False, False, False, False]
+    """
+    comp = _zstd_compressor(level, checksum=True)
+    fast = _zstd_compressor(_STORE_LEVEL, checksum=True)
+    frames: list[bytes] = []
+    run = -1  # blocks since the last one at ``level`` that saved too little; -1: none
+    for k, at in enumerate(range(0, len(data), block_size)):
+        block = data[at : at + block_size]
+        frame = known.get(k)
+        probe = frame is not None or run < 0 or run % _REPROBE == _REPROBE - 1
+        if frame is None:
+            frame = (comp if probe else fast).compress(block)
+        saved = len(frame) < len(block) * (1 - _STORE_SAVING)
+        if saved and not probe:  # where the bytes start to compress again: at the level
+            frame = comp.compress(block)
+        if saved:
+            run = -1
+        elif probe:
+            run = 0
+        else:
+            run += 1
+        frames.append(frame)
+    return frames
 
 
 def _blocks_body(frames: list[bytes], block_size: int, dictionary: bytes = b"") -> bytes:
@@ -845,10 +897,7 @@ def _compress_choice(
         frame = CODECS[codec].compress(b"".join(parts), level)
         if sum(len(f) for f in tried.values()) > len(frame) * (1 + block_overhead):
             return CODECS[codec].compress(payload, level), codec
-        frames = [
-            tried[k] if k in tried else comp.compress(data[at : at + block_size])
-            for k, at in enumerate(range(0, len(data), block_size))
-        ]
+        frames = _block_frames(data, level, block_size, known=tried)
         return _blocks_body(frames, block_size), Compression.ZSTD_BLOCKS
     one = b"" if always else CODECS[codec].compress(payload, level)
     blocked = _compress_blocks(payload, level, block_size)

@@ -232,6 +232,69 @@ def test_sampled_block_choice_matches_the_whole_page_comparison() -> None:
             assert sampled == whole
 
 
+def _level_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The zstd level of every block frame compressed from now on."""
+    calls: list[int] = []
+    real = pages._zstd_compressor
+
+    class Counting:
+        def __init__(self, level: int, comp: zstandard.ZstdCompressor) -> None:
+            self.level, self.comp = level, comp
+
+        def compress(self, data: bytes | memoryview) -> bytes:
+            calls.append(self.level)
+            return self.comp.compress(data)
+
+    def counted(level: int, checksum: bool = False) -> Counting:
+        return Counting(level, real(level, checksum))
+
+    monkeypatch.setattr(pages, "_zstd_compressor", counted)
+    return calls
+
+
+def test_blocks_that_do_not_compress_go_through_zstd_fast_mode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a block at the page's level saves under 2%, the next blocks are compressed
+    at zstd level -5 until one saves again, with a block at the page's level every 4th;
+    every frame still decodes to its block (docs/FORMAT.md §5.2)."""
+    block = 2048
+    noise = np.random.default_rng(5).integers(0, 256, 16 * block, dtype=np.uint8).tobytes()
+    rng = np.random.default_rng(6)  # a few symbols in random order: entropy coding saves
+    skewed = rng.choice(np.frombuffer(b"abcdefghijklmnop", np.uint8), 8 * block).tobytes()
+    runs = np.repeat(np.frombuffer(noise[:512], np.uint8), 16).tobytes()  # matches
+    calls = _level_calls(monkeypatch)
+    fast = pages._STORE_LEVEL
+    for payload, want in [
+        (noise, [3, fast, fast, fast] * 4),
+        # a fast frame saved: that block is compressed again at level 3
+        (noise[: 2 * block] + runs, [3, fast, fast, 3, 3, 3, 3]),
+        # fast mode finds nothing in these: they wait for the 4th block's probe
+        (noise[: 2 * block] + skewed, [3, fast, fast, fast, 3, 3, 3, 3, 3, 3]),
+        (runs + noise[: 4 * block], [3, 3, 3, 3, 3, fast, fast, fast]),
+    ]:
+        calls.clear()
+        body = BlockedBody(memoryview(_compress_blocks(payload, 3, block)), len(payload), "p")
+        assert calls == want
+        assert body.decompress_all() == payload
+        for k in range(body.num_blocks):
+            assert body.decompress(k) == payload[k * block : (k + 1) * block]
+    # what it costs on disk: each fast frame of the noise is zstd's raw block, as at level
+    # 3; the skewed blocks compressed fast lose their entropy coding until the probe
+    level3 = [
+        len(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(payload[k : k + block]))
+        for payload in (noise,)
+        for k in range(0, len(noise), block)
+    ]
+    assert len(_compress_blocks(noise, 3, block)) == 8 + 4 * 16 + sum(level3)
+    mixed = noise[: 2 * block] + runs  # and the blocks that compress are level 3 frames
+    body = BlockedBody(memoryview(_compress_blocks(mixed, 3, block)), len(mixed), "p")
+    level = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    for k in range(2, body.num_blocks):
+        frame = bytes(body.frames[int(body.starts[k]) : int(body.ends[k])])
+        assert frame == level.compress(mixed[k * block : (k + 1) * block])
+
+
 def test_encode_page_falls_back_to_none_when_compression_does_not_pay() -> None:
     noise = np.random.default_rng(3).integers(0, 256, 8192, dtype=np.uint8).tobytes()
     for block in (0, 256, 1024):
