@@ -39,7 +39,7 @@ import pyarrow.types as pat
 import zstandard
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack
+from fermion.format import bitpack, native
 from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
@@ -189,7 +189,7 @@ _SAMPLE_VALUES = 4096
 _BINCOUNT_SPAN = 1 << 20  # distinct counting by bincount up to this value span
 
 
-def sample_size(data: bytes | memoryview) -> int:
+def sample_size(data: bytes | bytearray | memoryview) -> int:
     """zstd (level 1) size of a sample; compressor objects are per thread (not thread-safe)."""
     comp = getattr(_local, "sampler", None)
     if comp is None:
@@ -619,12 +619,24 @@ def decode_delta_into(payload: memoryview | bytes, out: np.ndarray, where: str =
 FLOAT_SAMPLE_BYTES = 16 << 10  # float pages choose their encoding on this many bytes
 
 
-def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes:
+def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes | bytearray:
     """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ...
 
-    One strided copy per plane: numpy's general transpose of bytes runs at ~1 GB/s, a
-    copy of one byte in ``width`` at ~3.5 GB/s."""
-    values = np.frombuffer(data, dtype=np.uint8).reshape(-1, width)
+    By the compiled kernel when it is built, else one strided copy per plane: numpy's
+    general transpose of bytes runs at ~1 GB/s, a copy of one byte in ``width`` at
+    ~3.5 GB/s (32,000 float32: 67 us this way, 20 us by the kernel).
+
+    Example:
+        >>> list(split_planes(bytes([1, 2, 3, 4, 5, 6]), 2))
+        [1, 3, 5, 2, 4, 6]
+    """
+    flat = np.frombuffer(data, dtype=np.uint8)
+    kernels = native.KERNELS
+    if kernels is not None:
+        out = bytearray(len(flat))
+        kernels.byte_planes(flat, out, width, False)
+        return out
+    values = flat.reshape(-1, width)
     planes = np.empty((width, len(values)), dtype=np.uint8)
     for j in range(width):
         planes[j] = values[:, j]
@@ -669,11 +681,15 @@ def decode_byte_split(
     n, width = int(h["count"]), int(h["out_width"])
     if len(payload) != HEADER_SIZE + n * width:
         raise InvalidFileError(f"{where}: BYTE_SPLIT payload has the wrong size")
-    planes = np.frombuffer(payload, dtype=np.uint8, offset=HEADER_SIZE).reshape(width, n)
+    planes = np.frombuffer(payload, dtype=np.uint8, offset=HEADER_SIZE)
     out = np.empty(n * width, dtype=np.uint8) if into is None else into
-    values = out.reshape(n, width)
-    for j in range(width):
-        values[:, j] = planes[j]
+    kernels = native.KERNELS
+    if kernels is not None and out.flags.c_contiguous and out.flags.writeable:
+        kernels.byte_planes(planes, out, width, True)  # checks the sizes again
+    else:
+        values = out.reshape(n, width)
+        for j, plane in enumerate(planes.reshape(width, n)):
+            values[:, j] = plane
     return None if into is not None else out.data
 
 

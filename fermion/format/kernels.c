@@ -3,10 +3,12 @@
  *   verified over exactly the blocks a point read touched;
  * - the header checks of ZSTD_BLOCKS frames before they are decompressed (format 1.2);
  * - the gather of single bit-packed integers (docs/FORMAT.md bit-packing), and of the
- *   sums since the last checkpoint (CHECKPOINTS, format 1.3) before them.
- * The module is optional: fermion/format/pages.py does the same work in Python (ISA-L's
- * or zlib's crc32 per block, the frame header read field by field) when it cannot be
- * imported.
+ *   sums since the last checkpoint (CHECKPOINTS, format 1.3) before them;
+ * - the BYTE_SPLIT transform of float pages and its inverse (docs/FORMAT.md §5.1), for
+ *   writers and full reads.
+ * The module is optional: fermion/format/pages.py and encodings.py do the same work in
+ * Python (ISA-L's or zlib's crc32 per block, the frame header read field by field, one
+ * numpy strided copy per byte plane) when it cannot be imported.
  *
  * The CRC is CRC-32 as zlib computes it (reflected polynomial 0xEDB88320, initial value
  * and final xor 0xFFFFFFFF), by slicing-by-8 tables built once at import.
@@ -515,6 +517,125 @@ static PyObject *segment_sums(PyObject *self, PyObject *args)
     return PyBool_FromLong(fits);
 }
 
+/* BYTE_SPLIT (docs/FORMAT.md §5.1): ``n`` values of ``w`` bytes into ``w`` planes of ``n``
+ * bytes (byte j of value i at plane j, offset i), and back. Widths 4 and 8 are written so
+ * that the compiler vectorises them (and width 8 with SSE2 byte unpacks on x86-64, a
+ * 16 x 8 byte transpose per step); any other width by the plain loop. */
+static void split_any(const uint8_t *restrict src, uint8_t *restrict dst, size_t n, size_t w)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < w; j++)
+            dst[j * n + i] = src[i * w + j];
+}
+
+static void join_any(const uint8_t *restrict src, uint8_t *restrict dst, size_t n, size_t w)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < w; j++)
+            dst[i * w + j] = src[j * n + i];
+}
+
+static void split4(const uint8_t *restrict src, uint8_t *restrict dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < 4; j++)
+            dst[j * n + i] = src[i * 4 + j];
+}
+
+static void join4(const uint8_t *restrict src, uint8_t *restrict dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < 4; j++)
+            dst[i * 4 + j] = src[j * n + i];
+}
+
+static void join8(const uint8_t *restrict src, uint8_t *restrict dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < 8; j++)
+            dst[i * 8 + j] = src[j * n + i];
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* 16 values at a time: two rounds of byte unpacks gather each value's bytes by plane in
+ * groups of 4 values, 32- and 64-bit unpacks then join the groups of a plane. */
+static void split8(const uint8_t *restrict src, uint8_t *restrict dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i x[8], a[8], b[8];
+        for (int k = 0; k < 8; k++)
+            x[k] = _mm_loadu_si128((const __m128i *)(src + i * 8 + 16 * k));
+        for (int k = 0; k < 4; k++) { /* a[2k]: values 4k and 4k+2 byte by byte; a[2k+1]: 4k+1, 4k+3 */
+            a[2 * k] = _mm_unpacklo_epi8(x[2 * k], x[2 * k + 1]);
+            a[2 * k + 1] = _mm_unpackhi_epi8(x[2 * k], x[2 * k + 1]);
+        }
+        for (int k = 0; k < 4; k++) { /* b[2k]: bytes 0-3 of values 4k..4k+3, by byte */
+            b[2 * k] = _mm_unpacklo_epi8(a[2 * k], a[2 * k + 1]);
+            b[2 * k + 1] = _mm_unpackhi_epi8(a[2 * k], a[2 * k + 1]);
+        }
+        for (int h = 0; h < 2; h++) { /* planes 4h..4h+3 */
+            __m128i c0 = _mm_unpacklo_epi32(b[h], b[2 + h]);
+            __m128i c1 = _mm_unpackhi_epi32(b[h], b[2 + h]);
+            __m128i c2 = _mm_unpacklo_epi32(b[4 + h], b[6 + h]);
+            __m128i c3 = _mm_unpackhi_epi32(b[4 + h], b[6 + h]);
+            _mm_storeu_si128((__m128i *)(dst + (4 * h + 0) * n + i), _mm_unpacklo_epi64(c0, c2));
+            _mm_storeu_si128((__m128i *)(dst + (4 * h + 1) * n + i), _mm_unpackhi_epi64(c0, c2));
+            _mm_storeu_si128((__m128i *)(dst + (4 * h + 2) * n + i), _mm_unpacklo_epi64(c1, c3));
+            _mm_storeu_si128((__m128i *)(dst + (4 * h + 3) * n + i), _mm_unpackhi_epi64(c1, c3));
+        }
+    }
+    for (; i < n; i++)
+        for (size_t j = 0; j < 8; j++)
+            dst[j * n + i] = src[i * 8 + j];
+}
+#else
+static void split8(const uint8_t *restrict src, uint8_t *restrict dst, size_t n)
+{
+    split_any(src, dst, n, 8);
+}
+#endif
+
+/* byte_planes(src, dst, width, join) -> None
+ *
+ * ``join`` false: the BYTE_SPLIT planes of the ``width``-byte values in ``src`` written to
+ * ``dst``; true: the values of the planes in ``src`` written to ``dst``. ValueError, with
+ * nothing written, when the width is not in [1, 255], or the buffers differ in size or
+ * do not hold whole values.
+ */
+static PyObject *byte_planes(PyObject *self, PyObject *args)
+{
+    Py_buffer src, dst;
+    int width, join;
+    if (!PyArg_ParseTuple(args, "y*w*ip:byte_planes", &src, &dst, &width, &join))
+        return NULL;
+    const char *problem = NULL;
+    if (width < 1 || width > 255)
+        problem = "width must be in [1, 255]";
+    else if (src.len != dst.len || src.len % width != 0)
+        problem = "src and dst must be one size, a whole number of values";
+    if (problem == NULL) {
+        const uint8_t *in = (const uint8_t *)src.buf;
+        uint8_t *out = (uint8_t *)dst.buf;
+        size_t n = (size_t)(src.len / width);
+        Py_BEGIN_ALLOW_THREADS
+        if (width == 4)
+            join ? join4(in, out, n) : split4(in, out, n);
+        else if (width == 8)
+            join ? join8(in, out, n) : split8(in, out, n);
+        else
+            join ? join_any(in, out, n, (size_t)width) : split_any(in, out, n, (size_t)width);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
     {"block_crcs", block_crcs, METH_VARARGS,
@@ -530,6 +651,9 @@ static PyMethodDef methods[] = {
     {"segment_sums", segment_sums, METH_VARARGS,
      "segment_sums(buf, offset, end, w, interval, rows, before, value) -> bool: each row's "
      "bit-packed value and the sum of the values since its segment's start."},
+    {"byte_planes", byte_planes, METH_VARARGS,
+     "byte_planes(src, dst, width, join) -> None: BYTE_SPLIT planes of the values in src "
+     "(join false), or the values of the planes (join true), written to dst."},
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},

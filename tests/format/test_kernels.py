@@ -394,3 +394,64 @@ def test_strided_arguments_take_a_path_that_reads_them() -> None:
     assert bitpack.gather(memoryview(packed), 0, 7, np.arange(40)[::-3]).tolist() == list(
         range(39, -1, -3)
     )
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(
+    width=st.sampled_from([1, 2, 3, 4, 8, 16, 32]),
+    n=st.integers(0, 2000),
+    start=st.integers(0, 7),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_byte_planes_are_the_transpose_and_back(width: int, n: int, start: int, seed: int) -> None:
+    """Every count around the 16-value steps of the width-8 kernel, from unaligned
+    buffers: the planes are numpy's transpose, and joining them gives the values back."""
+    assert KERNELS is not None
+    raw = np.random.default_rng(seed).integers(0, 256, start + n * width, dtype=np.uint8)
+    values = raw[start:]
+    planes = np.empty(n * width, dtype=np.uint8)
+    KERNELS.byte_planes(values, planes, width, False)
+    assert planes.tobytes() == np.ascontiguousarray(values.reshape(n, width).T).tobytes()
+    back = bytearray(n * width)
+    KERNELS.byte_planes(planes, back, width, True)
+    assert bytes(back) == values.tobytes()
+
+
+@needs_kernels
+def test_byte_planes_refuse_bad_arguments() -> None:
+    assert KERNELS is not None
+    for src, dst, width in [
+        (bytes(8), bytearray(8), 0),  # no width
+        (bytes(8), bytearray(8), 256),
+        (bytes(8), bytearray(12), 4),  # sizes differ
+        (bytes(10), bytearray(10), 4),  # not whole values
+    ]:
+        with pytest.raises(ValueError):
+            KERNELS.byte_planes(src, dst, width, False)
+    with pytest.raises(TypeError):  # a read-only destination
+        KERNELS.byte_planes(bytes(8), bytes(8), 4, True)
+
+
+def test_byte_split_pages_with_either_path(monkeypatch) -> None:
+    """The writer's planes and the reader's values are the same bytes either way."""
+    from fermion.format.encodings import decode_byte_split, encode_byte_split
+
+    rng = np.random.default_rng(9)
+    pages = {}
+    for name in ("compiled", "python"):
+        if name == "python":
+            monkeypatch.setattr(native, "KERNELS", None)
+        elif KERNELS is None:
+            continue
+        for width, n in ((4, 32_000), (8, 4_097), (8, 64)):
+            plain = rng.standard_normal(n).astype(f"<f{width}").tobytes()
+            payload = encode_byte_split(plain, width, sampled=False)
+            assert payload is not None
+            pages[name, width, n] = payload
+            assert bytes(decode_byte_split(payload) or b"") == plain
+            into = np.empty(len(plain), dtype=np.uint8)
+            assert decode_byte_split(payload, into=into) is None and into.tobytes() == plain
+        rng = np.random.default_rng(9)
+    if KERNELS is not None:
+        assert all(pages["compiled", *k[1:]] == pages["python", *k[1:]] for k in pages)
