@@ -300,9 +300,12 @@ def _check_frame_slow(frame: memoryview, size: int, where: str) -> None:
         raise InvalidFileError(f"{where}: zstd block frame does not fill its range exactly")
 
 
-def _compress_blocks(payload: bytes | memoryview, level: int, block_size: int) -> bytes:
-    """A ZSTD_BLOCKS body: BlockTable, frame ends (u32), then one frame per block."""
-    return _blocks_body(_block_frames(payload, level, block_size), block_size)
+def _compress_blocks(
+    payload: bytes | memoryview, level: int, block_size: int, sections: tuple[int, ...] = ()
+) -> bytes:
+    """A ZSTD_BLOCKS body: BlockTable, frame ends (u32), then one frame per block
+    (``sections``: see :func:`_adaptive_frames`)."""
+    return _blocks_body(_block_frames(payload, level, block_size, sections=sections), block_size)
 
 
 def _block_frames(
@@ -311,6 +314,7 @@ def _block_frames(
     block_size: int,
     comp: zstandard.ZstdCompressor | None = None,
     known: dict[int, bytes] | None = None,
+    sections: tuple[int, ...] = (),
 ) -> list[bytes]:
     """One zstd frame (with content checksum) per ``block_size`` bytes of ``payload``, by
     ``comp`` (one holding a dictionary) or, as :func:`_adaptive_frames` chooses, the
@@ -319,7 +323,7 @@ def _block_frames(
     data = memoryview(payload).cast("B")
     if comp is not None:
         return [comp.compress(data[k : k + block_size]) for k in range(0, len(data), block_size)]
-    return _adaptive_frames(data, level, block_size, known or {})
+    return _adaptive_frames(data, level, block_size, known or {}, sections)
 
 
 # Blocks that zstd cannot shrink (the low bytes of float planes, hashes, random ids) cost
@@ -327,8 +331,10 @@ def _block_frames(
 # than _STORE_SAVING, the next blocks go through zstd's fast mode (_STORE_LEVEL: a few
 # hash probes and no entropy coding of literals, about a third of the time on such bytes),
 # until a block shows a saving again: a fast frame that saves, or a block compressed at the
-# page's level again every _REPROBE blocks (savings that only entropy coding finds); a
-# fast frame that saves is made again at the page's level. Every frame is an ordinary zstd
+# page's level again every _REPROBE blocks (savings that only entropy coding finds), and at
+# the first block of each section of the payload (a BYTE_SPLIT plane: the first plane whose
+# bytes compress may do so by entropy coding only); a fast frame that saves is made again
+# at the page's level. Every frame is an ordinary zstd
 # frame: readers are unchanged (docs/FORMAT.md §5.2).
 _STORE_LEVEL = -5
 _STORE_SAVING = 0.02
@@ -336,9 +342,14 @@ _REPROBE = 4
 
 
 def _adaptive_frames(
-    data: memoryview, level: int, block_size: int, known: dict[int, bytes]
+    data: memoryview,
+    level: int,
+    block_size: int,
+    known: dict[int, bytes],
+    sections: tuple[int, ...] = (),
 ) -> list[bytes]:
-    """The frames of :func:`_block_frames` without a dictionary.
+    """The frames of :func:`_block_frames` without a dictionary; ``sections``: the
+    payload offsets where its bytes may change kind (see :func:`_sections`).
 
     Example:
         >>> import os
@@ -350,11 +361,12 @@ def _adaptive_frames(
     comp = _zstd_compressor(level, checksum=True)
     fast = _zstd_compressor(_STORE_LEVEL, checksum=True)
     frames: list[bytes] = []
+    firsts = {-(-start // block_size) for start in sections}  # each section's first block
     run = -1  # blocks since the last one at ``level`` that saved too little; -1: none
     for k, at in enumerate(range(0, len(data), block_size)):
         block = data[at : at + block_size]
         frame = known.get(k)
-        probe = frame is not None or run < 0 or run % _REPROBE == _REPROBE - 1
+        probe = frame is not None or run < 0 or run % _REPROBE == _REPROBE - 1 or k in firsts
         if frame is None:
             frame = (comp if probe else fast).compress(block)
         saved = len(frame) < len(block) * (1 - _STORE_SAVING)
@@ -850,7 +862,13 @@ def encode_page(
             compressed = _compress_dict_blocks(payload, level, dictionary_block_size)
         if not compressed:
             compressed, chosen = _compress_choice(
-                payload, codec, level, block_size if blocks else 0, block_overhead, block_sample
+                payload,
+                codec,
+                level,
+                block_size if blocks else 0,
+                block_overhead,
+                block_sample,
+                _sections(payload, encoding),
             )
             if shared and not dictionary_only:
                 tried = _compress_dict_blocks(payload, level, dictionary_block_size)
@@ -874,6 +892,22 @@ def encode_page(
     return head + bytes(body)
 
 
+def _sections(payload: bytes | memoryview, encoding: Encoding) -> tuple[int, ...]:
+    """Offsets in ``payload`` where its bytes change kind: the start of every BYTE_SPLIT
+    plane after the first (a page this writer encoded), else none.
+
+    Example:
+        >>> planes = encodings.encode_byte_split(bytes(800), 8, sampled=False)
+        >>> _sections(planes, Encoding.BYTE_SPLIT)[:3]
+        (124, 224, 324)
+    """
+    if encoding != Encoding.BYTE_SPLIT or len(payload) < encodings.HEADER_SIZE:
+        return ()
+    h = encodings.read_header(payload)
+    n, width = int(h["count"]), int(h["out_width"])
+    return tuple(encodings.HEADER_SIZE + j * n for j in range(1, width))
+
+
 def _compress_choice(
     payload: bytes | memoryview,
     codec: Compression,
@@ -881,8 +915,10 @@ def _compress_choice(
     block_size: int,
     block_overhead: float,
     block_sample: int,
+    sections: tuple[int, ...] = (),
 ) -> tuple[bytes, Compression]:
-    """One frame or ZSTD_BLOCKS (``block_size`` > 0), as :func:`encode_page` decides."""
+    """One frame or ZSTD_BLOCKS (``block_size`` > 0), as :func:`encode_page` decides
+    (``sections``: see :func:`_adaptive_frames`)."""
     if block_size == 0:
         return CODECS[codec].compress(payload, level), codec
     always = block_overhead == float("inf")
@@ -897,10 +933,10 @@ def _compress_choice(
         frame = CODECS[codec].compress(b"".join(parts), level)
         if sum(len(f) for f in tried.values()) > len(frame) * (1 + block_overhead):
             return CODECS[codec].compress(payload, level), codec
-        frames = _block_frames(data, level, block_size, known=tried)
+        frames = _block_frames(data, level, block_size, known=tried, sections=sections)
         return _blocks_body(frames, block_size), Compression.ZSTD_BLOCKS
     one = b"" if always else CODECS[codec].compress(payload, level)
-    blocked = _compress_blocks(payload, level, block_size)
+    blocked = _compress_blocks(payload, level, block_size, sections)
     if always or len(blocked) <= len(one) * (1 + block_overhead):
         return blocked, Compression.ZSTD_BLOCKS
     return one, codec

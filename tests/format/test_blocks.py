@@ -295,6 +295,43 @@ def test_blocks_that_do_not_compress_go_through_zstd_fast_mode(
         assert frame == level.compress(mixed[k * block : (k + 1) * block])
 
 
+def test_byte_split_planes_are_probed_at_their_first_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A BYTE_SPLIT page of float64 in [0, 1): planes 0-5 do not compress, plane 6
+    compresses by entropy coding only. Each plane's first block is compressed at the
+    page's level, so the body is the all-level-3 body byte for byte; the same bytes
+    given as PLAIN (no planes known) lose two blocks to fast mode."""
+    from fermion.format.encodings import encode_byte_split
+
+    values = np.random.default_rng(0).random(125_000)
+    payload = encode_byte_split(values.tobytes(), 8, sampled=False)
+    assert payload is not None
+    block = 2048
+    level3 = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    want = [level3.compress(payload[k : k + block]) for k in range(0, len(payload), block)]
+
+    def frames(encoding: Encoding) -> list[bytes]:
+        page = encode_page(
+            payload,
+            num_values=len(values),
+            codec=Compression.ZSTD,
+            block_size=block,
+            block_overhead=float("inf"),
+            encoding=encoding,
+        )
+        body = BlockedBody(memoryview(page)[PAGE_HEADER_SIZE:], len(payload), "p")
+        return [
+            bytes(body.frames[int(a) : int(b)]) for a, b in zip(body.starts, body.ends, strict=True)
+        ]
+
+    calls = _level_calls(monkeypatch)
+    assert frames(Encoding.BYTE_SPLIT) == want
+    assert calls.count(pages._STORE_LEVEL) > len(want) // 2  # most blocks still fast
+    plain = frames(Encoding.PLAIN)
+    assert [k for k in range(len(want)) if plain[k] != want[k]] == [366, 367]
+
+
 def test_encode_page_falls_back_to_none_when_compression_does_not_pay() -> None:
     noise = np.random.default_rng(3).integers(0, 256, 8192, dtype=np.uint8).tobytes()
     for block in (0, 256, 1024):
