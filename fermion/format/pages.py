@@ -334,8 +334,8 @@ def _block_frames(
 # page's level again every _REPROBE blocks (savings that only entropy coding finds), and at
 # the first block of each section of the payload (a BYTE_SPLIT plane: the first plane whose
 # bytes compress may do so by entropy coding only); a fast frame that saves is made again
-# at the page's level. Every frame is an ordinary zstd
-# frame: readers are unchanged (docs/FORMAT.md §5.2).
+# at the page's level. Every frame is an ordinary zstd frame: readers are unchanged
+# (docs/FORMAT.md §5.2).
 _STORE_LEVEL = -5
 _STORE_SAVING = 0.02
 _REPROBE = 4
