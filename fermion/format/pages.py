@@ -868,7 +868,7 @@ def encode_page(
                 block_size if blocks else 0,
                 block_overhead,
                 block_sample,
-                _sections(payload, encoding),
+                _sections(payload, encoding) if blocks else (),
             )
             if shared and not dictionary_only:
                 tried = _compress_dict_blocks(payload, level, dictionary_block_size)
