@@ -401,12 +401,15 @@ def _ints_at(
         indices = _packed(p, at + _H, bits, rows).astype(np.int64)
         start = at + _H + bitpack.packed_size(p.values, bits)
         p.need_range(start, p.size)
-        distinct = bitpack.unpack(p.buf, start, encodings.packed_bits(h, "aux_width"), entries)
         if entries <= 0 or (
             len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
         ):  # 64-bit indices above 2**63 - 1 are negative here
             raise InvalidFileError(f"{p.where}: dictionary index out of range")
-        return distinct.astype(np.int64)[indices] + int(h["base"])
+        # only the entries the rows use, not the whole dictionary (the size of the
+        # section holding all of them was checked above, with the payload's)
+        aux_bits = encodings.packed_bits(h, "aux_width")
+        used = bitpack.gather(p.buf, start, aux_bits, indices, p.where)
+        return used.view(np.int64) + int(h["base"])
     if enc == Encoding.DELTA:
         return _prefix_sums(p, h, rows, at)
     return None
@@ -479,11 +482,29 @@ def _sums(
     later = segment > 0
     if bool(later.any()):
         out[later] = _packed(p, ck_at, ck_bits, segment[later] - 1).view(np.int64)
-    # each wanted row's whole segment, unpacked at once: a segment is interval * bits / 8
-    # whole bytes (interval is a multiple of 8), so the segments' bytes, concatenated, are
-    # one bit stream; the last segment of the page may be short (zero-padded here)
-    segments, slot = np.unique(segment, return_inverse=True)
+    # each wanted row's whole segment: a segment is interval * bits / 8 whole bytes
+    # (interval is a multiple of 8); the last segment of the page may be short
     seg_bytes = interval * bits // 8
+    kernels = native.KERNELS
+    if kernels is not None:  # the integers before each row in its segment, summed in C:
+        # for row r, those before r - 1 and r - 1's own (r itself may be one past the last
+        # packed integer: a DELTA page packs a delta less than its values)
+        inner = rows[rows % interval > 0] - 1
+        if not len(inner):
+            return out
+        segments = np.unique(inner // interval)  # rows are sorted: so are their segments
+        begins = start + segments * seg_bytes
+        p.need(begins, np.minimum(begins + seg_bytes, ck_at))
+        before = np.empty(len(inner), dtype=np.int64)
+        value = np.empty(len(inner), dtype=np.int64)
+        if not kernels.segment_sums(p.buf, start, ck_at, bits, interval, inner, before, value):
+            raise InvalidFileError(f"{p.where}: packed integers run past the payload")
+        with np.errstate(over="ignore"):
+            out[rows % interval > 0] += before + value
+        return out
+    # without the kernels the segments' bytes, concatenated, are one bit stream, unpacked
+    # at once (the page's short last segment zero-padded here)
+    segments, slot = np.unique(segment, return_inverse=True)
     begins = start + segments * seg_bytes
     ends = np.minimum(begins + seg_bytes, ck_at)
     p.need(begins, ends)

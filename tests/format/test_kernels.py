@@ -26,6 +26,7 @@ from fermion.errors import ChecksumError, InvalidFileError
 from fermion.format import bitpack, native
 from fermion.format.pages import CrcBlockedBody, encode_page
 from fermion.format.structs import Compression
+from tests.format.test_encodings import encodings_of
 
 KERNELS = native.KERNELS
 needs_kernels = pytest.mark.skipif(KERNELS is None, reason="compiled kernels not built here")
@@ -243,9 +244,9 @@ def test_verify_packed_refuses_bad_arguments() -> None:
 
 @pytest.mark.parametrize("kernels", ["built", "python"])
 def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: str) -> None:
-    """A memory-mapped file with CRC_BLOCKS pages and a string column: take returns the
-    same values with the kernels and in Python, and both raise ChecksumError for a
-    flipped value byte."""
+    """A memory-mapped file with CRC_BLOCKS pages, a string column, a sorted (DELTA) and
+    a few-valued (INT_DICTIONARY) column: take returns the same values with the kernels
+    and in Python, and both raise ChecksumError for a flipped value byte."""
     if kernels == "built" and KERNELS is None:
         pytest.skip("compiled kernels not built here")
     if kernels == "python":
@@ -257,11 +258,16 @@ def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: st
             "x": rng.random(60_000),
             "k": rng.integers(0, 2**40, 60_000),
             "s": pa.array(words),  # FOR lengths with checkpoints: the segment sums
+            "d": np.cumsum(rng.integers(0, 1_000, 60_000)),  # DELTA, with checkpoints
+            "q": rng.choice(rng.integers(0, 50_000, 40), 60_000),  # INT_DICTIONARY
         }
     )
     path = tmp_path / "c.fermion"
     fermion.write_table(table, path, compression="none")
-    idx = [3, 4_000, 31_337, 59_999]
+    assert encodings_of(path)[("d", "DATA")] == {"DELTA"}
+    assert encodings_of(path)[("q", "DATA")] == {"INT_DICTIONARY"}
+    # the first and last rows, rows on and next to a checkpoint (every 256 values)
+    idx = [0, 3, 255, 256, 257, 4_000, 31_337, 59_999]
     with fermion.FileReader(path) as r:
         assert r.take(idx).equals(table.take(idx))
     data = bytearray(path.read_bytes())
