@@ -489,7 +489,8 @@ def _sums(
     if kernels is not None:  # the integers before each row in its segment, summed in C:
         # for row r, those before r - 1 and r - 1's own (r itself may be one past the last
         # packed integer: a DELTA page packs a delta less than its values)
-        inner = rows[rows % interval > 0] - 1
+        within = rows % interval > 0
+        inner = rows[within] - 1
         if not len(inner):
             return out
         segments = np.unique(inner // interval)  # rows are sorted: so are their segments
@@ -500,7 +501,7 @@ def _sums(
         if not kernels.segment_sums(p.buf, start, ck_at, bits, interval, inner, before, value):
             raise InvalidFileError(f"{p.where}: packed integers run past the payload")
         with np.errstate(over="ignore"):
-            out[rows % interval > 0] += before + value
+            out[within] += before + value
         return out
     # without the kernels the segments' bytes, concatenated, are one bit stream, unpacked
     # at once (the page's short last segment zero-padded here)
