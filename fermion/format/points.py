@@ -129,34 +129,53 @@ class SparsePage:
 
     def fetch(self, begins: np.ndarray, ends: np.ndarray) -> None:
         """Make page bytes ``[begins[i], ends[i])`` present (clipped to the page)."""
-        begins = np.clip(np.asarray(begins, dtype=np.int64), 0, self.size)
-        ends = np.clip(np.asarray(ends, dtype=np.int64), 0, self.size)
+        size = self.size
+        begins = np.minimum(np.maximum(np.asarray(begins, dtype=np.int64), 0), size)
+        ends = np.minimum(np.maximum(np.asarray(ends, dtype=np.int64), 0), size)
         keep = ends > begins
         if not bool(keep.any()):
             return
         first, last = begins[keep] // self.UNIT, (ends[keep] - 1) // self.UNIT
-        spans = last - first + 1
-        steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
-        grains = np.unique(np.repeat(first, spans) + steps)
-        grains = grains[~self._have[grains]]
+        if len(first) == 1:  # one range (a whole page, a block table): the grains it lacks
+            a = int(first[0])
+            grains = np.flatnonzero(~self._have[a : int(last[0]) + 1]) + a
+        else:
+            spans = last - first + 1
+            steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
+            grains = np.repeat(first, spans) + steps
+            if bool((first[1:] >= last[:-1]).all()):  # ranges in order: grains sorted
+                grains = grains[np.concatenate(([True], grains[1:] != grains[:-1]))]
+            else:
+                grains = np.unique(grains)
+            grains = grains[~self._have[grains]]
         if not len(grains):
             return
-        cut = np.flatnonzero(np.diff(grains) != 1) + 1  # runs of consecutive grains
-        runs = np.split(grains, cut)
-        ranges = []
-        for run in runs:
-            a = int(run[0]) * self.UNIT
-            b = min(self.size, (int(run[-1]) + 1) * self.UNIT)
-            ranges.append((self.offset + a, b - a))
-        for (at, length), data in zip(
-            ranges, self.source.read_ranges(ranges, max_gap=self.max_gap), strict=True
-        ):
-            rel = at - self.offset
-            self._buf[rel : rel + length] = np.frombuffer(data, dtype=np.uint8)
+        # runs of consecutive grains (sorted, distinct), each one range read
+        if int(grains[-1]) - int(grains[0]) + 1 == len(grains):
+            cut = np.zeros(0, dtype=np.int64)  # one run (a whole page, usually)
+        else:
+            cut = np.flatnonzero(np.diff(grains) != 1) + 1
+        at = grains[np.concatenate(([0], cut))] * self.UNIT
+        lengths = (
+            np.minimum((grains[np.concatenate((cut - 1, [len(grains) - 1]))] + 1) * self.UNIT, size)
+            - at
+        )
+        ranges = [(self.offset + a, n) for a, n in zip(at.tolist(), lengths.tolist(), strict=True)]
+        got = self.source.read_ranges(ranges, max_gap=self.max_gap)
+        if len(got) <= _FEW_RUNS:
+            for (a, n), data in zip(ranges, got, strict=True):
+                a -= self.offset
+                self._buf[a : a + n] = np.frombuffer(data, dtype=np.uint8)
+        else:  # all the runs' bytes at once: position of each byte in the page
+            moved = np.repeat(at - (np.cumsum(lengths) - lengths), lengths)
+            self._buf[np.arange(int(lengths.sum())) + moved] = np.frombuffer(
+                b"".join(got), dtype=np.uint8
+            )
         self._have[grains] = True
 
 
 Page = memoryview | SparsePage  # a page's bytes, whole or fetched as needed
+_FEW_RUNS = 16  # SparsePage.fetch copies up to this many runs one by one, more at once
 
 
 class PagePayload:

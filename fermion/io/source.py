@@ -203,13 +203,22 @@ class LocalSource(ByteSource):
             return self._view[offset : offset + length]
         return self._pread(offset, length)
 
+    def read_ranges(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
+        if self._view is not None or _PREADS is None or not ranges:
+            return super().read_ranges(ranges, max_gap=max_gap)
+        return self._pread_ranges(ranges, max_gap)
+
     def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
         if self._view is None:
             return self.read_ranges(ranges, max_gap=max_gap)
         if _PREADS is None or not ranges:
             return self._coalesced(ranges, max_gap, self._pread_all)
-        # the compiled path: coalesced as coalesce_ranges does, the merged reads made with
-        # the GIL released, each range copied out (fermion/io/preads.c)
+        return self._pread_ranges(ranges, max_gap)
+
+    def _pread_ranges(self, ranges: Sequence[tuple[int, int]], max_gap: int) -> list[memoryview]:
+        """The compiled path of both reads: coalesced as coalesce_ranges does, the merged
+        reads made with the GIL released, each range copied out (fermion/io/preads.c)."""
+        assert _PREADS is not None
         if self._fd < 0:
             raise InvalidArgumentError(f"{self.name}: the file is closed")
         try:

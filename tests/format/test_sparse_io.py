@@ -13,6 +13,8 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import fermion
 from tests.format.test_byte_flips import MemorySource
@@ -161,3 +163,65 @@ def test_a_sparse_take_reads_under_a_tenth_of_the_file(tmp_path: Path) -> None:
         read = r.source.stats.bytes_read - opened
         size = r.source.size
     assert read <= 0.10 * size, (read, size)
+
+
+@settings(max_examples=60, deadline=None)
+@example(calls=[[(k, 5) for k in range(100, 4_000, 100)]], head=0, pread=True)  # 39 runs
+@example(calls=[[(k, 5) for k in range(3_900, 0, -100)], [(0, 5_000)]], head=20, pread=False)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(-40, 5_100), st.one_of(st.integers(0, 40), st.integers(0, 700))),
+            max_size=60,
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(0, 600),
+    st.booleans(),
+)
+def test_a_sparse_page_holds_every_range_fetched(
+    tmp_path_factory, calls: list[list[tuple[int, int]]], head: int, pread: bool
+) -> None:
+    """``SparsePage.fetch``, called several times with ranges in any order (overlapping,
+    empty, past either end: clipped to the page), makes exactly the bytes asked present,
+    reading exactly the 16-byte units not yet present: one range, ranges in order, out of
+    order, few and many runs (copied one by one, or at once)."""
+    from fermion.format.points import SparsePage
+    from fermion.io.source import open_source
+
+    data = np.random.default_rng(len(calls)).integers(0, 256, 9_000, dtype=np.uint8).tobytes()
+    path = tmp_path_factory.mktemp("fetch") / "p.bin"
+    path.write_bytes(data)
+    src = open_source(str(path), memory_map=not pread)
+    offset, size = 1_000, 5_000  # the page: bytes [1000, 6000) of the file
+    # max_gap 0: no bytes between runs are read, so the bytes read are exactly the units
+    page = SparsePage(src, offset, size, memoryview(data[offset : offset + head]), max_gap=0)
+    present = np.zeros(size, dtype=bool)
+    present[: max(head, 16)] = True  # (a page's first 16 bytes are always fetched)
+    for ranges in calls:
+        begins = np.array([a for a, _ in ranges], dtype=np.int64)
+        ends = begins + np.array([n for _, n in ranges], dtype=np.int64)
+        before = src.stats.bytes_read
+        page.fetch(begins, ends)
+        units = np.zeros(-(-size // SparsePage.UNIT), dtype=bool)
+        for a, b in zip(np.clip(begins, 0, size), np.clip(ends, 0, size), strict=True):
+            if b > a:
+                units[a // SparsePage.UNIT : (b - 1) // SparsePage.UNIT + 1] = True
+        new = np.flatnonzero(units & ~page_units(present, size))
+        unit = SparsePage.UNIT
+        assert src.stats.bytes_read - before == int(np.minimum(unit, size - new * unit).sum())
+        present |= np.repeat(units, unit)[:size]  # whole units are read
+        got = np.frombuffer(page.view, dtype=np.uint8)
+        want = np.frombuffer(data[offset : offset + size], dtype=np.uint8)
+        assert np.array_equal(got[present], want[present])
+
+
+def page_units(present: np.ndarray, size: int) -> np.ndarray:
+    """The 16-byte units of a page wholly present (what SparsePage counts as read)."""
+    from fermion.format.points import SparsePage
+
+    units = -(-size // SparsePage.UNIT)
+    padded = np.ones(units * SparsePage.UNIT, dtype=bool)
+    padded[:size] = present
+    return padded.reshape(units, SparsePage.UNIT).all(axis=1)

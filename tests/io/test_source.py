@@ -232,3 +232,31 @@ def test_read_copies_of_a_file_cut_after_opening(
             src.read_copies([(100, 4), (19_990, 100)], max_gap=0)
     finally:
         src.close()
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_read_ranges_of_an_unmapped_file(
+    tmp_path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a mapping, ``read_ranges`` is the compiled coalesced preads (or, not built,
+    the Python loop): the same bytes, requests and byte counts either way. Bad inputs tried:
+    a range past the end, a file cut shorter after opening, a closed source."""
+    if not compiled:
+        monkeypatch.setattr(source_module, "_PREADS", None)
+    data = bytes(range(256)) * 100
+    path = tmp_path / "r.bin"
+    path.write_bytes(data)
+    src = LocalSource(str(path))
+    ranges = [(500, 10), (0, 4), (505, 20), (10_000, 0), (25_590, 10)]
+    got = src.read_ranges(ranges, max_gap=16)
+    assert [bytes(g) for g in got] == [data[a : a + n] for a, n in ranges]
+    # merged: [0, 4), [500, 525) and [25590, 25600); the empty range reads nothing
+    assert (src.stats.requests, src.stats.bytes_read) == (3, 39)
+    with pytest.raises(fermion.TruncatedFileError):
+        src.read_ranges([(0, 10), (25_595, 10)], max_gap=0)
+    os.truncate(path, 20_000)
+    with pytest.raises(fermion.TruncatedFileError, match="short read"):
+        src.read_ranges([(100, 4), (19_990, 100)], max_gap=0)
+    src.close()
+    with pytest.raises(fermion.InvalidArgumentError, match="closed"):
+        src.read_ranges([(0, 10)], max_gap=0)
