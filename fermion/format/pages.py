@@ -72,6 +72,7 @@ __all__ = [
     "is_derived",
     "plain_size_hint",
     "read_page_head",
+    "units_of",
 ]
 
 PAGE_HEADER_SIZE = PAGE_HEADER_DTYPE.itemsize
@@ -444,6 +445,26 @@ def _unique(blocks: np.ndarray) -> np.ndarray:
     return np.unique(blocks)
 
 
+def units_of(begins: np.ndarray, ends: np.ndarray, unit: int) -> np.ndarray:
+    """The sorted distinct units of ``unit`` bytes (unit ``k``: bytes ``[k * unit, (k + 1)
+    * unit)``) holding the byte ranges ``[begins[i], ends[i])`` (each non-empty): a page's
+    blocks, or the units a sparse page fetches.
+
+    Example:
+        >>> units_of(np.array([5000, 0, 100]), np.array([9000, 10, 200]), 4096).tolist()
+        [0, 1, 2]
+    """
+    first = np.asarray(begins, dtype=np.int64) // unit
+    last = (np.asarray(ends, dtype=np.int64) - 1) // unit
+    if len(first) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if bool((first == last).all()):
+        return _unique(first)
+    spans = last - first + 1
+    steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
+    return _unique(np.repeat(first, spans) + steps)
+
+
 class BlockedBody:
     """A validated ZSTD_BLOCKS page body: decompress all of it, or only some blocks.
 
@@ -519,15 +540,7 @@ class BlockedBody:
 
     def blocks_for(self, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """The blocks holding decoded byte ranges ``[begins[i], ends[i])`` (non-empty)."""
-        first = np.asarray(begins, dtype=np.int64) // self.block_size
-        last = (np.asarray(ends, dtype=np.int64) - 1) // self.block_size
-        if len(first) == 0:
-            return np.zeros(0, dtype=np.int64)
-        if bool((first == last).all()):
-            return _unique(first)
-        spans = last - first + 1
-        steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
-        return _unique(np.repeat(first, spans) + steps)
+        return units_of(begins, ends, self.block_size)
 
     def decompress(self, k: int) -> bytes:
         """Block ``k``, checked against its declared size and zstd content checksum."""
@@ -717,7 +730,7 @@ class CrcBlockedBody:
 
     def blocks_for(self, begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """The blocks holding payload byte ranges ``[begins[i], ends[i])`` (non-empty)."""
-        return BlockedBody.blocks_for(self, begins, ends)  # type: ignore[arg-type]
+        return units_of(begins, ends, self.block_size)
 
     def verify_ranges(self, begins: np.ndarray, ends: np.ndarray, done: np.ndarray) -> None:
         """Check the CRC32 of every block holding part of a payload byte range

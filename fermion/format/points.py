@@ -47,6 +47,7 @@ from fermion.format.pages import (
     decompress_body,
     is_derived,
     read_page_head,
+    units_of,
 )
 from fermion.format.stripe_dictionary import (
     IndexPage,
@@ -104,6 +105,7 @@ class SparsePage:
     UNIT = 16  # then: ranges are widened to whole units (bookkeeping of what is present)
     MAX_GAP = 256  # ranges closer than this are read in one request (a round trip costs
     # more than a few KiB; the holes between wanted values are not read beyond that)
+    FEW_RUNS = 16  # runs of units fetched at once copied one by one; more in one assignment
 
     def __init__(
         self, source: ByteSource, offset: int, size: int, head: memoryview, max_gap: int
@@ -135,18 +137,12 @@ class SparsePage:
         keep = ends > begins
         if not bool(keep.any()):
             return
-        first, last = begins[keep] // self.UNIT, (ends[keep] - 1) // self.UNIT
-        if len(first) == 1:  # one range (a whole page, a block table): the grains it lacks
-            a = int(first[0])
-            grains = np.flatnonzero(~self._have[a : int(last[0]) + 1]) + a
+        begins, ends = begins[keep], ends[keep]
+        if len(begins) == 1:  # one range (a whole page, a block table): what it lacks
+            a, b = int(begins[0]) // self.UNIT, (int(ends[0]) - 1) // self.UNIT
+            grains = np.flatnonzero(~self._have[a : b + 1]) + a
         else:
-            spans = last - first + 1
-            steps = np.arange(int(spans.sum())) - np.repeat(np.cumsum(spans) - spans, spans)
-            grains = np.repeat(first, spans) + steps
-            if bool((first[1:] >= last[:-1]).all()):  # ranges in order: grains sorted
-                grains = grains[np.concatenate(([True], grains[1:] != grains[:-1]))]
-            else:
-                grains = np.unique(grains)
+            grains = units_of(begins, ends, self.UNIT)
             grains = grains[~self._have[grains]]
         if not len(grains):
             return
@@ -162,10 +158,10 @@ class SparsePage:
         )
         ranges = [(self.offset + a, n) for a, n in zip(at.tolist(), lengths.tolist(), strict=True)]
         got = self.source.read_ranges(ranges, max_gap=self.max_gap)
-        if len(got) <= _FEW_RUNS:
-            for (a, n), data in zip(ranges, got, strict=True):
-                a -= self.offset
-                self._buf[a : a + n] = np.frombuffer(data, dtype=np.uint8)
+        if len(got) <= self.FEW_RUNS:
+            for (start, n), data in zip(ranges, got, strict=True):
+                start -= self.offset
+                self._buf[start : start + n] = np.frombuffer(data, dtype=np.uint8)
         else:  # all the runs' bytes at once: position of each byte in the page
             moved = np.repeat(at - (np.cumsum(lengths) - lengths), lengths)
             self._buf[np.arange(int(lengths.sum())) + moved] = np.frombuffer(
@@ -175,7 +171,6 @@ class SparsePage:
 
 
 Page = memoryview | SparsePage  # a page's bytes, whole or fetched as needed
-_FEW_RUNS = 16  # SparsePage.fetch copies up to this many runs one by one, more at once
 
 
 class PagePayload:
@@ -512,7 +507,7 @@ def _sums(
         inner = rows[within] - 1
         if not len(inner):
             return out
-        segments = np.unique(inner // interval)  # rows are sorted: so are their segments
+        segments = np.unique(inner // interval)
         begins = start + segments * seg_bytes
         p.need(begins, np.minimum(begins + seg_bytes, ck_at))
         before = np.empty(len(inner), dtype=np.int64)
