@@ -102,7 +102,10 @@ class Node:
 
     def all_streams(self) -> list[StreamSpec]:
         """Every stream of the subtree, in file order (a root's BLOOM stream last)."""
-        out = [s for node in self.walk() for s in node.streams]
+        if not self.children:  # a leaf (most columns): no walk
+            out = list(self.streams)
+        else:
+            out = [s for node in self.walk() for s in node.streams]
         return out + [self.bloom] if self.bloom is not None else out
 
     def stream(self, stream_type: StreamType) -> StreamSpec | None:
@@ -277,6 +280,44 @@ def _child_fields(t: pa.DataType, kind: Kind) -> list[pa.Field]:
     return []
 
 
+_FLAT_STREAMS = (StreamSpec(0, 0, StreamType.VALIDITY), StreamSpec(1, 0, StreamType.DATA))
+
+
+def _build(fld: pa.Field, counter: list[int], column: str) -> Node:
+    """The node of ``fld`` and its subtree; ``counter`` holds the next node and stream
+    indices of the column (a module function, not a closure: a recursive closure is a
+    reference cycle, and every tree built would wait for the garbage collector)."""
+    t = storage_type(fld.type)
+    kind, width = _kind_of(t)
+    node = Node(
+        index=counter[0],
+        name=fld.name,
+        type=fld.type,
+        kind=kind,
+        nullable=fld.nullable,
+        byte_width=width,
+        list_size=t.list_size if kind == Kind.FIXED_LIST else 0,
+    )
+    counter[0] += 1
+    if counter[0] > 0xFFFF:
+        raise UnsupportedTypeError(f"field {column!r} has more than 65535 nested nodes")
+    for st in _OWN_STREAMS[kind]:
+        node.streams.append(StreamSpec(counter[1], node.index, st))
+        counter[1] += 1
+    for child in _child_fields(t, kind):
+        node.children.append(_build(child, counter, column))
+    if kind == Kind.DICTIONARY and node.children[0].kind in (
+        Kind.NULL,  # a NULL node has no stream to record the dictionary length
+        Kind.LIST,
+        Kind.FIXED_LIST,
+        Kind.STRUCT,
+        Kind.MAP,
+        Kind.DICTIONARY,
+    ):
+        raise UnsupportedTypeError(f"dictionary values of type {t.value_type} in {fld.name!r}")
+    return node
+
+
 def build_tree(f: pa.Field, *, bloom: bool = False) -> Node:
     """Build the storage node tree of one top-level field, with stream numbering.
 
@@ -285,45 +326,10 @@ def build_tree(f: pa.Field, *, bloom: bool = False) -> Node:
     t = f.type
     if (pat.is_integer(t) or pat.is_floating(t)) and not bloom:  # the usual case, directly
         node = Node(0, f.name, t, Kind.FIXED, f.nullable, byte_width=t.bit_width // 8)
-        node.streams = [
-            StreamSpec(0, 0, StreamType.VALIDITY),
-            StreamSpec(1, 0, StreamType.DATA),
-        ]
+        node.streams = list(_FLAT_STREAMS)  # (frozen: shared by every such column)
         return node
     counter = [0, 0]  # next node index, next stream index
-
-    def build(fld: pa.Field) -> Node:
-        t = storage_type(fld.type)
-        kind, width = _kind_of(t)
-        node = Node(
-            index=counter[0],
-            name=fld.name,
-            type=fld.type,
-            kind=kind,
-            nullable=fld.nullable,
-            byte_width=width,
-            list_size=t.list_size if kind == Kind.FIXED_LIST else 0,
-        )
-        counter[0] += 1
-        if counter[0] > 0xFFFF:
-            raise UnsupportedTypeError(f"field {f.name!r} has more than 65535 nested nodes")
-        for st in _OWN_STREAMS[kind]:
-            node.streams.append(StreamSpec(counter[1], node.index, st))
-            counter[1] += 1
-        for child in _child_fields(t, kind):
-            node.children.append(build(child))
-        if kind == Kind.DICTIONARY and node.children[0].kind in (
-            Kind.NULL,  # a NULL node has no stream to record the dictionary length
-            Kind.LIST,
-            Kind.FIXED_LIST,
-            Kind.STRUCT,
-            Kind.MAP,
-            Kind.DICTIONARY,
-        ):
-            raise UnsupportedTypeError(f"dictionary values of type {t.value_type} in {fld.name!r}")
-        return node
-
-    root = build(f)
+    root = _build(f, counter, f.name)
     if bloom:
         if root.kind not in (Kind.FIXED, Kind.BINARY) or root.children:
             raise UnsupportedTypeError(f"bloom filters need a flat column; {f.name!r} is {f.type}")

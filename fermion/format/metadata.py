@@ -28,6 +28,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -287,6 +288,7 @@ class MetadataReader:
         schema stays. The source is the caller's to close."""
         self._tail = memoryview(b"")
         self._cmb_area = None
+        self.index.detach(partial(self.source.read_ranges, max_gap=0))  # breaks a cycle
         self.cmbs.clear()
         self._batch_index = None
 
@@ -323,7 +325,8 @@ class MetadataReader:
             self._trees[info.index] = tree
             if len(tree.all_streams()) != info.num_streams:
                 raise InvalidFileError(f"column {info.field.name!r}: stream count mismatch")
-            if sum(1 for _ in tree.walk()) != len(info.field_ids):
+            nodes = sum(1 for _ in tree.walk()) if tree.children else 1
+            if nodes != len(info.field_ids):
                 raise InvalidFileError(f"column {info.field.name!r}: field id count mismatch")
         return tree
 
