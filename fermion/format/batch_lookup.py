@@ -11,7 +11,9 @@ temporal; see :func:`fast_columns`) are read in phases shared by all of them:
 2. the first bytes of every page holding wanted rows (page header, block table) are
    fetched in one coalesced request;
 3. of the ZSTD_BLOCKS pages, the frames of the blocks holding the wanted values (and block
-   0, which holds a BYTE_SPLIT page's header) are fetched in one coalesced request.
+   0, which holds a BYTE_SPLIT page's header) are fetched in one coalesced request. Pages
+   alike (the same wanted rows, encoding, width and block count) need the same blocks:
+   those are found once, and their block tables checked as one array.
    Phases 2 and 3 copy the bytes out even of a memory-mapped file
    (:meth:`~fermion.io.source.ByteSource.read_copies`): faulting a few bytes of many
    pages into a fresh mapping, then unmapping them on close, cost more than a ``pread``;
@@ -80,11 +82,10 @@ __all__ = ["fast_columns", "list_columns", "read_list_points", "read_points"]
 _HEAD = struct.Struct("<IBBBBII")  # PageHeader: crc, encoding, compression, flags, -, size, n
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _CHECKSUM_FLAG = 4  # Frame_Header_Descriptor: Content_Checksum_flag
-_TABLE = struct.Struct("<II")
-_ENC_HEAD = struct.Struct(
-    "<16xIxxBB"
-)  # EncodingHeader: count, out_width, flags  # BlockTable: block_size, num_blocks
+_TABLE = struct.Struct("<II")  # BlockTable: block_size, num_blocks
+_FRAME_ENDS_AT = PAGE_HEADER_SIZE + _TABLE.size  # then a u32 frame end per block
 _H = encodings.HEADER_SIZE
+_NO_FRAME = memoryview(b"")  # a frame not read yet
 _ZSTD_BLOCKS = int(Compression.ZSTD_BLOCKS)
 _PLAIN = int(Encoding.PLAIN)
 _BYTE_SPLIT = int(Encoding.BYTE_SPLIT)
@@ -167,9 +168,8 @@ class _Page:
         "decoded",
         "blocks",
         "block_size",
-        "fetch",
+        "num_blocks",
         "slot",
-        "key",
     )
 
     def __init__(
@@ -192,10 +192,9 @@ class _Page:
         self.encoding = 0
         self.decoded = 0
         self.blocks: list[int] | None = None  # zstd blocks to decompress, sorted
-        self.block_size = 0
-        self.fetch: list[tuple[int, int]] = []  # page-relative frame ranges, per block
+        self.block_size = 0  # a ZSTD_BLOCKS page read by block (else 0: value by value)
+        self.num_blocks = 0
         self.slot = 0  # index of its first block among all blocks decompressed
-        self.key: tuple[int, ...] = ()  # pages alike (blocks needed, value positions)
 
     @property
     def where(self) -> str:
@@ -267,86 +266,79 @@ def read_points(
     # even of a mapped file (ByteSource.read_copies)
     grain = _MAPPED_GRAIN if mapped else SparsePage.GRAIN
     heads = source.read_copies([(pg.offset, min(pg.size, grain)) for pg in pages], max_gap=gap)
-    memo: dict[tuple[int, ...], list[int]] = {}  # blocks needed, shared by like pages
-    need = [
-        _plan_page(pg, heads[i], projs[pg.col].tree.byte_width, memo) for i, pg in enumerate(pages)
-    ]
+    need = [_plan_page(pg, heads[i], projs[pg.col].tree.byte_width) for i, pg in enumerate(pages)]
     more = [i for i, n in enumerate(need) if n > len(heads[i])]
     if more:  # a block table past the first bytes read: read up to its end
         longer = source.read_copies([(pages[i].offset, need[i]) for i in more], max_gap=gap)
         for i, view in zip(more, longer, strict=True):
             heads[i] = view
-            _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width, memo)
-    # phase 3: the frames of the blocks the rows need, of every page at once: a page's
-    # frames closer than the gap are one range (frames of consecutive blocks are back to
-    # back), and those within the bytes phase 2 read are sliced from them
+            _plan_page(pages[i], view, projs[pages[i].col].tree.byte_width)
+    # phase 3: the frames of the blocks the rows need, of every page at once; blocked pages
+    # alike (the same wanted rows, encoding, width, value count and blocks: in batch mode
+    # most columns) are planned together, their block tables checked as one array
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, pg in enumerate(pages):
+        if pg.block_size:
+            alike = (id(pg.rows), pg.encoding, projs[pg.col].tree.byte_width, pg.values)
+            groups.setdefault((*alike, pg.block_size, pg.num_blocks), []).append(i)
     frames: list[memoryview] = []
-    pending: list[tuple[int, int, list[tuple[int, int]]]] = []  # (frame, start, frames)
-    requests = []
-    for i, pg in enumerate(pages):
-        head, fetch = heads[i], pg.fetch
-        k = 0
-        while k < len(fetch):
-            start, end = fetch[k]
-            j = k + 1
-            while j < len(fetch) and fetch[j][0] - end <= gap:  # sorted, disjoint
-                end = fetch[j][1]
-                j += 1
-            if end <= len(head):
-                frames += [head[a:b] for a, b in fetch[k:j]]
-            else:
-                pending.append((len(frames), start, fetch[k:j]))
-                frames += [head[:0]] * (j - k)
-                requests.append((pg.offset + start, end - start))
-            k = j
-    spans = source.read_copies(requests, max_gap=gap)
-    for (index, start, group), span in zip(pending, spans, strict=True):
-        for n, (a, b) in enumerate(group):
-            frames[index + n] = span[a - start : b - start]
-    # phase 4: every zstd block of every page in one call
     sizes: list[int] = []
-    for pg in pages:
-        if pg.blocks is None:
-            continue
-        pg.slot = len(sizes)
-        bs, decoded = pg.block_size, pg.decoded
-        sizes += [min(bs, decoded - k * bs) for k in pg.blocks]
-        for frame in frames[pg.slot : len(sizes)]:
-            if len(frame) < 6 or frame[:4] != _ZSTD_MAGIC or not frame[4] & _CHECKSUM_FLAG:
-                raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
+    requests: list[tuple[int, int]] = []
+    missing: list[int] = []  # the frames requested (those past the bytes phase 2 read)
+    for (_, _, width, *_), members in groups.items():
+        group = [pages[i] for i in members]
+        spans = _plan_group(group, [heads[i] for i in members], width)
+        for i, pg, (begin, end) in zip(members, group, spans, strict=True):
+            pg.slot = len(frames)
+            head = heads[i]
+            for a, e in zip(begin, end, strict=True):
+                if e <= len(head):
+                    frames.append(head[a:e])
+                else:
+                    missing.append(len(frames))
+                    frames.append(_NO_FRAME)
+                    requests.append((pg.offset + a, e - a))
+        first = group[0]
+        bs, decoded = first.block_size, first.decoded
+        assert first.blocks is not None
+        sizes += [min(bs, decoded - k * bs) for k in first.blocks] * len(group)
+    for k, view in zip(missing, source.read_copies(requests, max_gap=gap), strict=True):
+        frames[k] = view
+    for k, frame in enumerate(frames):
+        if len(frame) < 6 or frame[:4] != _ZSTD_MAGIC or not frame[4] & _CHECKSUM_FLAG:
+            pg = max((p for p in pages if p.block_size and p.slot <= k), key=lambda p: p.slot)
+            raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
+    # phase 4: every zstd block of every page in one call
     where = f"{name}: stripe {s}"
-    buf = np.frombuffer(decompress_frames(frames[: len(sizes)], sizes, where), dtype=np.uint8)
-    bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).tolist()
-    # phase 5: each page's values, then each column's array; the values of blocked pages
-    # alike (the same wanted rows, encoding, width and blocks: in batch mode most columns)
-    # lie at the same positions from their first decoded block: one gather serves them all
+    buf = np.frombuffer(decompress_frames(frames, sizes, where), dtype=np.uint8)
+    bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    # phase 5: each page's values, then each column's array; the values of pages alike lie
+    # at the same positions from their first decoded block: one gather serves them all
     values: list[bytes | memoryview] = [b""] * len(pages)
-    alike: dict[tuple[int, ...], list[int]] = {}
-    for i, pg in enumerate(pages):
-        tree = projs[pg.col].tree
-        if pg.blocks is not None:
-            if pg.encoding == _BYTE_SPLIT:
-                _check_split_header(pg, buf, bases[pg.slot], tree.byte_width)
-            alike.setdefault(pg.key, []).append(i)
-        else:
-            page: memoryview | SparsePage
-            if len(heads[i]) == pg.size:  # phase 2 read all of it
-                page = heads[i]
-            elif mapped:  # a view of the mapping: touched where used
-                page = source.read(pg.offset, pg.size)
-            else:
-                page = SparsePage(source, pg.offset, pg.size, heads[i], gap)
-            domain = encodings.int_domain(tree.storage)
-            values[i] = fixed_values(
-                page, pg.rows, pg.values, tree.byte_width, domain, pg.where, verify
-            )
-    for members in alike.values():
-        first = pages[members[0]]
-        at = _value_bytes(first, projs[first.col].tree.byte_width)
-        starts = np.array([bases[pages[i].slot] for i in members], dtype=np.int64)
+    for (_, _, width, *_), members in groups.items():
+        group = [pages[i] for i in members]
+        first = group[0]
+        starts = bases[[pg.slot for pg in group]]
+        if first.encoding == _BYTE_SPLIT:
+            _check_split_headers(group, buf, starts, width)
+        at = _value_bytes(first, width)
         got = buf[starts[:, None] + at[None, :]]  # a row of value bytes per page
         for i, row in zip(members, got, strict=True):
             values[i] = row.data
+    for i, pg in enumerate(pages):
+        if pg.block_size:
+            continue
+        page: memoryview | SparsePage
+        tree = projs[pg.col].tree
+        if len(heads[i]) == pg.size:  # phase 2 read all of it
+            page = heads[i]
+        elif mapped:  # a view of the mapping: touched where used
+            page = source.read(pg.offset, pg.size)
+        else:
+            page = SparsePage(source, pg.offset, pg.size, heads[i], gap)
+        domain = encodings.int_domain(tree.storage)
+        width = tree.byte_width
+        values[i] = fixed_values(page, pg.rows, pg.values, width, domain, pg.where, verify)
     by_col: list[list[bytes | memoryview]] = [[] for _ in projs]
     for i, pg in enumerate(pages):
         by_col[pg.col].append(values[i])
@@ -393,13 +385,12 @@ def _split_one(
     return [(0, rows, (first, last) if last - first + 1 == len(rows) else None)]
 
 
-def _plan_page(
-    pg: _Page, head: memoryview, width: int, memo: dict[tuple[int, ...], list[int]]
-) -> int:
-    """Validate a page's header (and block table) from its first bytes and list what
-    phase 3 fetches; returns the bytes the header and tables need (more than ``head``
-    holds: call again with more). ``memo`` keeps the blocks needed by pages alike (same
-    rows, encoding, width, value count and block size), computed once."""
+def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
+    """Validate a page's header (and a blocked page's BlockTable header) from its first
+    bytes; returns the bytes the header and tables need (more than ``head`` holds: call
+    again with more). A ZSTD_BLOCKS page of PLAIN or BYTE_SPLIT values gets its
+    ``block_size``; another is read value by value by :func:`fermion.format.points.fixed_values`
+    (CRC_BLOCKS: by block)."""
     if pg.size < PAGE_HEADER_SIZE or len(head) < PAGE_HEADER_SIZE:
         raise InvalidFileError(f"{pg.where}: page of {pg.size} bytes is shorter than its header")
     _, enc, comp, _, _, size, n = _HEAD.unpack_from(head)
@@ -412,10 +403,50 @@ def _plan_page(
     if size > plain + _H:
         raise InvalidFileError(f"{pg.where}: page decodes to {size} bytes, expected {plain}")
     fast = (enc == _PLAIN and size == plain) or (enc == _BYTE_SPLIT and size == plain + _H)
-    if comp == _ZSTD_BLOCKS and fast:
-        return _plan_blocked(pg, head, width, memo)
-    pg.fetch = []  # read value by value by points.fixed_values (CRC_BLOCKS: by block)
-    return PAGE_HEADER_SIZE
+    if comp != _ZSTD_BLOCKS or not fast:
+        return PAGE_HEADER_SIZE
+    if pg.size < _FRAME_ENDS_AT:
+        raise InvalidFileError(f"{pg.where}: blocked page shorter than its block table")
+    if len(head) < _FRAME_ENDS_AT:
+        return _FRAME_ENDS_AT
+    block_size, num_blocks = _TABLE.unpack_from(head, PAGE_HEADER_SIZE)
+    if block_size == 0 or num_blocks != -(-size // block_size) or num_blocks == 0:
+        raise InvalidFileError(
+            f"{pg.where}: {num_blocks} blocks of {block_size} bytes cannot hold {size} bytes"
+        )
+    frames_at = _FRAME_ENDS_AT + 4 * num_blocks
+    if frames_at > pg.size:
+        raise InvalidFileError(f"{pg.where}: block table runs past the page")
+    pg.block_size, pg.num_blocks = block_size, num_blocks
+    return frames_at
+
+
+def _plan_group(
+    group: Sequence[_Page], heads: Sequence[memoryview], width: int
+) -> list[tuple[list[int], list[int]]]:
+    """The page-relative ``[begins, ends)`` of the frames of the blocks each page of
+    ``group`` needs, pages alike (same wanted rows, encoding, width, value count, block
+    size and block count: the same blocks). Sets each page's ``blocks``. Every block
+    table is checked whole, as a full read checks it, not only the ends used: non-
+    decreasing, the last one the end of the frames (each frame is then checked to fill
+    its range exactly by zstd)."""
+    first = group[0]
+    nb = first.num_blocks
+    frames_at = _FRAME_ENDS_AT + 4 * nb
+    raw = b"".join([head[_FRAME_ENDS_AT:frames_at] for head in heads])
+    table = np.frombuffer(raw, dtype="<u4").reshape(len(group), nb).astype(np.int64)
+    room = np.array([pg.size - frames_at for pg in group], dtype=np.int64)
+    bad = (table[:, -1] != room) | (table[:, 1:] < table[:, :-1]).any(axis=1)
+    if bad.any():
+        where = group[int(bad.argmax())].where
+        raise InvalidFileError(f"{where}: block frame ends are inconsistent")
+    blocks = _blocks_needed(first, width, first.block_size)
+    for pg in group:
+        pg.blocks = blocks
+    wanted = np.asarray(blocks, dtype=np.int64)
+    ends = table[:, wanted] + frames_at
+    begins = np.where(wanted > 0, table[:, np.maximum(wanted - 1, 0)], 0) + frames_at
+    return list(zip(begins.tolist(), ends.tolist(), strict=True))
 
 
 def _value_ranges(pg: _Page, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -443,51 +474,20 @@ def _blocks_needed(pg: _Page, width: int, bs: int) -> list[int]:
     return sorted({k for a, b in ranges for k in range(a // bs, (b - 1) // bs + 1)})
 
 
-def _plan_blocked(
-    pg: _Page, head: memoryview, width: int, memo: dict[tuple[int, ...], list[int]]
-) -> int:
-    table = PAGE_HEADER_SIZE + _TABLE.size
-    if pg.size < table:
-        raise InvalidFileError(f"{pg.where}: blocked page shorter than its block table")
-    if len(head) < table:
-        return table
-    block_size, num_blocks = _TABLE.unpack_from(head, PAGE_HEADER_SIZE)
-    if block_size == 0 or num_blocks != -(-pg.decoded // block_size) or num_blocks == 0:
-        raise InvalidFileError(
-            f"{pg.where}: {num_blocks} blocks of {block_size} bytes cannot hold {pg.decoded} bytes"
-        )
-    frames_at = table + 4 * num_blocks
-    if frames_at > pg.size:
-        raise InvalidFileError(f"{pg.where}: block table runs past the page")
-    if len(head) < frames_at:
-        return frames_at
-    frames = pg.size - frames_at
-    # the whole table is checked, as a full read checks it (not only the ends used):
-    # non-decreasing, the last one the end of the frames
-    ends = np.frombuffer(head, dtype="<u4", count=num_blocks, offset=table)
-    if int(ends[-1]) != frames or bool((ends[1:] < ends[:-1]).any()):
-        raise InvalidFileError(f"{pg.where}: block frame ends are inconsistent")
-    key = (id(pg.rows), pg.encoding, width, pg.values, block_size)  # rows: shared per split
-    blocks = memo.get(key)
-    if blocks is None:
-        blocks = memo[key] = _blocks_needed(pg, width, block_size)
-    pg.key = key
-    fetch = []
-    for k in blocks:  # (each frame is then checked to fill its range exactly)
-        start = int(ends[k - 1]) if k else 0
-        fetch.append((frames_at + start, frames_at + int(ends[k])))
-    pg.blocks, pg.block_size, pg.fetch = blocks, block_size, fetch
-    return frames_at
-
-
-def _check_split_header(pg: _Page, buf: np.ndarray, base: int, width: int) -> None:
-    """Check a blocked BYTE_SPLIT page's EncodingHeader, in its block 0 (decoded at
-    ``base`` of ``buf``)."""
-    count, out_width, flags = _ENC_HEAD.unpack_from(buf.data, base)
-    if count != pg.values:
-        raise InvalidFileError(f"{pg.where}: encoded page holds {count} values")
-    if out_width != width or flags & _LENGTHS:
-        raise InvalidFileError(f"{pg.where}: BYTE_SPLIT payload has the wrong size")
+def _check_split_headers(
+    group: Sequence[_Page], buf: np.ndarray, bases: np.ndarray, width: int
+) -> None:
+    """Check the EncodingHeader of each blocked BYTE_SPLIT page of ``group`` (pages alike),
+    in its block 0, decoded at ``bases`` of ``buf``."""
+    head = buf[bases[:, None] + np.arange(_H, dtype=np.int64)[None, :]]
+    count = np.ascontiguousarray(head[:, 16:20]).view("<u4")[:, 0]
+    out_width, flags = head[:, 22], head[:, 23]
+    bad = (count != group[0].values) | (out_width != width) | (flags & _LENGTHS != 0)
+    if bad.any():
+        k = int(bad.argmax())
+        if int(count[k]) != group[k].values:
+            raise InvalidFileError(f"{group[k].where}: encoded page holds {int(count[k])} values")
+        raise InvalidFileError(f"{group[k].where}: BYTE_SPLIT payload has the wrong size")
 
 
 def _value_bytes(pg: _Page, width: int) -> np.ndarray:

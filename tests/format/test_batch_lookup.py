@@ -8,7 +8,8 @@ every byte of a column's pages flipped in turn, frames without a content checksu
 frame table pointing outside the page.
 
 Bad inputs tried here: flipped bytes in page headers, block tables, zstd frames and the
-encoding header of a BYTE_SPLIT page; a frame whose Content_Checksum_flag is cleared; a
+encoding header of a BYTE_SPLIT page (flipped, and a value count rewritten in a
+recompressed block); a frame whose Content_Checksum_flag is cleared; a
 block table entry beyond the frames; an id not in the file.
 """
 
@@ -28,7 +29,7 @@ import fermion
 from fermion.format import batch_lookup
 from fermion.format.batch_lookup import fast_columns
 from fermion.format.options import BATCH_BLOCK_SIZE
-from fermion.format.structs import Compression, StreamType
+from fermion.format.structs import Compression, Encoding, StreamType
 
 TYPES = [
     pa.float32(),
@@ -254,8 +255,14 @@ def test_a_frame_without_content_checksum_is_refused(tmp_path: Path) -> None:
     assert data[frames : frames + 4] == b"\x28\xb5\x2f\xfd"
     data[frames + 4] &= ~4 & 0xFF  # Content_Checksum_flag of block 0 (holds the header)
     path.write_bytes(bytes(data))
-    with fermion.FileReader(path) as r, pytest.raises(fermion.InvalidFileError):
-        r.read_batches([ids[0]], columns=["f1"])
+    # f0, f1 and f2 are pages alike, planned together: the message names f1's page
+    with (
+        fermion.FileReader(path) as r,
+        pytest.raises(
+            fermion.InvalidFileError, match=f"column 'f1', stripe 0, page at offset {begin}: zstd"
+        ),
+    ):
+        r.read_batches([ids[0]], columns=["f0", "f1", "f2"])
 
 
 def test_a_frame_table_entry_past_the_frames_is_refused(tmp_path: Path) -> None:
@@ -265,8 +272,37 @@ def test_a_frame_table_entry_past_the_frames_is_refused(tmp_path: Path) -> None:
     _, num_blocks, table_at = _first_frame(bytes(data), begin)
     struct.pack_into("<I", data, table_at, 1 << 30)  # the end of block 0
     path.write_bytes(bytes(data))
-    with fermion.FileReader(path) as r, pytest.raises(fermion.InvalidFileError):
-        r.read_batches([ids[0]], columns=["f1"])
+    with (
+        fermion.FileReader(path) as r,
+        pytest.raises(
+            fermion.InvalidFileError, match=f"'f1', stripe 0, page at offset {begin}: block frame"
+        ),
+    ):
+        r.read_batches([ids[0]], columns=["f2", "f0", "f1"])
+
+
+def test_a_wrong_encoding_header_is_refused(tmp_path: Path) -> None:
+    """The EncodingHeader of a BYTE_SPLIT page sits in its block 0: its value count is
+    rewritten there and the block recompressed (to the same size, so the page's frame
+    table and the metadata still hold); only the page of f1 is refused."""
+    import zstandard
+
+    path, table, sizes, ids = _batch_file(tmp_path)
+    begin, _ = _page_span(path, "f1")
+    data = bytearray(path.read_bytes())
+    frames, num_blocks, table_at = _first_frame(bytes(data), begin)
+    assert data[begin + 4] == Encoding.BYTE_SPLIT
+    size = struct.unpack_from("<I", data, table_at)[0]  # the end of block 0's frame
+    block0 = bytearray(zstandard.ZstdDecompressor().decompress(bytes(data[frames : frames + size])))
+    struct.pack_into("<I", block0, 16, struct.unpack_from("<I", block0, 16)[0] + 1)
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(bytes(block0))
+    assert len(frame) == size  # (the data is seeded: this holds)
+    data[frames : frames + size] = frame
+    path.write_bytes(bytes(data))
+    with fermion.FileReader(path) as r:
+        with pytest.raises(fermion.InvalidFileError, match="'f1', .*holds .* values"):
+            r.read_batches([ids[0]], columns=["f0", "f1", "f2"])
+        assert r.read_batches([ids[0]], columns=["f0", "f2"]).num_rows == sizes[0]
 
 
 def test_unknown_id_raises(tmp_path: Path) -> None:

@@ -261,15 +261,15 @@ def test_v1_2_blocked_golden_file_reads_back(point_reads: bool, monkeypatch) -> 
         monkeypatch.setattr(
             BlockedBody, "decompress_many", lambda b, ks: calls.extend(ks) or real(b, ks)
         )
-        plan = batch_lookup._plan_blocked  # flat fixed-width columns read together
+        plan = batch_lookup._plan_group  # flat fixed-width columns read together
 
-        def planned(pg, head, width, memo) -> int:
-            before, need = pg.blocks, plan(pg, head, width, memo)
-            if before is None and pg.blocks is not None:  # (decompressed: every one planned)
+        def planned(group, heads, width) -> list:
+            spans = plan(group, heads, width)
+            for pg in group:  # (decompressed: every block planned)
                 calls.extend(pg.blocks)
-            return need
+            return spans
 
-        monkeypatch.setattr(batch_lookup, "_plan_blocked", planned)
+        monkeypatch.setattr(batch_lookup, "_plan_group", planned)
         monkeypatch.setattr(  # a whole page: every block, in one pass
             BlockedBody,
             "decompress_whole_into",

@@ -502,17 +502,16 @@ def count_blocks(monkeypatch) -> Counter:
     ``batch_lookup.read_points`` (which decompresses every block it plans)."""
     calls: Counter = Counter()
     original, whole = BlockedBody.decompress_many, BlockedBody.decompress_whole_into
-    plan = batch_lookup._plan_blocked
+    plan = batch_lookup._plan_group
 
-    def counted_plan(pg, head, width, memo) -> int:
-        before = pg.blocks
-        need = plan(pg, head, width, memo)
-        if before is None and pg.blocks is not None:  # (a call that found the head short
-            for k in pg.blocks:  # plans nothing: it is called again with more)
+    def counted_plan(group, heads, width) -> list:
+        spans = plan(group, heads, width)
+        for pg in group:  # every block planned is decompressed
+            for k in pg.blocks:
                 calls[(pg.decoded, int(k))] += 1
-        return need
+        return spans
 
-    monkeypatch.setattr(batch_lookup, "_plan_blocked", counted_plan)
+    monkeypatch.setattr(batch_lookup, "_plan_group", counted_plan)
 
     def counted(self: BlockedBody, blocks) -> list:
         for k in blocks:
