@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -43,7 +43,6 @@ from fermion.format.structs import (
     FULL_CHUNK_DESC_DTYPE,
     PAGE_META_DTYPE,
     SIMPLE_CHUNK_DESC_DTYPE,
-    STREAM_META_DTYPE,
     STRIPE_META_DTYPE,
     DescType,
 )
@@ -61,20 +60,41 @@ class PageLayout(NamedTuple):
     sizes: np.ndarray  # bytes of each page on disk
 
 
-@dataclass
 class StreamDesc:
     """One stream's descriptors across all stripes."""
 
-    desc_type: DescType
-    simple: np.ndarray | None = None  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
-    full: np.ndarray | None = None  # FULL_CHUNK_DESC_DTYPE[num_stripes]
-    # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the chunk's
-    # (synthesised on first use: most lookups touch one stripe of a few columns)
-    page_metas: list[np.ndarray | None] | None = None
-    # FULL: each stripe's descriptor as a tuple (offset, length, num_values, chunk_min,
-    # chunk_max, null_count, num_pages, page_meta_offset, stats_flags)
-    chunks: list[tuple[int, ...]] | None = None
-    _layouts: dict[int, PageLayout] = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("desc_type", "simple", "_full", "_raw", "page_metas", "chunks", "_layouts")
+
+    def __init__(
+        self,
+        desc_type: DescType,
+        simple: np.ndarray | None = None,
+        full: np.ndarray | None = None,
+        page_metas: list[np.ndarray | None] | None = None,
+        chunks: list[tuple[int, ...]] | None = None,
+        raw: tuple[memoryview, int, int] | None = None,
+    ) -> None:
+        self.desc_type = desc_type
+        self.simple = simple  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
+        self._full = full
+        # (CMB bytes, offset, stripes): where the FULL descriptors are, viewed on first use
+        self._raw = raw
+        # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the
+        # chunk's (synthesised on first use: most lookups touch one stripe of a few columns)
+        self.page_metas = page_metas
+        # FULL: each stripe's descriptor as a tuple (offset, length, num_values, chunk_min,
+        # chunk_max, null_count, num_pages, page_meta_offset, stats_flags)
+        self.chunks = chunks
+        self._layouts: dict[int, PageLayout] = {}
+
+    @property
+    def full(self) -> np.ndarray | None:
+        """FULL_CHUNK_DESC_DTYPE[num_stripes] (a view of the CMB, made on first use: a
+        lookup reads the tuples of :attr:`chunks`)."""
+        if self._full is None and self._raw is not None:
+            raw, offset, count = self._raw
+            self._full = np.frombuffer(raw, FULL_CHUNK_DESC_DTYPE, count=count, offset=offset)
+        return self._full
 
     def pages(self, stripe: int) -> np.ndarray:
         """PageMeta rows of ``stripe`` (synthesised for single-page chunks)."""
@@ -148,6 +168,17 @@ class ColumnMeta:
         return ColumnMeta(False, None, [StreamDesc(DescType.FORCE_NULL)] * num_streams)
 
 
+def _records(
+    raw: memoryview, offset: int, layout: struct.Struct, count: int, what: str
+) -> list[tuple[int, ...]]:
+    """``count`` records of ``layout`` at ``offset`` of the block, as tuples (struct, not
+    numpy: a few records of many CMBs are read when a lookup opens a file)."""
+    end = offset + layout.size * count
+    if offset < 0 or end > len(raw):
+        raise InvalidFileError(f"CMB {what} [{offset}, {end}) lies outside the block ({len(raw)})")
+    return list(layout.iter_unpack(raw[offset:end]))
+
+
 def _view(raw: memoryview, offset: int, dtype: np.dtype, count: int, what: str) -> np.ndarray:
     end = offset + dtype.itemsize * count
     if offset < 0 or end > len(raw):
@@ -191,9 +222,9 @@ def parse_cmb(
     stripe_rows = _view(raw, hsize, STRIPE_META_DTYPE, num_stripes, "stripes")["row_count"]
     if sum(stripe_rows.tolist()) != num_rows:
         raise InvalidFileError(f"{where}: stripe row counts do not add up to {num_rows}")
-    metas = _view(raw, hsize + 4 * num_stripes, STREAM_META_DTYPE, len(specs), "streams")
+    directory = _records(raw, hsize + 4 * num_stripes, _STREAM_META, len(specs), "streams")
     streams: list[StreamDesc] = []
-    for spec, (desc_code, stream_type, node, pos) in zip(specs, metas.tolist(), strict=True):
+    for spec, (desc_code, stream_type, node, pos) in zip(specs, directory, strict=True):
         if stream_type != spec.stream_type or node != spec.node:
             raise InvalidFileError(f"{where}: stream directory does not match the column type")
         desc_type = _DESC_TYPES.get(desc_code)
@@ -209,9 +240,8 @@ def parse_cmb(
                     _check_range(offset, length, data_start, data_end, where)
             streams.append(StreamDesc(desc_type, simple=simple))
             continue
-        full = _view(raw, pos, FULL_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
+        chunks = _records(raw, pos, _FULL_CHUNK_DESC, num_stripes, "chunk descriptors")
         page_metas: list[np.ndarray | None] = []
-        chunks = full.tolist()
         for d in chunks:
             offset, length, values, cmin, cmax, nulls, n_pages, meta_offset, flags = d
             if (length == 0) != (n_pages == 0):
@@ -231,12 +261,16 @@ def parse_cmb(
             else:
                 pages = _NO_PAGES
             page_metas.append(pages)
-        streams.append(StreamDesc(desc_type, full=full, page_metas=page_metas, chunks=chunks))
+        streams.append(
+            StreamDesc(desc_type, page_metas=page_metas, chunks=chunks, raw=(raw, pos, num_stripes))
+        )
     return ColumnMeta(True, stripe_rows, streams, size=len(raw))
 
 
 _DESC_TYPES = {int(d): d for d in DescType}
 _CMB_HEAD = struct.Struct("<IIII")  # CMB_HEADER_DTYPE, unpacked without numpy
+_STREAM_META = struct.Struct("<BBHI")  # STREAM_META_DTYPE
+_FULL_CHUNK_DESC = struct.Struct("<QIIqqIIII")  # FULL_CHUNK_DESC_DTYPE
 _NO_PAGES = np.zeros(0, dtype=PAGE_META_DTYPE)
 _NO_PAGES.flags.writeable = False
 

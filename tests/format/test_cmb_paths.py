@@ -179,3 +179,26 @@ def test_an_all_null_column_has_no_cmb_and_reads_as_nulls(tmp_path: Path) -> Non
     meta.close()
     meta.source.close()
     assert fermion.read_table(str(path)).equals(table)
+
+
+def test_cmb_records_read_with_struct_match_the_dtypes(tmp_path: Path) -> None:
+    """parse_cmb reads the stream directory and FULL descriptors with ``struct`` (tuples),
+    and views FULL descriptors with numpy on first use: both layouts must agree."""
+    from fermion.format import cmb
+    from fermion.format.structs import FULL_CHUNK_DESC_DTYPE, STREAM_META_DTYPE
+
+    assert cmb._STREAM_META.size == STREAM_META_DTYPE.itemsize
+    assert cmb._FULL_CHUNK_DESC.size == FULL_CHUNK_DESC_DTYPE.itemsize
+    path = tmp_path / "w.fermion"
+    _wide(path)
+    meta = MetadataReader(open_source(str(path)), ReadOptions())
+    try:
+        (m,) = meta.column_metas(meta.projections(["c3"]))
+        desc = m.streams[1]  # DATA: FULL, 8 stripes
+        assert desc.desc_type == DescType.FULL and desc.chunks is not None
+        assert desc.full is not None and len(desc.full) == len(desc.chunks) == 8
+        assert desc.full.tolist() == desc.chunks
+        assert [d[2] for d in desc.chunks] == [500] * 8  # num_values
+        assert desc.full["chunk_min"].tolist() == list(range(3, 4003, 500))
+    finally:
+        meta.close()
