@@ -230,10 +230,10 @@ def parse_cmb(
         desc_type = _DESC_TYPES.get(desc_code)
         if desc_type is None:
             raise InvalidFileError(f"{where}: unknown desc type {desc_code}")
-        if desc_type in (DescType.USE_DEFAULT, DescType.FORCE_NULL):
+        if desc_type in _NO_PAYLOAD:
             streams.append(StreamDesc(desc_type))
             continue
-        if desc_type == DescType.SIMPLE:
+        if desc_type is _SIMPLE:
             simple = _view(raw, pos, SIMPLE_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
             for offset, length, _ in simple.tolist():
                 if 0 < length != CHUNK_ALL_NULL:
@@ -268,6 +268,8 @@ def parse_cmb(
 
 
 _DESC_TYPES = {int(d): d for d in DescType}
+_NO_PAYLOAD = frozenset((DescType.USE_DEFAULT, DescType.FORCE_NULL))
+_SIMPLE = DescType.SIMPLE
 _CMB_HEAD = struct.Struct("<IIII")  # CMB_HEADER_DTYPE, unpacked without numpy
 _STREAM_META = struct.Struct("<BBHI")  # STREAM_META_DTYPE
 _FULL_CHUNK_DESC = struct.Struct("<QIIqqIIII")  # FULL_CHUNK_DESC_DTYPE

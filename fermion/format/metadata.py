@@ -25,10 +25,10 @@ Example:
 from __future__ import annotations
 
 import struct
+import weakref
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -173,6 +173,21 @@ def parse_footer(raw: bytes, name: str) -> np.void:
     return footer
 
 
+def _weak_fetch(meta: MetadataReader) -> Callable[[Sequence[tuple[int, int]]], list[memoryview]]:
+    """``meta.fetch`` without a strong reference to ``meta``: the schema index it is given
+    to would otherwise close a reference cycle, and every reader (closed or not) would be
+    left to the garbage collector with all it built, not freed by reference counting."""
+    ref = weakref.ref(meta)
+
+    def fetch(ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        owner = ref()
+        if owner is None:
+            raise InvalidArgumentError("the file's metadata reader is gone")
+        return owner.fetch(ranges)
+
+    return fetch
+
+
 class MetadataReader:
     """The metadata of one open file, read lazily and cached.
 
@@ -250,7 +265,7 @@ class MetadataReader:
         ):
             raise InvalidFileError(f"{name}: footer offsets are inconsistent with the file size")
         self.index = SchemaIndex(
-            self.fetch, self.schema_offset, schema_size, num_columns=self.num_columns
+            _weak_fetch(self), self.schema_offset, schema_size, num_columns=self.num_columns
         )
 
     def _starts_like_fermion(self) -> bool:
@@ -288,7 +303,6 @@ class MetadataReader:
         schema stays. The source is the caller's to close."""
         self._tail = memoryview(b"")
         self._cmb_area = None
-        self.index.detach(partial(self.source.read_ranges, max_gap=0))  # breaks a cycle
         self.cmbs.clear()
         self._batch_index = None
 

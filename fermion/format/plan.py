@@ -76,6 +76,8 @@ class Projection:
     @property
     def field(self) -> pa.Field:
         f = self.info.field
+        if self.selected is None and not self.dictionary:
+            return f  # the whole column as stored (a lookup asks this of every column)
         t = pruned_type(self.tree, self.selected)
         if self.dictionary:
             t = pa.dictionary(pa.int32(), without_views(t))

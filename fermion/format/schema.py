@@ -286,13 +286,6 @@ class SchemaIndex:
                 self._entry_cache[c] = _Entry._make((*fields, bytes(r)))
         return [self._entry_cache[c] for c in cols]
 
-    def detach(self, fetch: Fetch) -> None:
-        """Read through ``fetch`` from now on (its owner's source, once the owner closes):
-        the index then no longer refers back to its owner, so that a closed reader and
-        its index are freed by reference counting, not left to the garbage collector.
-        What is cached stays."""
-        self._fetch = fetch
-
     def lookup(self, names: Sequence[str]) -> list[int | None]:
         """Column index of each name (None where absent); duplicates resolve to the first."""
         mask = self._cap - 1
