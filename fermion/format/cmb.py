@@ -85,7 +85,7 @@ class StreamDesc:
         # FULL: each stripe's descriptor as a tuple (offset, length, num_values, chunk_min,
         # chunk_max, null_count, num_pages, page_meta_offset, stats_flags)
         self.chunks = chunks
-        self._layouts: dict[int, PageLayout] = {}
+        self._layouts: dict[int, PageLayout] | None = None  # made on first use
 
     @property
     def full(self) -> np.ndarray | None:
@@ -109,6 +109,8 @@ class StreamDesc:
 
     def layout(self, stripe: int) -> PageLayout:
         """The chunk's :class:`PageLayout` in ``stripe`` (computed once per stripe)."""
+        if self._layouts is None:
+            self._layouts = {}
         lay = self._layouts.get(stripe)
         if lay is None:
             assert self.full is not None and self.page_metas is not None
