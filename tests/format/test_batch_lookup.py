@@ -247,38 +247,36 @@ def _first_frame(data: bytes, begin: int) -> tuple[int, int, int]:
     return begin + 24 + 4 * num_blocks, num_blocks, begin + 24
 
 
-def test_a_frame_without_content_checksum_is_refused(tmp_path: Path) -> None:
-    path, table, sizes, ids = _batch_file(tmp_path)
-    begin, _ = _page_span(path, "f1")
-    data = bytearray(path.read_bytes())
+def _clear_checksum_flag(data: bytearray, begin: int) -> None:
     frames, _, _ = _first_frame(bytes(data), begin)
     assert data[frames : frames + 4] == b"\x28\xb5\x2f\xfd"
     data[frames + 4] &= ~4 & 0xFF  # Content_Checksum_flag of block 0 (holds the header)
-    path.write_bytes(bytes(data))
-    # f0, f1 and f2 are pages alike, planned together: the message names f1's page
-    with (
-        fermion.FileReader(path) as r,
-        pytest.raises(
-            fermion.InvalidFileError, match=f"column 'f1', stripe 0, page at offset {begin}: zstd"
-        ),
-    ):
-        r.read_batches([ids[0]], columns=["f0", "f1", "f2"])
 
 
-def test_a_frame_table_entry_past_the_frames_is_refused(tmp_path: Path) -> None:
+def _end_past_the_frames(data: bytearray, begin: int) -> None:
+    _, _, table_at = _first_frame(bytes(data), begin)
+    struct.pack_into("<I", data, table_at, 1 << 30)  # the end of block 0
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "message", "columns"),
+    [
+        (_clear_checksum_flag, "zstd block frame carries no content checksum", ["f0", "f1", "f2"]),
+        (_end_past_the_frames, "block frame ends are inconsistent", ["f2", "f0", "f1"]),
+    ],
+)
+def test_a_corrupt_frame_table_or_frame_is_refused(
+    tmp_path: Path, corrupt, message: str, columns: list[str]
+) -> None:
+    """f0, f1 and f2 are pages alike, planned together: the message names f1's page."""
     path, table, sizes, ids = _batch_file(tmp_path)
     begin, _ = _page_span(path, "f1")
     data = bytearray(path.read_bytes())
-    _, num_blocks, table_at = _first_frame(bytes(data), begin)
-    struct.pack_into("<I", data, table_at, 1 << 30)  # the end of block 0
+    corrupt(data, begin)
     path.write_bytes(bytes(data))
-    with (
-        fermion.FileReader(path) as r,
-        pytest.raises(
-            fermion.InvalidFileError, match=f"'f1', stripe 0, page at offset {begin}: block frame"
-        ),
-    ):
-        r.read_batches([ids[0]], columns=["f2", "f0", "f1"])
+    where = f"column 'f1', stripe 0, page at offset {begin}: {message}"
+    with fermion.FileReader(path) as r, pytest.raises(fermion.InvalidFileError, match=where):
+        r.read_batches([ids[0]], columns=columns)
 
 
 def test_a_wrong_encoding_header_is_refused(tmp_path: Path) -> None:
