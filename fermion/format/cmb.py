@@ -69,16 +69,15 @@ class StreamDesc:
         self,
         desc_type: DescType,
         simple: np.ndarray | None = None,
-        full: np.ndarray | None = None,
         page_metas: list[np.ndarray | None] | None = None,
         chunks: list[tuple[int, ...]] | None = None,
         raw: tuple[memoryview, int, int] | None = None,
     ) -> None:
         self.desc_type = desc_type
         self.simple = simple  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
-        self._full = full
         # (CMB bytes, offset, stripes): where the FULL descriptors are, viewed on first use
         self._raw = raw
+        self._full: np.ndarray | None = None
         # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the
         # chunk's (synthesised on first use: most lookups touch one stripe of a few columns)
         self.page_metas = page_metas
