@@ -74,7 +74,14 @@ from fermion.format.points import (
     fixed_values,
     list_value_ranges,
 )
-from fermion.format.structs import Compression, DescType, Encoding, EncodingFlag, StreamType
+from fermion.format.structs import (
+    ENCODING_HEADER_DTYPE,
+    Compression,
+    DescType,
+    Encoding,
+    EncodingFlag,
+    StreamType,
+)
 from fermion.io.source import ByteSource
 
 __all__ = ["fast_columns", "list_columns", "read_list_points", "read_points"]
@@ -276,17 +283,19 @@ def read_points(
     # phase 3: the frames of the blocks the rows need, of every page at once; blocked pages
     # alike (the same wanted rows, encoding, width, value count and blocks: in batch mode
     # most columns) are planned together, their block tables checked as one array
-    groups: dict[tuple[int, ...], list[int]] = {}
+    alike: dict[tuple[int, ...], list[int]] = {}
     for i, pg in enumerate(pages):
         if pg.block_size:
-            alike = (id(pg.rows), pg.encoding, projs[pg.col].tree.byte_width, pg.values)
-            groups.setdefault((*alike, pg.block_size, pg.num_blocks), []).append(i)
+            width = projs[pg.col].tree.byte_width
+            same = (id(pg.rows), pg.encoding, width, pg.values, pg.block_size, pg.num_blocks)
+            alike.setdefault(same, []).append(i)
+    # (value width, page indices, pages) of each group
+    groups = [(k[2], members, [pages[i] for i in members]) for k, members in alike.items()]
     frames: list[memoryview] = []
     sizes: list[int] = []
     requests: list[tuple[int, int]] = []
     missing: list[int] = []  # the frames requested (those past the bytes phase 2 read)
-    for (_, _, width, *_), members in groups.items():
-        group = [pages[i] for i in members]
+    for width, members, group in groups:
         spans = _plan_group(group, [heads[i] for i in members], width)
         for i, pg, (begin, end) in zip(members, group, spans, strict=True):
             pg.slot = len(frames)
@@ -315,8 +324,7 @@ def read_points(
     # phase 5: each page's values, then each column's array; the values of pages alike lie
     # at the same positions from their first decoded block: one gather serves them all
     values: list[bytes | memoryview] = [b""] * len(pages)
-    for (_, _, width, *_), members in groups.items():
-        group = [pages[i] for i in members]
+    for width, members, group in groups:
         first = group[0]
         starts = bases[[pg.slot for pg in group]]
         if first.encoding == _BYTE_SPLIT:
@@ -479,9 +487,9 @@ def _check_split_headers(
 ) -> None:
     """Check the EncodingHeader of each blocked BYTE_SPLIT page of ``group`` (pages alike),
     in its block 0, decoded at ``bases`` of ``buf``."""
-    head = buf[bases[:, None] + np.arange(_H, dtype=np.int64)[None, :]]
-    count = np.ascontiguousarray(head[:, 16:20]).view("<u4")[:, 0]
-    out_width, flags = head[:, 22], head[:, 23]
+    raw = buf[bases[:, None] + np.arange(_H, dtype=np.int64)[None, :]]
+    head = raw.view(ENCODING_HEADER_DTYPE)[:, 0]  # (a fresh C-ordered array: viewable)
+    count, out_width, flags = head["count"], head["out_width"], head["flags"]
     bad = (count != group[0].values) | (out_width != width) | (flags & _LENGTHS != 0)
     if bad.any():
         k = int(bad.argmax())

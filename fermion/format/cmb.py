@@ -174,17 +174,21 @@ def _records(
 ) -> list[tuple[int, ...]]:
     """``count`` records of ``layout`` at ``offset`` of the block, as tuples (struct, not
     numpy: a few records of many CMBs are read when a lookup opens a file)."""
-    end = offset + layout.size * count
-    if offset < 0 or end > len(raw):
-        raise InvalidFileError(f"CMB {what} [{offset}, {end}) lies outside the block ({len(raw)})")
+    end = _end(raw, offset, layout.size * count, what)
     return list(layout.iter_unpack(raw[offset:end]))
 
 
 def _view(raw: memoryview, offset: int, dtype: np.dtype, count: int, what: str) -> np.ndarray:
-    end = offset + dtype.itemsize * count
+    _end(raw, offset, dtype.itemsize * count, what)
+    return np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
+
+
+def _end(raw: memoryview, offset: int, size: int, what: str) -> int:
+    """The end of ``size`` bytes at ``offset`` of the block, checked to lie inside it."""
+    end = offset + size
     if offset < 0 or end > len(raw):
         raise InvalidFileError(f"CMB {what} [{offset}, {end}) lies outside the block ({len(raw)})")
-    return np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
+    return end
 
 
 def parse_cmb(
