@@ -1,9 +1,10 @@
 """Build hook for the optional compiled kernels; everything else is in pyproject.toml.
 
-``fermion.format.kernels`` (CRC_BLOCKS checksums, docs/FORMAT.md) and
+``fermion.format.kernels`` (CRC_BLOCKS checksums, docs/FORMAT.md; the writer's
+FLOAT_DECIMAL exponent trials) and
 ``fermion.io.preads`` (coalesced preads of many small ranges) are built where a C compiler
 and the Python headers are present; without them the install still succeeds and
-fermion.format.pages and fermion.io.source do the same work in Python.
+fermion.format.pages, decimal_floats and fermion.io.source do the same work in Python.
 """
 
 from setuptools import Extension, setup
@@ -14,6 +15,7 @@ setup(
             "fermion.format.kernels",
             ["fermion/format/kernels.c"],
             extra_compile_args=["-O3"],
+            libraries=["m"],
             optional=True,
         ),
         Extension(

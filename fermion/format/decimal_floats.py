@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, encodings
+from fermion.format import bitpack, encodings, native
 from fermion.format.encodings import FLOAT_SAMPLE_BYTES, HEADER_SIZE
 from fermion.format.structs import FLOAT_DECIMAL_HEADER_DTYPE, Encoding, EncodingFlag
 
@@ -157,32 +157,62 @@ def _round_trips(
 
 
 class _Trials:
-    """A sample's integers ``k`` at each exponent, computed for a group of exponents only
-    when a search reaches it (a search stops at the first exponent every value
-    round-trips with: decimals with 2 places need the first group only), and shared by
-    the searches with either kernel. ``split``: the first exponent of the second group
+    """A sample's trial results at each exponent: how many values do not fit, how many do
+    not round-trip, and the span of the integers ``k`` of those that do (see
+    :func:`_to_decimal`), computed for a group of exponents only when a search reaches it
+    (a search stops at the first exponent every value round-trips with: decimals with 2
+    places need the first group only). ``split``: the first exponent of the second group
     (the groups are ``[0, split)`` and ``[split, MAX_EXPONENT]``; a few values are tried
-    at every exponent at once)."""
+    at every exponent at once). The compiled kernel (:data:`native.KERNELS`) computes the
+    counts without the arrays of ``k``; without it, numpy computes the same."""
 
     def __init__(self, values: np.ndarray, width: int, split: int) -> None:
-        self.values, self.width = values, width
+        self.values, self.width = np.ascontiguousarray(values), width
         self.starts = [0, split] if 0 < split <= MAX_EXPONENT else [0]
         self._scaled: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._ok: dict[tuple[int, int], np.ndarray] = {}
+        self._stats: dict[tuple[int, int], _Counts] = {}
 
-    def group(self, lo: int, kernel: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(k, round-trips, fits) for the group of exponents starting at ``lo`` (one of
-        :attr:`starts`), one row per exponent."""
-        if lo not in self._scaled:
+    def group(self, lo: int, kernel: int) -> _Counts:
+        """The counts for the group of exponents starting at ``lo`` (one of
+        :attr:`starts`), one entry per exponent."""
+        counts = self._stats.get((lo, kernel))
+        if counts is None:
             at = self.starts.index(lo)
             hi = self.starts[at + 1] if at + 1 < len(self.starts) else MAX_EXPONENT + 1
+            counts = self._stats[lo, kernel] = self._count(lo, hi, kernel)
+        return counts
+
+    def _count(self, lo: int, hi: int, kernel: int) -> _Counts:
+        kernels = native.KERNELS
+        if kernels is not None:
+            out = np.empty((4, hi - lo), dtype=np.int64)
+            kernels.decimal_trials(self.values, self.width, kernel, _POW10, _POW10_INV, lo, hi, out)
+            return _Counts(*(row.tolist() for row in out))
+        if lo not in self._scaled:
             e = np.arange(lo, hi)[:, None]
             self._scaled[lo] = (e, *_scaled(self.values, e))
         e, k, fits = self._scaled[lo]
-        ok = self._ok.get((lo, kernel))
-        if ok is None:
-            ok = self._ok[lo, kernel] = _round_trips(self.values, k, fits, e, self.width, kernel)
-        return k, ok, fits
+        ok = _round_trips(self.values, k, fits, e, self.width, kernel)
+        m = len(self.values)
+        kmin = np.where(ok, k, np.iinfo(np.int64).max).min(axis=1, initial=np.iinfo(np.int64).max)
+        kmax = np.where(ok, k, np.iinfo(np.int64).min).max(axis=1, initial=np.iinfo(np.int64).min)
+        return _Counts(
+            (m - np.count_nonzero(fits, axis=1)).tolist(),
+            (m - np.count_nonzero(ok, axis=1)).tolist(),
+            kmin.tolist(),
+            kmax.tolist(),
+        )
+
+
+class _Counts(NamedTuple):
+    """Per exponent of a group: values that do not fit, values that do not round-trip,
+    and the smallest and largest ``k`` of those that do (int64 max and min when none
+    does)."""
+
+    unfit: list[int]
+    misses: list[int]
+    kmin: list[int]
+    kmax: list[int]
 
 
 def find_exponent(
@@ -248,9 +278,7 @@ def _best_exponent(trials: _Trials, slack: int = 1, kernel: int = KERNEL_DIVIDE)
     allowed = m * slack // _MAX_EXCEPTIONS
     best, best_cost = None, 0
     for lo in trials.starts:
-        k, ok, fits = trials.group(lo, kernel)
-        unfit = (m - np.count_nonzero(fits, axis=1)).tolist()
-        misses = (m - np.count_nonzero(ok, axis=1)).tolist()
+        unfit, misses, kmin, kmax = trials.group(lo, kernel)
         stop = False
         for j in range(len(unfit)):
             if unfit[j] > allowed:
@@ -258,8 +286,7 @@ def _best_exponent(trials: _Trials, slack: int = 1, kernel: int = KERNEL_DIVIDE)
                 break
             if misses[j] > allowed:
                 continue
-            good = k[j][ok[j]]
-            span = int(good.max()) - int(good.min()) if len(good) else 0
+            span = kmax[j] - kmin[j] if misses[j] < m else 0
             cost = m * bitpack.bits_for(span) + misses[j] * (32 + 8 * width)
             if best is None or cost < best_cost:
                 best, best_cost = lo + j, cost

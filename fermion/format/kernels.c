@@ -5,7 +5,9 @@
  * - the gather of single bit-packed integers (docs/FORMAT.md bit-packing), and of the
  *   sums since the last checkpoint (CHECKPOINTS, format 1.3) before them;
  * - the BYTE_SPLIT transform of float pages and its inverse (docs/FORMAT.md §5.1), for
- *   writers and full reads.
+ *   writers and full reads;
+ * - the writer's FLOAT_DECIMAL exponent trials (docs/FORMAT.md §5): per exponent, how many
+ *   sampled floats round-trip through an integer and the span of those integers.
  * The module is optional: fermion/format/pages.py and encodings.py do the same work in
  * Python (ISA-L's or zlib's crc32 per block, the frame header read field by field, one
  * numpy strided copy per byte plane) when it cannot be imported.
@@ -15,6 +17,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -618,6 +621,110 @@ static PyObject *byte_planes(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* decimal_trials(values, width, kernel, pow10, pow10_inv, lo, hi, out) -> None
+ *
+ * For each exponent e in [lo, hi), over the ``width``-byte floats in ``values``: k =
+ * rint(v * pow10[e]) (float64, ties to even) where |k| < 2**53 ("fits", else k = 0); v
+ * round-trips when the decoding kernel (0: float64(k) / pow10[e], 1: float64(k) *
+ * pow10_inv[e], cast to float32 when ``width`` is 4) gives back its exact bit pattern.
+ * Writes four int64 rows of hi - lo to ``out``: values that do not fit, values that do
+ * not round-trip, and the smallest and largest k of those that do (INT64_MAX and
+ * INT64_MIN when none does). fermion/format/decimal_floats.py computes the same with
+ * numpy. Every step is one IEEE operation (no contraction into fused multiply-adds is
+ * possible), so the results are those numpy's float64 arithmetic gives.
+ */
+static PyObject *decimal_trials(PyObject *self, PyObject *args)
+{
+    Py_buffer vals, p10, inv, out;
+    int width, kernel, lo, hi;
+    if (!PyArg_ParseTuple(args, "y*iiy*y*iiw*:decimal_trials", &vals, &width, &kernel, &p10,
+                          &inv, &lo, &hi, &out))
+        return NULL;
+    const char *problem = NULL;
+    Py_ssize_t exps = p10.len / (Py_ssize_t)sizeof(double);
+    if (width != 4 && width != 8)
+        problem = "width must be 4 or 8";
+    else if (kernel != 0 && kernel != 1)
+        problem = "kernel must be 0 or 1";
+    else if (vals.len % width != 0)
+        problem = "values must be a whole number of floats";
+    else if (p10.len != inv.len || p10.len % (Py_ssize_t)sizeof(double) != 0)
+        problem = "pow10 and pow10_inv must be float64 arrays of one length";
+    else if (lo < 0 || hi < lo || hi > exps)
+        problem = "exponents outside pow10";
+    else if (out.len != (Py_ssize_t)(4 * (size_t)(hi - lo) * sizeof(int64_t)))
+        problem = "out must hold 4 * (hi - lo) int64";
+    if (problem == NULL) {
+        size_t n = (size_t)(vals.len / width);
+        const uint8_t *v = (const uint8_t *)vals.buf;
+        const double *pw = (const double *)p10.buf, *pinv = (const double *)inv.buf;
+        size_t rows = (size_t)(hi - lo);
+        int64_t *res = (int64_t *)out.buf;
+        const double limit = 9007199254740992.0; /* 2**53 */
+        Py_BEGIN_ALLOW_THREADS
+        for (size_t j = 0; j < rows; j++) {
+            int e = lo + (int)j;
+            int64_t unfit = 0, misses = 0, kmin = INT64_MAX, kmax = INT64_MIN;
+            for (size_t i = 0; i < n; i++) {
+                double x;
+                uint64_t bits;
+                if (width == 4) {
+                    uint32_t b32;
+                    float f;
+                    memcpy(&b32, v + 4 * i, 4);
+                    memcpy(&f, &b32, 4);
+                    x = (double)f;
+                    bits = b32;
+                } else {
+                    memcpy(&bits, v + 8 * i, 8);
+                    memcpy(&x, &bits, 8);
+                }
+                double scaled = nearbyint(x * pw[e]);
+                if (!(fabs(scaled) < limit)) { /* NaN and infinities too */
+                    unfit++;
+                    misses++;
+                    continue;
+                }
+                int64_t k = (int64_t)scaled;
+                double back = kernel ? (double)k * pinv[e] : (double)k / pw[e];
+                int same;
+                if (width == 4) {
+                    float b = (float)back;
+                    uint32_t bb;
+                    memcpy(&bb, &b, 4);
+                    same = bb == (uint32_t)bits;
+                } else {
+                    uint64_t bb;
+                    memcpy(&bb, &back, 8);
+                    same = bb == bits;
+                }
+                if (!same) {
+                    misses++;
+                    continue;
+                }
+                if (k < kmin)
+                    kmin = k;
+                if (k > kmax)
+                    kmax = k;
+            }
+            res[j] = unfit;
+            res[rows + j] = misses;
+            res[2 * rows + j] = kmin;
+            res[3 * rows + j] = kmax;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&vals);
+    PyBuffer_Release(&p10);
+    PyBuffer_Release(&inv);
+    PyBuffer_Release(&out);
+    if (problem != NULL) {
+        PyErr_SetString(PyExc_ValueError, problem);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
     {"block_crcs", block_crcs, METH_VARARGS,
@@ -639,6 +746,9 @@ static PyMethodDef methods[] = {
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},
+    {"decimal_trials", decimal_trials, METH_VARARGS,
+     "decimal_trials(values, width, kernel, pow10, pow10_inv, lo, hi, out) -> None: per "
+     "exponent, the FLOAT_DECIMAL misfits, misses and k range of the values."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,7 @@ import sysconfig
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -461,3 +462,110 @@ def test_byte_split_pages_with_either_path(monkeypatch) -> None:
         rng = np.random.default_rng(9)
     if KERNELS is not None:
         assert all(pages["compiled", *k[1:]] == pages["python", *k[1:]] for k in pages)
+
+
+# -- FLOAT_DECIMAL exponent trials ------------------------------------------------------
+
+_SPECIAL = [0.0, -0.0, 0.1, -0.3, 1e-300, 5e-324, 3.4e38, 1e300, 2.0**53, -(2.0**53) + 1, 0.5]
+
+
+def _trial_counts(
+    values: np.ndarray, width: int, kernel: int, lo: int, hi: int, kernels: Any
+) -> tuple[list[int], ...]:
+    """The counts of :class:`decimal_floats._Trials` by the kernels given (None: numpy)."""
+    from fermion.format import decimal_floats
+
+    saved, native.KERNELS = native.KERNELS, kernels
+    try:
+        trials = decimal_floats._Trials(values, width, split=0)
+        return trials._count(lo, hi, kernel)
+    finally:
+        native.KERNELS = saved
+
+
+@needs_kernels
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    width=st.sampled_from([4, 8]),
+    kernel=st.sampled_from([0, 1]),
+    places=st.integers(0, 20),
+    scale=st.sampled_from([1.0, 1e3, 1e9, 1e17, 1e-6]),
+    special=st.booleans(),
+)
+def test_decimal_trials_agree_with_numpy(
+    seed: int, n: int, width: int, kernel: int, places: int, scale: float, special: bool
+) -> None:
+    """The kernel's counts per exponent are numpy's, bit for bit: decimals with 0-20
+    places (some beyond what a float holds), random values, values past 2**53 at some
+    exponent, NaN, infinities, -0.0, subnormals, in float32 and float64, both kernels."""
+    from fermion.format.decimal_floats import MAX_EXPONENT
+
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.standard_normal(n) * scale, min(places, 15))
+    if special and n:
+        picks = _SPECIAL + [np.nan, np.inf, -np.inf]
+        at = rng.integers(0, n, min(n, 12))
+        values[at] = [picks[i % len(picks)] for i in range(len(at))]
+    with np.errstate(over="ignore"):  # float32 overflows to infinity: one more case
+        values = values.astype(np.float32 if width == 4 else np.float64)
+    lo = int(rng.integers(0, MAX_EXPONENT + 1))
+    hi = int(rng.integers(lo, MAX_EXPONENT + 2))
+    built = _trial_counts(values, width, kernel, lo, hi, KERNELS)
+    python = _trial_counts(values, width, kernel, lo, hi, None)
+    assert built == python
+    assert len(built.unfit) == hi - lo
+
+
+def test_find_exponent_is_the_same_with_either_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decimals, random floats, prices as float32, integers, mixed signs, a few NaN."""
+    from fermion.format.decimal_floats import find_exponent
+
+    rng = np.random.default_rng(11)
+    pages = [
+        np.round(rng.random(5000) * 100, 2),
+        rng.random(5000),
+        np.round(rng.random(5000) * 1e4, 2).astype(np.float32),
+        rng.random(5000).astype(np.float32),
+        rng.integers(-1000, 1000, 5000).astype(np.float64),
+        np.round(rng.standard_normal(5000), 3),
+        np.where(rng.random(5000) < 0.01, np.nan, np.round(rng.random(5000), 4)),
+        np.round(rng.random(5000) * 1e-5, 9),
+    ]
+    built = [find_exponent(v, None, v.dtype.itemsize) for v in pages]
+    monkeypatch.setattr(native, "KERNELS", None)
+    assert [find_exponent(v, None, v.dtype.itemsize) for v in pages] == built
+    assert built[0] == (2, 0) and built[1] is None  # the search still decides
+    assert built[3] is None and built[4] == (0, 0)
+
+
+@needs_kernels
+def test_decimal_trials_refuse_bad_arguments() -> None:
+    """Widths other than 4 and 8, kernels other than 0 and 1, a partial float, pow10 and
+    pow10_inv of different lengths, exponents outside pow10, an out of the wrong size:
+    ValueError, out untouched."""
+    from fermion.format.decimal_floats import _POW10, _POW10_INV
+
+    assert KERNELS is not None
+    values = np.arange(10, dtype=np.float64)
+    good = (values, 8, 0, _POW10, _POW10_INV, 0, 3, np.zeros((4, 3), np.int64))
+    KERNELS.decimal_trials(*good)
+    for at, bad in [
+        (1, 2),
+        (2, 2),
+        (0, values.tobytes()[:-1]),
+        (4, _POW10_INV[:-1]),
+        (5, -1),
+        (6, 20),
+        (7, np.zeros((4, 2), np.int64)),
+    ]:
+        args = list(good)
+        args[at] = bad
+        if at == 6 or at == 5:
+            args[7] = np.full((4, max(0, args[6] - args[5])), 7, np.int64)
+        out = args[7]
+        before = np.array(out, copy=True)
+        with pytest.raises(ValueError):
+            KERNELS.decimal_trials(*args)
+        assert np.array_equal(out, before)
