@@ -921,6 +921,21 @@ def _sections(payload: bytes | memoryview, encoding: Encoding) -> tuple[int, ...
     return tuple(encodings.HEADER_SIZE + j * n for j in range(1, width))
 
 
+def _spread(count: int, n: int) -> list[int]:
+    """``n`` of ``range(count)`` spread evenly, first and last included: the rounded
+    ``numpy.linspace(0, count - 1, n)`` (the same float steps, ties to even), without its
+    microseconds of overhead per page.
+
+    Example:
+        >>> _spread(63, 4), _spread(10, 1)
+        ([0, 21, 41, 62], [0])
+    """
+    if n == 1:
+        return [0]
+    step = (count - 1) / (n - 1)
+    return [round(i * step) for i in range(n - 1)] + [count - 1]
+
+
 def _compress_choice(
     payload: bytes | memoryview,
     codec: Compression,
@@ -939,7 +954,7 @@ def _compress_choice(
         # the sampled blocks are compressed first, the others only if blocks win
         data = memoryview(payload).cast("B")
         count = -(-len(data) // block_size)
-        picked = np.linspace(0, count - 1, block_sample).round().astype(np.int64).tolist()
+        picked = _spread(count, block_sample)
         comp = _zstd_compressor(level, checksum=True)
         parts = [data[k * block_size : (k + 1) * block_size] for k in picked]
         tried = dict(zip(picked, [comp.compress(part) for part in parts], strict=True))

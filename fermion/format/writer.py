@@ -104,7 +104,11 @@ class _ColumnRecord:
         self.tree = tree
         self.streams = [_StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
         # a dictionary's length is recorded by its values node's VALIDITY descriptors
-        self.counted_nodes = {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
+        self.counted_nodes = (
+            {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
+            if tree.children  # (a leaf has none: most columns skip the walk)
+            else set()
+        )
 
 
 def _joined(f: pa.Field, chunks: Sequence[pa.Array]) -> pa.Array:
