@@ -6,11 +6,12 @@
  *   sums since the last checkpoint (CHECKPOINTS, format 1.3) before them;
  * - the BYTE_SPLIT transform of float pages and its inverse (docs/FORMAT.md §5.1), for
  *   writers and full reads;
- * - the writer's FLOAT_DECIMAL exponent trials (docs/FORMAT.md §5): per exponent, how many
+ * - the writer's FLOAT_DECIMAL exponent trials (docs/FORMAT.md §5.3): per exponent, how many
  *   sampled floats round-trip through an integer and the span of those integers.
- * The module is optional: fermion/format/pages.py and encodings.py do the same work in
- * Python (ISA-L's or zlib's crc32 per block, the frame header read field by field, one
- * numpy strided copy per byte plane) when it cannot be imported.
+ * The module is optional: fermion/format/pages.py, encodings.py and decimal_floats.py do
+ * the same work in Python (ISA-L's or zlib's crc32 per block, the frame header read field
+ * by field, one numpy strided copy per byte plane, numpy arrays of the trials) when it
+ * cannot be imported.
  *
  * The CRC is CRC-32 as zlib computes it (reflected polynomial 0xEDB88320, initial value
  * and final xor 0xFFFFFFFF), by slicing-by-8 tables built once at import.
