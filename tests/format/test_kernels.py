@@ -551,19 +551,18 @@ def test_decimal_trials_refuse_bad_arguments() -> None:
     values = np.arange(10, dtype=np.float64)
     good = (values, 8, 0, _POW10, _POW10_INV, 0, 3, np.zeros((4, 3), np.int64))
     KERNELS.decimal_trials(*good)
-    for at, bad in [
-        (1, 2),
-        (2, 2),
-        (0, values.tobytes()[:-1]),
-        (4, _POW10_INV[:-1]),
-        (5, -1),
-        (6, 20),
-        (7, np.zeros((4, 2), np.int64)),
+    for changes in [  # argument position -> bad value (with an out of the size asked)
+        {1: 2},
+        {2: 2},
+        {0: values.tobytes()[:-1]},
+        {4: _POW10_INV[:-1]},
+        {5: -1, 7: np.full((4, 4), 7, np.int64)},  # lo -1 .. hi 3
+        {6: 20, 7: np.full((4, 20), 7, np.int64)},  # 20 exponents of the 19 in pow10
+        {7: np.zeros((4, 2), np.int64)},
     ]:
         args = list(good)
-        args[at] = bad
-        if at == 6 or at == 5:
-            args[7] = np.full((4, max(0, args[6] - args[5])), 7, np.int64)
+        for at, bad in changes.items():
+            args[at] = bad
         out = args[7]
         before = np.array(out, copy=True)
         with pytest.raises(ValueError):
