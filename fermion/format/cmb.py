@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -43,7 +42,6 @@ from fermion.format.structs import (
     FULL_CHUNK_DESC_DTYPE,
     PAGE_META_DTYPE,
     SIMPLE_CHUNK_DESC_DTYPE,
-    STRIPE_META_DTYPE,
     DescType,
 )
 
@@ -63,7 +61,7 @@ class PageLayout(NamedTuple):
 class StreamDesc:
     """One stream's descriptors across all stripes."""
 
-    __slots__ = ("desc_type", "simple", "_full", "_raw", "page_metas", "chunks", "_layouts")
+    __slots__ = ("desc_type", "_simple", "_full", "_raw", "page_metas", "chunks", "_layouts")
 
     def __init__(
         self,
@@ -74,8 +72,10 @@ class StreamDesc:
         raw: tuple[memoryview, int, int] | None = None,
     ) -> None:
         self.desc_type = desc_type
-        self.simple = simple  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
-        # (CMB bytes, offset, stripes): where the FULL descriptors are, viewed on first use
+        self._simple = simple  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes], or viewed on first use
+        # (CMB bytes, offset, stripes): where the SIMPLE or FULL descriptors are, viewed on
+        # first use (a numpy view costs about a microsecond: many columns are opened for a
+        # lookup that reads one stripe's few values)
         self._raw = raw
         self._full: np.ndarray | None = None
         # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the
@@ -87,10 +87,19 @@ class StreamDesc:
         self._layouts: dict[int, PageLayout] | None = None  # made on first use
 
     @property
+    def simple(self) -> np.ndarray | None:
+        """SIMPLE_CHUNK_DESC_DTYPE[num_stripes] of a SIMPLE stream (a view of the CMB, made
+        on first use); None for other descriptor types."""
+        if self._simple is None and self._raw is not None and self.desc_type is _SIMPLE:
+            raw, offset, count = self._raw
+            self._simple = np.frombuffer(raw, SIMPLE_CHUNK_DESC_DTYPE, count=count, offset=offset)
+        return self._simple
+
+    @property
     def full(self) -> np.ndarray | None:
         """FULL_CHUNK_DESC_DTYPE[num_stripes] (a view of the CMB, made on first use: a
         lookup reads the tuples of :attr:`chunks`)."""
-        if self._full is None and self._raw is not None:
+        if self._full is None and self._raw is not None and self.desc_type is not _SIMPLE:
             raw, offset, count = self._raw
             self._full = np.frombuffer(raw, FULL_CHUNK_DESC_DTYPE, count=count, offset=offset)
         return self._full
@@ -155,14 +164,30 @@ class StreamDesc:
         return self.layout(stripe).offsets
 
 
-@dataclass
 class ColumnMeta:
     """A parsed CMB (or the absence of one for an all-null column)."""
 
-    present: bool
-    stripe_rows: np.ndarray | None  # uint32 per stripe
-    streams: list[StreamDesc]
-    size: int = 0
+    __slots__ = ("present", "streams", "size", "_rows", "_stripe_rows")
+
+    def __init__(
+        self,
+        present: bool,
+        stripe_rows: np.ndarray | tuple[int, ...] | None,
+        streams: list[StreamDesc],
+        size: int = 0,
+    ) -> None:
+        self.present = present
+        self.streams = streams
+        self.size = size
+        self._rows = stripe_rows
+        self._stripe_rows: np.ndarray | None = None
+
+    @property
+    def stripe_rows(self) -> np.ndarray | None:
+        """Rows per stripe (uint32), None without a CMB (made on first use)."""
+        if self._stripe_rows is None and self._rows is not None:
+            self._stripe_rows = np.asarray(self._rows, dtype=np.uint32)
+        return self._stripe_rows
 
     @staticmethod
     def all_null(num_streams: int) -> ColumnMeta:
@@ -224,8 +249,9 @@ def parse_cmb(
         raise InvalidFileError(
             f"{where}: CMB has {streams_n} streams, the column type needs {len(specs)}"
         )
-    stripe_rows = _view(raw, hsize, STRIPE_META_DTYPE, num_stripes, "stripes")["row_count"]
-    if sum(stripe_rows.tolist()) != num_rows:
+    _end(raw, hsize, 4 * num_stripes, "stripes")  # STRIPE_META_DTYPE: a u32 per stripe
+    stripe_rows = struct.unpack_from(f"<{num_stripes}I", raw, hsize)
+    if sum(stripe_rows) != num_rows:
         raise InvalidFileError(f"{where}: stripe row counts do not add up to {num_rows}")
     directory = _records(raw, hsize + 4 * num_stripes, _STREAM_META, len(specs), "streams")
     streams: list[StreamDesc] = []
@@ -239,11 +265,11 @@ def parse_cmb(
             streams.append(StreamDesc(desc_type))
             continue
         if desc_type is _SIMPLE:
-            simple = _view(raw, pos, SIMPLE_CHUNK_DESC_DTYPE, num_stripes, "chunk descriptors")
-            for offset, length, _ in simple.tolist():
+            simple = _records(raw, pos, _SIMPLE_CHUNK_DESC, num_stripes, "chunk descriptors")
+            for offset, length, _ in simple:
                 if 0 < length != CHUNK_ALL_NULL:
                     _check_range(offset, length, data_start, data_end, where)
-            streams.append(StreamDesc(desc_type, simple=simple))
+            streams.append(StreamDesc(desc_type, raw=(raw, pos, num_stripes)))
             continue
         chunks = _records(raw, pos, _FULL_CHUNK_DESC, num_stripes, "chunk descriptors")
         page_metas: list[np.ndarray | None] = []
@@ -278,6 +304,7 @@ _SIMPLE = DescType.SIMPLE
 _CMB_HEAD = struct.Struct("<IIII")  # CMB_HEADER_DTYPE, unpacked without numpy
 _STREAM_META = struct.Struct("<BBHI")  # STREAM_META_DTYPE
 _FULL_CHUNK_DESC = struct.Struct("<QIIqqIIII")  # FULL_CHUNK_DESC_DTYPE
+_SIMPLE_CHUNK_DESC = struct.Struct("<QII")  # SIMPLE_CHUNK_DESC_DTYPE
 _NO_PAGES = np.zeros(0, dtype=PAGE_META_DTYPE)
 _NO_PAGES.flags.writeable = False
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -182,12 +183,18 @@ def test_an_all_null_column_has_no_cmb_and_reads_as_nulls(tmp_path: Path) -> Non
 
 
 def test_cmb_records_read_with_struct_match_the_dtypes(tmp_path: Path) -> None:
-    """parse_cmb reads the stream directory and FULL descriptors with ``struct`` (tuples),
-    and views FULL descriptors with numpy on first use: both layouts must agree."""
+    """parse_cmb reads the stripe rows, stream directory, SIMPLE and FULL descriptors with
+    ``struct`` (tuples), and views the descriptors and stripe rows with numpy on first use:
+    both layouts must agree."""
     from fermion.format import cmb
-    from fermion.format.structs import FULL_CHUNK_DESC_DTYPE, STREAM_META_DTYPE
+    from fermion.format.structs import (
+        FULL_CHUNK_DESC_DTYPE,
+        SIMPLE_CHUNK_DESC_DTYPE,
+        STREAM_META_DTYPE,
+    )
 
     assert cmb._STREAM_META.size == STREAM_META_DTYPE.itemsize
+    assert cmb._SIMPLE_CHUNK_DESC.size == SIMPLE_CHUNK_DESC_DTYPE.itemsize
     assert cmb._FULL_CHUNK_DESC.size == FULL_CHUNK_DESC_DTYPE.itemsize
     path = tmp_path / "w.fermion"
     _wide(path)
@@ -200,5 +207,24 @@ def test_cmb_records_read_with_struct_match_the_dtypes(tmp_path: Path) -> None:
         assert desc.full.tolist() == desc.chunks
         assert [d[2] for d in desc.chunks] == [500] * 8  # num_values
         assert desc.full["chunk_min"].tolist() == list(range(3, 4003, 500))
+        assert m.stripe_rows is not None and m.stripe_rows.tolist() == [500] * 8
+        assert m.stripe_rows.dtype == np.uint32
+    finally:
+        meta.close()
+    # a column with nulls: its validity stream has SIMPLE descriptors, one page per stripe
+    nulls = tmp_path / "n.fermion"
+    values = [None if i % 7 == 0 else i for i in range(4000)]
+    write_table(pa.table({"n": pa.array(values, pa.int64())}), str(nulls), max_stripe_rows=500)
+    meta = MetadataReader(open_source(str(nulls)), ReadOptions())
+    try:
+        (m,) = meta.column_metas(meta.projections(["n"]))
+        simple = m.streams[0]
+        assert simple.desc_type == DescType.SIMPLE and simple.full is None
+        assert simple.simple is not None and len(simple.simple) == 8
+        assert simple.simple["num_values"].tolist() == [500] * 8
+        offsets = simple.simple["offset"].tolist()
+        assert offsets == sorted(offsets) and all(o > 0 for o in offsets)
+        assert m.streams[1].simple is None  # a FULL stream has no SIMPLE view
+        assert fermion.read_table(str(nulls))["n"].to_pylist() == values
     finally:
         meta.close()
