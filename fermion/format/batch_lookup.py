@@ -10,8 +10,12 @@ temporal; see :func:`fast_columns`) are read in phases shared by all of them:
    mode every column's pages break at batch boundaries, so most columns share one);
 2. the first bytes of every page holding wanted rows (page header, block table) are
    fetched in one coalesced request;
-3. of the ZSTD_BLOCKS pages, the frames of the blocks holding the wanted values (and block
-   0, which holds a BYTE_SPLIT page's header) are fetched in one coalesced request. Pages
+3. of the ZSTD_BLOCKS pages, the frames of the blocks holding the wanted values are
+   fetched in one coalesced request. A BYTE_SPLIT page's EncodingHeader (in block 0) is
+   checked when block 0 holds wanted values, and not fetched for itself otherwise: the
+   verified page header (encoding, decoded size, value count) fixes where every plane
+   lies, so the values read do not depend on it, and each frame read carries its own
+   checksum (one block fewer of about five per page of a 2 KiB-block float32 column). Pages
    alike (the same wanted rows, encoding, width and block count) need the same blocks:
    those are found once, and their block tables checked as one array.
    Phases 2 and 3 copy the bytes out even of a memory-mapped file
@@ -327,8 +331,8 @@ def read_points(
     for width, members, group in groups:
         first = group[0]
         starts = bases[[pg.slot for pg in group]]
-        if first.encoding == _BYTE_SPLIT:
-            _check_split_headers(group, buf, starts, width)
+        if first.encoding == _BYTE_SPLIT and first.blocks and first.blocks[0] == 0:
+            _check_split_headers(group, buf, starts, width)  # read anyway: checked
         at = _value_bytes(first, width)
         got = buf[starts[:, None] + at[None, :]]  # a row of value bytes per page
         for i, row in zip(members, got, strict=True):
@@ -459,17 +463,18 @@ def _plan_group(
 
 def _value_ranges(pg: _Page, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Payload byte ranges ``[begins, ends)`` holding the wanted values (a BYTE_SPLIT
-    page: a byte per plane and value, after the encoding header's range)."""
+    page: a byte per plane and value, value by value)."""
     rows = pg.rows
     if pg.encoding == _PLAIN:
         return rows * width, (rows + 1) * width
     planes = _H + np.arange(width, dtype=np.int64) * pg.values
     at = (planes[None, :] + rows[:, None]).ravel()
-    return np.concatenate([[0], at]), np.concatenate([[_H], at + 1])
+    return at, at + 1
 
 
 def _blocks_needed(pg: _Page, width: int, bs: int) -> list[int]:
-    """The blocks holding the wanted values (and a BYTE_SPLIT page's header), sorted."""
+    """The blocks holding the wanted values, sorted (a BYTE_SPLIT page's header only if
+    its block 0 holds some: see phase 3 of the module docstring)."""
     if pg.run is None:
         begins, ends = _value_ranges(pg, width)
         return np.unique(np.concatenate([begins // bs, (ends - 1) // bs])).tolist()
@@ -478,7 +483,7 @@ def _blocks_needed(pg: _Page, width: int, bs: int) -> list[int]:
         ranges = [(r0 * width, (r1 + 1) * width)]
     else:
         v = pg.values
-        ranges = [(0, _H)] + [(_H + j * v + r0, _H + j * v + r1 + 1) for j in range(width)]
+        ranges = [(_H + j * v + r0, _H + j * v + r1 + 1) for j in range(width)]
     return sorted({k for a, b in ranges for k in range(a // bs, (b - 1) // bs + 1)})
 
 
@@ -505,8 +510,8 @@ def _value_bytes(pg: _Page, width: int) -> np.ndarray:
     assert pg.blocks is not None
     bs = pg.block_size
     begins = _value_ranges(pg, width)[0]
-    if pg.encoding == _BYTE_SPLIT:  # a byte per plane and value, after the header's range
-        at = begins[1:]
+    if pg.encoding == _BYTE_SPLIT:  # a byte per plane and value
+        at = begins
     else:
         at = (begins[:, None] + np.arange(width, dtype=np.int64)[None, :]).ravel()
     blocks = np.asarray(pg.blocks, dtype=np.int64)

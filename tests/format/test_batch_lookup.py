@@ -279,13 +279,12 @@ def test_a_corrupt_frame_table_or_frame_is_refused(
         r.read_batches([ids[0]], columns=columns)
 
 
-def test_a_wrong_encoding_header_is_refused(tmp_path: Path) -> None:
-    """The EncodingHeader of a BYTE_SPLIT page sits in its block 0: its value count is
-    rewritten there and the block recompressed (to the same size, so the page's frame
-    table and the metadata still hold); only the page of f1 is refused."""
+def _rewrite_header_count(path: Path) -> None:
+    """Add 1 to the value count of the EncodingHeader of f1's BYTE_SPLIT page, in its
+    block 0, and recompress the block (to the same size, so the page's frame table and
+    the metadata still hold)."""
     import zstandard
 
-    path, table, sizes, ids = _batch_file(tmp_path)
     begin, _ = _page_span(path, "f1")
     data = bytearray(path.read_bytes())
     frames, num_blocks, table_at = _first_frame(bytes(data), begin)
@@ -297,10 +296,60 @@ def test_a_wrong_encoding_header_is_refused(tmp_path: Path) -> None:
     assert len(frame) == size  # (the data is seeded: this holds)
     data[frames : frames + size] = frame
     path.write_bytes(bytes(data))
+
+
+def test_a_wrong_encoding_header_is_refused(tmp_path: Path) -> None:
+    """The EncodingHeader of a BYTE_SPLIT page sits in its block 0, with the first values
+    of its first plane: a lookup of the first batch reads it, and only the page of f1,
+    whose header is wrong, is refused."""
+    path, table, sizes, ids = _batch_file(tmp_path)
+    _rewrite_header_count(path)
     with fermion.FileReader(path) as r:
         with pytest.raises(fermion.InvalidFileError, match="'f1', .*holds .* values"):
             r.read_batches([ids[0]], columns=["f0", "f1", "f2"])
         assert r.read_batches([ids[0]], columns=["f0", "f2"]).num_rows == sizes[0]
+
+
+def test_the_header_block_is_read_only_when_it_holds_wanted_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose values lie past block 0 of each BYTE_SPLIT page decompresses only
+    the blocks of its planes' bytes (docs/FORMAT.md §9): one or two per plane, never the
+    header's block 0. Its values do not depend on the header (the page header fixes
+    where the planes lie), so even with f1's header wrong they are right."""
+    path, table, sizes, ids = _batch_file(tmp_path)
+    _rewrite_header_count(path)
+    decoded: list[int] = []
+    real = batch_lookup.decompress_frames
+
+    def counting(frames: list[memoryview], block_sizes: list[int], where: str) -> bytes:
+        decoded.append(len(frames))
+        return real(frames, block_sizes, where)
+
+    monkeypatch.setattr(batch_lookup, "decompress_frames", counting)
+    late = 300  # rows past block 0's (2,048 bytes hold the header and 2,024 plane bytes)
+    first = int(sum(sizes[:late]))
+    last = first + sizes[late] - 1
+    assert first > BATCH_BLOCK_SIZE
+    columns = ["f0", "f1", "f2"]
+    with fermion.FileReader(path) as r:
+        got = r.read_batches([ids[late]], columns=columns)
+        (proj,) = r.file_meta.projections(["f1"])
+        (meta,) = r.file_meta.column_metas([proj])
+        spec = proj.tree.stream(StreamType.DATA)
+        assert spec is not None
+        values = int(meta.streams[spec.index].layout(0).counts[0])  # one page per column
+    assert got.equals(expected_rows(table, sizes, ids, [ids[late]]).select(columns))
+    bs = BATCH_BLOCK_SIZE
+    blocks = {
+        k
+        for plane in range(4)  # float32: four planes after the 24-byte header
+        for k in range((24 + plane * values + first) // bs, (24 + plane * values + last) // bs + 1)
+    }
+    assert 0 not in blocks and 4 <= len(blocks) <= 8
+    assert decoded == [len(blocks) * len(columns)]
+    with fermion.FileReader(path) as r, pytest.raises(fermion.InvalidFileError, match="'f1'"):
+        r.read_batches([ids[0]], columns=columns)  # block 0 read: the header is checked
 
 
 def test_unknown_id_raises(tmp_path: Path) -> None:
