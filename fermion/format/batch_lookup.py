@@ -300,27 +300,44 @@ def read_points(
     requests: list[tuple[int, int]] = []
     missing: list[int] = []  # the frames requested (those past the bytes phase 2 read)
     for width, members, group in groups:
-        spans = _plan_group(group, [heads[i] for i in members], width)
-        for i, pg, (begin, end) in zip(members, group, spans, strict=True):
-            pg.slot = len(frames)
-            head = heads[i]
-            for a, e in zip(begin, end, strict=True):
-                if e <= len(head):
-                    frames.append(head[a:e])
-                else:
-                    missing.append(len(frames))
-                    frames.append(_NO_FRAME)
-                    requests.append((pg.offset + a, e - a))
+        begins, ends = _plan_group(group, [heads[i] for i in members], width)
+        base, per = len(frames), begins.shape[1]
+        for k, pg in enumerate(group):
+            pg.slot = base + k * per
+        frames += [_NO_FRAME] * begins.size
+        lengths = (ends - begins).ravel()
+        at = (begins + np.array([pg.offset for pg in group], dtype=np.int64)[:, None]).ravel()
+        read = np.array([len(heads[i]) for i in members], dtype=np.int64)[:, None]
+        inside = (ends <= read).ravel()  # (block 0 of a page, when wanted: in its head)
+        if inside.any():
+            for f in np.flatnonzero(inside).tolist():
+                k, b = divmod(f, per)
+                frames[base + f] = heads[members[k]][int(begins[k, b]) : int(ends[k, b])]
+            rest = np.flatnonzero(~inside)
+            at, lengths = at[rest], lengths[rest]
+            missing += (rest + base).tolist()
+        else:
+            missing += range(base, base + begins.size)
+        requests += zip(at.tolist(), lengths.tolist(), strict=True)
         first = group[0]
         bs, decoded = first.block_size, first.decoded
         assert first.blocks is not None
         sizes += [min(bs, decoded - k * bs) for k in first.blocks] * len(group)
-    for k, view in zip(missing, source.read_copies(requests, max_gap=gap), strict=True):
-        frames[k] = view
-    for k, frame in enumerate(frames):
-        if len(frame) < 6 or frame[:4] != _ZSTD_MAGIC or not frame[4] & _CHECKSUM_FLAG:
-            pg = max((p for p in pages if p.block_size and p.slot <= k), key=lambda p: p.slot)
-            raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
+    fetched = source.read_copies(requests, max_gap=gap)
+    if len(missing) == len(frames):  # (the usual case: no frame came with phase 2)
+        frames = fetched
+    else:
+        for k, view in zip(missing, fetched, strict=True):
+            frames[k] = view
+    bad = [
+        k
+        for k, frame in enumerate(frames)
+        if len(frame) < 6 or frame[:4] != _ZSTD_MAGIC or not frame[4] & _CHECKSUM_FLAG
+    ]
+    if bad:
+        k = bad[0]
+        pg = max((p for p in pages if p.block_size and p.slot <= k), key=lambda p: p.slot)
+        raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
     # phase 4: every zstd block of every page in one call
     where = f"{name}: stripe {s}"
     buf = np.frombuffer(decompress_frames(frames, sizes, where), dtype=np.uint8)
@@ -435,13 +452,13 @@ def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
 
 def _plan_group(
     group: Sequence[_Page], heads: Sequence[memoryview], width: int
-) -> list[tuple[list[int], list[int]]]:
+) -> tuple[np.ndarray, np.ndarray]:
     """The page-relative ``[begins, ends)`` of the frames of the blocks each page of
-    ``group`` needs, pages alike (same wanted rows, encoding, width, value count, block
-    size and block count: the same blocks). Sets each page's ``blocks``. Every block
-    table is checked whole, as a full read checks it, not only the ends used: non-
-    decreasing, the last one the end of the frames (each frame is then checked to fill
-    its range exactly by zstd)."""
+    ``group`` needs (int64 arrays, a row per page, a column per block), pages alike (same
+    wanted rows, encoding, width, value count, block size and block count: the same
+    blocks). Sets each page's ``blocks``. Every block table is checked whole, as a full
+    read checks it, not only the ends used: non-decreasing, the last one the end of the
+    frames (each frame is then checked to fill its range exactly by zstd)."""
     first = group[0]
     nb = first.num_blocks
     frames_at = _FRAME_ENDS_AT + 4 * nb
@@ -458,7 +475,7 @@ def _plan_group(
     wanted = np.asarray(blocks, dtype=np.int64)
     ends = table[:, wanted] + frames_at
     begins = np.where(wanted > 0, table[:, np.maximum(wanted - 1, 0)], 0) + frames_at
-    return list(zip(begins.tolist(), ends.tolist(), strict=True))
+    return begins, ends
 
 
 def _value_ranges(pg: _Page, width: int) -> tuple[np.ndarray, np.ndarray]:
