@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -82,21 +82,36 @@ _SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
 _BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks is cheap
 
 
-@dataclass
 class _StreamRecord:
-    """Per-stripe chunk descriptors of one stream, kept until close."""
+    """Per-stripe chunk descriptors of one stream, kept until close (a plain class: a
+    writer of 1,000 columns makes 2,000 of them, and dataclass list factories cost)."""
 
-    stream_type: StreamType
-    node: int
-    states: list[ChunkState] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    num_values: list[int] = field(default_factory=list)
-    null_counts: list[int] = field(default_factory=list)
-    mins: list[int] = field(default_factory=list)
-    maxs: list[int] = field(default_factory=list)
-    flags: list[int] = field(default_factory=list)
-    pages: list[np.ndarray | None] = field(default_factory=list)  # PageMeta rows per stripe
+    __slots__ = (
+        "stream_type",
+        "node",
+        "states",
+        "offsets",
+        "lengths",
+        "num_values",
+        "null_counts",
+        "mins",
+        "maxs",
+        "flags",
+        "pages",
+    )
+
+    def __init__(self, stream_type: StreamType, node: int) -> None:
+        self.stream_type = stream_type
+        self.node = node
+        self.states: list[ChunkState] = []
+        self.offsets: list[int] = []
+        self.lengths: list[int] = []
+        self.num_values: list[int] = []
+        self.null_counts: list[int] = []
+        self.mins: list[int] = []
+        self.maxs: list[int] = []
+        self.flags: list[int] = []
+        self.pages: list[np.ndarray | None] = []  # PageMeta rows per stripe
 
 
 class _ColumnRecord:
