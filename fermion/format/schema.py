@@ -129,7 +129,7 @@ def build_schema_area(
     full = schema.serialize().to_pybytes()
     heap = bytearray()
     # each entry packed with struct (numpy field-by-field assignment cost about 10 us a
-    # column: 1 s for a 100,000-column schema), its crc over the entry with crc zero
+    # column: 1 s for a 100,000-column schema), then again with its crc (_entry_crc)
     packed: list[bytes] = []
     hashes: list[int] = []
     ids_bytes = ids.tobytes()
@@ -157,8 +157,7 @@ def build_schema_area(
                 f"column {fld.name!r} does not fit a schema area entry: {count} storage "
                 f"nodes (at most 65,535), heap offsets up to {blob_offset + len(blob)} bytes"
             ) from None
-        node_ids = ids_bytes[4 * first : 4 * (first + count)]
-        crc = zlib.crc32(node_ids, zlib.crc32(blob, zlib.crc32(name, zlib.crc32(entry))))
+        crc = _entry_crc(entry, name, blob, ids_bytes[4 * first : 4 * (first + count)])
         packed.append(_ENTRY_STRUCT.pack(*fields, crc, streams))
         hashes.append(h)
         first += count
