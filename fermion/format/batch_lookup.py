@@ -96,7 +96,6 @@ _CHECKSUM_FLAG = 4  # Frame_Header_Descriptor: Content_Checksum_flag
 _TABLE = struct.Struct("<II")  # BlockTable: block_size, num_blocks
 _FRAME_ENDS_AT = PAGE_HEADER_SIZE + _TABLE.size  # then a u32 frame end per block
 _H = encodings.HEADER_SIZE
-_NO_FRAME = memoryview(b"")  # a frame not read yet
 _ZSTD_BLOCKS = int(Compression.ZSTD_BLOCKS)
 _PLAIN = int(Encoding.PLAIN)
 _BYTE_SPLIT = int(Encoding.BYTE_SPLIT)
@@ -295,16 +294,15 @@ def read_points(
             alike.setdefault(same, []).append(i)
     # (value width, page indices, pages) of each group
     groups = [(k[2], members, [pages[i] for i in members]) for k, members in alike.items()]
-    frames: list[memoryview] = []
     sizes: list[int] = []
     requests: list[tuple[int, int]] = []
-    missing: list[int] = []  # the frames requested (those past the bytes phase 2 read)
+    known: dict[int, memoryview] = {}  # frames in the bytes phase 2 read, by slot
+    count = 0  # frames of all groups
     for width, members, group in groups:
         begins, ends = _plan_group(group, [heads[i] for i in members], width)
-        base, per = len(frames), begins.shape[1]
+        per = begins.shape[1]
         for k, pg in enumerate(group):
-            pg.slot = base + k * per
-        frames += [_NO_FRAME] * begins.size
+            pg.slot = count + k * per
         lengths = (ends - begins).ravel()
         at = (begins + np.array([pg.offset for pg in group], dtype=np.int64)[:, None]).ravel()
         read = np.array([len(heads[i]) for i in members], dtype=np.int64)[:, None]
@@ -312,23 +310,19 @@ def read_points(
         if inside.any():
             for f in np.flatnonzero(inside).tolist():
                 k, b = divmod(f, per)
-                frames[base + f] = heads[members[k]][int(begins[k, b]) : int(ends[k, b])]
+                known[count + f] = heads[members[k]][int(begins[k, b]) : int(ends[k, b])]
             rest = np.flatnonzero(~inside)
             at, lengths = at[rest], lengths[rest]
-            missing += (rest + base).tolist()
-        else:
-            missing += range(base, base + begins.size)
         requests += zip(at.tolist(), lengths.tolist(), strict=True)
+        count += begins.size
         first = group[0]
         bs, decoded = first.block_size, first.decoded
         assert first.blocks is not None
         sizes += [min(bs, decoded - k * bs) for k in first.blocks] * len(group)
-    fetched = source.read_copies(requests, max_gap=gap)
-    if len(missing) == len(frames):  # (the usual case: no frame came with phase 2)
-        frames = fetched
-    else:
-        for k, view in zip(missing, fetched, strict=True):
-            frames[k] = view
+    frames = source.read_copies(requests, max_gap=gap)
+    if known:  # (rare: the usual frames are all in the read, in slot order)
+        fetched = iter(frames)
+        frames = [known[k] if k in known else next(fetched) for k in range(count)]
     bad = [
         k
         for k, frame in enumerate(frames)
