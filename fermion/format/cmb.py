@@ -66,13 +66,12 @@ class StreamDesc:
     def __init__(
         self,
         desc_type: DescType,
-        simple: np.ndarray | None = None,
         page_metas: list[np.ndarray | None] | None = None,
         chunks: list[tuple[int, ...]] | None = None,
         raw: tuple[memoryview, int, int] | None = None,
     ) -> None:
         self.desc_type = desc_type
-        self._simple = simple  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes], or viewed on first use
+        self._simple: np.ndarray | None = None  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
         # (CMB bytes, offset, stripes): where the SIMPLE or FULL descriptors are, viewed on
         # first use (a numpy view costs about a microsecond: many columns are opened for a
         # lookup that reads one stripe's few values)

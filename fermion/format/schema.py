@@ -161,7 +161,7 @@ def build_schema_area(
         packed.append(_ENTRY_STRUCT.pack(*fields, crc, streams))
         hashes.append(h)
         first += count
-    entries = np.frombuffer(b"".join(packed), dtype=COLUMN_ENTRY_DTYPE, count=n)
+    entries = b"".join(packed)  # COLUMN_ENTRY_DTYPE[n]
     cap = _hash_capacity(n)
     tags = [0] * cap
     columns = [0] * cap  # column_plus_one
@@ -187,9 +187,9 @@ def build_schema_area(
     h0["heap_size"] = len(heap)
     h0["node_ids_offset"] = len(full) + len(heap)
     h0["columns_offset"] = h0["node_ids_offset"] + ids.nbytes
-    h0["hash_offset"] = h0["columns_offset"] + entries.nbytes
+    h0["hash_offset"] = h0["columns_offset"] + len(entries)
     h0["crc"] = zlib.crc32(header.tobytes()[:44])
-    area = b"".join([full, bytes(heap), ids.tobytes(), entries.tobytes(), slots.tobytes()])
+    area = b"".join([full, bytes(heap), ids_bytes, entries, slots.tobytes()])
     if len(area) + header.nbytes > 0xFFFFFFFF:
         raise SchemaMismatchError("schema area exceeds 4 GiB")
     return area + header.tobytes()
