@@ -129,7 +129,7 @@ def build_schema_area(
     full = schema.serialize().to_pybytes()
     heap = bytearray()
     # each entry packed with struct (numpy field-by-field assignment cost about 10 us a
-    # column: 1 s for a 100,000-column schema), then again with its crc (_entry_crc)
+    # column under cProfile), then again with its crc (_entry_crc)
     packed: list[bytes] = []
     hashes: list[int] = []
     ids_bytes = ids.tobytes()
