@@ -74,28 +74,34 @@ class BatchIndex:
         self.meta = meta
         ids, lengths = self.meta.streams
         for desc in (ids, lengths):
-            if desc.desc_type != DescType.FULL or desc.full is None:
+            if desc.desc_type != DescType.FULL or desc.chunks is None:
                 raise InvalidFileError(f"{self._where}: streams must have FULL descriptors")
-        assert ids.full is not None and lengths.full is not None
-        self.stripe_rows = np.asarray(self.meta.stripe_rows, dtype=np.int64)
-        counts = ids.full["num_values"].astype(np.int64)
+        assert ids.chunks is not None and lengths.chunks is not None
+        # checked on the descriptor tuples (a few stripes: numpy calls on arrays of two
+        # values cost more than the Python loop; this runs on every open for a lookup)
+        rows = self.meta.stripe_rows
+        rows_list = rows.tolist() if rows is not None else []
         minmax = int(StatsFlag.HAS_MINMAX)
+        counts = [c[2] for c in ids.chunks]
+        mins = [c[3] for c in ids.chunks]
+        maxs = [c[4] for c in ids.chunks]
         if (
-            not np.array_equal(counts, lengths.full["num_values"])
-            or bool(np.any((counts == 0) != (self.stripe_rows == 0)))
-            or bool(np.any(counts > self.stripe_rows))
-            or bool(np.any((ids.full["stats_flags"] & minmax) == 0))
-            or bool(np.any((lengths.full["stats_flags"] & minmax) == 0))
+            counts != [c[2] for c in lengths.chunks]
+            or len(rows_list) != len(counts)
+            or any((c == 0) != (n == 0) or c > n for c, n in zip(counts, rows_list, strict=True))
+            or any(not c[8] & minmax for c in ids.chunks)
+            or any(not c[8] & minmax for c in lengths.chunks)
         ):
             raise InvalidFileError(f"{self._where}: batch counts or statistics are inconsistent")
-        self.batches_per_stripe = counts
-        self.min_ids = ids.full["chunk_min"].astype(np.int64)
-        self.max_ids = ids.full["chunk_max"].astype(np.int64)
-        self.max_lengths = lengths.full["chunk_max"].astype(np.int64)
-        if bool(np.any(self.min_ids > self.max_ids)) or bool(
-            np.any(self.min_ids[1:] <= self.max_ids[:-1])
+        if any(lo > hi for lo, hi in zip(mins, maxs, strict=True)) or any(
+            lo <= hi for lo, hi in zip(mins[1:], maxs[:-1], strict=False)
         ):
             raise InvalidFileError(f"{self._where}: stripe batch id ranges are not increasing")
+        self.stripe_rows = np.array(rows_list, dtype=np.int64)
+        self.batches_per_stripe = np.array(counts, dtype=np.int64)
+        self.min_ids = np.array(mins, dtype=np.int64)
+        self.max_ids = np.array(maxs, dtype=np.int64)
+        self.max_lengths = np.array([c[4] for c in lengths.chunks], dtype=np.int64)
         self._cache: dict[int, StripeBatches] = {}
 
     @property
@@ -118,9 +124,13 @@ class BatchIndex:
         where = f"{self._where}, stripe {s}"
         plan: list[tuple[int, int, int, int]] = []  # (stream, offset, size, values)
         for k, desc in enumerate(self.meta.streams):
-            pages = desc.pages(s)
-            for off, meta in zip(desc.page_offsets(s), pages, strict=True):
-                plan.append((k, int(off), int(meta["page_size"]), int(meta["row_count"])))
+            one = desc.single_page(s)  # the usual case: the chunk's descriptor is its page's
+            if one is not None:
+                plan.append((k, *one))
+                continue
+            lay = desc.layout(s)
+            for off, size, values in zip(lay.offsets, lay.sizes, lay.counts, strict=True):
+                plan.append((k, int(off), int(size), int(values)))
         views = self.source.read_ranges(
             [(off, size) for _, off, size, _ in plan], max_gap=self.coalesce_gap
         )
@@ -136,7 +146,7 @@ class BatchIndex:
             if not isinstance(payload, bytes | memoryview):
                 raise InvalidFileError(f"{where}: a batch metadata page must be plain")
             parts[k].append(np.frombuffer(payload, dtype=_DTYPES[k]))
-        ids, lengths = (np.concatenate(p) if p else np.zeros(0, np.int64) for p in parts)
+        ids, lengths = (_joined(p) for p in parts)
         got = StripeBatches.build(ids, lengths, int(self.stripe_rows[s]), where)
         if int(got.ids[0]) != int(self.min_ids[s]) or int(got.ids[-1]) != int(self.max_ids[s]):
             raise InvalidFileError(f"{where}: batch ids disagree with the chunk statistics")
@@ -246,3 +256,10 @@ def describe_batches(
         "max_batch_length": [int(x) for x in index.max_lengths],
         "pages_per_batch": per_stream,
     }
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The pages' values of one stream as one array (the only page's, without a copy)."""
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)

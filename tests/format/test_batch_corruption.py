@@ -6,7 +6,8 @@ Bad inputs tried here:
 - a flipped bit in the BATCH_META CMB (ChecksumError) and in a BATCH_META data page
 - the BATCH_META CMB rewritten with a valid CRC: stripe min/max ids swapped, min/max of
   two stripes overlapping, batch counts of the two streams disagreeing, a stream's desc
-  type changed to USE_DEFAULT, the column id of the header changed
+  type changed to USE_DEFAULT, the column id of the header changed, a stripe's lengths
+  chunk without min/max statistics, more batches than rows in a stripe
 - the BATCH_META CIT entry pointing before the CMB area or at a user column's CMB
 - BATCH_META pages rewritten with valid CRCs: a zero length, lengths not adding up to the
   stripe rows, decreasing ids, ids disagreeing with the chunk statistics
@@ -159,7 +160,28 @@ def _max_id(h, m, d) -> None:
     d[0]["chunk_max"][2] = int(d[0]["chunk_max"][2]) + 1
 
 
-@pytest.mark.parametrize("edit", [_swap_minmax, _overlap, _counts, _desc_type, _column, _max_id])
+def _no_minmax(h, m, d) -> None:
+    d[1]["stats_flags"][1] = 0
+
+
+def _more_batches_than_rows(h, m, d) -> None:
+    for desc in d:
+        desc["num_values"][0] = 10**6
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _swap_minmax,
+        _overlap,
+        _counts,
+        _desc_type,
+        _column,
+        _max_id,
+        _no_minmax,
+        _more_batches_than_rows,
+    ],
+)
 def test_lying_batch_meta_cmb(tmp_path: Path, batch_file, edit) -> None:
     _, data = batch_file
     expect(tmp_path, rewrite_cmb(data, edit))
