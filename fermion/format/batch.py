@@ -61,9 +61,9 @@ def system_tree() -> Node:
     """
     ids = Node(0, "batch_id", pa.int64(), Kind.FIXED, nullable=False, byte_width=8)
     lengths = Node(1, "batch_length", pa.uint32(), Kind.FIXED, nullable=False, byte_width=4)
-    ids.streams.append(StreamSpec(0, 0, StreamType.BATCH_META))
-    lengths.streams.append(StreamSpec(1, 1, StreamType.BATCH_META))
-    ids.children.append(lengths)  # only so that all_streams() lists both, in file order
+    ids.streams = (StreamSpec(0, 0, StreamType.BATCH_META),)
+    lengths.streams = (StreamSpec(1, 1, StreamType.BATCH_META),)
+    ids.children = (lengths,)  # only so that all_streams() lists both, in file order
     return ids
 
 

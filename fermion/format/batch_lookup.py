@@ -338,7 +338,7 @@ def read_points(
     bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
     # phase 5: each page's values, then each column's array; the values of pages alike lie
     # at the same positions from their first decoded block: one gather serves them all
-    values: list[bytes | memoryview] = [b""] * len(pages)
+    values: list[bytes | memoryview | pa.Buffer] = [b""] * len(pages)
     for width, members, group in groups:
         first = group[0]
         starts = bases[[pg.slot for pg in group]]
@@ -346,8 +346,10 @@ def read_points(
             _check_split_headers(group, buf, starts, width)  # read anyway: checked
         at = _value_bytes(first, width)
         got = buf[starts[:, None] + at[None, :]]  # a row of value bytes per page
-        for i, row in zip(members, got, strict=True):
-            values[i] = row.data
+        # slices of one Arrow buffer: no memoryview a page (the GC tracks those)
+        whole, n = pa.py_buffer(got), got.shape[1]
+        for k, i in enumerate(members):
+            values[i] = whole.slice(k * n, n)
     for i, pg in enumerate(pages):
         if pg.block_size:
             continue
@@ -362,7 +364,7 @@ def read_points(
         domain = encodings.int_domain(tree.storage)
         width = tree.byte_width
         values[i] = fixed_values(page, pg.rows, pg.values, width, domain, pg.where, verify)
-    by_col: list[list[bytes | memoryview]] = [[] for _ in projs]
+    by_col: list[list[bytes | memoryview | pa.Buffer]] = [[] for _ in projs]
     for i, pg in enumerate(pages):
         by_col[pg.col].append(values[i])
     out = []
@@ -370,7 +372,8 @@ def read_points(
         data = by_col[j][0] if len(by_col[j]) == 1 else b"".join(by_col[j])
         if len(data) != len(rows) * p.tree.byte_width:
             raise InvalidFileError(f"{name}: column {p.info.field.name!r}: values missing")
-        out.append(pa.Array.from_buffers(p.tree.type, len(rows), [None, pa.py_buffer(data)]))
+        values_buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+        out.append(pa.Array.from_buffers(p.tree.type, len(rows), [None, values_buf]))
     return out
 
 

@@ -59,30 +59,34 @@ class PageLayout(NamedTuple):
 
 
 class StreamDesc:
-    """One stream's descriptors across all stripes."""
+    """One stream's descriptors across all stripes.
 
-    __slots__ = ("desc_type", "_simple", "_full", "_raw", "page_metas", "chunks", "_layouts")
+    A lookup keeps one descriptor alive per column it opens, so a FULL descriptor holds
+    no per-stripe Python objects: its chunk tuples are unpacked from the CMB bytes when
+    asked for, and only stripes that do not have exactly one page keep a PageMeta array
+    (a dict of numpy arrays, which the garbage collector does not track).
+    """
+
+    __slots__ = ("desc_type", "_simple", "_full", "_raw", "_pos", "_count", "_pages", "_layouts")
 
     def __init__(
         self,
         desc_type: DescType,
-        page_metas: list[np.ndarray | None] | None = None,
-        chunks: list[tuple[int, ...]] | None = None,
-        raw: tuple[memoryview, int, int] | None = None,
+        raw: bytes | None = None,
+        pos: int = 0,
+        count: int = 0,
+        pages: dict[int, np.ndarray] | None = None,
     ) -> None:
         self.desc_type = desc_type
         self._simple: np.ndarray | None = None  # SIMPLE_CHUNK_DESC_DTYPE[num_stripes]
-        # (CMB bytes, offset, stripes): where the SIMPLE or FULL descriptors are, viewed on
-        # first use (a numpy view costs about a microsecond: many columns are opened for a
-        # lookup that reads one stripe's few values)
-        self._raw = raw
+        # the CMB bytes, and where in them the ``count`` SIMPLE or FULL descriptors are,
+        # viewed on first use (a numpy view costs about a microsecond: many columns are
+        # opened for a lookup that reads one stripe's few values)
+        self._raw, self._pos, self._count = raw, pos, count
         self._full: np.ndarray | None = None
-        # PAGE_META_DTYPE[num_pages] per stripe; None: a single page, whose row is the
-        # chunk's (synthesised on first use: most lookups touch one stripe of a few columns)
-        self.page_metas = page_metas
-        # FULL: each stripe's descriptor as a tuple (offset, length, num_values, chunk_min,
-        # chunk_max, null_count, num_pages, page_meta_offset, stats_flags)
-        self.chunks = chunks
+        # FULL: PAGE_META_DTYPE[num_pages] of each stripe whose chunk has several pages or
+        # none; the row of a single page is the chunk's (synthesised when asked for)
+        self._pages = pages
         self._layouts: dict[int, PageLayout] | None = None  # made on first use
 
     @property
@@ -90,28 +94,46 @@ class StreamDesc:
         """SIMPLE_CHUNK_DESC_DTYPE[num_stripes] of a SIMPLE stream (a view of the CMB, made
         on first use); None for other descriptor types."""
         if self._simple is None and self._raw is not None and self.desc_type is _SIMPLE:
-            raw, offset, count = self._raw
-            self._simple = np.frombuffer(raw, SIMPLE_CHUNK_DESC_DTYPE, count=count, offset=offset)
+            self._simple = np.frombuffer(
+                self._raw, SIMPLE_CHUNK_DESC_DTYPE, count=self._count, offset=self._pos
+            )
         return self._simple
 
     @property
     def full(self) -> np.ndarray | None:
         """FULL_CHUNK_DESC_DTYPE[num_stripes] (a view of the CMB, made on first use: a
-        lookup reads the tuples of :attr:`chunks`)."""
+        lookup reads the tuples of :meth:`chunk`)."""
         if self._full is None and self._raw is not None and self.desc_type is not _SIMPLE:
-            raw, offset, count = self._raw
-            self._full = np.frombuffer(raw, FULL_CHUNK_DESC_DTYPE, count=count, offset=offset)
+            self._full = np.frombuffer(
+                self._raw, FULL_CHUNK_DESC_DTYPE, count=self._count, offset=self._pos
+            )
         return self._full
+
+    @property
+    def chunks(self) -> list[tuple[int, ...]] | None:
+        """FULL: every stripe's descriptor as a tuple (offset, length, num_values,
+        chunk_min, chunk_max, null_count, num_pages, page_meta_offset, stats_flags);
+        None for other descriptor types."""
+        if self._raw is None or self.desc_type is _SIMPLE:
+            return None
+        return list(_FULL_CHUNK_DESC.iter_unpack(self._raw[self._pos : self._end()]))
+
+    def _end(self) -> int:
+        return self._pos + _FULL_CHUNK_DESC.size * self._count
+
+    def chunk(self, stripe: int) -> tuple[int, ...]:
+        """The FULL chunk descriptor of ``stripe`` as a tuple, in FULL_CHUNK_DESC_DTYPE order."""
+        assert self._raw is not None and 0 <= stripe < self._count
+        return _FULL_CHUNK_DESC.unpack_from(self._raw, self._pos + _FULL_CHUNK_DESC.size * stripe)
 
     def pages(self, stripe: int) -> np.ndarray:
         """PageMeta rows of ``stripe`` (synthesised for single-page chunks)."""
-        assert self.page_metas is not None and self.full is not None
-        pages = self.page_metas[stripe]
+        assert self._pages is not None
+        pages = self._pages.get(stripe)
         if pages is None:
-            d = self.full[stripe]
-            fields = ("length", "num_values", "chunk_min", "chunk_max", "null_count")
-            row = (*(int(d[f]) for f in fields), int(d["stats_flags"]))
-            pages = self.page_metas[stripe] = np.array([row], PAGE_META_DTYPE)
+            offset, length, values, cmin, cmax, nulls, _, _, flags = self.chunk(stripe)
+            row = (length, values, cmin, cmax, nulls, flags)
+            pages = self._pages[stripe] = np.array([row], PAGE_META_DTYPE)
         return pages
 
     def layout(self, stripe: int) -> PageLayout:
@@ -120,7 +142,6 @@ class StreamDesc:
             self._layouts = {}
         lay = self._layouts.get(stripe)
         if lay is None:
-            assert self.full is not None and self.page_metas is not None
             one = self.single_page(stripe)
             if one is not None:  # one page: the chunk
                 offset, length, values = one
@@ -139,23 +160,15 @@ class StreamDesc:
             sizes = pages["page_size"].astype(np.int64)
             ends = np.cumsum(counts)
             offsets = np.cumsum(sizes)
-            offsets -= sizes - int(self.full["offset"][stripe])
+            offsets -= sizes - self.chunk(stripe)[0]
             lay = self._layouts[stripe] = PageLayout(counts, ends - counts, ends, offsets, sizes)
         return lay
 
-    def chunk(self, stripe: int) -> tuple[int, ...]:
-        """The FULL chunk descriptor of ``stripe`` as a tuple, in FULL_CHUNK_DESC_DTYPE order."""
-        if self.chunks is None:
-            assert self.full is not None
-            self.chunks = self.full.tolist()
-        return self.chunks[stripe]
-
     def single_page(self, stripe: int) -> tuple[int, int, int] | None:
         """(offset, size, values) of the chunk's only page; None when it has several or none."""
-        assert self.page_metas is not None
-        if self.page_metas[stripe] is not None:
+        offset, length, values, _, _, _, n_pages, _, _ = self.chunk(stripe)
+        if n_pages != 1:
             return None
-        offset, length, values = self.chunk(stripe)[:3]
         return offset, length, values
 
     def page_offsets(self, stripe: int) -> np.ndarray:
@@ -171,26 +184,29 @@ class ColumnMeta:
     def __init__(
         self,
         present: bool,
-        stripe_rows: np.ndarray | tuple[int, ...] | None,
+        stripe_rows: np.ndarray | bytes | None,
         streams: list[StreamDesc],
         size: int = 0,
     ) -> None:
         self.present = present
         self.streams = streams
         self.size = size
-        self._rows = stripe_rows
+        self._rows = stripe_rows  # bytes: STRIPE_META_DTYPE rows (no Python object a stripe)
         self._stripe_rows: np.ndarray | None = None
 
     @property
     def stripe_rows(self) -> np.ndarray | None:
         """Rows per stripe (uint32), None without a CMB (made on first use)."""
         if self._stripe_rows is None and self._rows is not None:
-            self._stripe_rows = np.asarray(self._rows, dtype=np.uint32)
+            rows = self._rows
+            if isinstance(rows, bytes):
+                rows = np.frombuffer(rows, dtype="<u4")
+            self._stripe_rows = rows.astype(np.uint32)
         return self._stripe_rows
 
     @staticmethod
     def all_null(num_streams: int) -> ColumnMeta:
-        return ColumnMeta(False, None, [StreamDesc(DescType.FORCE_NULL)] * num_streams)
+        return ColumnMeta(False, None, [_NO_PAYLOAD[DescType.FORCE_NULL]] * num_streams)
 
 
 def _records(
@@ -202,12 +218,14 @@ def _records(
     return list(layout.iter_unpack(raw[offset:end]))
 
 
-def _view(raw: memoryview, offset: int, dtype: np.dtype, count: int, what: str) -> np.ndarray:
+def _view(
+    raw: memoryview | bytes, offset: int, dtype: np.dtype, count: int, what: str
+) -> np.ndarray:
     _end(raw, offset, dtype.itemsize * count, what)
     return np.frombuffer(raw, dtype=dtype, count=count, offset=offset)
 
 
-def _end(raw: memoryview, offset: int, size: int, what: str) -> int:
+def _end(raw: memoryview | bytes, offset: int, size: int, what: str) -> int:
     """The end of ``size`` bytes at ``offset`` of the block, checked to lie inside it."""
     end = offset + size
     if offset < 0 or end > len(raw):
@@ -248,10 +266,12 @@ def parse_cmb(
         raise InvalidFileError(
             f"{where}: CMB has {streams_n} streams, the column type needs {len(specs)}"
         )
-    _end(raw, hsize, 4 * num_stripes, "stripes")  # STRIPE_META_DTYPE: a u32 per stripe
-    stripe_rows = struct.unpack_from(f"<{num_stripes}I", raw, hsize)
-    if sum(stripe_rows) != num_rows:
+    rows_end = _end(raw, hsize, 4 * num_stripes, "stripes")  # STRIPE_META: a u32 per stripe
+    if sum(struct.unpack_from(f"<{num_stripes}I", raw, hsize)) != num_rows:
         raise InvalidFileError(f"{where}: stripe row counts do not add up to {num_rows}")
+    # what the descriptors keep is a copy of the block: bytes, which the garbage collector
+    # does not track (a memoryview is tracked, and holds a memory map open)
+    data = bytes(raw)
     directory = _records(raw, hsize + 4 * num_stripes, _STREAM_META, len(specs), "streams")
     streams: list[StreamDesc] = []
     for spec, (desc_code, stream_type, node, pos) in zip(specs, directory, strict=True):
@@ -260,45 +280,41 @@ def parse_cmb(
         desc_type = _DESC_TYPES.get(desc_code)
         if desc_type is None:
             raise InvalidFileError(f"{where}: unknown desc type {desc_code}")
-        if desc_type in _NO_PAYLOAD:
-            streams.append(StreamDesc(desc_type))
+        shared = _NO_PAYLOAD.get(desc_type)
+        if shared is not None:  # nothing to parse: one immutable descriptor for all
+            streams.append(shared)
             continue
         if desc_type is _SIMPLE:
             simple = _records(raw, pos, _SIMPLE_CHUNK_DESC, num_stripes, "chunk descriptors")
             for offset, length, _ in simple:
                 if 0 < length != CHUNK_ALL_NULL:
                     _check_range(offset, length, data_start, data_end, where)
-            streams.append(StreamDesc(desc_type, raw=(raw, pos, num_stripes)))
+            streams.append(StreamDesc(desc_type, data, pos, num_stripes))
             continue
         chunks = _records(raw, pos, _FULL_CHUNK_DESC, num_stripes, "chunk descriptors")
-        page_metas: list[np.ndarray | None] = []
-        for d in chunks:
+        page_metas: dict[int, np.ndarray] = {}
+        for stripe, d in enumerate(chunks):
             offset, length, values, cmin, cmax, nulls, n_pages, meta_offset, flags = d
             if (length == 0) != (n_pages == 0):
                 raise InvalidFileError(f"{where}: chunk of {length} bytes with {n_pages} pages")
             if length:
                 _check_range(offset, length, data_start, data_end, where)
             if n_pages > 1:
-                pages = _view(raw, meta_offset, PAGE_META_DTYPE, n_pages, "pages")
+                pages = _view(data, meta_offset, PAGE_META_DTYPE, n_pages, "pages")
                 if (
                     int(pages["page_size"].sum(dtype=np.int64)) != length
                     or int(pages["row_count"].sum(dtype=np.int64)) != values
                 ):
                     raise InvalidFileError(f"{where}: page sizes or counts disagree with the chunk")
-            elif n_pages:  # a single page: its meta is the chunk's (see StreamDesc.pages)
-                page_metas.append(None)
-                continue
-            else:
-                pages = _NO_PAGES
-            page_metas.append(pages)
-        streams.append(
-            StreamDesc(desc_type, page_metas=page_metas, chunks=chunks, raw=(raw, pos, num_stripes))
-        )
-    return ColumnMeta(True, stripe_rows, streams, size=len(raw))
+                page_metas[stripe] = pages
+            elif not n_pages:  # (a single page: its meta is the chunk's, see StreamDesc.pages)
+                page_metas[stripe] = _NO_PAGES
+        streams.append(StreamDesc(desc_type, data, pos, num_stripes, page_metas))
+    return ColumnMeta(True, data[hsize:rows_end], streams, size=len(raw))
 
 
 _DESC_TYPES = {int(d): d for d in DescType}
-_NO_PAYLOAD = frozenset((DescType.USE_DEFAULT, DescType.FORCE_NULL))
+_NO_PAYLOAD = {d: StreamDesc(d) for d in (DescType.USE_DEFAULT, DescType.FORCE_NULL)}
 _SIMPLE = DescType.SIMPLE
 _CMB_HEAD = struct.Struct("<IIII")  # CMB_HEADER_DTYPE, unpacked without numpy
 _STREAM_META = struct.Struct("<BBHI")  # STREAM_META_DTYPE

@@ -33,8 +33,8 @@ Example:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.types as pat
@@ -79,7 +79,7 @@ class StreamSpec:
     stream_type: StreamType
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A storage node: one level of a (possibly nested) Arrow type."""
 
@@ -90,8 +90,10 @@ class Node:
     nullable: bool
     byte_width: int = 0  # FIXED: bytes per value; BINARY/LIST: bytes per offset
     list_size: int = 0  # FIXED_LIST
-    children: list[Node] = field(default_factory=list)
-    streams: list[StreamSpec] = field(default_factory=list)
+    # tuples, not lists: a flat column's node shares the empty tuple and one tuple of
+    # streams (a lookup builds a node per column it opens)
+    children: Sequence[Node] = ()
+    streams: Sequence[StreamSpec] = ()
     bloom: StreamSpec | None = None  # root only: the BLOOM stream, last in the column
 
     def walk(self) -> Iterator[Node]:
@@ -301,11 +303,12 @@ def _build(fld: pa.Field, counter: list[int], column: str) -> Node:
     counter[0] += 1
     if counter[0] > 0xFFFF:
         raise UnsupportedTypeError(f"field {column!r} has more than 65535 nested nodes")
+    streams = []
     for st in _OWN_STREAMS[kind]:
-        node.streams.append(StreamSpec(counter[1], node.index, st))
+        streams.append(StreamSpec(counter[1], node.index, st))
         counter[1] += 1
-    for child in _child_fields(t, kind):
-        node.children.append(_build(child, counter, column))
+    node.streams = tuple(streams)
+    node.children = tuple(_build(child, counter, column) for child in _child_fields(t, kind))
     if kind == Kind.DICTIONARY and node.children[0].kind in (
         Kind.NULL,  # a NULL node has no stream to record the dictionary length
         Kind.LIST,
@@ -325,9 +328,9 @@ def build_tree(f: pa.Field, *, bloom: bool = False) -> Node:
     """
     t = f.type
     if (pat.is_integer(t) or pat.is_floating(t)) and not bloom:  # the usual case, directly
-        node = Node(0, f.name, t, Kind.FIXED, f.nullable, byte_width=t.bit_width // 8)
-        node.streams = list(_FLAT_STREAMS)  # (frozen: shared by every such column)
-        return node
+        return Node(
+            0, f.name, t, Kind.FIXED, f.nullable, byte_width=t.bit_width // 8, streams=_FLAT_STREAMS
+        )
     counter = [0, 0]  # next node index, next stream index
     root = _build(f, counter, f.name)
     if bloom:

@@ -60,7 +60,7 @@ _ROW = "\x00row"  # the row-number column filter_table adds (no user column has 
 Ranges = list[tuple[int, int]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Projection:
     """One output column: the file column, its node tree and the nodes to materialise."""
 

@@ -212,7 +212,7 @@ class _Entry(NamedTuple):
     raw: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ColumnInfo:
     """What the schema area says about one column."""
 
@@ -388,6 +388,7 @@ class SchemaIndex:
                     num_streams=e.num_streams,
                     has_bloom=bool(e.flags & _FLAG_BLOOM),
                 )
+                self._entry_cache.pop(i, None)  # the ColumnInfo holds what is needed
         return [self._columns[i] for i in indices]
 
     @staticmethod

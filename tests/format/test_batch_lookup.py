@@ -15,6 +15,7 @@ block table entry beyond the frames; an id not in the file.
 
 from __future__ import annotations
 
+import gc
 import struct
 from pathlib import Path
 
@@ -464,3 +465,41 @@ def test_flipped_bytes_of_a_list_column_are_caught_or_harmless(tmp_path: Path) -
                 assert got.equals(expected), f"silently different values after flipping {pos}"
                 caught["same"] += 1
     assert caught["checksum"] > 0
+
+
+def _tracked_after_lookup(path: Path, columns: list[str], batch_id: int) -> int:
+    """Objects the garbage collector tracks that a fresh reader's lookup holds alive."""
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects(generation=0))
+        with fermion.FileReader(path) as r:
+            got = r.read_batches([batch_id], columns=columns)
+            alive = len(gc.get_objects(generation=0)) - before
+        assert got.num_columns == len(columns)
+        return alive
+    finally:
+        gc.enable()
+
+
+def test_a_lookup_keeps_few_tracked_objects_per_column(tmp_path: Path) -> None:
+    """Each tracked object a lookup keeps alive makes the collector run sooner, and
+    survivors of young collections make full ones more frequent: a lookup keeps a few
+    objects per column it opens (field, node, column info, projection, CMB, stream
+    descriptor, output array: 9 on this file), none per stripe or page (27 on this file
+    before CMB descriptors kept their chunks as bytes)."""
+    rng = np.random.default_rng(5)
+    n, width = 4_000, 41
+    table = pa.table({f"c{i}": rng.random(n).astype(np.float32) for i in range(width)})
+    path = tmp_path / "w.fermion"
+    write_batches(path, table, [40] * 100, list(range(100)), max_stripe_rows=1_000, page_size=1_024)
+    with fermion.FileReader(path) as r:
+        assert r.num_stripes == 4
+        (meta,) = r.file_meta.column_metas(r.file_meta.projections(["c0"]))
+        assert len(meta.streams[1].pages(2)) > 1  # several pages a stripe
+    names = table.column_names
+    _tracked_after_lookup(path, names, 57)  # imports and caches of a first lookup
+    one = _tracked_after_lookup(path, names[:1], 57)
+    many = _tracked_after_lookup(path, names, 57)
+    per_column = (many - one) / (width - 1)
+    assert 5 <= per_column <= 10, per_column

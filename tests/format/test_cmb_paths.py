@@ -228,3 +228,37 @@ def test_cmb_records_read_with_struct_match_the_dtypes(tmp_path: Path) -> None:
         assert fermion.read_table(str(nulls))["n"].to_pylist() == values
     finally:
         meta.close()
+
+
+def test_full_descriptors_give_each_stripe_its_pages(tmp_path: Path) -> None:
+    """A FULL descriptor keeps the CMB bytes and unpacks a stripe's chunk when asked: a
+    stripe with no DATA page (all null), one with one page and one with several."""
+    rng = np.random.default_rng(2)
+    words = ["".join(map(chr, rng.integers(97, 123, 64))) for _ in range(100)]
+    strings = [None] * 100 + ["x"] * 100 + words
+    path = tmp_path / "p.fermion"
+    write_table(pa.table({"s": strings}), str(path), max_stripe_rows=100, page_size=256)
+    meta = MetadataReader(open_source(str(path)), ReadOptions())
+    try:
+        (m,) = meta.column_metas(meta.projections(["s"]))
+        data = m.streams[2]  # VALIDITY, OFFSETS, DATA
+        assert data.desc_type == DescType.FULL and data.full is not None
+        assert data.chunks == data.full.tolist()
+        counts = [data.chunk(s)[6] for s in range(3)]  # num_pages
+        assert counts[0] == 0 and counts[1] == 1 and counts[2] > 1
+        for s in range(3):
+            offset, length, values = data.chunk(s)[:3]
+            pages = data.pages(s)
+            assert len(pages) == counts[s]
+            assert int(pages["page_size"].sum()) == length
+            assert int(pages["row_count"].sum()) == (values if counts[s] else 0)
+            lay = data.layout(s)
+            assert lay.sizes.tolist() == pages["page_size"].tolist()
+            if counts[s]:
+                assert int(lay.offsets[0]) == offset
+                assert lay.offsets.tolist() == (offset + np.cumsum(lay.sizes) - lay.sizes).tolist()
+            one = data.single_page(s)
+            assert one == ((offset, length, values) if counts[s] == 1 else None)
+    finally:
+        meta.close()
+    assert fermion.read_table(str(path))["s"].to_pylist() == strings
