@@ -275,7 +275,9 @@ def read_points(
     # phase 2: page headers and block tables: the first bytes of every page, copied out
     # even of a mapped file (ByteSource.read_copies)
     grain = _MAPPED_GRAIN if mapped else SparsePage.GRAIN
-    heads = source.read_copies([(pg.offset, min(pg.size, grain)) for pg in pages], max_gap=gap)
+    heads = list(
+        source.read_copies([(pg.offset, min(pg.size, grain)) for pg in pages], max_gap=gap)
+    )
     need = [_plan_page(pg, heads[i], projs[pg.col].tree.byte_width) for i, pg in enumerate(pages)]
     more = [i for i, n in enumerate(need) if n > len(heads[i])]
     if more:  # a block table past the first bytes read: read up to its end
@@ -296,7 +298,7 @@ def read_points(
     groups = [(k[2], members, [pages[i] for i in members]) for k, members in alike.items()]
     sizes: list[int] = []
     requests: list[tuple[int, int]] = []
-    known: dict[int, memoryview] = {}  # frames in the bytes phase 2 read, by slot
+    known: dict[int, bytes | memoryview] = {}  # frames in the bytes phase 2 read, by slot
     count = 0  # frames of all groups
     for width, members, group in groups:
         begins, ends = _plan_group(group, [heads[i] for i in members], width)
@@ -356,7 +358,7 @@ def read_points(
         page: memoryview | SparsePage
         tree = projs[pg.col].tree
         if len(heads[i]) == pg.size:  # phase 2 read all of it
-            page = heads[i]
+            page = memoryview(heads[i])
         elif mapped:  # a view of the mapping: touched where used
             page = source.read(pg.offset, pg.size)
         else:
@@ -411,7 +413,7 @@ def _split_one(
     return [(0, rows, (first, last) if last - first + 1 == len(rows) else None)]
 
 
-def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
+def _plan_page(pg: _Page, head: bytes | memoryview, width: int) -> int:
     """Validate a page's header (and a blocked page's BlockTable header) from its first
     bytes; returns the bytes the header and tables need (more than ``head`` holds: call
     again with more). A ZSTD_BLOCKS page of PLAIN or BYTE_SPLIT values gets its
@@ -448,7 +450,7 @@ def _plan_page(pg: _Page, head: memoryview, width: int) -> int:
 
 
 def _plan_group(
-    group: Sequence[_Page], heads: Sequence[memoryview], width: int
+    group: Sequence[_Page], heads: Sequence[bytes | memoryview], width: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The page-relative ``[begins, ends)`` of the frames of the blocks each page of
     ``group`` needs (int64 arrays, a row per page, a column per block), pages alike (same

@@ -108,7 +108,7 @@ class SparsePage:
     FEW_RUNS = 16  # runs of units fetched at once copied one by one; more in one assignment
 
     def __init__(
-        self, source: ByteSource, offset: int, size: int, head: memoryview, max_gap: int
+        self, source: ByteSource, offset: int, size: int, head: bytes | memoryview, max_gap: int
     ) -> None:
         self.source = source
         self.offset = offset

@@ -144,11 +144,15 @@ class ByteSource(ABC):
                 out[i] = buf[off - start : off - start + length]
         return out
 
-    def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
+    def read_copies(
+        self, ranges: Sequence[tuple[int, int]], *, max_gap: int
+    ) -> Sequence[bytes | memoryview]:
         """Like :meth:`read_ranges`, but the bytes are copied out even of a memory-mapped
         file: what batch lookups use, a few scattered bytes of many pages. (Touching a
         page of a fresh mapping faults it in, and unmapping it on close costs again: on
         the machine measured both together cost more than a ``pread`` of the bytes.)
+        A range may come as ``bytes`` rather than a view: a lookup asks for hundreds,
+        and each memoryview is one more object for the garbage collector to track.
 
         Example:
             >>> import tempfile, os
@@ -208,14 +212,19 @@ class LocalSource(ByteSource):
             return super().read_ranges(ranges, max_gap=max_gap)
         return self._pread_ranges(ranges, max_gap)
 
-    def read_copies(self, ranges: Sequence[tuple[int, int]], *, max_gap: int) -> list[memoryview]:
+    def read_copies(
+        self, ranges: Sequence[tuple[int, int]], *, max_gap: int
+    ) -> Sequence[bytes | memoryview]:
+        if _PREADS is not None and ranges:
+            return self._pread_bytes(ranges, max_gap)
         if self._view is None:
             return self.read_ranges(ranges, max_gap=max_gap)
-        if _PREADS is None or not ranges:
-            return self._coalesced(ranges, max_gap, self._pread_all)
-        return self._pread_ranges(ranges, max_gap)
+        return self._coalesced(ranges, max_gap, self._pread_all)
 
     def _pread_ranges(self, ranges: Sequence[tuple[int, int]], max_gap: int) -> list[memoryview]:
+        return [memoryview(b) for b in self._pread_bytes(ranges, max_gap)]
+
+    def _pread_bytes(self, ranges: Sequence[tuple[int, int]], max_gap: int) -> list[bytes]:
         """The compiled path of both reads: coalesced as coalesce_ranges does, the merged
         reads made with the GIL released, each range copied out (fermion/io/preads.c)."""
         assert _PREADS is not None
@@ -234,7 +243,7 @@ class LocalSource(ByteSource):
                 raise
             raise TruncatedFileError(f"{self.name}: short read (the file is shorter now)") from None
         self.stats.add_many(requests, total)
-        return [memoryview(b) for b in got]
+        return got
 
     def _pread_all(self, merged: list[MergedRead]) -> list[memoryview]:
         """Each merged read by ``pread`` (checked as :meth:`read` checks), counted at
