@@ -111,12 +111,23 @@ _MAPPED_GRAIN = 4096
 def _plain_fixed(node: Node, m: ColumnMeta) -> bool:
     """A fixed-width numeric or temporal node (no extension type) storing no nulls."""
     t = node.type
-    if node.kind != Kind.FIXED or t != node.storage:
-        return False
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)):
+    if node.kind != Kind.FIXED or isinstance(t, pa.BaseExtensionType) or not _numeric(t):
         return False
     vspec = node.stream(StreamType.VALIDITY)
     return vspec is not None and m.streams[vspec.index].desc_type == DescType.USE_DEFAULT
+
+
+def _numeric(t: pa.DataType) -> bool:
+    """An integer, floating point or temporal type (decided once per type id: asked of
+    every column a lookup opens)."""
+    ok = _NUMERIC_IDS.get(t.id)
+    if ok is None:
+        ok = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+        _NUMERIC_IDS[t.id] = ok
+    return ok
+
+
+_NUMERIC_IDS: dict[int, bool] = {}
 
 
 def _full(node: Node, m: ColumnMeta, stream: StreamType) -> bool:

@@ -325,15 +325,18 @@ class FileReader:
             # through the stripe reader within each stripe. (Another source keeps the
             # stripe reader's prefetch: the next stripe's requests wait while this one
             # decodes.)
-            read: Iterable[tuple[int, int, Selection, pa.RecordBatch]] = (
+            read: Iterable[tuple[int, int, Selection, list[pa.Array]]] = (
                 (s, n, sel, self._read_points(projs, metas, fast, lists, s, n, sel))
                 for s, n, sel in jobs
             )
         else:
-            read = self._stripes.read_stripes(projs, metas, jobs)
-        for s, n, sel, part in read:
-            part = self._with_virtual(part, virtual, s, n, sel)
-            parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
+            read = (
+                (s, n, sel, part.columns)
+                for s, n, sel, part in self._stripes.read_stripes(projs, metas, jobs)
+            )
+        for s, n, sel, cols in read:
+            cols += self._virtual_columns(virtual, s, n, sel)
+            parts.append(self._ordered(cols, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
         order = pa.array(inverse, type=pa.int64())
         columns_out = [take_values(col, order) for col in table.columns]
@@ -404,11 +407,11 @@ class FileReader:
                 # cost grows with the batch, not with the pages that hold it
                 sel = Selection(points=np.concatenate([np.arange(a, b) for a, b in ranges]))
             if sel.points is not None:
-                part = self._read_points(projs, metas, fast, lists, int(s), n, sel)
+                cols = self._read_points(projs, metas, fast, lists, int(s), n, sel)
             else:
-                part = self._stripes.read_stripe(projs, metas, int(s), n, sel)
-            part = self._with_virtual(part, virtual, int(s), n, sel)
-            parts.append(self._ordered(part.columns, schema, projs, virtual, columns))
+                cols = self._stripes.read_stripe(projs, metas, int(s), n, sel).columns
+            cols += self._virtual_columns(virtual, int(s), n, sel)
+            parts.append(self._ordered(cols, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
         if len(unique) == len(ids) and bool(np.all(inverse == np.arange(len(ids)))):
             return table  # asked in increasing order without repeats: already in place
@@ -449,10 +452,12 @@ class FileReader:
         s: int,
         n: int,
         sel: Selection,
-    ) -> pa.RecordBatch:
-        """The selected points of stripe ``s``: the ``fast`` projections read together
-        and the ``lists`` value by value (:mod:`fermion.format.batch_lookup`), the
-        others (and lists whose offsets that cannot read) through the stripe reader."""
+    ) -> list[pa.Array]:
+        """The selected points of stripe ``s``, a column per projection: the ``fast``
+        projections read together and the ``lists`` value by value
+        (:mod:`fermion.format.batch_lookup`), the others (and lists whose offsets that
+        cannot read) through the stripe reader. (Arrays, not a batch: the caller makes
+        the one batch of the columns asked for.)"""
         assert sel.points is not None
         arrays: list[pa.Array | None] = [None] * len(projs)
         if fast:
@@ -477,8 +482,7 @@ class FileReader:
             )
             for j, arr in zip(rest, part.columns, strict=True):
                 arrays[j] = arr
-        schema = pa.schema([p.field for p in projs])
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        return arrays  # (every slot filled above)
 
     def batches(self) -> BatchIndex:
         """The BATCH_META index of a batch-mode file (loaded on first use)."""
@@ -508,11 +512,19 @@ class FileReader:
         """``batch`` with the virtual columns ``names`` of the selected rows appended."""
         if not names:
             return batch
-        b = self.batches().stripe(s)
-        arrays = [select_rows(virtual_array(v, b), [(0, n)], sel) for v in names]
         return pa.RecordBatch.from_arrays(
-            batch.columns + arrays, names=batch.schema.names + list(names)
+            batch.columns + self._virtual_columns(names, s, n, sel),
+            names=batch.schema.names + list(names),
         )
+
+    def _virtual_columns(
+        self, names: Sequence[str], s: int, n: int, sel: Selection
+    ) -> list[pa.Array]:
+        """The virtual columns ``names`` of the selected rows of stripe ``s``."""
+        if not names:
+            return []
+        b = self.batches().stripe(s)
+        return [select_rows(virtual_array(v, b), [(0, n)], sel) for v in names]
 
     def _ordered(
         self,
