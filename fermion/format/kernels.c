@@ -7,7 +7,8 @@
  * - the BYTE_SPLIT transform of float pages and its inverse (docs/FORMAT.md §5.1), for
  *   writers and full reads;
  * - the writer's FLOAT_DECIMAL exponent trials (docs/FORMAT.md §5.3): per exponent, how many
- *   sampled floats round-trip through an integer and the span of those integers.
+ *   sampled floats round-trip through an integer and the span of those integers;
+ * - the writer's batch-mode gather of many small record batches' columns into one block.
  * The module is optional: fermion/format/pages.py, encodings.py and decimal_floats.py do
  * the same work in Python (ISA-L's or zlib's crc32 per block, the frame header read field
  * by field, one numpy strided copy per byte plane, numpy arrays of the trials) when it
@@ -726,6 +727,88 @@ static PyObject *decimal_trials(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+
+/* gather_columns(schema_capsule, array_capsule, format, width, out, rows, row_start) -> bool
+ *
+ * The writer's batch-mode gather (fermion/format/writer.py): a record batch exported
+ * through the Arrow C data interface (``RecordBatch.__arrow_c_array__()``: a struct
+ * array, one child per column) whose every child has the Arrow ``format`` (e.g. "f",
+ * float32) of ``width`` bytes a value, copied into ``out``, a C-contiguous (children,
+ * ``rows``) array of those values: child c's values go to row c, columns
+ * [row_start, row_start + length). One memcpy per column, with the GIL released.
+ * Returns False, copying nothing, when a child may hold nulls (a null count other than 0),
+ * has another format or buffer layout, or is shorter than the batch: the caller then
+ * gathers the Python way. The capsules are read only; their owner releases them.
+ */
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+static PyObject *gather_columns(PyObject *self, PyObject *args)
+{
+    PyObject *schema_capsule, *array_capsule;
+    const char *format;
+    int width;
+    Py_buffer out;
+    Py_ssize_t rows, row_start;
+    if (!PyArg_ParseTuple(args, "OOsiw*nn:gather_columns", &schema_capsule, &array_capsule,
+                          &format, &width, &out, &rows, &row_start))
+        return NULL;
+    struct ArrowSchema *schema = PyCapsule_GetPointer(schema_capsule, "arrow_schema");
+    struct ArrowArray *array = schema ? PyCapsule_GetPointer(array_capsule, "arrow_array") : NULL;
+    if (array == NULL) {
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    int ok = width > 0 && array->release != NULL && schema->release != NULL
+             && strcmp(schema->format, "+s") == 0 && schema->n_children == array->n_children
+             && array->length >= 0 && array->offset >= 0 && row_start >= 0
+             && rows >= row_start + array->length
+             && out.len == (Py_ssize_t)array->n_children * rows * width;
+    for (int64_t c = 0; ok && c < array->n_children; c++) {
+        const struct ArrowArray *child = array->children[c];
+        ok = child != NULL && strcmp(schema->children[c]->format, format) == 0
+             && child->null_count == 0 && child->n_buffers == 2 && child->n_children == 0
+             && child->buffers[1] != NULL && child->offset >= 0
+             && child->length >= array->offset + array->length;
+    }
+    if (ok) {
+        uint8_t *dst = (uint8_t *)out.buf;
+        size_t n = (size_t)array->length * (size_t)width;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t c = 0; c < array->n_children; c++) {
+            const struct ArrowArray *child = array->children[c];
+            const uint8_t *src = (const uint8_t *)child->buffers[1]
+                                 + (size_t)(child->offset + array->offset) * (size_t)width;
+            memcpy(dst + ((size_t)c * (size_t)rows + (size_t)row_start) * (size_t)width, src, n);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&out);
+    return PyBool_FromLong(ok);
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32_py, METH_VARARGS, "crc32(data) -> int: zlib.crc32(data)."},
     {"block_crcs", block_crcs, METH_VARARGS,
@@ -747,6 +830,9 @@ static PyMethodDef methods[] = {
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},
+    {"gather_columns", gather_columns, METH_VARARGS,
+     "gather_columns(schema, array, format, width, out, rows, row_start) -> bool: the\n"
+     "columns of an exported record batch copied into rows of out (writer batch mode)."},
     {"decimal_trials", decimal_trials, METH_VARARGS,
      "decimal_trials(values, width, kernel, pow10, pow10_inv, lo, hi, out) -> None: per "
      "exponent, the FLOAT_DECIMAL misfits, misses and k range of the values."},

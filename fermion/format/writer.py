@@ -41,6 +41,7 @@ from fermion.errors import (
     SchemaMismatchError,
     UnsupportedTypeError,
 )
+from fermion.format import native
 from fermion.format.batch import (
     MAX_BATCH_ROWS,
     VIRTUAL_COLUMNS,
@@ -412,16 +413,19 @@ class FileWriter:
         generic path then writes this stripe; docs/FORMAT.md §11.1 is unchanged either way:
         pages are still cut at batch boundaries).
 
-        Each batch's block columns are copied column-major by one C++ call
-        (``RecordBatch.to_tensor``), the batches split among the worker threads (the call
-        releases the GIL), and copied into their rows of the block by the same thread: the
-        many small batches of a stripe are gathered in bulk, not chunk by chunk.
+        Each batch's block columns are copied straight into their rows of the block by
+        one call of the compiled kernel (``gather_columns``, through the Arrow C data
+        interface: a memcpy per column), or without it column-major by one C++ call
+        (``RecordBatch.to_tensor``) and then into the block; the batches are split among
+        the worker threads (both calls release the GIL): the many small batches of a stripe
+        are gathered in bulk, not chunk by chunk.
         """
         parts = self._pending_parts
         select = self._block_select
         starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])]).tolist()
-        dtype = self.schema.field(self._block_columns[0]).type.to_pandas_dtype()
+        dtype = np.dtype(self.schema.field(self._block_columns[0]).type.to_pandas_dtype())
         block = np.empty((len(self._block_columns), starts[-1]), dtype=dtype)
+        kernels, arrow_format = native.KERNELS, _ARROW_FORMATS[dtype.str[1:]]
 
         def tensors(lo: int, hi: int) -> bool:
             for k in range(lo, hi):
@@ -431,6 +435,15 @@ class FileWriter:
                     part = batches[0] if len(batches) == 1 else _one_batch(part)
                 if select:
                     part = part.select(select)
+                if kernels is not None and kernels.gather_columns(
+                    *part.__arrow_c_array__(),
+                    arrow_format,
+                    dtype.itemsize,
+                    block,
+                    starts[-1],
+                    starts[k],
+                ):
+                    continue  # one copy of each column's buffer into its row of the block
                 try:  # (rows, columns) in Fortran order: its transpose is a row per column
                     tensor = part.to_tensor(row_major=False).to_numpy().T
                 except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -666,6 +679,21 @@ class FileWriter:
             page_crc=self.options.page_crc,
         )
         sink.append(footer)
+
+
+# numpy dtype (without byte order) -> Arrow C data interface format of the block types
+_ARROW_FORMATS = {
+    "i1": "c",
+    "u1": "C",
+    "i2": "s",
+    "u2": "S",
+    "i4": "i",
+    "u4": "I",
+    "i8": "l",
+    "u8": "L",
+    "f4": "f",
+    "f8": "g",
+}
 
 
 def _block_columns(schema: pa.Schema) -> list[int]:

@@ -568,3 +568,113 @@ def test_decimal_trials_refuse_bad_arguments() -> None:
         with pytest.raises(ValueError):
             KERNELS.decimal_trials(*args)
         assert np.array_equal(out, before)
+
+
+_GATHER_TYPES = {
+    pa.int8(): "c",
+    pa.uint16(): "S",
+    pa.int32(): "i",
+    pa.uint64(): "L",
+    pa.float32(): "f",
+    pa.float64(): "g",
+}
+
+
+@needs_kernels
+@settings(max_examples=150, deadline=None)
+@given(
+    t=st.sampled_from(sorted(_GATHER_TYPES, key=str)),
+    columns=st.integers(1, 12),
+    rows=st.integers(0, 40),
+    cut=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    before=st.integers(0, 9),
+    seed=st.integers(0, 2**16),
+)
+def test_gather_columns_copies_each_column_into_its_row(
+    t: pa.DataType, columns: int, rows: int, cut: tuple[int, int], before: int, seed: int
+) -> None:
+    """A record batch (sliced, so that the columns start at an offset) copied into rows
+    of a block at a column offset, as the writer's batch mode does; the rest untouched."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(t.to_pandas_dtype())
+    raw = rng.integers(0, 256, (columns, rows * dtype.itemsize), dtype=np.uint8)
+    values = [raw[c].view(dtype) for c in range(columns)]
+    batch = pa.record_batch(
+        [pa.array(v, t) for v in values], names=[f"c{c}" for c in range(columns)]
+    )
+    a, b = min(cut[0], rows), min(max(cut), rows)
+    part = batch.slice(a, b - a)
+    width = before + (b - a) + 3
+    block = np.full((columns, width), 7, dtype=dtype)
+    assert KERNELS.gather_columns(
+        *part.__arrow_c_array__(), _GATHER_TYPES[t], dtype.itemsize, block, width, before
+    )
+    want = np.full((columns, width), 7, dtype=dtype)
+    for c in range(columns):
+        want[c, before : before + (b - a)] = values[c][a:b]
+    assert block.tobytes() == want.tobytes()
+
+
+@needs_kernels
+def test_gather_columns_declines_what_it_cannot_copy() -> None:
+    """Nulls, another type, a block of the wrong size or too few rows: False, nothing
+    copied (the writer then gathers the Python way); bad capsules raise."""
+    good = pa.record_batch(
+        {"a": pa.array([1.0, 2.0], pa.float32()), "b": pa.array([3.0, 4.0], pa.float32())}
+    )
+    block = np.zeros((2, 4), dtype=np.float32)
+
+    def gather(
+        batch: pa.RecordBatch, fmt: str = "f", out: np.ndarray = block, rows: int = 4, at: int = 0
+    ) -> bool:
+        return bool(KERNELS.gather_columns(*batch.__arrow_c_array__(), fmt, 4, out, rows, at))
+
+    nulls = pa.record_batch(
+        {"a": pa.array([1.0, None], pa.float32()), "b": pa.array([3.0, 4.0], pa.float32())}
+    )
+    mixed = pa.record_batch(
+        {"a": pa.array([1.0, 2.0], pa.float32()), "b": pa.array([3, 4], pa.int32())}
+    )
+    assert not gather(nulls)
+    assert not gather(mixed)
+    assert not gather(good, fmt="g")
+    assert not gather(good, rows=1)  # the batch's rows do not fit
+    assert not gather(good, at=3)
+    assert not gather(good, out=np.zeros((3, 4), dtype=np.float32))  # another column count
+    assert not block.any()
+    assert gather(good, at=2)
+    assert block.tolist() == [[0, 0, 1, 2], [0, 0, 3, 4]]
+    schema_capsule, array_capsule = good.__arrow_c_array__()
+    with pytest.raises(ValueError):
+        KERNELS.gather_columns(array_capsule, schema_capsule, "f", 4, block, 4, 0)
+    with pytest.raises(TypeError):
+        KERNELS.gather_columns(schema_capsule, array_capsule, "f", 4, b"read only", 4, 0)
+
+
+def test_batch_writes_are_the_same_with_either_gather(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer's batch-mode gather with the kernel and with ``to_tensor`` writes the
+    same bytes, batches given as record batches or as table slices."""
+    rng = np.random.default_rng(4)
+    sizes = rng.integers(1, 20, 60)
+    n = int(sizes.sum())
+    table = pa.table(
+        {f"f{i}": rng.random(n).astype(np.float32) for i in range(24)}
+        | {"s": [str(i) for i in range(n)]}
+    )
+    starts = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    outputs = []
+    for kernels in (KERNELS, None):
+        monkeypatch.setattr(native, "KERNELS", kernels)
+        for kind in ("batch", "table"):
+            path = tmp_path / f"{kernels is None}-{kind}.fermion"
+            with fermion.FileWriter(path, table.schema, max_stripe_rows=300) as w:
+                for k, (a, b) in enumerate(zip(starts, starts[1:], strict=False)):
+                    part = table.slice(a, b - a)
+                    w.append_batch(
+                        k, part.combine_chunks().to_batches()[0] if kind == "batch" else part
+                    )
+            outputs.append(path.read_bytes())
+    assert len(set(outputs)) == 1
+    assert fermion.read_table(str(tmp_path / "True-table.fermion")).equals(table)
