@@ -16,7 +16,9 @@ Two families, each against pyarrow.parquet and pylance in the same run:
   reads through fsspec (``FsspecSource``) as a fraction of the file; and ``take`` per
   column against Lance.
 
-Medians of ``FERMION_BENCH_REPEAT`` runs (default 5). Files are written once into
+Medians of ``FERMION_BENCH_REPEAT`` runs (default 5), the systems compared timed
+round-robin after one warm-up call each (a run of each, then the next round), so that each
+sees the same load drift on a shared machine. Files are written once into
 ``FERMION_BENCH_DATA_DIR`` (default ``.bench-data/``) and reused.
 
     python -m benchmarks.point_bench [batch|lineitem]   # prints the result rows as JSON
@@ -48,14 +50,18 @@ SCENARIO_LINEITEM = "point_lineitem_f64"
 __all__ = ["run", "run_batch_lookup", "run_lineitem"]
 
 
-def _median_ms(fn: Callable[[], Any], runs: int) -> float:
-    fn()  # warm-up: page cache, imports
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
+def _medians_ms(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, float]:
+    """Median milliseconds of each system's call: one warm-up call each (page cache,
+    imports), then ``runs`` rounds of one call of each in turn."""
+    for fn in fns.values():
         fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - t0) * 1000)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def _load() -> str:
@@ -139,6 +145,15 @@ def run_batch_lookup(
         add("fermion", "write_s", time.perf_counter() - t0, "s")
         tmp.rename(fpath)
     add("fermion", "file_mb", fpath.stat().st_size / 1e6, "MB")
+    ppath = out / "t.parquet"
+    if not ppath.exists():
+        pq.write_table(table, ppath, row_group_size=20_000, compression="zstd")
+    lpath = out / "t.lance"
+    has_lance = lance_installed()  # the bench extra; without it Lance's rows are left out
+    if has_lance and not lpath.exists():
+        import lance
+
+        lance.write_dataset(table, str(lpath))
     io: dict[str, float] = {}
 
     def fermion_lookups() -> None:
@@ -150,40 +165,31 @@ def run_batch_lookup(
         assert got == expected_rows
         io["bytes"] = nbytes / lookups
 
-    add("fermion", "lookup_ms", _median_ms(fermion_lookups, runs) / lookups, "ms")
-    add("fermion", "bytes_per_lookup", io["bytes"], "bytes")
-    with fermion.FileReader(fpath, memory_map=False) as r:  # pread: bytes really read
-        opened = r.source.stats.bytes_read  # the open's tail read (footer, schema, CMBs)
-        r.read_batches([int(wanted[0])], columns=names)
-        add("fermion", "pread_open_bytes", opened, "bytes")
-        add("fermion", "pread_bytes_per_lookup", r.source.stats.bytes_read - opened, "bytes")
-
-    ppath = out / "t.parquet"
-    if not ppath.exists():
-        pq.write_table(table, ppath, row_group_size=20_000, compression="zstd")
-
     def parquet_lookups() -> None:
         got = 0
         for bid in wanted.tolist():
             got += pq.read_table(ppath, columns=names, filters=[("batch_id", "=", bid)]).num_rows
         assert got == expected_rows
 
-    add("parquet", "lookup_ms", _median_ms(parquet_lookups, runs) / lookups, "ms")
-    try:
-        import lance
-    except ImportError:  # pragma: no cover - bench extra not installed
-        return
-    lpath = out / "t.lance"
-    if not lpath.exists():
-        lance.write_dataset(table, str(lpath))
-
     def lance_lookups() -> None:
+        import lance
+
         got = 0
         for rows in rows_of:
             got += lance.dataset(str(lpath)).take(rows.tolist(), columns=names).num_rows
         assert got == expected_rows
 
-    add("lance", "lookup_ms", _median_ms(lance_lookups, runs) / lookups, "ms")
+    systems = {"fermion": fermion_lookups, "parquet": parquet_lookups}
+    if has_lance:
+        systems["lance"] = lance_lookups
+    for system, ms in _medians_ms(systems, runs).items():
+        add(system, "lookup_ms", ms / lookups, "ms")
+    add("fermion", "bytes_per_lookup", io["bytes"], "bytes")
+    with fermion.FileReader(fpath, memory_map=False) as r:  # pread: bytes really read
+        opened = r.source.stats.bytes_read  # the open's tail read (footer, schema, CMBs)
+        r.read_batches([int(wanted[0])], columns=names)
+        add("fermion", "pread_open_bytes", opened, "bytes")
+        add("fermion", "pread_bytes_per_lookup", r.source.stats.bytes_read - opened, "bytes")
 
 
 # -- lineitem with float64 prices ---------------------------------------------------------
@@ -254,25 +260,24 @@ def run_lineitem(
     add("parquet", "file_mb", ppath.stat().st_size / 1e6, "MB")
     if has_lance:
         add("lance", "file_mb", lpath.stat().st_size / 1e6, "MB")
-    add(
-        "fermion",
-        "take1000_ms",
-        _median_ms(lambda: fermion.FileReader(fpath).take(idx), runs),
-        "ms",
-    )
-    if has_lance:
-        from lance.file import LanceFileReader
 
-        add(
-            "lance",
-            "take1000_ms",
-            _median_ms(
-                lambda: LanceFileReader(str(lpath)).take_rows(idx.tolist()).to_table(), runs
-            ),
-            "ms",
-        )
-    add("fermion", "scan_ms", _median_ms(lambda: fermion.read_table(fpath), runs), "ms")
-    add("parquet", "scan_ms", _median_ms(lambda: pq.read_table(ppath), runs), "ms")
+    def takes(columns: list[str] | None) -> dict[str, Callable[[], Any]]:
+        fns: dict[str, Callable[[], Any]] = {
+            "fermion": lambda: fermion.FileReader(fpath).take(idx, columns=columns)
+        }
+        if has_lance:
+            from lance.file import LanceFileReader
+
+            fns["lance"] = lambda: (
+                LanceFileReader(str(lpath), columns=columns).take_rows(idx.tolist()).to_table()
+            )
+        return fns
+
+    for system, ms in _medians_ms(takes(None), runs).items():
+        add(system, "take1000_ms", ms, "ms")
+    scans = {"fermion": lambda: fermion.read_table(fpath), "parquet": lambda: pq.read_table(ppath)}
+    for system, ms in _medians_ms(scans, runs).items():
+        add(system, "scan_ms", ms, "ms")
     with fermion.FileReader((fsspec.filesystem("file"), str(fpath))) as r:
         opened = r.source.stats.bytes_read  # the open's tail read (footer, schema, CMBs)
         r.take(idx)
@@ -282,27 +287,8 @@ def run_lineitem(
         add("fermion", "fsspec_take_fraction", taken / r.source.size, "")
     if per_column:
         for name in fermion.FileReader(fpath).schema.names:
-            add(
-                "fermion",
-                f"take1000_ms[{name}]",
-                _median_ms(lambda n=name: fermion.FileReader(fpath).take(idx, columns=[n]), runs),
-                "ms",
-            )
-            if not has_lance:
-                continue
-            from lance.file import LanceFileReader
-
-            add(
-                "lance",
-                f"take1000_ms[{name}]",
-                _median_ms(
-                    lambda n=name: (
-                        LanceFileReader(str(lpath), columns=[n]).take_rows(idx.tolist()).to_table()
-                    ),
-                    runs,
-                ),
-                "ms",
-            )
+            for system, ms in _medians_ms(takes([name]), runs).items():
+                add(system, f"take1000_ms[{name}]", ms, "ms")
 
 
 def run(results: list[dict[str, Any]]) -> None:

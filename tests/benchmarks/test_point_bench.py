@@ -34,3 +34,13 @@ def test_lineitem_rows_and_fsspec_fraction(tmp_path: Path, monkeypatch) -> None:
     # 1,000 of 60,000 rows touch nearly every block of this small file: only counted here
     assert got[("fermion", "fsspec_take_bytes")] > 0
     assert got[("fermion", "fsspec_open_bytes")] > 0
+
+
+def test_systems_are_timed_round_robin() -> None:
+    """One warm-up call of each system, then rounds of one call each: a load change on a
+    shared machine falls on every system alike, not on whichever ran in that block."""
+    calls: list[str] = []
+    fns = {name: (lambda n=name: calls.append(n)) for name in ("fermion", "parquet", "lance")}
+    medians = point_bench._medians_ms(fns, 3)
+    assert calls == ["fermion", "parquet", "lance"] * 4
+    assert set(medians) == set(fns) and all(ms >= 0 for ms in medians.values())
