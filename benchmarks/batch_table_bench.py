@@ -30,8 +30,6 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.parquet as pq
 
+from benchmarks.timing import interleaved_ms
 from fermion.table import dataset
 from fermion.table.scan import read_fragment
 from fermion.table.tasks import commit_write, execute_write, plan_write
@@ -62,17 +61,6 @@ def make_table(batches: int, columns: int, seed: int = 0) -> tuple[pa.Table, np.
     cols: dict[str, Any] = {"bid": np.repeat(ids, sizes)}
     cols.update({f"f{i:04d}": rng.random(rows, dtype=np.float32) for i in range(columns)})
     return pa.table(cols), ids
-
-
-def _interleaved(cases: dict[Any, Callable[[], None]], runs: int) -> dict[Any, list[float]]:
-    """``runs`` timed calls (ms) of every case, round-robin (same load drift for each)."""
-    times: dict[Any, list[float]] = {key: [] for key in cases}
-    for _ in range(runs):
-        for key, fn in cases.items():
-            t0 = time.perf_counter()
-            fn()
-            times[key].append((time.perf_counter() - t0) * 1000)
-    return times
 
 
 def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
@@ -139,7 +127,7 @@ def run(results: list[dict[str, Any]], *, runs: int | None = None) -> None:
             ("lookup_100_ids_cold_ms", "fermion"): fermion_cold,
             ("lookup_100_ids_cold_ms", "parquet"): parquet_cold,
         }
-        for (metric, system), times in _interleaved(cases, runs).items():
+        for (metric, system), times in interleaved_ms(cases, runs).items():
             median = statistics.median(times)
             row: dict[str, Any] = {
                 "scenario": SCENARIO,

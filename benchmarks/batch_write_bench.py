@@ -27,7 +27,6 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import fermion
+from benchmarks.timing import interleaved_ms
 
 SCENARIO = "batch_write"
 
@@ -80,15 +80,8 @@ def shape(name: str, quick: bool, seed: int = 0) -> tuple[pa.Table, np.ndarray]:
 
 
 def _interleaved(systems: dict[str, Callable[[], None]], runs: int) -> dict[str, list[float]]:
-    """``runs`` timed calls of every system, round-robin (each system sees the same load
-    drift on a shared machine)."""
-    times: dict[str, list[float]] = {name: [] for name in systems}
-    for _ in range(runs):
-        for name, fn in systems.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return times
+    """``runs`` timed calls (seconds) of every system, round-robin."""
+    return {k: [t / 1000 for t in v] for k, v in interleaved_ms(systems, runs).items()}
 
 
 def _systems(table: pa.Table, sizes: np.ndarray, tmp: Path) -> dict[str, Callable[[], None]]:

@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 
 import fermion
 from benchmarks.config import DEFAULT_DATA_DIR
+from benchmarks.timing import interleaved_ms
 
 SCENARIO_BATCH = "point_batch_lookup"
 SCENARIO_LINEITEM = "point_lineitem_f64"
@@ -51,17 +52,9 @@ __all__ = ["run", "run_batch_lookup", "run_lineitem"]
 
 
 def _medians_ms(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, float]:
-    """Median milliseconds of each system's call: one warm-up call each (page cache,
-    imports), then ``runs`` rounds of one call of each in turn."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(runs):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append((time.perf_counter() - t0) * 1000)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    """Median milliseconds of each system's call: one warm-up call each, then ``runs``
+    rounds of one call of each in turn (:func:`benchmarks.timing.interleaved_ms`)."""
+    return {k: statistics.median(v) for k, v in interleaved_ms(fns, runs, warmup=True).items()}
 
 
 def _load() -> str:
