@@ -73,24 +73,24 @@ class BatchIndex:
         self._where = f"{source.name}: BATCH_META"
         self.meta = meta
         ids, lengths = self.meta.streams
-        for desc in (ids, lengths):
-            if desc.desc_type != DescType.FULL or desc.chunks is None:
-                raise InvalidFileError(f"{self._where}: streams must have FULL descriptors")
-        assert ids.chunks is not None and lengths.chunks is not None
-        # checked on the descriptor tuples (a few stripes: numpy calls on arrays of two
-        # values cost more than the Python loop; this runs on every open for a lookup)
+        # the descriptor tuples, unpacked once (a few stripes: numpy calls on arrays of two
+        # values cost more than these Python loops; this runs on every open for a lookup)
+        id_chunks, length_chunks = ids.chunks, lengths.chunks
+        if ids.desc_type != DescType.FULL or lengths.desc_type != DescType.FULL:
+            raise InvalidFileError(f"{self._where}: streams must have FULL descriptors")
+        assert id_chunks is not None and length_chunks is not None
         rows = self.meta.stripe_rows
         rows_list = rows.tolist() if rows is not None else []
         minmax = int(StatsFlag.HAS_MINMAX)
-        counts = [c[2] for c in ids.chunks]
-        mins = [c[3] for c in ids.chunks]
-        maxs = [c[4] for c in ids.chunks]
+        counts = [c[2] for c in id_chunks]
+        mins = [c[3] for c in id_chunks]
+        maxs = [c[4] for c in id_chunks]
         if (
-            counts != [c[2] for c in lengths.chunks]
+            counts != [c[2] for c in length_chunks]
             or len(rows_list) != len(counts)
             or any((c == 0) != (n == 0) or c > n for c, n in zip(counts, rows_list, strict=True))
-            or any(not c[8] & minmax for c in ids.chunks)
-            or any(not c[8] & minmax for c in lengths.chunks)
+            or any(not c[8] & minmax for c in id_chunks)
+            or any(not c[8] & minmax for c in length_chunks)
         ):
             raise InvalidFileError(f"{self._where}: batch counts or statistics are inconsistent")
         if any(lo > hi for lo, hi in zip(mins, maxs, strict=True)) or any(
@@ -101,7 +101,7 @@ class BatchIndex:
         self.batches_per_stripe = np.array(counts, dtype=np.int64)
         self.min_ids = np.array(mins, dtype=np.int64)
         self.max_ids = np.array(maxs, dtype=np.int64)
-        self.max_lengths = np.array([c[4] for c in lengths.chunks], dtype=np.int64)
+        self.max_lengths = np.array([c[4] for c in length_chunks], dtype=np.int64)
         self._cache: dict[int, StripeBatches] = {}
 
     @property
