@@ -116,10 +116,8 @@ class StreamDesc:
         None for other descriptor types."""
         if self._raw is None or self.desc_type is _SIMPLE:
             return None
-        return list(_FULL_CHUNK_DESC.iter_unpack(self._raw[self._pos : self._end()]))
-
-    def _end(self) -> int:
-        return self._pos + _FULL_CHUNK_DESC.size * self._count
+        end = self._pos + _FULL_CHUNK_DESC.size * self._count
+        return list(_FULL_CHUNK_DESC.iter_unpack(self._raw[self._pos : end]))
 
     def chunk(self, stripe: int) -> tuple[int, ...]:
         """The FULL chunk descriptor of ``stripe`` as a tuple, in FULL_CHUNK_DESC_DTYPE order."""
@@ -184,7 +182,7 @@ class ColumnMeta:
     def __init__(
         self,
         present: bool,
-        stripe_rows: np.ndarray | bytes | None,
+        stripe_rows: bytes | None,
         streams: list[StreamDesc],
         size: int = 0,
     ) -> None:
@@ -198,10 +196,7 @@ class ColumnMeta:
     def stripe_rows(self) -> np.ndarray | None:
         """Rows per stripe (uint32), None without a CMB (made on first use)."""
         if self._stripe_rows is None and self._rows is not None:
-            rows = self._rows
-            if isinstance(rows, bytes):
-                rows = np.frombuffer(rows, dtype="<u4")
-            self._stripe_rows = rows.astype(np.uint32)
+            self._stripe_rows = np.frombuffer(self._rows, dtype="<u4").astype(np.uint32)
         return self._stripe_rows
 
     @staticmethod
