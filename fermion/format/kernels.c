@@ -728,17 +728,23 @@ static PyObject *decimal_trials(PyObject *self, PyObject *args)
 }
 
 
-/* gather_columns(schema_capsule, array_capsule, format, width, out, rows, row_start) -> bool
+/* gather_stream(stream_capsule, format, width, columns, out, rows, row_start) -> int
  *
- * The writer's batch-mode gather (fermion/format/writer.py): a record batch exported
- * through the Arrow C data interface (``RecordBatch.__arrow_c_array__()``: a struct
- * array, one child per column) whose every child has the Arrow ``format`` (e.g. "f",
- * float32) of ``width`` bytes a value, copied into ``out``, a C-contiguous (children,
- * ``rows``) array of those values: child c's values go to row c, columns
- * [row_start, row_start + length). One memcpy per column, with the GIL released.
- * Returns False, copying nothing, when a child may hold nulls (a null count other than 0),
- * has another format or buffer layout, or is shorter than the batch: the caller then
- * gathers the Python way. The capsules are read only; their owner releases them.
+ * The writer's batch-mode gather (fermion/format/writer.py): the record batches of an
+ * Arrow C stream (``RecordBatchReader.__arrow_c_stream__()``: struct arrays, one child per
+ * column) whose children ``columns`` (int64 indices) all have the Arrow ``format`` (e.g.
+ * "f", float32) of ``width`` bytes a value, copied into ``out``, a C-contiguous
+ * (len(columns), ``rows``) array: child columns[j] of the stream's batches goes to row
+ * j, the first batch's values at ``row_start``, each next batch's right after them. One memcpy per column of a batch;
+ * the GIL is released throughout (the stream takes it when it asks Python for the next
+ * batch). The schema is exported once, each batch's array as it comes: one C++ export a
+ * batch and no Python object, where a capsule pair per batch exported the schema too.
+ * Returns the rows gathered, or -1 (having stopped there) at the first batch whose
+ * selected children may hold nulls (a validity buffer and a null count other than 0,
+ * which may be -1: not counted yet), have another buffer
+ * layout, are shorter than the batch or would overflow ``out``, or when the schema does
+ * not match: the caller then gathers another way. A stream error raises RuntimeError.
+ * Every array it gets is released; the capsule's owner releases the stream.
  */
 struct ArrowSchema {
     const char *format;
@@ -765,48 +771,113 @@ struct ArrowArray {
     void *private_data;
 };
 
-static PyObject *gather_columns(PyObject *self, PyObject *args)
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+
+/* whether the selected children of a stream's schema are all of ``format`` */
+static int schema_fits(const struct ArrowSchema *schema, const char *format,
+                       const int64_t *columns, Py_ssize_t n)
 {
-    PyObject *schema_capsule, *array_capsule;
+    if (strcmp(schema->format, "+s") != 0)
+        return 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (columns[j] < 0 || columns[j] >= schema->n_children
+            || strcmp(schema->children[columns[j]]->format, format) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* copies one batch's selected children into their rows of ``dst`` at ``row_start``;
+ * 0 (nothing copied) when one of them cannot be copied so */
+static int copy_batch(const struct ArrowArray *array, const int64_t *columns, Py_ssize_t n,
+                      size_t width, uint8_t *dst, int64_t rows, int64_t row_start)
+{
+    if (array->length < 0 || array->offset < 0 || array->length > rows - row_start)
+        return 0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const struct ArrowArray *child =
+            columns[j] < array->n_children ? array->children[columns[j]] : NULL;
+        if (child == NULL || (child->null_count != 0 && child->buffers[0] != NULL)
+            || child->n_buffers != 2
+            || child->n_children != 0 || child->buffers[1] == NULL || child->offset < 0
+            || child->length < array->offset + array->length)
+            return 0;
+    }
+    size_t size = (size_t)array->length * width;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const struct ArrowArray *child = array->children[columns[j]];
+        const uint8_t *src =
+            (const uint8_t *)child->buffers[1] + (size_t)(child->offset + array->offset) * width;
+        memcpy(dst + ((size_t)j * (size_t)rows + (size_t)row_start) * width, src, size);
+    }
+    return 1;
+}
+
+static PyObject *gather_stream(PyObject *self, PyObject *args)
+{
+    PyObject *capsule;
     const char *format;
     int width;
-    Py_buffer out;
+    Py_buffer cols, out;
     Py_ssize_t rows, row_start;
-    if (!PyArg_ParseTuple(args, "OOsiw*nn:gather_columns", &schema_capsule, &array_capsule,
-                          &format, &width, &out, &rows, &row_start))
+    if (!PyArg_ParseTuple(args, "Osiy*w*nn:gather_stream", &capsule, &format, &width, &cols,
+                          &out, &rows, &row_start))
         return NULL;
-    struct ArrowSchema *schema = PyCapsule_GetPointer(schema_capsule, "arrow_schema");
-    struct ArrowArray *array = schema ? PyCapsule_GetPointer(array_capsule, "arrow_array") : NULL;
-    if (array == NULL) {
+    struct ArrowArrayStream *stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+    const char *problem = NULL;
+    if (stream != NULL
+        && (stream->release == NULL || width <= 0 || rows < 0 || row_start < 0
+            || row_start > rows || cols.len % (Py_ssize_t)sizeof(int64_t) != 0))
+        problem = "a released stream, or a width, rows or columns out of range";
+    Py_ssize_t n = cols.len / (Py_ssize_t)sizeof(int64_t);
+    if (stream != NULL && problem == NULL && out.len != n * rows * width)
+        problem = "out is not a (len(columns), rows) array of width-byte values";
+    if (stream == NULL || problem != NULL) {
+        PyBuffer_Release(&cols);
         PyBuffer_Release(&out);
+        if (problem != NULL)
+            PyErr_SetString(PyExc_ValueError, problem);
         return NULL;
     }
-    int ok = width > 0 && array->release != NULL && schema->release != NULL
-             && strcmp(schema->format, "+s") == 0 && schema->n_children == array->n_children
-             && array->length >= 0 && array->offset >= 0 && row_start >= 0
-             && rows >= row_start + array->length
-             && out.len == (Py_ssize_t)array->n_children * rows * width;
-    for (int64_t c = 0; ok && c < array->n_children; c++) {
-        const struct ArrowArray *child = array->children[c];
-        ok = child != NULL && strcmp(schema->children[c]->format, format) == 0
-             && child->null_count == 0 && child->n_buffers == 2 && child->n_children == 0
-             && child->buffers[1] != NULL && child->offset >= 0
-             && child->length >= array->offset + array->length;
+    const int64_t *columns = (const int64_t *)cols.buf;
+    uint8_t *dst = (uint8_t *)out.buf;
+    int64_t done = row_start, failed = 0;
+    int error = 0;
+    const char *message = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    struct ArrowSchema schema;
+    error = stream->get_schema(stream, &schema);
+    if (error == 0) {
+        failed = !schema_fits(&schema, format, columns, n);
+        schema.release(&schema);
     }
-    if (ok) {
-        uint8_t *dst = (uint8_t *)out.buf;
-        size_t n = (size_t)array->length * (size_t)width;
-        Py_BEGIN_ALLOW_THREADS
-        for (int64_t c = 0; c < array->n_children; c++) {
-            const struct ArrowArray *child = array->children[c];
-            const uint8_t *src = (const uint8_t *)child->buffers[1]
-                                 + (size_t)(child->offset + array->offset) * (size_t)width;
-            memcpy(dst + ((size_t)c * (size_t)rows + (size_t)row_start) * (size_t)width, src, n);
-        }
-        Py_END_ALLOW_THREADS
+    while (error == 0 && !failed) {
+        struct ArrowArray array;
+        error = stream->get_next(stream, &array);
+        if (error != 0 || array.release == NULL)
+            break;  /* an error, or the end of the stream */
+        failed = !copy_batch(&array, columns, n, (size_t)width, dst, rows, done);
+        if (!failed)
+            done += array.length;
+        array.release(&array);
     }
+    if (error != 0)
+        message = stream->get_last_error(stream);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&cols);
     PyBuffer_Release(&out);
-    return PyBool_FromLong(ok);
+    if (error != 0) {
+        PyErr_Format(PyExc_RuntimeError, "Arrow stream error %d: %s", error,
+                     message != NULL ? message : "(no message)");
+        return NULL;
+    }
+    return PyLong_FromLongLong(failed ? -1 : done - row_start);
 }
 
 static PyMethodDef methods[] = {
@@ -830,9 +901,10 @@ static PyMethodDef methods[] = {
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},
-    {"gather_columns", gather_columns, METH_VARARGS,
-     "gather_columns(schema, array, format, width, out, rows, row_start) -> bool: the\n"
-     "columns of an exported record batch copied into rows of out (writer batch mode)."},
+    {"gather_stream", gather_stream, METH_VARARGS,
+     "gather_stream(stream, format, width, columns, out, rows, row_start) -> int: the\n"
+     "columns of an exported record batch stream copied into rows of out (writer batch\n"
+     "mode); the rows gathered, or -1 where a batch could not be copied so."},
     {"decimal_trials", decimal_trials, METH_VARARGS,
      "decimal_trials(values, width, kernel, pow10, pow10_inv, lo, hi, out) -> None: per "
      "exponent, the FLOAT_DECIMAL misfits, misses and k range of the values."},

@@ -413,38 +413,45 @@ class FileWriter:
         generic path then writes this stripe; docs/FORMAT.md §11.1 is unchanged either way:
         pages are still cut at batch boundaries).
 
-        Each batch's block columns are copied straight into their rows of the block by
-        one call of the compiled kernel (``gather_columns``, through the Arrow C data
-        interface: a memcpy per column), or without it column-major by one C++ call
-        (``RecordBatch.to_tensor``) and then into the block; the batches are split among
-        the worker threads (both calls release the GIL): the many small batches of a stripe
-        are gathered in bulk, not chunk by chunk.
+        The batches are split among the worker threads; each thread's share is one Arrow C
+        stream (``RecordBatchReader.__arrow_c_stream__``) that the compiled kernel
+        (``gather_stream``) reads with the GIL released, copying each batch's block columns
+        into their rows of the block (a memcpy per column): the schema is exported once
+        and each batch's arrays in C++, with no Python object per batch. Without the kernel,
+        or from a batch it declines, each batch is copied column-major by one C++ call
+        (``RecordBatch.to_tensor``) and then into the block.
         """
         parts = self._pending_parts
-        select = self._block_select
         starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])]).tolist()
         dtype = np.dtype(self.schema.field(self._block_columns[0]).type.to_pandas_dtype())
         block = np.empty((len(self._block_columns), starts[-1]), dtype=dtype)
         kernels, arrow_format = native.KERNELS, _ARROW_FORMATS[dtype.str[1:]]
+        columns = np.asarray(self._block_columns, dtype=np.int64)
+        select = self._block_select
 
-        def tensors(lo: int, hi: int) -> bool:
-            for k in range(lo, hi):
-                part = parts[k]
-                if isinstance(part, pa.Table):  # Table.to_tensor is several times slower
+        def gather(lo: int, hi: int) -> bool:
+            if kernels is not None and lo < hi:
+                batches = [b for p in parts[lo:hi] for b in _record_batches(p)]
+                stream = pa.RecordBatchReader.from_batches(self.schema, batches)
+                rows = kernels.gather_stream(
+                    stream.__arrow_c_stream__(),
+                    arrow_format,
+                    dtype.itemsize,
+                    columns,
+                    block,
+                    starts[-1],
+                    starts[lo],
+                )
+                if rows == starts[hi] - starts[lo]:
+                    return True
+            for k in range(lo, hi):  # (rows, columns) in Fortran order: its transpose is a
+                part = parts[k]  # row per column (Table.to_tensor is several times slower)
+                if isinstance(part, pa.Table):
                     batches = part.to_batches()
                     part = batches[0] if len(batches) == 1 else _one_batch(part)
                 if select:
                     part = part.select(select)
-                if kernels is not None and kernels.gather_columns(
-                    *part.__arrow_c_array__(),
-                    arrow_format,
-                    dtype.itemsize,
-                    block,
-                    starts[-1],
-                    starts[k],
-                ):
-                    continue  # one copy of each column's buffer into its row of the block
-                try:  # (rows, columns) in Fortran order: its transpose is a row per column
+                try:
                     tensor = part.to_tensor(row_major=False).to_numpy().T
                 except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     return False  # nulls
@@ -454,9 +461,9 @@ class FileWriter:
         workers = min(self.options.worker_threads, len(parts))
         cuts = np.linspace(0, len(parts), workers + 1).round().astype(int).tolist()
         if workers > 1:
-            done = list(pool().map(tensors, cuts[:-1], cuts[1:]))
+            done = list(pool().map(gather, cuts[:-1], cuts[1:]))
         else:
-            done = [tensors(0, len(parts))]
+            done = [gather(0, len(parts))]
         return block if all(done) else None
 
     def _stripe_from_block(self, block: np.ndarray) -> pa.Table:

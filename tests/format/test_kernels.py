@@ -580,21 +580,36 @@ _GATHER_TYPES = {
 }
 
 
+def _stream(batches: list[pa.RecordBatch], schema: pa.Schema | None = None) -> object:
+    """The batches as the writer hands them to ``gather_stream``: one Arrow C stream."""
+    reader = pa.RecordBatchReader.from_batches(schema or batches[0].schema, batches)
+    return reader.__arrow_c_stream__()
+
+
 @needs_kernels
 @settings(max_examples=150, deadline=None)
 @given(
     t=st.sampled_from(sorted(_GATHER_TYPES, key=str)),
     columns=st.integers(1, 12),
     rows=st.integers(0, 40),
-    cut=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    cuts=st.lists(st.integers(0, 40), max_size=4),
     before=st.integers(0, 9),
+    picked=st.lists(st.integers(0, 11), min_size=1, max_size=12),
     seed=st.integers(0, 2**16),
 )
-def test_gather_columns_copies_each_column_into_its_row(
-    t: pa.DataType, columns: int, rows: int, cut: tuple[int, int], before: int, seed: int
+def test_gather_stream_copies_each_column_into_its_row(
+    t: pa.DataType,
+    columns: int,
+    rows: int,
+    cuts: list[int],
+    before: int,
+    picked: list[int],
+    seed: int,
 ) -> None:
-    """A record batch (sliced, so that the columns start at an offset) copied into rows
-    of a block at a column offset, as the writer's batch mode does; the rest untouched."""
+    """A stream of slices of a record batch (so that the columns start at an offset; empty
+    slices too) copied into rows of a block from a row offset, as the writer's batch mode
+    does: the picked columns, in any order and repeated, each into its row; the rest of the
+    block untouched."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(t.to_pandas_dtype())
     raw = rng.integers(0, 256, (columns, rows * dtype.itemsize), dtype=np.uint8)
@@ -602,32 +617,47 @@ def test_gather_columns_copies_each_column_into_its_row(
     batch = pa.record_batch(
         [pa.array(v, t) for v in values], names=[f"c{c}" for c in range(columns)]
     )
-    a, b = min(cut[0], rows), min(max(cut), rows)
-    part = batch.slice(a, b - a)
-    width = before + (b - a) + 3
-    block = np.full((columns, width), 7, dtype=dtype)
-    assert KERNELS.gather_columns(
-        *part.__arrow_c_array__(), _GATHER_TYPES[t], dtype.itemsize, block, width, before
+    bounds = sorted({0, rows, *(min(c, rows) for c in cuts)})
+    parts = [batch.slice(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+    chosen = [c % columns for c in picked]
+    width = before + rows + 3
+    block = np.full((len(chosen), width), 7, dtype=dtype)
+    got = KERNELS.gather_stream(
+        _stream(parts, batch.schema),
+        _GATHER_TYPES[t],
+        dtype.itemsize,
+        np.asarray(chosen, dtype=np.int64),
+        block,
+        width,
+        before,
     )
-    want = np.full((columns, width), 7, dtype=dtype)
-    for c in range(columns):
-        want[c, before : before + (b - a)] = values[c][a:b]
+    assert got == rows
+    want = np.full((len(chosen), width), 7, dtype=dtype)
+    for j, c in enumerate(chosen):
+        want[j, before : before + rows] = values[c]
     assert block.tobytes() == want.tobytes()
 
 
 @needs_kernels
-def test_gather_columns_declines_what_it_cannot_copy() -> None:
-    """Nulls, another type, a block of the wrong size or too few rows: False, nothing
-    copied (the writer then gathers the Python way); bad capsules raise."""
+def test_gather_stream_declines_what_it_cannot_copy() -> None:
+    """Nulls, another type, a block of the wrong size or too few rows: -1 (the writer then
+    gathers another way), nothing copied from the batch it stopped at; a column index out
+    of range declines too. A bad capsule, argument or stream raises."""
     good = pa.record_batch(
         {"a": pa.array([1.0, 2.0], pa.float32()), "b": pa.array([3.0, 4.0], pa.float32())}
     )
     block = np.zeros((2, 4), dtype=np.float32)
+    both = np.array([0, 1], dtype=np.int64)
 
     def gather(
-        batch: pa.RecordBatch, fmt: str = "f", out: np.ndarray = block, rows: int = 4, at: int = 0
-    ) -> bool:
-        return bool(KERNELS.gather_columns(*batch.__arrow_c_array__(), fmt, 4, out, rows, at))
+        batches: list[pa.RecordBatch],
+        fmt: str = "f",
+        out: np.ndarray = block,
+        rows: int = 4,
+        at: int = 0,
+        cols: np.ndarray = both,
+    ) -> int:
+        return int(KERNELS.gather_stream(_stream(batches), fmt, 4, cols, out, rows, at))
 
     nulls = pa.record_batch(
         {"a": pa.array([1.0, None], pa.float32()), "b": pa.array([3.0, 4.0], pa.float32())}
@@ -635,20 +665,39 @@ def test_gather_columns_declines_what_it_cannot_copy() -> None:
     mixed = pa.record_batch(
         {"a": pa.array([1.0, 2.0], pa.float32()), "b": pa.array([3, 4], pa.int32())}
     )
-    assert not gather(nulls)
-    assert not gather(mixed)
-    assert not gather(good, fmt="g")
-    assert not gather(good, rows=1)  # the batch's rows do not fit
-    assert not gather(good, at=3)
-    assert not gather(good, out=np.zeros((3, 4), dtype=np.float32))  # another column count
-    assert not block.any()
-    assert gather(good, at=2)
-    assert block.tolist() == [[0, 0, 1, 2], [0, 0, 3, 4]]
-    schema_capsule, array_capsule = good.__arrow_c_array__()
-    with pytest.raises(ValueError):
-        KERNELS.gather_columns(array_capsule, schema_capsule, "f", 4, block, 4, 0)
-    with pytest.raises(TypeError):
-        KERNELS.gather_columns(schema_capsule, array_capsule, "f", 4, b"read only", 4, 0)
+    assert gather([nulls]) == -1
+    assert gather([mixed]) == -1
+    assert gather([good], fmt="g") == -1
+    assert gather([good], rows=1, out=np.zeros((2, 1), np.float32)) == -1  # rows do not fit
+    assert gather([good], at=3) == -1
+    assert gather([good, good], at=1) == -1  # the second batch would overflow the block
+    assert gather([good], cols=np.array([0, 2], dtype=np.int64)) == -1  # no column 2
+    assert gather([good], cols=np.array([0, -1], dtype=np.int64)) == -1
+    assert block[:, 3:].tolist() == [[0], [0]]  # (the first batch of the overflow was copied)
+    block[:] = 0
+    assert gather([nulls], cols=np.array([1, 1], dtype=np.int64)) == 2  # only b is read
+    assert block.tolist() == [[3, 4, 0, 0], [3, 4, 0, 0]]
+    block[:] = 0
+    assert gather([good, good.slice(1)], at=1) == 3
+    assert block.tolist() == [[0, 1, 2, 2], [0, 3, 4, 4]]
+    empty = pa.RecordBatchReader.from_batches(good.schema, []).__arrow_c_stream__()
+    assert KERNELS.gather_stream(empty, "f", 4, both, block, 4, 0) == 0
+    with pytest.raises(ValueError):  # not a stream capsule
+        KERNELS.gather_stream(good.__arrow_c_array__()[1], "f", 4, both, block, 4, 0)
+    with pytest.raises(TypeError):  # a read-only block
+        KERNELS.gather_stream(_stream([good]), "f", 4, both, b"read only", 4, 0)
+    with pytest.raises(ValueError):  # a block of another size
+        KERNELS.gather_stream(_stream([good]), "f", 4, both, block, 3, 0)
+    with pytest.raises(ValueError):  # a row offset past the block
+        KERNELS.gather_stream(_stream([good]), "f", 4, both, block, 4, 5)
+
+    def broken() -> object:
+        yield good
+        raise OSError("the source went away")
+
+    failing = pa.RecordBatchReader.from_batches(good.schema, broken()).__arrow_c_stream__()
+    with pytest.raises(RuntimeError, match="the source went away"):
+        KERNELS.gather_stream(failing, "f", 4, both, np.zeros((2, 8), np.float32), 8, 0)
 
 
 def test_batch_writes_are_the_same_with_either_gather(
