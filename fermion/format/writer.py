@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -81,6 +82,12 @@ __all__ = ["FileWriter", "write_table"]
 
 _SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
 _BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks is cheap
+# batch mode measures, on a stripe of at least _CALIBRATE_MIN block columns, whether they
+# encode faster on the writing thread or on the workers (rounds of _CALIBRATE_COLUMNS
+# there, twice as many on the workers; see FileWriter._encode_columns)
+_CALIBRATE_COLUMNS = 4
+_CALIBRATE_ROUNDS = 4
+_CALIBRATE_MIN = 96
 
 
 class _StreamRecord:
@@ -203,6 +210,9 @@ class FileWriter:
         # the other columns, if any (RecordBatch.select by index: drop_columns by name costs
         # about a millisecond a batch at 50 columns)
         self._block_select = self._block_columns if len(self._block_columns) < len(schema) else []
+        # whether the block columns encode faster on the writing thread than on the workers,
+        # as last measured (see _encode_columns); False until measured
+        self._alike_here = False
         self._pending_parts: list[pa.Table | pa.RecordBatch] = []  # batch mode's _pending
         # appended batches whose bytes are not measured yet (see _place_staged)
         self._staged: list[tuple[int, pa.Table | pa.RecordBatch]] = []
@@ -505,23 +515,74 @@ class FileWriter:
         self._required |= features
         return chunks
 
+    def _encode_columns(
+        self, stripe: pa.Table, bounds: np.ndarray | None
+    ) -> list[list[StreamChunk]]:
+        """Every column's stream chunks, in column order, encoded on the worker threads;
+        in batch mode the block columns (same type, same rows, see _gather_block) may be
+        encoded on this thread instead, one after another, while the workers encode the
+        other columns.
+
+        Why: a column's encode alternates Python with short calls that release the GIL
+        (a zstd frame per 2 KiB block in batch mode), and every such release hands the
+        interpreter to the other thread, on another core. Measured on a 2-core VM with
+        128 KB float32 columns: about 0.57 ms of CPU a column alone, 1.06-1.12 ms each on
+        two threads (on one core, two threads: 0.61 ms), so the stripe took longer on two
+        threads than on one; with 8 MB columns two threads won (1.37x). Which way a stripe
+        goes depends on the machine and the columns, so it is measured: on a stripe of at
+        least _CALIBRATE_MIN block columns, after one column here (a warm-up, untimed),
+        _CALIBRATE_ROUNDS rounds each encode _CALIBRATE_COLUMNS of them here and twice as
+        many on the workers, and the faster way per column (each at its best round) encodes
+        the rest (and the block columns of the next stripes too small to measure). The bytes
+        written are the same either way: each column is encoded on its own.
+        """
+        n = stripe.num_columns
+        if self.options.worker_threads <= 1 or n <= 1:
+            return [self._encode_column(i, stripe.column(i), bounds) for i in range(n)]
+
+        def encode(i: int) -> list[StreamChunk]:
+            return self._encode_column(i, stripe.column(i), bounds)
+
+        ex = pool()
+        done: dict[int, list[StreamChunk]] = {}
+        alike = self._block_columns if bounds is not None else []
+        rest = alike
+        if len(alike) >= _CALIBRATE_MIN:
+            done[alike[0]] = encode(alike[0])  # (a first column warms this thread up)
+            k, at = _CALIBRATE_COLUMNS, 1
+            mine: list[float] = []  # per column, each round: here
+            theirs: list[float] = []  # and on the workers
+            for _ in range(_CALIBRATE_ROUNDS):  # alternating, so that a slow moment of
+                start = time.perf_counter()  # the machine does not decide alone
+                for i in alike[at : at + k]:
+                    done[i] = encode(i)
+                middle = time.perf_counter()
+                batch = alike[at + k : at + 3 * k]
+                done.update(zip(batch, ex.map(encode, batch), strict=True))
+                mine.append((middle - start) / k)
+                theirs.append((time.perf_counter() - middle) / (2 * k))
+                at += 3 * k
+            self._alike_here = min(mine) <= min(theirs)  # each way at its best
+            rest = alike[at:]
+        here = bool(rest) and self._alike_here
+        taken = set(alike)
+        futures = [(i, ex.submit(encode, i)) for i in range(n) if i not in taken]
+        if here:
+            for i in rest:
+                done[i] = encode(i)
+        else:
+            futures += [(i, ex.submit(encode, i)) for i in rest]
+        for i, future in futures:
+            done[i] = future.result()
+        return [done[i] for i in range(n)]
+
     def _write_stripe(
         self, stripe: pa.Table, batches: tuple[np.ndarray, np.ndarray] | None = None
     ) -> None:
         bounds = None
         if batches is not None:
             bounds = np.concatenate([[0], np.cumsum(batches[1])]).astype(np.int64)
-        if self.options.worker_threads > 1 and stripe.num_columns > 1:
-            ex = pool()
-            futures = [
-                ex.submit(self._encode_column, i, stripe.column(i), bounds)
-                for i in range(stripe.num_columns)
-            ]
-            results = [f.result() for f in futures]
-        else:
-            results = [
-                self._encode_column(i, stripe.column(i), bounds) for i in range(stripe.num_columns)
-            ]
+        results = self._encode_columns(stripe, bounds)
         for i, chunks in enumerate(results):
             self._place(self._columns[i], chunks)
         if batches is not None:  # the system column follows the user columns in the stripe

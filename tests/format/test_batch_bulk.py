@@ -9,11 +9,14 @@ docs/FORMAT.md §11 are untouched), the alignment proof of ``tests/format/test_b
 Inputs tried: RecordBatches, one-chunk and multi-chunk Tables, batches with nulls in a block
 column in the middle of a stripe (that stripe takes the generic path), several stripes,
 block types float32 / int16 / float64, non-block columns (strings, lists, other numerics),
-a schema with too few same-typed columns (no bulk path), duplicate column names.
+a schema with too few same-typed columns (no bulk path), duplicate column names. Where the
+block columns are encoded (the writing thread or the workers, as measured on the stripe)
+is checked with the test's own clock, and the bytes against a one-thread writer's.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from hypothesis import strategies as st
 
 import fermion
 import fermion.format.writer as writer_module
+from fermion.format.options import PAGE_SIZE_DEFAULT
 from fermion.format.writer import _block_columns
 from tests.format.test_batch import prove_aligned
 
@@ -165,3 +169,67 @@ def test_duplicate_names_still_write(tmp_path: Path) -> None:
     with fermion.FileReader(tmp_path / "d.fermion") as r:
         assert r.num_rows == 2
         assert r.read_batches([2]).column(8).to_pylist() == [8.0]
+
+
+@pytest.mark.parametrize("measured_here", [True, False])
+def test_block_columns_encode_where_the_measurement_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, measured_here: bool
+) -> None:
+    """On a stripe of at least _CALIBRATE_MIN block columns the writer times some of them
+    on the writing thread and some on the workers (``FileWriter._encode_columns``), then
+    encodes the other block columns where they went faster; the other columns always go
+    to the workers. The clock is the test's: it makes one way faster, and each column is
+    seen on the thread the decision puts it on. The bytes are those of a one-thread
+    writer either way."""
+    schema = wide_schema(pa.float32(), writer_module._CALIBRATE_MIN + 20)
+    block = _block_columns(schema)
+    rng = np.random.default_rng(5)
+    tables = [make(schema, rng, int(n), 100 * k, nulls=False) for k, n in enumerate(
+        rng.integers(1, 30, 12))]  # fmt: skip
+    hows = ["batch"] * len(tables)
+    write(tmp_path / "one.fermion", schema, tables, hows, threads=1)
+
+    main = threading.get_ident()
+    seen: dict[int, bool] = {}  # column -> encoded on the writing thread
+    clock = [0.0]
+    real_encode = writer_module.FileWriter._encode_column
+
+    def encode(self: writer_module.FileWriter, i: int, *args: Any) -> Any:
+        here = threading.get_ident() == main
+        seen[i] = here
+        # a column costs 1 s of the test's clock where it is slow, 0 where it is fast
+        if here != measured_here:
+            clock[0] += 1.0
+        return real_encode(self, i, *args)
+
+    monkeypatch.setattr(writer_module.FileWriter, "_encode_column", encode)
+    monkeypatch.setattr(writer_module.time, "perf_counter", lambda: clock[0])
+    write(tmp_path / "two.fermion", schema, tables, hows, threads=2)
+    assert (tmp_path / "two.fermion").read_bytes() == (tmp_path / "one.fermion").read_bytes()
+
+    k, rounds = writer_module._CALIBRATE_COLUMNS, writer_module._CALIBRATE_ROUNDS
+    timed = 1 + 3 * k * rounds
+    assert [seen[i] for i in block[:timed]] == [True] + ([True] * k + [False] * 2 * k) * rounds
+    assert {seen[i] for i in block[timed:]} == {measured_here}
+    assert not any(seen[i] for i in range(len(schema)) if i not in block)
+
+
+def test_few_block_columns_are_not_timed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer block columns than _CALIBRATE_MIN: nothing is timed, every column goes to the
+    workers (as before the measurement existed)."""
+    schema = wide_schema(pa.float32(), writer_module._CALIBRATE_MIN - 1)
+    rng = np.random.default_rng(6)
+    tables = [make(schema, rng, 5, 10 * k, nulls=False) for k in range(4)]
+    main = threading.get_ident()
+    here: list[int] = []
+    real_encode = writer_module.FileWriter._encode_column
+
+    def encode(self: writer_module.FileWriter, i: int, *args: Any) -> Any:
+        if threading.get_ident() == main:
+            here.append(i)
+        return real_encode(self, i, *args)
+
+    monkeypatch.setattr(writer_module.FileWriter, "_encode_column", encode)
+    write(tmp_path / "t.fermion", schema, tables, ["batch"] * 4, threads=2)
+    assert here == []
+    check_file(tmp_path / "t.fermion", tables, PAGE_SIZE_DEFAULT, rng)
