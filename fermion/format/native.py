@@ -1,6 +1,7 @@
 """The optional compiled kernels of point reads: :data:`KERNELS` is the module
 ``fermion.format.kernels`` (``fermion/format/kernels.c``) when the install could build it
-(a C compiler and the Python headers; ``setup.py``), else None.
+(a C compiler and the Python headers; ``setup.py``) and has every function of
+:data:`FUNCTIONS`, else None.
 
 Each caller keeps the same work in Python and uses it when :data:`KERNELS` is None (no
 compiler at install time, or the package shipped as a zip to Spark executors, which cannot
@@ -16,10 +17,27 @@ from __future__ import annotations
 
 from types import ModuleType
 
-__all__ = ["KERNELS"]
+__all__ = ["FUNCTIONS", "KERNELS"]
+
+# what the callers use: a module built from an older kernels.c (an in-place build not
+# redone after an update) lacks some, and is then not used at all
+FUNCTIONS = (
+    "crc32",
+    "block_crcs",
+    "verify_ranges",
+    "verify_packed",
+    "gather_bits",
+    "segment_sums",
+    "byte_planes",
+    "frames_fit",
+    "gather_stream",
+    "decimal_trials",
+)
 
 KERNELS: ModuleType | None
 try:
     from fermion.format import kernels as KERNELS  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built here (no compiler or headers), or shipped in a zip
+    KERNELS = None
+if KERNELS is not None and not all(hasattr(KERNELS, name) for name in FUNCTIONS):
     KERNELS = None

@@ -8,9 +8,13 @@ setting ``native.KERNELS`` to None.
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import shutil
+import sys
 import sysconfig
+import types
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +35,36 @@ from tests.format.test_encodings import encodings_of
 
 KERNELS = native.KERNELS
 needs_kernels = pytest.mark.skipif(KERNELS is None, reason="compiled kernels not built here")
+
+
+def test_the_functions_listed_are_the_kernels_functions() -> None:
+    """native.FUNCTIONS (what a usable build must have) names every function of
+    kernels.c's method table and nothing else."""
+    source = Path(native.__file__).with_name("kernels.c").read_text()
+    table = source[source.index("static PyMethodDef methods[]") :]
+    defined = re.findall(r'\{"(\w+)", \w+, METH_', table)
+    assert sorted(defined) == sorted(native.FUNCTIONS)
+    if KERNELS is not None:
+        assert all(callable(getattr(KERNELS, name)) for name in native.FUNCTIONS)
+
+
+def test_a_build_older_than_its_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernels module without one of the functions (built from an older kernels.c and
+    not rebuilt): native.KERNELS is None, and every caller takes its Python path."""
+    stale = types.ModuleType("fermion.format.kernels")
+    for name in native.FUNCTIONS[:-1]:
+        setattr(stale, name, len)
+    monkeypatch.setitem(sys.modules, "fermion.format.kernels", stale)
+    monkeypatch.setattr(fermion.format, "kernels", stale, raising=False)
+    fresh = importlib.reload(native)
+    try:
+        assert fresh.KERNELS is None
+        setattr(stale, native.FUNCTIONS[-1], len)
+        assert importlib.reload(native).KERNELS is stale
+    finally:
+        monkeypatch.undo()
+        importlib.reload(native)
+    assert native.KERNELS is KERNELS
 
 
 def test_the_kernels_are_built_wherever_a_compiler_and_the_headers_are() -> None:
