@@ -302,6 +302,10 @@ class FileWriter:
             raise BatchModeError(f"batch {batch_id} is empty (a batch needs at least one row)")
         if rows > MAX_BATCH_ROWS:
             raise BatchModeError(f"batch {batch_id} has {rows} rows (at most {MAX_BATCH_ROWS})")
+        if isinstance(data, pa.Table):  # converted once here, not at each use at the flush
+            batches = data.to_batches()  # (about 6 us for a slice of 50 columns)
+            if len(batches) == 1:
+                data = batches[0]
         self._mode = "batches"
         self._last_batch_id = batch_id
         self.num_batches += 1
