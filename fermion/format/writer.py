@@ -210,9 +210,6 @@ class FileWriter:
         # the other columns, if any (RecordBatch.select by index: drop_columns by name costs
         # about a millisecond a batch at 50 columns)
         self._block_select = self._block_columns if len(self._block_columns) < len(schema) else []
-        # whether the block columns encode faster on the writing thread than on the workers,
-        # as last measured (see _encode_columns); False until measured
-        self._alike_here = False
         self._pending_parts: list[pa.Table | pa.RecordBatch] = []  # batch mode's _pending
         # appended batches whose bytes are not measured yet (see _place_staged)
         self._staged: list[tuple[int, pa.Table | pa.RecordBatch]] = []
@@ -537,7 +534,8 @@ class FileWriter:
         least _CALIBRATE_MIN block columns, after one column here (a warm-up, untimed),
         _CALIBRATE_ROUNDS rounds each encode _CALIBRATE_COLUMNS of them here and twice as
         many on the workers, and the faster way per column (each at its best round) encodes
-        the rest (and the block columns of the next stripes too small to measure). The bytes
+        the rest. Each such stripe is measured anew (the machine's load changes); with fewer
+        block columns nothing is measured and every column goes to the workers. The bytes
         written are the same either way: each column is encoded on its own.
         """
         n = stripe.num_columns
@@ -550,7 +548,7 @@ class FileWriter:
         ex = pool()
         done: dict[int, list[StreamChunk]] = {}
         alike = self._block_columns if bounds is not None else []
-        rest = alike
+        rest, here = alike, False
         if len(alike) >= _CALIBRATE_MIN:
             done[alike[0]] = encode(alike[0])  # (a first column warms this thread up)
             k, at = _CALIBRATE_COLUMNS, 1
@@ -566,9 +564,8 @@ class FileWriter:
                 mine.append((middle - start) / k)
                 theirs.append((time.perf_counter() - middle) / (2 * k))
                 at += 3 * k
-            self._alike_here = min(mine) <= min(theirs)  # each way at its best
+            here = min(mine) <= min(theirs)  # each way at its best
             rest = alike[at:]
-        here = bool(rest) and self._alike_here
         taken = set(alike)
         futures = [(i, ex.submit(encode, i)) for i in range(n) if i not in taken]
         if here:
