@@ -429,8 +429,8 @@ class FileWriter:
         (``gather_stream``) reads with the GIL released, copying each batch's block columns
         into their rows of the block (a memcpy per column): the schema is exported once
         and each batch's arrays in C++, with no Python object per batch. Without the kernel,
-        or from a batch it declines, each batch is copied column-major by one C++ call
-        (``RecordBatch.to_tensor``) and then into the block.
+        or for a thread's share where it declines a batch, each batch is copied column-major
+        by one C++ call (``RecordBatch.to_tensor``) and then into the block.
         """
         parts = self._pending_parts
         starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])]).tolist()
@@ -456,10 +456,9 @@ class FileWriter:
                 if rows == starts[hi] - starts[lo]:
                     return True
             for k in range(lo, hi):  # (rows, columns) in Fortran order: its transpose is a
-                part = parts[k]  # row per column (Table.to_tensor is several times slower)
-                if isinstance(part, pa.Table):
-                    batches = part.to_batches()
-                    part = batches[0] if len(batches) == 1 else _one_batch(part)
+                part = parts[k]  # row per column (Table.to_tensor is several times slower;
+                if isinstance(part, pa.Table):  # a one-chunk Table is a RecordBatch by now)
+                    part = _one_batch(part)
                 if select:
                     part = part.select(select)
                 try:
