@@ -735,15 +735,15 @@ static PyObject *decimal_trials(PyObject *self, PyObject *args)
  * column) whose children ``columns`` (int64 indices) all have the Arrow ``format`` (e.g.
  * "f", float32) of ``width`` bytes a value, copied into ``out``, a C-contiguous
  * (len(columns), ``rows``) array: child columns[j] of the stream's batches goes to row
- * j, the first batch's values at ``row_start``, each next batch's right after them. One memcpy per column of a batch;
- * the GIL is released throughout (the stream takes it when it asks Python for the next
- * batch). The schema is exported once, each batch's array as it comes: one C++ export a
- * batch and no Python object, where a capsule pair per batch exported the schema too.
- * Returns the rows gathered, or -1 (having stopped there) at the first batch whose
- * selected children may hold nulls (a validity buffer and a null count other than 0,
- * which may be -1: not counted yet), have another buffer
- * layout, are shorter than the batch or would overflow ``out``, or when the schema does
- * not match: the caller then gathers another way. A stream error raises RuntimeError.
+ * j, the first batch's values at ``row_start``, each next batch's right after them. One
+ * memcpy per column of a batch; the GIL is released throughout (the stream takes it when
+ * it asks Python for the next batch). The schema is exported once, each batch's array as
+ * it comes: one C++ export a batch and no Python object, where a capsule pair per batch
+ * exported the schema too. Returns the rows gathered, or -1 (having stopped there) at the
+ * first batch whose selected children may hold nulls (a validity buffer and a null count
+ * other than 0, which may be -1: not counted yet), have another buffer layout, are
+ * shorter than the batch or would overflow ``out``, or when the schema does not match:
+ * the caller then gathers another way. A stream error raises RuntimeError.
  * Every array it gets is released; the capsule's owner releases the stream.
  */
 struct ArrowSchema {
@@ -804,9 +804,8 @@ static int copy_batch(const struct ArrowArray *array, const int64_t *columns, Py
         const struct ArrowArray *child =
             columns[j] < array->n_children ? array->children[columns[j]] : NULL;
         if (child == NULL || (child->null_count != 0 && child->buffers[0] != NULL)
-            || child->n_buffers != 2
-            || child->n_children != 0 || child->buffers[1] == NULL || child->offset < 0
-            || child->length < array->offset + array->length)
+            || child->n_buffers != 2 || child->n_children != 0 || child->buffers[1] == NULL
+            || child->offset < 0 || child->length < array->offset + array->length)
             return 0;
     }
     size_t size = (size_t)array->length * width;
