@@ -35,7 +35,8 @@ from typing import NamedTuple
 import numpy as np
 
 from fermion.errors import ChecksumError, InvalidFileError
-from fermion.format.layout import Node
+from fermion.format import native
+from fermion.format.layout import FLAT_STREAMS, Node, StreamSpec
 from fermion.format.structs import (
     CHUNK_ALL_NULL,
     CMB_HEADER_DTYPE,
@@ -245,8 +246,21 @@ def parse_cmb(
     checked as Python tuples (``tolist``): field by field access to numpy records costs
     about a microsecond each, which made this the largest cost of opening a few columns.
     """
-    where = f"column {column!r}"
     specs = tree.all_streams()
+    kernels = native.KERNELS
+    if kernels is not None:  # the checks below made in C; Python again where one fails
+        scanned = kernels.cmb_scan(
+            raw,
+            _specs_bytes(specs),
+            num_stripes,
+            num_rows,
+            column_index,
+            data_start,
+            data_end,
+        )
+        if scanned is not None:
+            return _scanned(raw, scanned, num_stripes)
+    where = f"column {column!r}"
     hsize = CMB_HEADER_DTYPE.itemsize
     if len(raw) < hsize:
         raise InvalidFileError(f"{where}: CMB of {len(raw)} bytes is smaller than its header")
@@ -308,6 +322,40 @@ def parse_cmb(
     return ColumnMeta(True, data[hsize:rows_end], streams, size=len(raw))
 
 
+def _scanned(
+    raw: memoryview, scanned: list[tuple[int, int, tuple[tuple[int, int, int], ...]]], stripes: int
+) -> ColumnMeta:
+    """The :class:`ColumnMeta` of a CMB that ``kernels.cmb_scan`` checked (its per-stream
+    descriptor types, positions and chunks of other than one page)."""
+    data = bytes(raw)
+    streams: list[StreamDesc] = []
+    for code, pos, chunks in scanned:
+        desc_type = _DESC_TYPES[code]
+        shared = _NO_PAYLOAD.get(desc_type)
+        if shared is not None:
+            streams.append(shared)
+        elif desc_type is _SIMPLE:
+            streams.append(StreamDesc(desc_type, data, pos, stripes))
+        else:
+            pages = {
+                s: _view(data, at, PAGE_META_DTYPE, n, "pages") if n else _NO_PAGES
+                for s, at, n in chunks
+            }
+            streams.append(StreamDesc(desc_type, data, pos, stripes, pages))
+    hsize = CMB_HEADER_DTYPE.itemsize
+    return ColumnMeta(True, data[hsize : hsize + 4 * stripes], streams, size=len(raw))
+
+
+def _specs_bytes(specs: list[StreamSpec]) -> bytes:
+    """What ``kernels.cmb_scan`` checks the stream directory against: per stream its type
+    (u8) and node (u16 LE); a flat column's (the usual one) made once."""
+    if len(specs) == 2 and specs[0] is FLAT_STREAMS[0] and specs[1] is FLAT_STREAMS[1]:
+        return _FLAT_SPECS
+    return b"".join([_SPEC.pack(s.stream_type, s.node) for s in specs])
+
+
+_SPEC = struct.Struct("<BH")
+_FLAT_SPECS = b"".join([_SPEC.pack(s.stream_type, s.node) for s in FLAT_STREAMS])
 _DESC_TYPES = {int(d): d for d in DescType}
 _NO_PAYLOAD = {d: StreamDesc(d) for d in (DescType.USE_DEFAULT, DescType.FORCE_NULL)}
 _SIMPLE = DescType.SIMPLE

@@ -337,6 +337,338 @@ static PyObject *frames_fit(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(result);
 }
 
+/* The CRC register after ``n`` more bytes, by the fastest way this CPU has. */
+static uint32_t crc32_more(uint32_t c, const uint8_t *p, size_t n)
+{
+#ifdef HAVE_CLMUL_PATH
+    if (use_clmul && n >= 64)
+        return crc32_clmul(c, p, n);
+#endif
+    return crc32_tables(c, p, n);
+}
+
+static uint64_t load_le64(const uint8_t *p)
+{
+    return (uint64_t)load_le32(p) | ((uint64_t)load_le32(p + 4) << 32);
+}
+
+#define ENTRY_SIZE 40 /* COLUMN_ENTRY_DTYPE */
+
+/* schema_find(area, hashes, names, hash_offset, capacity, columns_offset, num_columns)
+ * -> list | None
+ *
+ * fermion.format.schema.SchemaIndex.lookup on a schema area held whole (``area``): for
+ * each name (UTF-8 bytes) and its 64-bit name hash, the hash slots are probed linearly
+ * from ``hash & (capacity - 1)`` until an empty slot; a slot whose tag is the hash's high
+ * 32 bits names a column whose entry's hash and name are compared. Per name the column
+ * found or -1. None when a slot, an entry or a name lies outside the area or a slot names
+ * a column past num_columns (the caller then looks up in Python, which raises). */
+static PyObject *schema_find(PyObject *self, PyObject *args)
+{
+    Py_buffer area;
+    PyObject *hashes, *names;
+    Py_ssize_t hash_offset, cap, columns_offset, num_columns;
+    if (!PyArg_ParseTuple(args, "y*OOnnnn:schema_find", &area, &hashes, &names, &hash_offset,
+                          &cap, &columns_offset, &num_columns))
+        return NULL;
+    PyObject *hs = PySequence_Fast(hashes, "hashes must be a sequence");
+    PyObject *ns = hs ? PySequence_Fast(names, "names must be a sequence") : NULL;
+    PyObject *out = NULL;
+    int ok = ns != NULL;
+    Py_ssize_t n = ok ? PySequence_Fast_GET_SIZE(hs) : 0;
+    if (ok && (n != PySequence_Fast_GET_SIZE(ns) || cap <= 0 || (cap & (cap - 1)) ||
+               hash_offset < 0 || columns_offset < 0)) {
+        PyErr_SetString(PyExc_ValueError, "hashes and names of one length, capacity a power of 2");
+        ok = 0;
+    }
+    if (ok && !(out = PyList_New(n)))
+        ok = 0;
+    const uint8_t *b = (const uint8_t *)area.buf;
+    uint64_t len = (uint64_t)area.len, mask = (uint64_t)cap - 1;
+    int fallback = 0;
+    for (Py_ssize_t i = 0; ok && !fallback && i < n; i++) {
+        uint64_t h = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(hs, i));
+        if (h == (uint64_t)-1 && PyErr_Occurred()) {
+            ok = 0;
+            break;
+        }
+        char *name;
+        Py_ssize_t name_len;
+        if (PyBytes_AsStringAndSize(PySequence_Fast_GET_ITEM(ns, i), &name, &name_len) < 0) {
+            ok = 0;
+            break;
+        }
+        Py_ssize_t found = -1;
+        uint32_t tag = (uint32_t)(h >> 32);
+        for (uint64_t probe = 0; probe < (uint64_t)cap; probe++) {
+            uint64_t at = (uint64_t)hash_offset + 8 * ((h + probe) & mask);
+            if (at + 8 > len) {
+                fallback = 1;
+                break;
+            }
+            uint32_t col = load_le32(b + at + 4);
+            if (col == 0)
+                break;
+            if (load_le32(b + at) != tag)
+                continue;
+            uint64_t c = (uint64_t)col - 1, e = (uint64_t)columns_offset + ENTRY_SIZE * c;
+            if (c >= (uint64_t)num_columns || e + ENTRY_SIZE > len) {
+                fallback = 1;
+                break;
+            }
+            uint64_t name_at = load_le32(b + e + 8), name_size = load_le32(b + e + 12);
+            if (name_at + name_size > len) {
+                fallback = 1;
+                break;
+            }
+            if (load_le64(b + e) == h && name_size == (uint64_t)name_len &&
+                memcmp(b + name_at, name, (size_t)name_len) == 0) {
+                found = (Py_ssize_t)c;
+                break;
+            }
+        }
+        if (fallback)
+            break;
+        PyObject *v = PyLong_FromSsize_t(found);
+        if (!v) {
+            ok = 0;
+            break;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_XDECREF(hs);
+    Py_XDECREF(ns);
+    PyBuffer_Release(&area);
+    if (!ok) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (fallback) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+/* schema_entries(area, columns, columns_offset, heap_end, num_nodes, node_ids_offset)
+ * -> list | None
+ *
+ * fermion.format.schema.SchemaIndex.columns' checks of each column's ColumnEntry on a
+ * schema area held whole: its name and field blob inside the heap, its node field ids
+ * among the num_nodes ids, and the entry's CRC32 (the entry with its crc field zeroed,
+ * then the name, blob and node id bytes). Per column (name, primitive code, flags,
+ * stream count, blob offset, blob size, node id bytes); None when a check fails (the
+ * caller then reads the entries in Python, which raises). */
+static PyObject *schema_entries(PyObject *self, PyObject *args)
+{
+    Py_buffer area;
+    PyObject *columns;
+    Py_ssize_t columns_offset, heap_end, num_nodes, node_ids_offset;
+    if (!PyArg_ParseTuple(args, "y*Onnnn:schema_entries", &area, &columns, &columns_offset,
+                          &heap_end, &num_nodes, &node_ids_offset))
+        return NULL;
+    PyObject *cs = PySequence_Fast(columns, "columns must be a sequence");
+    PyObject *out = NULL;
+    int ok = cs != NULL, fallback = 0;
+    Py_ssize_t n = ok ? PySequence_Fast_GET_SIZE(cs) : 0;
+    if (ok && !(out = PyList_New(n)))
+        ok = 0;
+    const uint8_t *b = (const uint8_t *)area.buf;
+    uint64_t len = (uint64_t)area.len;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        Py_ssize_t c = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(cs, i));
+        if (c == -1 && PyErr_Occurred()) {
+            ok = 0;
+            break;
+        }
+        uint64_t e = (uint64_t)columns_offset + ENTRY_SIZE * (uint64_t)c;
+        if (c < 0 || columns_offset < 0 || e + ENTRY_SIZE > len) {
+            fallback = 1;
+            break;
+        }
+        const uint8_t *p = b + e;
+        uint64_t name_at = load_le32(p + 8), name_size = load_le32(p + 12);
+        uint64_t blob_at = load_le32(p + 16), blob_size = load_le32(p + 20);
+        uint64_t first = load_le32(p + 24), nodes = (uint64_t)p[28] | ((uint64_t)p[29] << 8);
+        uint64_t ids_at = (uint64_t)node_ids_offset + 4 * first, ids_size = 4 * nodes;
+        if (name_at + name_size > (uint64_t)heap_end || blob_at + blob_size > (uint64_t)heap_end ||
+            first + nodes > (uint64_t)num_nodes || name_at + name_size > len ||
+            blob_at + blob_size > len || ids_at + ids_size > len || node_ids_offset < 0) {
+            fallback = 1;
+            break;
+        }
+        uint8_t entry[ENTRY_SIZE];
+        memcpy(entry, p, ENTRY_SIZE);
+        memset(entry + 32, 0, 4);
+        uint32_t crc = crc32_more(0xFFFFFFFFu, entry, ENTRY_SIZE);
+        crc = crc32_more(crc, b + name_at, (size_t)name_size);
+        crc = crc32_more(crc, b + blob_at, (size_t)blob_size);
+        crc = crc32_more(crc, b + ids_at, (size_t)ids_size);
+        if ((crc ^ 0xFFFFFFFFu) != load_le32(p + 32)) {
+            fallback = 1;
+            break;
+        }
+        PyObject *item = Py_BuildValue("(y#IIInny#)", (const char *)(b + name_at),
+                                       (Py_ssize_t)name_size, (unsigned int)p[30],
+                                       (unsigned int)p[31], load_le32(p + 36),
+                                       (Py_ssize_t)blob_at, (Py_ssize_t)blob_size,
+                                       (const char *)(b + ids_at), (Py_ssize_t)ids_size);
+        if (!item) {
+            ok = 0;
+            break;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    Py_XDECREF(cs);
+    PyBuffer_Release(&area);
+    if (!ok) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (fallback) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+/* cmb_scan(raw, specs, num_stripes, num_rows, column, data_start, data_end) -> list | None
+ *
+ * The checks fermion.format.cmb.parse_cmb makes of one Column Metadata Block, made here
+ * on its usual path (a lookup parses the CMB of every column it reads): the CRC32 of the
+ * block after its header, the header's column, stripe and stream counts, the stripe row
+ * counts adding up to num_rows, each stream directory record against ``specs`` (3 bytes
+ * per stream the column's type implies: stream type, then node as little-endian u16), a
+ * known descriptor type, descriptors inside the block, every non-empty chunk inside
+ * [data_start, data_end), a FULL chunk's length zero exactly when its page count is, and
+ * the PageMeta rows of a chunk of several pages inside the block, their sizes and counts
+ * adding up to the chunk's. None when any check fails: the caller then parses the block
+ * in Python, which raises the typed error. Else one tuple per stream: (descriptor type,
+ * descriptor position, chunks), chunks a tuple of (stripe, page_meta_offset, num_pages)
+ * for each FULL chunk of other than one page.
+ */
+static PyObject *cmb_scan(PyObject *self, PyObject *args)
+{
+    Py_buffer raw, specs;
+    Py_ssize_t num_stripes, column;
+    unsigned long long num_rows;
+    long long data_start, data_end;
+    if (!PyArg_ParseTuple(args, "y*y*nKnLL:cmb_scan", &raw, &specs, &num_stripes, &num_rows,
+                          &column, &data_start, &data_end))
+        return NULL;
+    const uint8_t *b = (const uint8_t *)raw.buf;
+    const uint8_t *sp = (const uint8_t *)specs.buf;
+    uint64_t len = (uint64_t)raw.len;
+    Py_ssize_t num_streams = specs.len / 3;
+    PyObject *out = NULL;
+    int ok = specs.len % 3 == 0 && num_stripes >= 0 && data_start >= 0 && data_end >= data_start &&
+             len >= 16;
+    if (ok) {
+        uint32_t crc;
+        if (len < (1u << 16)) { /* the usual CMB: a few hundred bytes, not worth a GIL handoff */
+            crc = crc32_of(b + 16, (size_t)(len - 16));
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            crc = crc32_of(b + 16, (size_t)(len - 16));
+            Py_END_ALLOW_THREADS
+        }
+        ok = load_le32(b) == (uint64_t)num_streams && load_le32(b + 4) == (uint64_t)num_stripes &&
+             load_le32(b + 8) == crc && (Py_ssize_t)load_le32(b + 12) == column &&
+             16 + 4 * (uint64_t)num_stripes + 8 * (uint64_t)num_streams <= len;
+    }
+    if (ok) {
+        uint64_t rows = 0;
+        for (Py_ssize_t s = 0; s < num_stripes; s++)
+            rows += load_le32(b + 16 + 4 * s);
+        ok = rows == num_rows;
+    }
+    if (ok && !(out = PyList_New(num_streams)))
+        ok = -1;
+    const uint8_t *dir = b + 16 + 4 * (uint64_t)num_stripes;
+    uint64_t start = (uint64_t)data_start, end = (uint64_t)data_end;
+    for (Py_ssize_t k = 0; ok == 1 && k < num_streams; k++) {
+        const uint8_t *rec = dir + 8 * k;
+        uint32_t code = rec[0], pos = load_le32(rec + 4);
+        uint32_t node = (uint32_t)rec[2] | ((uint32_t)rec[3] << 8);
+        uint32_t want_node = (uint32_t)sp[3 * k + 1] | ((uint32_t)sp[3 * k + 2] << 8);
+        if (rec[1] != sp[3 * k] || node != want_node || code > 3) {
+            ok = 0;
+            break;
+        }
+        PyObject *chunks = PyTuple_New(0);
+        if (!chunks) {
+            ok = -1;
+            break;
+        }
+        if (code == 0 || code == 1) {
+            uint64_t size = code == 0 ? 16 : 48;
+            if ((uint64_t)pos + size * (uint64_t)num_stripes > len)
+                ok = 0;
+            for (Py_ssize_t s = 0; ok == 1 && s < num_stripes; s++) {
+                const uint8_t *d = b + pos + size * s;
+                uint64_t offset = (uint64_t)load_le32(d) | ((uint64_t)load_le32(d + 4) << 32);
+                uint32_t length = load_le32(d + 8);
+                int check = code == 0 ? length > 0 && length != 0xFFFFFFFFu : length > 0;
+                if (check && (offset < start || offset > end || length > end - offset)) {
+                    ok = 0;
+                    break;
+                }
+                if (code == 0)
+                    continue;
+                uint32_t values = load_le32(d + 12), pages = load_le32(d + 36);
+                uint32_t meta = load_le32(d + 40);
+                if ((length == 0) != (pages == 0)) {
+                    ok = 0;
+                    break;
+                }
+                if (pages == 1)
+                    continue;
+                if (pages > 1) {
+                    uint64_t sizes = 0, counts = 0;
+                    if ((uint64_t)meta + 32 * (uint64_t)pages > len) {
+                        ok = 0;
+                        break;
+                    }
+                    for (uint32_t p = 0; p < pages; p++) {
+                        sizes += load_le32(b + meta + 32 * (uint64_t)p);
+                        counts += load_le32(b + meta + 32 * (uint64_t)p + 4);
+                    }
+                    if (sizes != length || counts != values) {
+                        ok = 0;
+                        break;
+                    }
+                }
+                PyObject *one = Py_BuildValue("(nIn)", s, meta, (Py_ssize_t)pages);
+                Py_ssize_t n = PyTuple_GET_SIZE(chunks);
+                if (!one || _PyTuple_Resize(&chunks, n + 1) < 0) {
+                    Py_XDECREF(one);
+                    ok = -1;
+                    break;
+                }
+                PyTuple_SET_ITEM(chunks, n, one);
+            }
+        }
+        if (ok != 1) {
+            Py_XDECREF(chunks);
+            break;
+        }
+        PyObject *item = Py_BuildValue("(IIN)", code, pos, chunks);
+        if (!item) {
+            ok = -1;
+            break;
+        }
+        PyList_SET_ITEM(out, k, item);
+    }
+    PyBuffer_Release(&raw);
+    PyBuffer_Release(&specs);
+    if (ok == 1)
+        return out;
+    Py_XDECREF(out);
+    if (ok == -1)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* Value j of a stream bit-packed at w bits (mask: its low w bits) in the ``avail`` bytes
  * at ``data``; the caller has checked that it ends inside them. Bytes past ``avail`` are
  * never read (they count as zero, and the mask drops them anyway). */
@@ -900,6 +1232,17 @@ static PyMethodDef methods[] = {
     {"frames_fit", frames_fit, METH_VARARGS,
      "frames_fit(frames, starts, ends, sizes, first) -> int: -1, or the first zstd frame "
      "the header checks do not pass."},
+    {"schema_find", schema_find, METH_VARARGS,
+     "schema_find(area, hashes, names, hash_offset, capacity, columns_offset, num_columns)\n"
+     "-> list | None: the column of each name (-1: none), or None (look up in Python)."},
+    {"schema_entries", schema_entries, METH_VARARGS,
+     "schema_entries(area, columns, columns_offset, heap_end, num_nodes, node_ids_offset)\n"
+     "-> list | None: each column entry checked (name, code, flags, streams, blob offset,\n"
+     "blob size, node ids), or None where a check fails (read them in Python)."},
+    {"cmb_scan", cmb_scan, METH_VARARGS,
+     "cmb_scan(raw, specs, num_stripes, num_rows, column, data_start, data_end) -> list | None:\n"
+     "a Column Metadata Block's checks; per stream (descriptor type, position, chunks of\n"
+     "other than one page), or None where a check fails (parse it in Python)."},
     {"gather_stream", gather_stream, METH_VARARGS,
      "gather_stream(stream, format, width, columns, out, rows, row_start) -> int: the\n"
      "columns of an exported record batch stream copied into rows of out (writer batch\n"

@@ -282,7 +282,7 @@ def _child_fields(t: pa.DataType, kind: Kind) -> list[pa.Field]:
     return []
 
 
-_FLAT_STREAMS = (StreamSpec(0, 0, StreamType.VALIDITY), StreamSpec(1, 0, StreamType.DATA))
+FLAT_STREAMS = (StreamSpec(0, 0, StreamType.VALIDITY), StreamSpec(1, 0, StreamType.DATA))
 
 
 def _build(fld: pa.Field, counter: list[int], column: str) -> Node:
@@ -329,7 +329,7 @@ def build_tree(f: pa.Field, *, bloom: bool = False) -> Node:
     t = f.type
     if (pat.is_integer(t) or pat.is_floating(t)) and not bloom:  # the usual case, directly
         return Node(
-            0, f.name, t, Kind.FIXED, f.nullable, byte_width=t.bit_width // 8, streams=_FLAT_STREAMS
+            0, f.name, t, Kind.FIXED, f.nullable, byte_width=t.bit_width // 8, streams=FLAT_STREAMS
         )
     counter = [0, 0]  # next node index, next stream index
     root = _build(f, counter, f.name)

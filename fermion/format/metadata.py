@@ -264,8 +264,13 @@ class MetadataReader:
             and cit_end == size - fsize
         ):
             raise InvalidFileError(f"{name}: footer offsets are inconsistent with the file size")
+        rel = self.schema_offset - self._tail_start
         self.index = SchemaIndex(
-            _weak_fetch(self), self.schema_offset, schema_size, num_columns=self.num_columns
+            _weak_fetch(self),
+            self.schema_offset,
+            schema_size,
+            num_columns=self.num_columns,
+            resident=self._tail[rel : rel + schema_size] if rel >= 0 else None,
         )
 
     def _starts_like_fermion(self) -> bool:
@@ -278,6 +283,10 @@ class MetadataReader:
     def fetch(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         """Metadata ranges: served from the tail buffer or the CMB area cache when possible,
         the rest in one coalesced request."""
+        tail, start = self._tail, self._tail_start
+        end = start + len(tail)
+        if all(start <= off and off + n <= end for off, n in ranges):  # the usual case
+            return [tail[off - start : off - start + n] for off, n in ranges]
         out: list[memoryview | None] = [None] * len(ranges)
         missing: list[int] = []
         area = self._cmb_area
@@ -302,6 +311,7 @@ class MetadataReader:
         """Drop the metadata buffers (views into a memory map among them); the parsed
         schema stays. The source is the caller's to close."""
         self._tail = memoryview(b"")
+        self.index.release()
         self._cmb_area = None
         self.cmbs.clear()
         self._batch_index = None

@@ -30,6 +30,9 @@ FUNCTIONS = (
     "segment_sums",
     "byte_planes",
     "frames_fit",
+    "cmb_scan",
+    "schema_find",
+    "schema_entries",
     "gather_stream",
     "decimal_trials",
 )

@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import ChecksumError, InvalidFileError, SchemaMismatchError
+from fermion.format import native
 from fermion.format.layout import Node, build_tree
 from fermion.format.structs import (
     COLUMN_ENTRY_DTYPE,
@@ -224,12 +225,26 @@ class ColumnInfo:
 
 
 class SchemaIndex:
-    """Lazy, O(k) access to the schema area through a range-fetch function."""
+    """Lazy, O(k) access to the schema area through a range-fetch function.
 
-    def __init__(self, fetch: Fetch, offset: int, size: int, *, num_columns: int) -> None:
+    ``resident``: the whole area's bytes, when the caller holds them already (a reader's
+    tail read usually covers the metadata): ranges are then sliced from them, not fetched
+    (the same bytes, checked the same way, without a fetch call per step).
+    """
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        offset: int,
+        size: int,
+        *,
+        num_columns: int,
+        resident: memoryview | None = None,
+    ) -> None:
         self._fetch = fetch
         self._offset = offset
         self._size = size
+        self._mem = resident if resident is not None and len(resident) == size else None
         hsize = SCHEMA_HEADER_DTYPE.itemsize
         if size < hsize:
             raise InvalidFileError(f"schema area of {size} bytes is smaller than its header")
@@ -271,6 +286,22 @@ class SchemaIndex:
     def _abs(self, rel: int) -> int:
         return self._offset + rel
 
+    def release(self) -> None:
+        """Drop the resident bytes (a view that may hold a memory map open); ranges are
+        fetched from then on."""
+        self._mem = None
+
+    def _read(self, ranges: Sequence[tuple[int, int]]) -> Sequence[memoryview]:
+        """Ranges of the area (offsets relative to its start): slices of the resident
+        bytes when every range lies inside them, else fetched."""
+        mem = self._mem
+        if mem is not None:
+            end = len(mem)
+            if all(0 <= o and o + n <= end for o, n in ranges):
+                return [mem[o : o + n] for o, n in ranges]
+        base = self._offset
+        return self._fetch([(base + o, n) for o, n in ranges])
+
     def full_schema(self) -> pa.Schema:
         """The whole Arrow schema (reads and parses the full IPC message: O(columns))."""
         (raw,) = self._fetch(
@@ -291,7 +322,7 @@ class SchemaIndex:
         base = self._h["columns_offset"]
         missing = [c for c in dict.fromkeys(cols) if c not in self._entry_cache]
         if missing:
-            raws = self._fetch([(self._abs(base + c * size), size) for c in missing])
+            raws = self._read([(base + c * size, size) for c in missing])
             for c, r in zip(missing, raws, strict=True):
                 fields = _ENTRY_STRUCT.unpack_from(r)
                 self._entry_cache[c] = _Entry._make((*fields, bytes(r)))
@@ -299,6 +330,19 @@ class SchemaIndex:
 
     def lookup(self, names: Sequence[str]) -> list[int | None]:
         """Column index of each name (None where absent); duplicates resolve to the first."""
+        mem, kernels = self._mem, native.KERNELS
+        if mem is not None and kernels is not None:  # in C, on the area held whole
+            found = kernels.schema_find(
+                mem,
+                [name_hash(n) for n in names],
+                [n.encode() for n in names],
+                self._h["hash_offset"],
+                self._cap,
+                self._h["columns_offset"],
+                self.num_columns,
+            )
+            if found is not None:  # (None: something is off; Python says what)
+                return [c if c >= 0 else None for c in found]
         mask = self._cap - 1
         base = int(self._h["hash_offset"])
         ssize = HASH_SLOT_DTYPE.itemsize
@@ -312,8 +356,8 @@ class SchemaIndex:
             for i in pending:
                 first = (start[i] + probed[i]) & mask
                 count = min(_PROBE_WINDOW, self._cap - first)
-                ranges.append((self._abs(base + first * ssize), count * ssize))
-            windows = self._fetch(ranges)
+                ranges.append((base + first * ssize, count * ssize))
+            windows = self._read(ranges)
             candidates: list[tuple[int, int]] = []  # (name index, column)
             still: list[int] = []
             for i, raw in zip(pending, windows, strict=True):
@@ -333,7 +377,7 @@ class SchemaIndex:
                 if bad:
                     raise InvalidFileError(f"name index points at column {bad[0]}")
                 entries = self._entries([c for _, c in candidates])
-                name_raws = self._fetch([(self._abs(e.name_offset), e.name_size) for e in entries])
+                name_raws = self._read([(e.name_offset, e.name_size) for e in entries])
                 for (i, col), e, raw in zip(candidates, entries, name_raws, strict=True):
                     self._name_cache[col] = bytes(raw)
                     if e.name_hash == hashes[i] and bytes(raw) == names[i].encode():
@@ -353,9 +397,27 @@ class SchemaIndex:
             for i in missing:
                 if not 0 <= i < self.num_columns:
                     raise InvalidFileError(f"column {i} is out of range")
-            entries = self._entries(missing)
             heap_end = self._h["heap_offset"] + self._h["heap_size"]
             num_nodes, node_ids = self._h["num_nodes"], self._h["node_ids_offset"]
+            mem, kernels = self._mem, native.KERNELS
+            if mem is not None and kernels is not None:  # in C, on the area held whole
+                got = kernels.schema_entries(
+                    mem, missing, self._h["columns_offset"], heap_end, num_nodes, node_ids
+                )
+                if got is not None:  # (None: a check failed; Python says which)
+                    for i, (name_raw, code, flags, streams, at, size, ids) in zip(
+                        missing, got, strict=True
+                    ):
+                        self._columns[i] = ColumnInfo(
+                            index=i,
+                            field=self._field(name_raw, code, flags, mem[at : at + size]),
+                            field_ids=np.frombuffer(ids, dtype="<i4"),
+                            num_streams=streams,
+                            has_bloom=bool(flags & _FLAG_BLOOM),
+                        )
+                        self._entry_cache.pop(i, None)
+                    return [self._columns[i] for i in indices]
+            entries = self._entries(missing)
             ranges: list[tuple[int, int]] = []
             for i, e in zip(missing, entries, strict=True):
                 no, ns = e.name_offset, e.name_size
@@ -367,12 +429,9 @@ class SchemaIndex:
                 ):
                     raise InvalidFileError("column entry points outside the schema area")
                 if i not in self._name_cache:
-                    ranges.append((self._abs(no), ns))
-                ranges += [
-                    (self._abs(bo), bs),
-                    (self._abs(node_ids + 4 * e.first_node), 4 * e.num_nodes),
-                ]
-            raws = iter(self._fetch(ranges))
+                    ranges.append((no, ns))
+                ranges += [(bo, bs), (node_ids + 4 * e.first_node, 4 * e.num_nodes)]
+            raws = iter(self._read(ranges))
             for i, e in zip(missing, entries, strict=True):
                 name_raw = self._name_cache.get(i)
                 if name_raw is None:
@@ -393,16 +452,20 @@ class SchemaIndex:
 
     @staticmethod
     def _make_field(e: _Entry, name_raw: memoryview, blob_raw: memoryview) -> pa.Field:
+        return SchemaIndex._field(bytes(name_raw), e.primitive_code, e.flags, blob_raw)
+
+    @staticmethod
+    def _field(name_raw: bytes, code: int, flags: int, blob_raw: memoryview) -> pa.Field:
+        """The field of a column entry: from its primitive code, else its IPC blob."""
         try:
-            name = bytes(name_raw).decode()
+            name = name_raw.decode()
         except UnicodeDecodeError:
             raise InvalidFileError("column name is not valid UTF-8") from None
-        code = e.primitive_code
         if code:
             t = _FROM_CODE.get(code)
             if t is None:
                 raise InvalidFileError(f"unknown primitive type code {code}")
-            return pa.field(name, t, nullable=bool(e.flags & _FLAG_NULLABLE))
+            return pa.field(name, t, nullable=bool(flags & _FLAG_NULLABLE))
         try:
             schema = pa.ipc.read_schema(pa.py_buffer(blob_raw))
         except (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError) as exc:
