@@ -354,6 +354,22 @@ static uint64_t load_le64(const uint8_t *p)
 
 #define ENTRY_SIZE 40 /* COLUMN_ENTRY_DTYPE */
 
+/* What a metadata kernel returns: ``out`` when every check passed, None when one failed
+ * (``fallback``: the caller's Python path then raises), NULL with the error set when a
+ * Python call failed (``ok`` false). Takes the reference to ``out``. */
+static PyObject *list_result(PyObject *out, int ok, int fallback)
+{
+    if (!ok) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (fallback) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
 /* schema_find(area, hashes, names, hash_offset, capacity, columns_offset, num_columns)
  * -> list | None
  *
@@ -439,15 +455,7 @@ static PyObject *schema_find(PyObject *self, PyObject *args)
     Py_XDECREF(hs);
     Py_XDECREF(ns);
     PyBuffer_Release(&area);
-    if (!ok) {
-        Py_XDECREF(out);
-        return NULL;
-    }
-    if (fallback) {
-        Py_DECREF(out);
-        Py_RETURN_NONE;
-    }
-    return out;
+    return list_result(out, ok, fallback);
 }
 
 /* schema_entries(area, columns, columns_offset, heap_end, num_nodes, node_ids_offset)
@@ -521,15 +529,7 @@ static PyObject *schema_entries(PyObject *self, PyObject *args)
     }
     Py_XDECREF(cs);
     PyBuffer_Release(&area);
-    if (!ok) {
-        Py_XDECREF(out);
-        return NULL;
-    }
-    if (fallback) {
-        Py_DECREF(out);
-        Py_RETURN_NONE;
-    }
-    return out;
+    return list_result(out, ok, fallback);
 }
 
 /* cmb_scan(raw, specs, num_stripes, num_rows, column, data_start, data_end) -> list | None
