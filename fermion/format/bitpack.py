@@ -129,9 +129,10 @@ def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "
     into ``out`` (unsigned integers of 1 to 8 bytes; a value wider than them keeps its low
     bits, as a cast would).
 
-    Groups of eight values lying wholly before the last 8 bytes of ``buf`` are read in
-    place, as unaligned 8-byte words; only the few values after them (fewer than
-    24 + 64 / w) are gathered from a padded copy.
+    Widths of 1, 2 or 4 bits: a table gather. Others, with the compiled kernels: one loop
+    (``kernels.unpack_bits``); without them: groups of eight values lying wholly before the
+    last 8 bytes of ``buf`` are read in place, as unaligned 8-byte words; only the few
+    values after them (fewer than 24 + 64 / w) are gathered from a padded copy.
     """
     n = len(out)
     if not valid_bits(w):
@@ -149,6 +150,11 @@ def unpack_into(buf: Bytes, offset: int, w: int, out: np.ndarray, where: str = "
     if lut is not None:  # 1, 2 or 4 bits: each byte's values from a table, in one gather
         packed = np.frombuffer(buf, dtype=np.uint8, count=nbytes, offset=offset)
         out[:] = np.take(lut, packed, axis=0).reshape(-1)[:n]
+        return
+    kernels = native.KERNELS
+    if kernels is not None and out.flags.c_contiguous and _contiguous(buf):  # one C loop
+        if not kernels.unpack_bits(buf, offset, w, out, out.itemsize):  # (checked above)
+            raise InvalidFileError(f"{where}: packed integers run past the payload")
         return
     # group g's words are read at bytes [offset + g*w + (j*w >> 3), ... + 8) for j < 8
     direct = min(n // 8, max(0, (size - offset - 8 - (7 * w >> 3)) // w + 1))

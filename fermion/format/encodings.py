@@ -792,9 +792,9 @@ def materialize_dictionaries(
     The result equals the pages' :func:`materialize_dictionary` results joined (offsets
     rebased), built without per-page buffers: when every dictionary value of every page
     has the same length ``L`` (flags, codes), the bytes are a NumPy row gather of ``L``
-    bytes per value; otherwise the pages' dictionaries are concatenated and Arrow takes
-    every value in one call. A column too large for 32-bit offsets raises
-    :class:`InvalidFileError`.
+    bytes per value; otherwise one pass of the compiled kernels (``take_binary``) or,
+    without them, the pages' dictionaries concatenated and Arrow takes every value in one
+    call. A column too large for 32-bit offsets raises :class:`InvalidFileError`.
 
     Example:
         >>> d = pa.array([b"ab", b"cd"], pa.large_binary())
@@ -832,6 +832,17 @@ def materialize_dictionaries(
         offsets = np.arange(n + 1, dtype=offset_dtype)
         offsets *= offset_dtype.type(width)
         return offsets, pa.py_buffer(out)
+    kernels = native.KERNELS
+    if kernels is not None:  # one C pass per page (Arrow's take below makes the same)
+        got = kernels.take_binary(
+            [
+                (o, d.buffers()[2] or b"", np.ascontiguousarray(indices, dtype=np.int64))
+                for (indices, d), o in zip(parts, dict_offsets, strict=True)
+            ],
+            offset_dtype.itemsize,
+        )
+        if got is not None:  # (None: something is off or too large; Arrow says what)
+            return np.frombuffer(got[0], dtype=offset_dtype, count=n + 1), pa.py_buffer(got[1])
     merged = pa.concat_arrays([d for _, d in parts]) if len(parts) > 1 else parts[0][1]
     index_type = np.int32 if len(merged) <= np.iinfo(np.int32).max else np.int64
     indices = np.empty(n, dtype=index_type)

@@ -682,6 +682,213 @@ static uint64_t packed_at(const uint8_t *data, uint64_t avail, uint64_t j, int w
     return (word >> (bit & 7)) & mask;
 }
 
+/* unpack_bits(buf, offset, w, out, itemsize) -> bool
+ *
+ * Every value of the stream bit-packed at ``w`` bits (1..64) from byte ``offset`` of
+ * ``buf`` (docs/FORMAT.md: value i at bits [i*w, (i+1)*w), least significant bit first),
+ * len(out) / itemsize of them, written to ``out`` as unsigned integers of ``itemsize``
+ * bytes (1, 2, 4 or 8; a value wider than that keeps its low bits, as a cast would). What
+ * fermion.format.bitpack.unpack_into does with eight strided numpy passes, in one. False,
+ * with nothing written, when the values run past ``buf``.
+ */
+static PyObject *unpack_bits(PyObject *self, PyObject *args)
+{
+    Py_buffer buf, out;
+    Py_ssize_t offset;
+    int w, itemsize;
+    if (!PyArg_ParseTuple(args, "y*niw*i:unpack_bits", &buf, &offset, &w, &out, &itemsize))
+        return NULL;
+    const char *problem = NULL;
+    int fits = 1;
+    if (w < 1 || w > 64 || (w > 56 && w != 64))
+        problem = "bit width must be in [1, 56] or 64";
+    else if ((itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8) ||
+             out.len % itemsize != 0)
+        problem = "out must hold whole integers of 1, 2, 4 or 8 bytes";
+    uint64_t n = problem ? 0 : (uint64_t)(out.len / itemsize);
+    if (problem == NULL && (offset < 0 || offset > buf.len ||
+                            (n * (uint64_t)w + 7) / 8 > (uint64_t)(buf.len - offset)))
+        fits = 0;
+    if (problem == NULL && fits && n) {
+        const uint8_t *data = (const uint8_t *)buf.buf + offset;
+        uint64_t avail = (uint64_t)(buf.len - offset);
+        uint64_t mask = w == 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
+        /* values whose 8-byte word lies inside buf: read in place; the rest by packed_at */
+        uint64_t direct = avail >= 8 ? ((avail - 8) * 8) / (uint64_t)w + 1 : 0;
+        if (direct > n)
+            direct = n;
+        uint8_t *dst = (uint8_t *)out.buf;
+        /* a few values (a point read's segment): not worth handing the GIL to another thread */
+        PyThreadState *saved = n >= 16384 ? PyEval_SaveThread() : NULL;
+        uint64_t bit = 0;
+        switch (itemsize) {
+#define UNPACK(T)                                                                      \
+    for (uint64_t i = 0; i < direct; i++, bit += (uint64_t)w) {                        \
+        T v = (T)((load_le64(data + (bit >> 3)) >> (bit & 7)) & mask);                 \
+        memcpy(dst + sizeof(T) * i, &v, sizeof(T));                                    \
+    }                                                                                  \
+    for (uint64_t i = direct; i < n; i++) {                                            \
+        T v = (T)packed_at(data, avail, i, w, mask);                                   \
+        memcpy(dst + sizeof(T) * i, &v, sizeof(T));                                    \
+    }                                                                                  \
+    break;
+        case 1:
+            UNPACK(uint8_t)
+        case 2:
+            UNPACK(uint16_t)
+        case 4:
+            UNPACK(uint32_t)
+        default:
+            UNPACK(uint64_t)
+#undef UNPACK
+        }
+        if (saved != NULL)
+            PyEval_RestoreThread(saved);
+    }
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&out);
+    return problem != NULL ? PyErr_Format(PyExc_ValueError, "%s", problem)
+                           : PyBool_FromLong(fits);
+}
+
+/* take_binary(parts, offset_size) -> (offsets, data) | None
+ *
+ * The values of consecutive DICTIONARY pages materialised as one binary column
+ * (fermion.format.encodings.materialize_dictionaries): ``parts`` a sequence of
+ * (offsets, data, indices) per page, its dictionary's int64 value offsets (entries + 1),
+ * the dictionary's bytes and the page's int64 indices. Returns the column's offsets from
+ * 0 (``offset_size`` bytes each, 4 or 8, native order) and its bytes. None, with nothing
+ * returned, when an index is outside its dictionary, a dictionary offset is outside its
+ * bytes or decreasing, or the bytes exceed what the offsets can hold (the caller then
+ * takes the Arrow path, which raises or copes).
+ */
+typedef struct {
+    Py_buffer offsets, data, indices;
+} TakePart;
+
+/* Offset ``row`` of a column of 4- or 8-byte offsets (native order) set to ``at``. */
+static void put_offset(char *out, uint64_t row, uint64_t at, int size)
+{
+    if (size == 4) {
+        int32_t o = (int32_t)at;
+        memcpy(out + 4 * row, &o, 4);
+    } else {
+        int64_t o = (int64_t)at;
+        memcpy(out + 8 * row, &o, 8);
+    }
+}
+
+static PyObject *take_binary(PyObject *self, PyObject *args)
+{
+    PyObject *parts_obj;
+    int offset_size;
+    if (!PyArg_ParseTuple(args, "Oi:take_binary", &parts_obj, &offset_size))
+        return NULL;
+    if (offset_size != 4 && offset_size != 8) {
+        PyErr_SetString(PyExc_ValueError, "offset_size must be 4 or 8");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(parts_obj, "parts must be a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq), got = 0;
+    TakePart *parts = PyMem_Calloc(count ? (size_t)count : 1, sizeof(TakePart));
+    PyObject *result = NULL, *offsets_out = NULL, *data_out = NULL;
+    int ok = parts != NULL;
+    if (!ok)
+        PyErr_NoMemory();
+    for (; ok && got < count; got++) {
+        TakePart *p = &parts[got];
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, got), "y*y*y*:take_binary part",
+                              &p->offsets, &p->data, &p->indices)) {
+            ok = 0;
+            break;
+        }
+        if (p->offsets.len % 8 || p->offsets.len < 8 || p->indices.len % 8) {
+            PyBuffer_Release(&p->offsets);
+            PyBuffer_Release(&p->data);
+            PyBuffer_Release(&p->indices);
+            PyErr_SetString(PyExc_ValueError, "offsets and indices must be int64 arrays");
+            ok = 0;
+            break;
+        }
+    }
+    uint64_t n = 0, total = 0;
+    int fits = 1;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; fits && k < count; k++) {
+            const TakePart *p = &parts[k];
+            const uint8_t *offs = (const uint8_t *)p->offsets.buf;
+            const char *idx = (const char *)p->indices.buf;
+            int64_t entries = p->offsets.len / 8 - 1, size = p->data.len;
+            Py_ssize_t m = p->indices.len / 8;
+            for (Py_ssize_t i = 0; i < m; i++) {
+                int64_t j;
+                memcpy(&j, idx + 8 * i, 8);
+                if (j < 0 || j >= entries) {
+                    fits = 0;
+                    break;
+                }
+                int64_t a = (int64_t)load_le64(offs + 8 * j), b = (int64_t)load_le64(offs + 8 * j + 8);
+                if (a < 0 || a > b || b > size) {
+                    fits = 0;
+                    break;
+                }
+                total += (uint64_t)(b - a);
+            }
+            n += (uint64_t)m;
+        }
+        Py_END_ALLOW_THREADS
+        uint64_t limit = offset_size == 4 ? 0x7FFFFFFFu : (uint64_t)PY_SSIZE_T_MAX;
+        if (fits && (total > limit || (n + 1) > (uint64_t)PY_SSIZE_T_MAX / 8))
+            fits = 0;
+    }
+    if (ok && fits) {
+        offsets_out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * offset_size));
+        data_out = offsets_out ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total) : NULL;
+        ok = data_out != NULL;
+    }
+    if (ok && fits) {
+        uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(data_out);
+        char *out_offs = PyBytes_AS_STRING(offsets_out);
+        Py_BEGIN_ALLOW_THREADS
+        uint64_t at = 0, row = 0;
+        for (Py_ssize_t k = 0; k < count; k++) {
+            const TakePart *p = &parts[k];
+            const uint8_t *offs = (const uint8_t *)p->offsets.buf;
+            const char *idx = (const char *)p->indices.buf;
+            const uint8_t *src = (const uint8_t *)p->data.buf;
+            Py_ssize_t m = p->indices.len / 8;
+            for (Py_ssize_t i = 0; i < m; i++, row++) {
+                put_offset(out_offs, row, at, offset_size);
+                int64_t j;
+                memcpy(&j, idx + 8 * i, 8);
+                uint64_t a = load_le64(offs + 8 * j), len = load_le64(offs + 8 * j + 8) - a;
+                memcpy(dst + at, src + a, (size_t)len);
+                at += len;
+            }
+        }
+        put_offset(out_offs, row, at, offset_size);
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(2, offsets_out, data_out);
+    }
+    for (Py_ssize_t k = 0; k < got; k++) {
+        PyBuffer_Release(&parts[k].offsets);
+        PyBuffer_Release(&parts[k].data);
+        PyBuffer_Release(&parts[k].indices);
+    }
+    PyMem_Free(parts);
+    Py_DECREF(seq);
+    Py_XDECREF(offsets_out);
+    Py_XDECREF(data_out);
+    if (!ok)
+        return NULL;
+    if (!fits)
+        Py_RETURN_NONE;
+    return result;
+}
+
 /* Whether every int64 of ``positions`` is in [0, limit). */
 static int all_below(const Py_buffer *positions, uint64_t limit)
 {
@@ -1221,6 +1428,12 @@ static PyMethodDef methods[] = {
     {"verify_packed", verify_packed, METH_VARARGS,
      "verify_packed(payload, block_size, crcs, offset, w, rows, done) -> int: verify_ranges "
      "for the bytes of bit-packed values ``rows``."},
+    {"take_binary", take_binary, METH_VARARGS,
+     "take_binary(parts, offset_size) -> (offsets, data) | None: DICTIONARY pages' values "
+     "materialised as one binary column."},
+    {"unpack_bits", unpack_bits, METH_VARARGS,
+     "unpack_bits(buf, offset, w, out, itemsize) -> bool: every bit-packed value, as "
+     "integers of itemsize bytes."},
     {"gather_bits", gather_bits, METH_VARARGS,
      "gather_bits(buf, offset, w, indices, out) -> bool: bit-packed values at indices."},
     {"segment_sums", segment_sums, METH_VARARGS,

@@ -27,6 +27,8 @@ FUNCTIONS = (
     "verify_ranges",
     "verify_packed",
     "gather_bits",
+    "unpack_bits",
+    "take_binary",
     "segment_sums",
     "byte_planes",
     "frames_fit",

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.errors import ChecksumError, InvalidFileError
-from fermion.format import bitpack, native
+from fermion.format import bitpack, encodings, native
 from fermion.format.pages import CrcBlockedBody, encode_page
 from fermion.format.structs import Compression
 from tests.format.test_encodings import encodings_of
@@ -315,14 +315,29 @@ def test_take_verifies_with_either_path(tmp_path: Path, monkeypatch, kernels: st
         r.take(idx)
 
 
-def _gather_outcome(buf: bytes, offset: int, w: int, idx: np.ndarray, kernels) -> object:
+def _outcome_with(kernels: Any, fn: Callable[[], np.ndarray]) -> object:
+    """``fn()`` as a list, or "invalid" where it raises InvalidFileError, with
+    ``native.KERNELS`` set to ``kernels``."""
     saved, native.KERNELS = native.KERNELS, kernels
     try:
-        return bitpack.gather(buf, offset, w, idx, "p").tolist()
+        return fn().tolist()
     except InvalidFileError:
         return "invalid"
     finally:
         native.KERNELS = saved
+
+
+def _packed_stream(w: int, n: int, offset: int, cut: int, seed: int) -> tuple[np.ndarray, bytes]:
+    """``n`` seeded values using all ``w`` bits, packed after ``offset`` stray bytes, the
+    stream then cut short by ``cut`` bytes (not into the stray ones)."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 2**64, n, dtype=np.uint64) >> np.uint64(64 - w)
+    stream = bytes(rng.integers(0, 256, offset, dtype=np.uint8)) + bitpack.pack(values, w)
+    return values, stream[: max(offset, len(stream) - cut)]
+
+
+def _gather_outcome(buf: bytes, offset: int, w: int, idx: np.ndarray, kernels) -> object:
+    return _outcome_with(kernels, lambda: bitpack.gather(buf, offset, w, idx, "p"))
 
 
 @needs_kernels
@@ -341,10 +356,7 @@ def test_gather_agrees_with_the_python_path(w, n, offset, cut, picks, stray, see
     width with values using all its bits, streams at an offset, cut short by up to 12
     bytes (values whose 8-byte word runs past the buffer, and values past it), a stray
     index (negative, or past the stream), repeats and any order."""
-    rng = np.random.default_rng(seed)
-    values = rng.integers(0, 2**64, n, dtype=np.uint64) >> np.uint64(64 - w)  # all w bits
-    stream = bytes(rng.integers(0, 256, offset, dtype=np.uint8)) + bitpack.pack(values, w)
-    buf = stream[: max(offset, len(stream) - cut)]
+    values, buf = _packed_stream(w, n, offset, cut, seed)
     idx = np.array([p % n for p in picks], dtype=np.int64)
     if stray is not None:  # -1, -2: negative; 0, 5: that many past the last value
         idx = np.append(idx, stray if stray < 0 else n + stray)
@@ -352,6 +364,127 @@ def test_gather_agrees_with_the_python_path(w, n, offset, cut, picks, stray, see
     assert _gather_outcome(buf, offset, w, idx, KERNELS) == expected
     if cut == 0 and stray is None:
         assert expected == values[idx].tolist()
+
+
+def _unpack_outcome(buf: bytes, offset: int, w: int, out: np.ndarray, kernels: Any) -> Any:
+    def unpacked() -> np.ndarray:
+        got = out.copy()
+        bitpack.unpack_into(buf, offset, w, got, "p")
+        return got
+
+    return _outcome_with(kernels, unpacked)
+
+
+@needs_kernels
+@pytest.mark.parametrize("w", [*range(3, 57), 64])
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(1, 400),
+    offset=st.integers(0, 9),
+    cut=st.sampled_from([0, 0, 0, 1, 3, 8]),
+    dtype=st.sampled_from(["uint8", "uint16", "uint32", "uint64", "int64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_unpack_agrees_with_the_python_path(w, n, offset, cut, dtype, seed) -> None:
+    """The same values, or the same InvalidFileError, with and without the kernel: every
+    width it serves (1, 2 and 4 bits are a table gather either way) with values using all
+    its bits, streams at an offset, buffers ending exactly at the last value (its word runs
+    past the end) or cut short, outputs of every integer width (a wider value keeps its
+    low bits)."""
+    values, buf = _packed_stream(w, n, offset, cut, seed)
+    out = np.zeros(n, dtype=dtype)
+    expected = _unpack_outcome(buf, offset, w, out, None)
+    assert _unpack_outcome(buf, offset, w, out, KERNELS) == expected
+    if cut == 0:
+        assert expected == values.astype(dtype).tolist()
+
+
+@needs_kernels
+def test_unpack_kernel_refuses_bad_arguments() -> None:
+    assert KERNELS is not None
+    buf, out = bytes(64), np.zeros(4, dtype=np.uint64)
+    for w in (0, 57, 63, 65):
+        with pytest.raises(ValueError, match="bit width"):
+            KERNELS.unpack_bits(buf, 0, w, out, 8)
+    for itemsize in (3, 16, 0):
+        with pytest.raises(ValueError, match="whole integers"):
+            KERNELS.unpack_bits(buf, 0, 5, out, itemsize)
+    with pytest.raises(ValueError, match="whole integers"):
+        KERNELS.unpack_bits(buf, 0, 5, np.zeros(3, dtype=np.uint8), 2)  # not whole uint16s
+    with pytest.raises(TypeError):
+        KERNELS.unpack_bits(buf, 0, 5, b"read-only", 1)
+    assert KERNELS.unpack_bits(buf, 64, 5, out, 8) is False  # no room for the values
+    assert KERNELS.unpack_bits(buf, -1, 5, out, 8) is False
+    assert KERNELS.unpack_bits(bytes(3), 0, 5, out, 8) is True and out.tolist() == [0] * 4
+    assert KERNELS.unpack_bits(bytes(2), 0, 5, out, 8) is False  # 20 bits need 3 bytes
+
+
+def _materialized(parts: list[tuple[np.ndarray, pa.Array]], width: int, kernels: Any) -> Any:
+    saved = native.KERNELS
+    native.KERNELS = kernels
+    try:
+        offsets, data = encodings.materialize_dictionaries(parts, np.dtype(f"<i{width}"))
+        return offsets.tolist(), data.to_pybytes()
+    finally:
+        native.KERNELS = saved
+
+
+@needs_kernels
+@settings(max_examples=60, deadline=None)
+@given(
+    pages=st.lists(
+        st.tuples(
+            st.lists(st.binary(max_size=12), min_size=1, max_size=8),  # the dictionary
+            st.lists(st.integers(0, 10**6), max_size=50),  # the picks, modulo its size
+            st.integers(0, 2),  # where the dictionary starts in its array (a slice)
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    width=st.sampled_from([4, 8]),
+)
+def test_take_binary_materializes_as_arrow_does(pages, width) -> None:
+    """Pages of varying value lengths (empty values and empty dictionaries' bytes among
+    them), dictionaries that are slices of larger arrays, both offset widths: the kernel's
+    column is the Arrow path's."""
+    parts = []
+    for values, picks, skip in pages:
+        whole = pa.array([b"x" * skip] * skip + values, pa.large_binary())
+        d = whole.slice(skip)
+        parts.append((np.array([p % len(values) for p in picks], dtype=np.int64), d))
+    lengths = {len(v) for values, _, _ in pages for v in values}
+    expected = _materialized(parts, width, None)
+    assert _materialized(parts, width, KERNELS) == expected
+    if len(lengths) > 1:  # (one length: the NumPy path, the kernel is not asked)
+        flat = [values[p % len(values)] for values, picks, _ in pages for p in picks]
+        assert expected[1] == b"".join(flat)
+
+
+@needs_kernels
+def test_take_binary_declines_what_arrow_should_judge() -> None:
+    assert KERNELS is not None
+    offs = np.array([0, 2, 5], dtype="<i8")
+    data = b"abcde"
+    ok = KERNELS.take_binary([(offs, data, np.array([1, 0, 1], dtype=np.int64))], 4)
+    assert ok is not None
+    assert np.frombuffer(ok[0], "<i4").tolist() == [0, 3, 5, 8] and ok[1] == b"cdeabcde"
+    for idx in ([2], [-1]):  # an index outside the dictionary
+        assert KERNELS.take_binary([(offs, data, np.array(idx, dtype=np.int64))], 8) is None
+    for bad in ([0, 3, 2], [0, 2, 9], [-1, 2, 5]):  # decreasing, past the bytes, negative
+        got = KERNELS.take_binary(
+            [(np.array(bad, dtype="<i8"), data, np.array([0, 1], dtype=np.int64))], 8
+        )
+        assert got is None
+    empty = KERNELS.take_binary([(offs, data, np.zeros(0, dtype=np.int64))], 8)
+    assert empty is not None and np.frombuffer(empty[0], "<i8").tolist() == [0]
+    with pytest.raises(ValueError, match="offset_size"):
+        KERNELS.take_binary([], 3)
+    with pytest.raises(ValueError, match="int64"):
+        KERNELS.take_binary([(b"\0" * 12, data, np.zeros(1, dtype=np.int64))], 4)
+    with pytest.raises(TypeError):
+        KERNELS.take_binary([(offs, data)], 4)  # a part of two
+    with pytest.raises(TypeError):
+        KERNELS.take_binary(5, 4)
 
 
 @needs_kernels
