@@ -758,12 +758,17 @@ static PyObject *unpack_bits(PyObject *self, PyObject *args)
  * (offsets, data, indices) per page, its dictionary's int64 value offsets (entries + 1),
  * the dictionary's bytes and the page's int64 indices. Returns the column's offsets from
  * 0 (``offset_size`` bytes each, 4 or 8, native order) and its bytes. None, with nothing
- * returned, when an index is outside its dictionary, a dictionary offset is outside its
- * bytes or decreasing, or the bytes exceed what the offsets can hold (the caller then
- * takes the Arrow path, which raises or copes).
+ * returned, when a dictionary's offsets are negative, decreasing or past its bytes, an
+ * index is outside its dictionary, or the bytes exceed what the offsets can hold (the
+ * caller then takes the Arrow path, which raises or copes). A value of up to TAKE_WIDE
+ * bytes is copied as TAKE_WIDE bytes (no call per value): each dictionary is copied first
+ * with TAKE_WIDE bytes of padding, and the column's bytes are allocated with as many.
  */
+#define TAKE_WIDE 32
+
 typedef struct {
     Py_buffer offsets, data, indices;
+    uint8_t *padded; /* the dictionary's bytes, then TAKE_WIDE zero bytes */
 } TakePart;
 
 /* Offset ``row`` of a column of 4- or 8-byte offsets (native order) set to ``at``. */
@@ -776,6 +781,29 @@ static void put_offset(char *out, uint64_t row, uint64_t at, int size)
         int64_t o = (int64_t)at;
         memcpy(out + 8 * row, &o, 8);
     }
+}
+
+/* Whether a part's dictionary offsets start at or after 0, never decrease and end inside
+ * its bytes; then its padded copy is made (0 when that allocation fails: *nomem set). */
+static int take_part_ready(TakePart *p, int *nomem)
+{
+    const uint8_t *offs = (const uint8_t *)p->offsets.buf;
+    Py_ssize_t entries = p->offsets.len / 8 - 1;
+    int64_t prev = 0;
+    for (Py_ssize_t j = 0; j <= entries; j++) {
+        int64_t o = (int64_t)load_le64(offs + 8 * j);
+        if (o < prev || o > (int64_t)p->data.len)
+            return 0;
+        prev = o;
+    }
+    p->padded = PyMem_RawMalloc((size_t)p->data.len + TAKE_WIDE);
+    if (p->padded == NULL) {
+        *nomem = 1;
+        return 0;
+    }
+    memcpy(p->padded, p->data.buf, (size_t)p->data.len);
+    memset(p->padded + p->data.len, 0, TAKE_WIDE);
+    return 1;
 }
 
 static PyObject *take_binary(PyObject *self, PyObject *args)
@@ -794,7 +822,7 @@ static PyObject *take_binary(PyObject *self, PyObject *args)
     Py_ssize_t count = PySequence_Fast_GET_SIZE(seq), got = 0;
     TakePart *parts = PyMem_Calloc(count ? (size_t)count : 1, sizeof(TakePart));
     PyObject *result = NULL, *offsets_out = NULL, *data_out = NULL;
-    int ok = parts != NULL;
+    int ok = parts != NULL, nomem = 0;
     if (!ok)
         PyErr_NoMemory();
     for (; ok && got < count; got++) {
@@ -818,10 +846,14 @@ static PyObject *take_binary(PyObject *self, PyObject *args)
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t k = 0; fits && k < count; k++) {
-            const TakePart *p = &parts[k];
+            TakePart *p = &parts[k];
+            if (!take_part_ready(p, &nomem)) {
+                fits = 0;
+                break;
+            }
             const uint8_t *offs = (const uint8_t *)p->offsets.buf;
             const char *idx = (const char *)p->indices.buf;
-            int64_t entries = p->offsets.len / 8 - 1, size = p->data.len;
+            int64_t entries = p->offsets.len / 8 - 1;
             Py_ssize_t m = p->indices.len / 8;
             for (Py_ssize_t i = 0; i < m; i++) {
                 int64_t j;
@@ -830,23 +862,23 @@ static PyObject *take_binary(PyObject *self, PyObject *args)
                     fits = 0;
                     break;
                 }
-                int64_t a = (int64_t)load_le64(offs + 8 * j), b = (int64_t)load_le64(offs + 8 * j + 8);
-                if (a < 0 || a > b || b > size) {
-                    fits = 0;
-                    break;
-                }
-                total += (uint64_t)(b - a);
+                total += load_le64(offs + 8 * j + 8) - load_le64(offs + 8 * j);
             }
             n += (uint64_t)m;
         }
         Py_END_ALLOW_THREADS
-        uint64_t limit = offset_size == 4 ? 0x7FFFFFFFu : (uint64_t)PY_SSIZE_T_MAX;
+        uint64_t limit = offset_size == 4 ? 0x7FFFFFFFu : (uint64_t)PY_SSIZE_T_MAX - TAKE_WIDE;
         if (fits && (total > limit || (n + 1) > (uint64_t)PY_SSIZE_T_MAX / 8))
             fits = 0;
+        if (nomem) {
+            PyErr_NoMemory();
+            ok = 0;
+        }
     }
     if (ok && fits) {
         offsets_out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * offset_size));
-        data_out = offsets_out ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total) : NULL;
+        data_out = offsets_out ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(total + TAKE_WIDE))
+                               : NULL;
         ok = data_out != NULL;
     }
     if (ok && fits) {
@@ -858,22 +890,27 @@ static PyObject *take_binary(PyObject *self, PyObject *args)
             const TakePart *p = &parts[k];
             const uint8_t *offs = (const uint8_t *)p->offsets.buf;
             const char *idx = (const char *)p->indices.buf;
-            const uint8_t *src = (const uint8_t *)p->data.buf;
             Py_ssize_t m = p->indices.len / 8;
             for (Py_ssize_t i = 0; i < m; i++, row++) {
                 put_offset(out_offs, row, at, offset_size);
                 int64_t j;
                 memcpy(&j, idx + 8 * i, 8);
                 uint64_t a = load_le64(offs + 8 * j), len = load_le64(offs + 8 * j + 8) - a;
-                memcpy(dst + at, src + a, (size_t)len);
+                if (len <= TAKE_WIDE) /* (both buffers have TAKE_WIDE bytes to spare) */
+                    memcpy(dst + at, p->padded + a, TAKE_WIDE);
+                else
+                    memcpy(dst + at, p->padded + a, (size_t)len);
                 at += len;
             }
         }
         put_offset(out_offs, row, at, offset_size);
         Py_END_ALLOW_THREADS
-        result = PyTuple_Pack(2, offsets_out, data_out);
+        ok = _PyBytes_Resize(&data_out, (Py_ssize_t)total) == 0; /* the spare bytes dropped */
+        if (ok)
+            result = PyTuple_Pack(2, offsets_out, data_out);
     }
     for (Py_ssize_t k = 0; k < got; k++) {
+        PyMem_RawFree(parts[k].padded);
         PyBuffer_Release(&parts[k].offsets);
         PyBuffer_Release(&parts[k].data);
         PyBuffer_Release(&parts[k].indices);

@@ -434,7 +434,7 @@ def _materialized(parts: list[tuple[np.ndarray, pa.Array]], width: int, kernels:
 @given(
     pages=st.lists(
         st.tuples(
-            st.lists(st.binary(max_size=12), min_size=1, max_size=8),  # the dictionary
+            st.lists(st.binary(max_size=70), min_size=1, max_size=8),  # the dictionary
             st.lists(st.integers(0, 10**6), max_size=50),  # the picks, modulo its size
             st.integers(0, 2),  # where the dictionary starts in its array (a slice)
         ),
@@ -444,9 +444,10 @@ def _materialized(parts: list[tuple[np.ndarray, pa.Array]], width: int, kernels:
     width=st.sampled_from([4, 8]),
 )
 def test_take_binary_materializes_as_arrow_does(pages, width) -> None:
-    """Pages of varying value lengths (empty values and empty dictionaries' bytes among
-    them), dictionaries that are slices of larger arrays, both offset widths: the kernel's
-    column is the Arrow path's."""
+    """Pages of varying value lengths (empty values, empty dictionaries' bytes, values
+    shorter and longer than the kernel's 32-byte copies, the last value of a dictionary
+    among them), dictionaries that are slices of larger arrays, both offset widths: the
+    kernel's column is the Arrow path's."""
     parts = []
     for values, picks, skip in pages:
         whole = pa.array([b"x" * skip] * skip + values, pa.large_binary())
