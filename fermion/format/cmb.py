@@ -249,7 +249,7 @@ def parse_cmb(
     specs = tree.all_streams()
     kernels = native.KERNELS
     if kernels is not None:  # the checks below made in C; Python again where one fails
-        scanned = kernels.cmb_scan(
+        checked = kernels.cmb_scan(
             raw,
             _specs_bytes(specs),
             num_stripes,
@@ -258,8 +258,8 @@ def parse_cmb(
             data_start,
             data_end,
         )
-        if scanned is not None:
-            return _scanned(raw, scanned, num_stripes)
+        if checked is not None:
+            return _scanned(raw, checked, num_stripes)
     where = f"column {column!r}"
     hsize = CMB_HEADER_DTYPE.itemsize
     if len(raw) < hsize:
@@ -275,58 +275,54 @@ def parse_cmb(
         raise InvalidFileError(
             f"{where}: CMB has {streams_n} streams, the column type needs {len(specs)}"
         )
-    rows_end = _end(raw, hsize, 4 * num_stripes, "stripes")  # STRIPE_META: a u32 per stripe
+    _end(raw, hsize, 4 * num_stripes, "stripes")  # STRIPE_META: a u32 per stripe
     if sum(struct.unpack_from(f"<{num_stripes}I", raw, hsize)) != num_rows:
         raise InvalidFileError(f"{where}: stripe row counts do not add up to {num_rows}")
-    # what the descriptors keep is a copy of the block: bytes, which the garbage collector
-    # does not track (a memoryview is tracked, and holds a memory map open)
-    data = bytes(raw)
     directory = _records(raw, hsize + 4 * num_stripes, _STREAM_META, len(specs), "streams")
-    streams: list[StreamDesc] = []
+    scanned: list[tuple[int, int, tuple[tuple[int, int, int], ...]]] = []
     for spec, (desc_code, stream_type, node, pos) in zip(specs, directory, strict=True):
         if stream_type != spec.stream_type or node != spec.node:
             raise InvalidFileError(f"{where}: stream directory does not match the column type")
         desc_type = _DESC_TYPES.get(desc_code)
         if desc_type is None:
             raise InvalidFileError(f"{where}: unknown desc type {desc_code}")
-        shared = _NO_PAYLOAD.get(desc_type)
-        if shared is not None:  # nothing to parse: one immutable descriptor for all
-            streams.append(shared)
-            continue
+        other: list[tuple[int, int, int]] = []  # FULL chunks of other than one page
         if desc_type is _SIMPLE:
             simple = _records(raw, pos, _SIMPLE_CHUNK_DESC, num_stripes, "chunk descriptors")
             for offset, length, _ in simple:
                 if 0 < length != CHUNK_ALL_NULL:
                     _check_range(offset, length, data_start, data_end, where)
-            streams.append(StreamDesc(desc_type, data, pos, num_stripes))
-            continue
-        chunks = _records(raw, pos, _FULL_CHUNK_DESC, num_stripes, "chunk descriptors")
-        page_metas: dict[int, np.ndarray] = {}
-        for stripe, d in enumerate(chunks):
-            offset, length, values, cmin, cmax, nulls, n_pages, meta_offset, flags = d
-            if (length == 0) != (n_pages == 0):
-                raise InvalidFileError(f"{where}: chunk of {length} bytes with {n_pages} pages")
-            if length:
-                _check_range(offset, length, data_start, data_end, where)
-            if n_pages > 1:
-                pages = _view(data, meta_offset, PAGE_META_DTYPE, n_pages, "pages")
-                if (
-                    int(pages["page_size"].sum(dtype=np.int64)) != length
-                    or int(pages["row_count"].sum(dtype=np.int64)) != values
-                ):
-                    raise InvalidFileError(f"{where}: page sizes or counts disagree with the chunk")
-                page_metas[stripe] = pages
-            elif not n_pages:  # (a single page: its meta is the chunk's, see StreamDesc.pages)
-                page_metas[stripe] = _NO_PAGES
-        streams.append(StreamDesc(desc_type, data, pos, num_stripes, page_metas))
-    return ColumnMeta(True, data[hsize:rows_end], streams, size=len(raw))
+        elif desc_type not in _NO_PAYLOAD:  # FULL
+            chunks = _records(raw, pos, _FULL_CHUNK_DESC, num_stripes, "chunk descriptors")
+            for stripe, d in enumerate(chunks):
+                offset, length, values, _, _, _, n_pages, meta_offset, _ = d
+                if (length == 0) != (n_pages == 0):
+                    raise InvalidFileError(f"{where}: chunk of {length} bytes with {n_pages} pages")
+                if length:
+                    _check_range(offset, length, data_start, data_end, where)
+                if n_pages > 1:
+                    pages = _view(raw, meta_offset, PAGE_META_DTYPE, n_pages, "pages")
+                    if (
+                        int(pages["page_size"].sum(dtype=np.int64)) != length
+                        or int(pages["row_count"].sum(dtype=np.int64)) != values
+                    ):
+                        raise InvalidFileError(
+                            f"{where}: page sizes or counts disagree with the chunk"
+                        )
+                if n_pages != 1:  # (a single page: its meta is the chunk's, StreamDesc.pages)
+                    other.append((stripe, meta_offset, n_pages))
+        scanned.append((desc_code, pos, tuple(other)))
+    return _scanned(raw, scanned, num_stripes)
 
 
 def _scanned(
     raw: memoryview, scanned: list[tuple[int, int, tuple[tuple[int, int, int], ...]]], stripes: int
 ) -> ColumnMeta:
-    """The :class:`ColumnMeta` of a CMB that ``kernels.cmb_scan`` checked (its per-stream
-    descriptor types, positions and chunks of other than one page)."""
+    """The :class:`ColumnMeta` of a checked CMB (by ``kernels.cmb_scan`` or
+    :func:`parse_cmb`): per stream its descriptor type, position and the FULL chunks of
+    other than one page (stripe, PageMeta offset, page count)."""
+    # what the descriptors keep is a copy of the block: bytes, which the garbage collector
+    # does not track (a memoryview is tracked, and holds a memory map open)
     data = bytes(raw)
     streams: list[StreamDesc] = []
     for code, pos, chunks in scanned:

@@ -124,13 +124,19 @@ __attribute__((target("pclmul,sse2"))) static uint32_t crc32_clmul(uint32_t c,
 
 static int use_clmul = 0; /* set at import when the CPU has PCLMULQDQ */
 
-static uint32_t crc32_of(const uint8_t *p, size_t n)
+/* The CRC register after ``n`` more bytes, by the fastest way this CPU has. */
+static uint32_t crc32_more(uint32_t c, const uint8_t *p, size_t n)
 {
 #ifdef HAVE_CLMUL_PATH
     if (use_clmul && n >= 64)
-        return crc32_clmul(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+        return crc32_clmul(c, p, n);
 #endif
-    return crc32_tables(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+    return crc32_tables(c, p, n);
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t n)
+{
+    return crc32_more(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
 }
 
 static PyObject *crc32_py(PyObject *self, PyObject *args)
@@ -335,16 +341,6 @@ static PyObject *frames_fit(PyObject *self, PyObject *args)
         return NULL;
     }
     return PyLong_FromSsize_t(result);
-}
-
-/* The CRC register after ``n`` more bytes, by the fastest way this CPU has. */
-static uint32_t crc32_more(uint32_t c, const uint8_t *p, size_t n)
-{
-#ifdef HAVE_CLMUL_PATH
-    if (use_clmul && n >= 64)
-        return crc32_clmul(c, p, n);
-#endif
-    return crc32_tables(c, p, n);
 }
 
 static uint64_t load_le64(const uint8_t *p)

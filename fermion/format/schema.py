@@ -442,17 +442,13 @@ class SchemaIndex:
                     raise ChecksumError(f"schema entry of column {i}: CRC32 mismatch")
                 self._columns[i] = ColumnInfo(
                     index=i,
-                    field=self._make_field(e, memoryview(name_raw), blob_raw),
+                    field=self._field(name_raw, e.primitive_code, e.flags, blob_raw),
                     field_ids=np.frombuffer(bytes(ids_raw), dtype="<i4"),  # outlives close
                     num_streams=e.num_streams,
                     has_bloom=bool(e.flags & _FLAG_BLOOM),
                 )
                 self._entry_cache.pop(i, None)  # the ColumnInfo holds what is needed
         return [self._columns[i] for i in indices]
-
-    @staticmethod
-    def _make_field(e: _Entry, name_raw: memoryview, blob_raw: memoryview) -> pa.Field:
-        return SchemaIndex._field(bytes(name_raw), e.primitive_code, e.flags, blob_raw)
 
     @staticmethod
     def _field(name_raw: bytes, code: int, flags: int, blob_raw: memoryview) -> pa.Field:
