@@ -228,8 +228,9 @@ class SchemaIndex:
     """Lazy, O(k) access to the schema area through a range-fetch function.
 
     ``resident``: the whole area's bytes, when the caller holds them already (a reader's
-    tail read usually covers the metadata): ranges are then sliced from them, not fetched
-    (the same bytes, checked the same way, without a fetch call per step).
+    tail read usually covers the metadata): the compiled name lookups and entry checks
+    (``kernels.schema_find``, ``schema_entries``) then run on them; the Python path, and
+    every read without the kernels, fetches ranges.
     """
 
     def __init__(
@@ -292,13 +293,8 @@ class SchemaIndex:
         self._mem = None
 
     def _read(self, ranges: Sequence[tuple[int, int]]) -> Sequence[memoryview]:
-        """Ranges of the area (offsets relative to its start): slices of the resident
-        bytes when every range lies inside them, else fetched."""
-        mem = self._mem
-        if mem is not None:
-            end = len(mem)
-            if all(0 <= o and o + n <= end for o, n in ranges):
-                return [mem[o : o + n] for o, n in ranges]
+        """Ranges of the area, offsets relative to its start, fetched (a reader's fetch
+        serves those inside its tail read from it)."""
         base = self._offset
         return self._fetch([(base + o, n) for o, n in ranges])
 

@@ -13,8 +13,9 @@ exactly what Python accepts and describe it the same way. Checked here:
 - every byte of every CMB of a small file flipped in turn: the same outcome with and
   without the kernel (the same ColumnMeta, or the same error type and message);
 - every byte of a schema area's index (heap, node field ids, column entries, hash slots)
-  flipped in turn: the same lookups and columns (or the same error) from the resident
-  area with the kernels, from it without them, and through range fetches;
+  flipped in turn: the same lookups and columns (or the same error) from the kernels on
+  the resident area as from the Python path (ranges fetched), with the resident bytes
+  given and without them;
 - bad arguments: TypeError, ValueError or OverflowError, never a crash.
 """
 
