@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fermion.table.tasks import RewritePlan, RewriteResult
+from fermion.table.tasks import RewritePlan, RewriteResult, unit_live_rows
 
 __all__ = ["ConservationResult", "check_rows_conserved"]
 
@@ -50,20 +50,29 @@ class ConservationResult:
 def check_rows_conserved(plan: RewritePlan, results: Sequence[RewriteResult]) -> ConservationResult:
     """Compare each result's new fragments with its task's live rows (see the module doc).
 
-    Tasks without a result are not counted (they commit nothing).
+    Tasks without a result are not counted (they commit nothing); the tasks of a unit
+    split by batch-id range are checked together (each holds part of the unit's rows), and
+    a unit with some of its results missing is a mismatch.
     """
-    tasks = {task.task_id: task for task in plan.tasks}
+    done = {result.task_id: result for result in results}
     rows_in = rows_out = 0
+    groups = 0
     mismatched = []
-    for result in results:
-        expected = tasks[result.task_id].live_rows
-        written = sum(f.physical_rows for f in result.new_fragments)
-        deleted = sum(f.deleted_rows for f in result.new_fragments)
+    for unit, members in plan.units().items():
+        got = [done[t.task_id] for t in members if t.task_id in done]
+        if not got:
+            continue
+        groups += len(got)
+        # a unit split by batch-id range: its tasks together hold its fragments' rows
+        expected = unit_live_rows(members)
+        written = sum(f.physical_rows for r in got for f in r.new_fragments)
+        deleted = sum(f.deleted_rows for r in got for f in r.new_fragments)
         rows_in += expected
         rows_out += written - deleted
-        if written != expected or deleted:
+        if written != expected or deleted or len(got) != len(members):
+            name = members[0].task_id if len(members) == 1 else f"{unit} ({len(members)} tasks)"
             mismatched.append(
-                {"task": result.task_id, "live_rows": expected, "written": written,
+                {"task": name, "live_rows": expected, "written": written,
                  "deleted": deleted}
             )  # fmt: skip
-    return ConservationResult(rows_in, rows_out, len(results), mismatched)
+    return ConservationResult(rows_in, rows_out, groups, mismatched)

@@ -140,7 +140,11 @@ class CompactConfig(JobConfig):
     target_rows_per_fragment: int = _key(
         "Rows per rewritten fragment; fragments below it are merged.", MAX_ROWS_PER_FILE_DEFAULT
     )
-    partitions: int = _key("Spark tasks rewriting groups (0: one per group).", 0)
+    partitions: int = _key(
+        "Spark tasks rewriting groups (0: one per group); a batch-mode table is split into "
+        "up to this many batch-id ranges (0: Spark's default parallelism).",
+        0,
+    )
 
     def check(self) -> None:
         super().check()

@@ -67,15 +67,21 @@ def execute_write_tasks(
 ) -> list[WriteResult]:
     """Write ``df`` with one ``execute_write`` per Spark task; the driver gets the results.
 
-    With ``plan.batch_id_column`` the rows are hash-partitioned by it and sorted within each
-    task, so the rows of one batch arrive together in one task (one ``append_batch``).
-    ``partitions`` (0: Spark's default) sets the number of tasks. Nothing is committed.
+    With ``plan.batch_id_column`` the rows are range-partitioned by it (Spark samples the
+    ids for the bounds) and sorted within each task: the rows of one batch arrive together
+    in one task (one ``append_batch``), each task writes one increasing run of ids, and the
+    fragments of the write hold disjoint id ranges (docs/SPARK.md). ``partitions`` (0:
+    Spark's default) sets the number of tasks. Nothing is committed.
     """
     from pyspark.sql import functions as F
 
     if plan.batch_id_column is not None:
         column = F.col(plan.batch_id_column)
-        df = df.repartition(partitions, column) if partitions else df.repartition(column)
+        df = (
+            df.repartitionByRange(partitions, column)
+            if partitions
+            else df.repartitionByRange(column)
+        )
         df = df.sortWithinPartitions(column)
     elif partitions:
         df = df.repartition(partitions)

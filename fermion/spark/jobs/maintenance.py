@@ -180,12 +180,18 @@ def _check_rows_conserved(
 def compact(context: JobContext, config: CompactConfig) -> JobResult:
     """Bin-pack small fragments into ones of about ``target_rows_per_fragment`` rows.
 
-    Batch-mode tables stay batch-aligned (the rewrite writes whole batches).
+    A batch-mode table's small fragments are merged by batch id; the work is split into
+    tasks of disjoint id ranges (up to ``partitions`` of them, else Spark's default
+    parallelism), so the new fragments hold disjoint, increasing id ranges, every batch
+    whole (docs/SPARK.md).
     """
+    tasks = config.partitions or context.spark.sparkContext.defaultParallelism
     return _rewrite_rounds(
         context,
         lambda: plan_compaction(
-            config.table, target_rows_per_fragment=config.target_rows_per_fragment
+            config.table,
+            target_rows_per_fragment=config.target_rows_per_fragment,
+            max_tasks=max(1, tasks),
         ),
         config.partitions,
         config.max_retries,

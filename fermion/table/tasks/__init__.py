@@ -44,6 +44,7 @@ from fermion.table.tasks.rewrite import (
     execute_rewrite,
     plan_compaction,
     plan_materialization,
+    unit_live_rows,
 )
 from fermion.table.tasks.write import (
     BATCH_ID_COLUMN_KEY,
@@ -89,4 +90,5 @@ __all__ = [
     "plan_index",
     "plan_materialization",
     "plan_write",
+    "unit_live_rows",
 ]

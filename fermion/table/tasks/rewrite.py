@@ -28,10 +28,11 @@ Example:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError
@@ -44,6 +45,7 @@ from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.common import open_table, summarise
+from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
@@ -68,6 +70,8 @@ __all__ = [
     "execute_rewrite",
     "plan_compaction",
     "plan_materialization",
+    "unit_fragments",
+    "unit_live_rows",
 ]
 
 #: A fragment whose deleted fraction is above this is rewritten without its deleted rows.
@@ -88,13 +92,28 @@ class RewriteTask(JsonMixin):
     fragments: tuple[FragmentInfo, ...]
     target_rows_per_file: int
     batch_id_column: str | None = None
+    unit: str | None = None
+    ids_from: int | None = None
+    ids_below: int | None = None
 
     _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA, "fragments": FRAGMENTS}
 
     @property
     def live_rows(self) -> int:
-        """Rows the group holds (and its new files must hold)."""
+        """Rows the group holds (and its new files must hold). A task of a unit split by
+        batch-id range reads part of its fragments: its unit's rows are checked instead
+        (:func:`unit_live_rows`)."""
         return sum(f.live_rows for f in self.fragments)
+
+    @property
+    def unit_id(self) -> str:
+        """The tasks sharing this value commit together, as one ``RewriteGroup``."""
+        return self.unit if self.unit is not None else self.task_id
+
+    @property
+    def by_range(self) -> bool:
+        """Whether the task rewrites only the batch ids of ``[ids_from, ids_below)``."""
+        return self.ids_from is not None or self.ids_below is not None
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,32 @@ class RewritePlan(JsonMixin):
         "tasks": tasks_codec(RewriteTask),
     }
 
+    def units(self) -> dict[str, list[RewriteTask]]:
+        """The tasks by commit unit (tasks of one unit share fragments), in plan order."""
+        out: dict[str, list[RewriteTask]] = {}
+        for task in self.tasks:
+            out.setdefault(task.unit_id, []).append(task)
+        return out
+
+
+def unit_fragments(tasks: Sequence[RewriteTask]) -> list[FragmentInfo]:
+    """The distinct fragments a unit of tasks replaces, in the order first met."""
+    seen: dict[int | None, FragmentInfo] = {}
+    for task in tasks:
+        for fragment in task.fragments:
+            seen.setdefault(fragment.id, fragment)
+    return list(seen.values())
+
+
+def unit_live_rows(tasks: Sequence[RewriteTask]) -> int:
+    """The live rows of the fragments a unit of tasks replaces (its new files hold these).
+
+    Example:
+        >>> unit_live_rows([])
+        0
+    """
+    return sum(f.live_rows for f in unit_fragments(tasks))
+
 
 @dataclass(frozen=True)
 class RewriteResult(JsonMixin):
@@ -124,32 +169,122 @@ class RewriteResult(JsonMixin):
     _codecs: ClassVar[dict[str, Codec]] = {"old_fragment_ids": INTS, "new_fragments": FRAGMENTS}
 
 
+IdRange = tuple[int | None, int | None]
+
+
+def _id_bounds(fragment: pb.Fragment, field_id: int) -> tuple[int, int] | None:
+    """The fragment's min/max batch id from its manifest statistics (``None``: unknown)."""
+    for item in fragment.stats:
+        if item.field_id != field_id or item.null_count:
+            continue
+        if item.min.WhichOneof("kind") == "int_value" and item.max.WhichOneof("kind") == (
+            "int_value"
+        ):
+            return item.min.int_value, item.max.int_value
+    return None
+
+
+def _overlaps(bounds: tuple[int, int] | None, ids: IdRange) -> bool:
+    if bounds is None:
+        return True
+    lo, hi = bounds
+    return (ids[0] is None or hi >= ids[0]) and (ids[1] is None or lo < ids[1])
+
+
+def split_by_id(
+    fragments: Sequence[pb.Fragment], field_id: int, target_rows: int, max_tasks: int
+) -> list[IdRange]:
+    """Disjoint batch-id ranges ``[from, below)`` covering every id, one per task, that
+    split the live rows of ``fragments`` into about equal shares of whole target-sized
+    files (from the manifest alone: each fragment's rows are taken as spread evenly over
+    its min/max batch id; fragments without statistics are left out of the estimate).
+    Each range aims at 95% of its files' rows, so an estimate a little off does not
+    cost a small extra file per task.
+
+    Example:
+        >>> f = [pb.Fragment(id=i, physical_rows=100) for i in range(2)]
+        >>> for k, fragment in enumerate(f):
+        ...     s = fragment.stats.add(field_id=0)
+        ...     s.min.int_value, s.max.int_value = 100 * k, 100 * k + 99
+        >>> split_by_id(f, 0, target_rows=50, max_tasks=2)
+        [(None, 100), (100, None)]
+    """
+    known = [(b, live_rows(f)) for f in fragments if (b := _id_bounds(f, field_id)) is not None]
+    total = sum(live_rows(f) for f in fragments)
+    files = -(-total // target_rows)
+    per_task = max(1, -(-files // max(1, max_tasks)))
+    tasks = -(-files // per_task)
+    if tasks < 2 or not known:
+        return [(None, None)]
+    lo = np.array([float(b[0]) for b, _ in known])
+    width = np.array([float(b[1]) - float(b[0]) + 1.0 for b, _ in known])
+    rows = np.array([float(n) for _, n in known])
+    scale = sum(rows) / total if total else 1.0
+
+    def below(x: int) -> float:  # estimated live rows with an id below x
+        return float(np.sum(rows * np.clip((float(x) - lo) / width, 0.0, 1.0))) / scale
+
+    first, stop = min(b[0] for b, _ in known), max(b[1] for b, _ in known) + 1
+    cuts: list[int] = []
+    # each task aims a little below its whole files (the estimate errs either way; a task
+    # just over would write one more, small, file); the last takes what is left
+    share = per_task * target_rows - max(1, per_task * target_rows // 20)
+    for k in range(1, tasks):
+        wanted = k * share
+        a, z = first, stop  # the smallest x with below(x) >= wanted, by bisection
+        while a < z:
+            mid = (a + z) // 2
+            if below(mid) >= wanted:
+                z = mid
+            else:
+                a = mid + 1
+        if first < a < stop and (not cuts or a > cuts[-1]):
+            cuts.append(a)
+    edges: list[int | None] = [None, *cuts, None]
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
 def _plan(
     storage: TableStorage,
     manifest: pb.Manifest,
     kind: RewriteKind,
     groups: list[list[pb.Fragment]],
     target_rows: int,
+    split: list[list[IdRange]] | None = None,
 ) -> RewritePlan:
+    """The plan: one task per group, or per id range of the group when ``split`` gives a
+    group several ranges (its tasks then form one commit unit)."""
     write_id = uuid.uuid4().hex
     schema = schema_of(manifest)
     batch_column = manifest.config.get(BATCH_ID_COLUMN_KEY) or None
     if batch_column is not None and batch_column not in schema.arrow.names:
         batch_column = None  # the column was dropped: rewrite in row mode
-    tasks = tuple(
-        RewriteTask(
-            task_id=str(i),
-            uri=storage.uri,
-            read_version=manifest.version,
-            write_id=write_id,
-            schema=schema,
-            fragments=tuple(FragmentInfo.from_proto(f, committed=True) for f in group),
-            target_rows_per_file=target_rows,
-            batch_id_column=batch_column,
-        )
-        for i, group in enumerate(groups)
+    field_id = (
+        schema.top_level_ids()[schema.arrow.get_field_index(batch_column)]
+        if batch_column is not None
+        else -1
     )
-    return RewritePlan(storage.uri, kind, manifest.version, write_id, tasks)
+    tasks: list[RewriteTask] = []
+    for i, group in enumerate(groups):
+        ranges = split[i] if split is not None and batch_column is not None else [(None, None)]
+        for ids in ranges:
+            members = [f for f in group if _overlaps(_id_bounds(f, field_id), ids)]
+            tasks.append(
+                RewriteTask(
+                    task_id=str(len(tasks)),
+                    uri=storage.uri,
+                    read_version=manifest.version,
+                    write_id=write_id,
+                    schema=schema,
+                    fragments=tuple(FragmentInfo.from_proto(f, committed=True) for f in members),
+                    target_rows_per_file=target_rows,
+                    batch_id_column=batch_column,
+                    unit=f"u{i}" if len(ranges) > 1 else None,
+                    ids_from=ids[0],
+                    ids_below=ids[1],
+                )
+            )
+    return RewritePlan(storage.uri, kind, manifest.version, write_id, tuple(tasks))
 
 
 def plan_compaction(
@@ -157,24 +292,50 @@ def plan_compaction(
     *,
     target_rows_per_fragment: int = MAX_ROWS_PER_FILE_DEFAULT,
     materialize_deletions_threshold: float = MATERIALIZE_THRESHOLD_DEFAULT,
+    max_tasks: int = 1,
     version: int | None = None,
     manifest_store: ManifestStore | None = None,
 ) -> RewritePlan:
-    """Group runs of neighbouring small fragments (and heavily deleted ones) for rewriting.
+    """Group small fragments (and heavily deleted ones) for rewriting.
 
     A fragment is rewritten when it has fewer than ``target_rows_per_fragment`` live rows
-    or more than ``materialize_deletions_threshold`` of its rows deleted. Neighbouring such
-    fragments are packed into groups of at most ``target_rows_per_fragment`` live rows; a
-    lone small fragment without deletions is left alone (nothing to gain).
+    or more than ``materialize_deletions_threshold`` of its rows deleted.
+
+    - A plain table: neighbouring such fragments are packed into groups of at most
+      ``target_rows_per_fragment`` live rows; a lone small fragment without deletions is
+      left alone (nothing to gain).
+    - A batch-mode table (``fermion.batch_id_column``): every such fragment is merged
+      by batch id into one run of new fragments of about ``target_rows_per_fragment``
+      rows with disjoint, increasing id ranges (:mod:`fermion.table.tasks.merge`). With
+      ``max_tasks`` above 1 the work is split into up to that many tasks of disjoint id
+      ranges, each writing whole target-sized files; they commit together.
 
     Raises:
         InvalidArgumentError: Out-of-range arguments.
         DatasetError: No table at ``uri``.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+        >>> uri = tempfile.mkdtemp()
+        >>> data = pa.table({"b": list(range(12))})
+        >>> plan = plan_write(uri, data.schema, batch_id_column="b")
+        >>> parts = [data.filter(pa.array([i % 3 == k for i in range(12)])) for k in range(3)]
+        >>> _ = commit_write(plan, [execute_write(plan, p, task_id=k)
+        ...                         for k, p in enumerate(parts)])
+        >>> rewrite = plan_compaction(uri, target_rows_per_fragment=6, max_tasks=2)
+        >>> [(t.ids_from, t.ids_below, len(t.fragments)) for t in rewrite.tasks]
+        [(None, 6, 3), (6, None, 3)]
+        >>> summary = commit_rewrite(rewrite, [execute_rewrite(t) for t in rewrite.tasks])
+        >>> summary.fragments_removed, summary.fragments_added
+        (3, 2)
     """
     if target_rows_per_fragment < 1:
         raise InvalidArgumentError("target_rows_per_fragment must be >= 1")
     if not 0 <= materialize_deletions_threshold <= 1:
         raise InvalidArgumentError("materialize_deletions_threshold must be in [0, 1]")
+    if max_tasks < 1:
+        raise InvalidArgumentError(f"max_tasks must be >= 1, got {max_tasks}")
     storage, manifest = open_table(uri, version, manifest_store)
     target = target_rows_per_fragment
 
@@ -184,6 +345,16 @@ def plan_compaction(
             live_rows(fragment) < target
             or deleted > materialize_deletions_threshold * fragment.physical_rows
         )
+
+    schema = schema_of(manifest)
+    batch_column = manifest.config.get(BATCH_ID_COLUMN_KEY) or None
+    if batch_column is not None and batch_column in schema.arrow.names:
+        chosen = [f for f in manifest.fragments if needs_rewrite(f)]
+        if len(chosen) < 2 and not any(f.HasField("deletion_file") for f in chosen):
+            return _plan(storage, manifest, "compaction", [], target)
+        field_id = schema.top_level_ids()[schema.arrow.get_field_index(batch_column)]
+        split = split_by_id(chosen, field_id, target, max_tasks)
+        return _plan(storage, manifest, "compaction", [chosen], target, [split])
 
     groups: list[list[pb.Fragment]] = []
     current: list[pb.Fragment] = []
@@ -234,33 +405,70 @@ def plan_materialization(
 def execute_rewrite(task: RewriteTask) -> RewriteResult:
     """Read the group's live rows and write them as new files (commits nothing).
 
+    A batch-mode task merges its fragments by batch id, streaming
+    (:mod:`fermion.table.tasks.merge`): its new files hold disjoint, increasing id
+    ranges, every batch whole. A task of a range-split unit rewrites only the ids of its
+    range; its unit's row count is checked when the unit commits.
+
     Raises:
         InvalidFileError: The rows read differ from what the manifest promises.
     """
     storage = TableStorage(task.uri)
-    names = task.schema.arrow.names
-    tables = [read_fragment(storage, task.schema, f.to_proto(), names) for f in task.fragments]
-    data = pa.concat_tables(tables) if tables else task.schema.arrow.empty_table()
-    if data.num_rows != task.live_rows:
-        raise InvalidFileError(
-            f"rewrite task {task.task_id}: read {data.num_rows} live rows, "
-            f"the manifest says {task.live_rows}"
-        )
-    new = (
-        write_fragments(
-            data,
+    if task.batch_id_column is not None:
+        column = task.batch_id_column
+        streams = [
+            fragment_id_chunks(
+                storage,
+                task.schema,
+                f.to_proto(),
+                column,
+                ids_from=task.ids_from,
+                ids_below=task.ids_below,
+            )  # fmt: skip
+            for f in task.fragments
+        ]
+        counted = [0]
+        target = task.schema.arrow
+
+        def merged() -> Iterator[pa.RecordBatch]:
+            for table in merge_batch_runs(streams, column):
+                counted[0] += table.num_rows
+                for batch in table.to_batches():
+                    yield batch if batch.schema.equals(target) else batch.cast(target)
+
+        new = write_fragments(
+            pa.RecordBatchReader.from_batches(target, merged()),
             task.uri,
             schema=task.schema,
             max_rows_per_file=task.target_rows_per_file,
             prefix=f"data/{task.write_id}",
-            batch_id_column=task.batch_id_column,
+            batch_id_column=column,
         )
-        if data.num_rows
-        else []
-    )
+        rows = counted[0]
+    else:
+        names = task.schema.arrow.names
+        tables = [read_fragment(storage, task.schema, f.to_proto(), names) for f in task.fragments]
+        data = pa.concat_tables(tables) if tables else task.schema.arrow.empty_table()
+        rows = data.num_rows
+        new = (
+            write_fragments(
+                data,
+                task.uri,
+                schema=task.schema,
+                max_rows_per_file=task.target_rows_per_file,
+                prefix=f"data/{task.write_id}",
+            )
+            if data.num_rows
+            else []
+        )
+    if not task.by_range and rows != task.live_rows:
+        raise InvalidFileError(
+            f"rewrite task {task.task_id}: read {rows} live rows, "
+            f"the manifest says {task.live_rows}"
+        )
     old_ids = tuple(f.id for f in task.fragments if f.id is not None)
     infos = tuple(FragmentInfo.from_proto(f, committed=False) for f in new)
-    return RewriteResult(task.task_id, old_ids, infos, data.num_rows)
+    return RewriteResult(task.task_id, old_ids, infos, rows)
 
 
 def _content(fragment: pb.Fragment) -> tuple[bytes, tuple[str, ...]]:
@@ -289,30 +497,50 @@ def commit_rewrite(
     """
     storage = TableStorage(plan.uri, manifest_store=manifest_store)
     tasks = {t.task_id: t for t in plan.tasks}
+    units = plan.units()
+    by_task = {}
     for each in results:
         task = tasks.get(each.task_id)
         if task is None:
             raise InvalidArgumentError(f"result of unknown task {each.task_id!r}")
-        if each.rows != task.live_rows:
+        if not task.by_range and each.rows != task.live_rows:
             raise InvalidArgumentError(
                 f"task {each.task_id} wrote {each.rows} rows for {task.live_rows} live rows"
             )
-    planned = {t.task_id: {f.id: _content(f.to_proto()) for f in t.fragments} for t in plan.tasks}
+        by_task[each.task_id] = each
+    complete: list[str] = []  # units with a result for every task
     skipped: list[str] = []
+    for unit, members in units.items():
+        if all(t.task_id in by_task for t in members):
+            wrote = sum(by_task[t.task_id].rows for t in members)
+            if wrote != unit_live_rows(members):
+                raise InvalidArgumentError(
+                    f"rewrite unit {unit} wrote {wrote} rows for "
+                    f"{unit_live_rows(members)} live rows"
+                )
+            complete.append(unit)
+        elif any(t.task_id in by_task for t in members):  # part of a unit: commits nothing
+            skipped.extend(t.task_id for t in members if t.task_id in by_task)
+    planned = {
+        unit: {f.id: _content(f.to_proto()) for f in unit_fragments(units[unit])}
+        for unit in complete
+    }
 
     def groups_still_valid(manifest: pb.Manifest | None) -> Rewrite | None:
         present = {} if manifest is None else {f.id: f for f in manifest.fragments}
         kept = []
-        for each in results:
+        for unit in complete:
+            members = units[unit]
             unchanged = all(
                 i in present and _content(present[i]) == content
-                for i, content in planned[each.task_id].items()
+                for i, content in planned[unit].items()
             )
             if unchanged:
-                new = tuple(f.to_proto() for f in each.new_fragments)
-                kept.append(RewriteGroup(each.old_fragment_ids, new))
-            elif each.task_id not in skipped:
-                skipped.append(each.task_id)
+                old = tuple(f.id for f in unit_fragments(members) if f.id is not None)
+                new = tuple(f.to_proto() for t in members for f in by_task[t.task_id].new_fragments)
+                kept.append(RewriteGroup(old, new))
+            else:
+                skipped.extend(t.task_id for t in members if t.task_id not in skipped)
         return Rewrite(tuple(kept)) if kept else None
 
     op = groups_still_valid(load_manifest(storage, plan.read_version))
