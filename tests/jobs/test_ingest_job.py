@@ -291,3 +291,33 @@ def test_batches_crossing_spark_arrow_batches_stay_whole(spark: Any, tmp_path: P
             ids = sorted(set(reader.read(columns=["batch_id"])["batch_id"].to_pylist()))
             sizes = [reader.read_batches([i], columns=["x"]).num_rows for i in ids]
         assert sizes == [min(7, 1_000 - 7 * i) for i in ids]
+
+
+def test_batch_mode_ingest_writes_disjoint_increasing_id_ranges(spark: Any, tmp_path: Path) -> None:
+    """Hashed (random) request ids spread over every source file: each task writes one
+    increasing run of ids, so the fragments of the write hold disjoint id ranges."""
+    uri, source = tmp_path / "t", tmp_path / "in"
+    source.mkdir()
+    ids = [(i * 2_654_435_761) % 1_000_003 for i in range(600)]  # hashed ids, out of order
+    rows = [(b, k) for b in ids for k in range(1 + b % 3)]
+    table = pa.table({"batch_id": [b for b, _ in rows], "x": list(range(len(rows)))})
+    for k in range(3):
+        pq.write_table(table.slice(k * 450, 450), source / f"part-{k}.parquet")
+    config = write_config(
+        tmp_path / "ingest.yaml", table=str(uri), source=str(source), batch_id_column="batch_id",
+        max_rows_per_file=300, partitions=3,
+    )  # fmt: skip
+    code, summary = _ingest(spark, config)
+    assert code == 0, summary
+    ds = fermion.dataset(str(uri))
+    assert len(ds.fragments) >= 4
+    spans = []
+    for fragment in ds.fragments:
+        with fermion.FileReader(str(uri / fragment.files[0].path)) as reader:
+            got = reader.read(columns=["batch_id", "_batch_id"])
+        values = got["batch_id"].to_pylist()
+        assert values == sorted(values) == got["_batch_id"].to_pylist()
+        spans.append((values[0], values[-1]))
+    spans.sort()
+    assert all(hi < lo for (_, hi), (lo, _) in zip(spans, spans[1:], strict=False)), spans
+    assert sorted(ds.to_table()["x"].to_pylist()) == list(range(len(rows)))

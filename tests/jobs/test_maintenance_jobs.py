@@ -160,3 +160,62 @@ def test_bad_inputs_exit_non_zero_and_commit_nothing(
     assert got == code and summary["status"] == "error"
     assert summary["error"].startswith(error) and "\n" not in summary["error"]
     assert fermion.dataset(str(uri)).version == 2
+
+
+def _interleaved_table(uri: Path, appends: int = 3, tasks: int = 6, ids: int = 400) -> int:
+    """``appends`` batch-mode writes of ``tasks`` tasks each, every task holding ids from the
+    whole range of its write (as a hash-partitioned ingest wrote them); returns the rows."""
+    total = 0
+    for a in range(appends):
+        batch = [a * ids + i for i in range(ids) for _ in range(1 + i % 3)]
+        data = pa.table(
+            {"b": pa.array(batch, pa.int64()), "v": [total + i for i in range(len(batch))]}
+        )
+        total += len(batch)
+        plan = fermion.table.tasks.plan_write(str(uri), data.schema, batch_id_column="b")
+        parts = [
+            data.filter(pa.array([(b * 7_919) % tasks == k for b in batch])) for k in range(tasks)
+        ]
+        fermion.table.tasks.commit_write(
+            plan,
+            [fermion.table.tasks.execute_write(plan, p, task_id=k) for k, p in enumerate(parts)],
+        )
+    return total
+
+
+@pytest.mark.parametrize(("target", "partitions"), [(1_000_000, 0), (300, 3)])
+def test_compact_job_merges_interleaved_batch_mode_fragments_by_id_range(
+    spark: Any, tmp_path: Path, target: int, partitions: int
+) -> None:
+    uri = tmp_path / "t"
+    rows = _interleaved_table(uri)
+    before = fermion.dataset(str(uri))
+    assert len(before.fragments) == 18
+    batches = {b: sorted(v) for b, v in _group(before.to_table()).items()}
+    config = write_config(
+        tmp_path / "c.yaml", table=str(uri), target_rows_per_fragment=target,
+        partitions=partitions,
+    )  # fmt: skip
+    code, summary = _run(spark, "compact", config)
+    assert code == 0, summary
+    ds = fermion.dataset(str(uri))
+    wanted = -(-rows // target)
+    assert summary["files_in"] == 18 and summary["files_out"] == len(ds.fragments)
+    assert wanted <= len(ds.fragments) <= wanted + max(0, partitions - 1)
+    spans = []
+    for fragment in ds.fragments:
+        with fermion.FileReader(ds.storage.path(fragment.files[0].path)) as reader:
+            got = reader.read(columns=["b", "_batch_id"])
+        values = got["b"].to_pylist()
+        assert values == sorted(values) == got["_batch_id"].to_pylist()
+        spans.append((values[0], values[-1]))
+    spans.sort()
+    assert all(hi < lo for (_, hi), (lo, _) in zip(spans, spans[1:], strict=False)), spans
+    assert {b: sorted(v) for b, v in _group(ds.to_table()).items()} == batches
+
+
+def _group(table: pa.Table) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for b, v in zip(table["b"].to_pylist(), table["v"].to_pylist(), strict=True):
+        out.setdefault(b, []).append(v)
+    return out
