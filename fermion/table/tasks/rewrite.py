@@ -198,8 +198,9 @@ def split_by_id(
     split the live rows of ``fragments`` into about equal shares of whole target-sized
     files (from the manifest alone: each fragment's rows are taken as spread evenly over
     its min/max batch id; fragments without statistics are left out of the estimate).
-    Each range aims at 95% of its files' rows, so an estimate a little off does not
-    cost a small extra file per task.
+    Each range but the last aims up to 5% under its files' rows (as far as the last
+    range's part-filled file has room), so an estimate a little off does not cost a small
+    extra file per task.
 
     Example:
         >>> f = [pb.Fragment(id=i, physical_rows=100) for i in range(2)]
@@ -227,8 +228,11 @@ def split_by_id(
     first, stop = min(b[0] for b, _ in known), max(b[1] for b, _ in known) + 1
     cuts: list[int] = []
     # each task aims a little below its whole files (the estimate errs either way; a task
-    # just over would write one more, small, file); the last takes what is left
-    share = per_task * target_rows - max(1, per_task * target_rows // 20)
+    # just over would write one more, small, file); the last takes what is left, so the
+    # margin is at most the room its last file has
+    last = total - (tasks - 1) * per_task * target_rows
+    room = -(-last // target_rows) * target_rows - last
+    share = per_task * target_rows - min(per_task * target_rows // 20, room // (tasks - 1))
     for k in range(1, tasks):
         wanted = k * share
         a, z = first, stop  # the smallest x with below(x) >= wanted, by bisection
