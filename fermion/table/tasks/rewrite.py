@@ -82,7 +82,16 @@ RewriteKind = Literal["compaction", "materialization"]
 
 @dataclass(frozen=True)
 class RewriteTask(JsonMixin):
-    """One group of fragments to rewrite into new files (runs in any process)."""
+    """One group of fragments to rewrite into new files (runs in any process).
+
+    Attributes:
+        batch_id_column: The table's batch-id column: the group is merged by batch id.
+        unit: Tasks of one unit (a batch-mode merge split by id range) share fragments and
+            commit together; ``None``: the task is its own unit.
+        ids_from: With ``ids_below``, the batch ids ``[ids_from, ids_below)`` this task
+            rewrites (``None``: unbounded on that side; both ``None``: every row).
+        ids_below: See ``ids_from``.
+    """
 
     task_id: str
     uri: str
