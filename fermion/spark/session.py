@@ -10,7 +10,7 @@ to that variable before the context is created.
 
 Example:
     >>> spark = session("doc")
-    >>> spark.conf.get("spark.sql.python.filterPushdown.enabled")
+    >>> spark.conf.get("spark.sql.execution.arrow.pyspark.enabled")
     'true'
 """
 
@@ -32,7 +32,6 @@ LOCAL_MASTER_DEFAULT = "local[2]"
 #: Settings every session gets (``conf`` may override them).
 _DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
 }
 
