@@ -1,0 +1,160 @@
+"""A multi-table SQL workload through Spark: TPC-H written and queried, Fermion vs Parquet.
+
+Rows (systems ``fermion`` and ``parquet``; ``vs Parquet`` is Fermion's time over Spark
+with Parquet's):
+
+- ``spark_tpch_write``: the eight TPC-H tables read from ``tpchgen-cli``'s Parquet files and
+  written through ``df.write.format("fermion")`` vs ``df.write.parquet``;
+- ``spark_tpch_<query>``: each query of ``benchmarks.tpch_queries`` over the copy each
+  system wrote, registered as temporary views (``spark.read.format("fermion").load`` vs
+  ``spark.read.parquet``), answer collected;
+- ``spark_tpch_geomean``: the geometric mean of a system's query medians (so its
+  ``vs Parquet`` is the geometric mean of the per-query ratios).
+
+Answers are compared between the systems (sorted rows, doubles to 12 digits); a query
+whose answers differ is reported ``wrong-result`` for both, and then no geometric mean is
+given. Scale: lineitem's (SF 1 in full runs, SF 0.01 with ``--quick``).
+
+    python -m benchmarks.run --only tpch_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from benchmarks import tpch_queries as tpch
+from benchmarks.config import FULL, QUICK, WORKER_TIMEOUT_S, Sizes
+
+__all__ = ["SYSTEMS", "method_notes", "query_rows", "run"]
+
+SYSTEMS = ("fermion", "parquet")
+
+
+def _sizes() -> Sizes:
+    return QUICK if os.environ.get("FERMION_BENCH_QUICK") == "1" else FULL
+
+
+def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
+    """The Method line of these rows."""
+    return [
+        (
+            "spark_tpch_*",
+            f"TPC-H SF{sizes.lineitem_scale:g} (`tpchgen-cli`, all 8 tables), one fresh process "
+            "per system with one local[2] SparkSession (start-up not timed). Write: the 8 "
+            "tables read from the generated Parquet and written through Spark, into emptied "
+            "directories (Spark's default snappy for Parquet); queries: "
+            f"{len(tpch.QUERIES)} TPC-H-style queries (benchmarks/tpch_queries.py) over "
+            "temporary views of the copy each system wrote, `collect()` timed; one warm-up "
+            "then the timed runs, medians; answers compared between the systems",
+        )
+    ]
+
+
+def _row(scenario: str, variant: str, system: str, result: dict[str, Any]) -> dict[str, Any]:
+    row = {
+        "scenario": scenario,
+        "variant": variant,
+        "system": system,
+        "unit": "s",
+        "status": result.get("status", "error"),
+        "value": result.get("value"),
+        "note": result.get("note", ""),
+    }
+    if "runs" in result:
+        row["runs"] = result["runs"]
+    if isinstance(result.get("check"), dict):
+        row["io"] = {"check": result["check"]}
+    return row
+
+
+def _mark(rows: list[dict[str, Any]]) -> bool:
+    """Mark both rows ``wrong-result`` if their checks differ; True if they agree."""
+    checks = [(r.get("io") or {}).get("check") for r in rows]
+    if any(not isinstance(c, dict) for c in checks) or checks[0] == checks[1]:
+        return all(r["status"] == "ok" for r in rows)
+    for row in rows:
+        row["status"] = "wrong-result"
+        row["note"] = f"answers differ: {checks[0]} vs {checks[1]}"
+    return False
+
+
+def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[str, Any]]:
+    """The rows of both systems' outcomes, answers compared, with the geometric means.
+
+    Example:
+        >>> ok = lambda v, d: {"status": "ok", "value": v, "check": {"rows": 1, "digest": d}}
+        >>> fermion = {"write": ok(2.0, "w"), "queries": {"q": ok(2.0, "a")}}
+        >>> parquet = {"write": ok(1.0, "w"), "queries": {"q": ok(1.0, "a")}}
+        >>> rows = query_rows({"fermion": fermion, "parquet": parquet}, 1)
+        >>> [(r["scenario"], r["system"], r["value"]) for r in rows][-2:]
+        [('spark_tpch_geomean', 'fermion', 2.0), ('spark_tpch_geomean', 'parquet', 1.0)]
+    """
+    sf = f"SF{scale:g}"
+    out: list[dict[str, Any]] = []
+    missing = {"status": "error", "note": "the worker returned nothing"}
+    write = [
+        _row("spark_tpch_write", f"8 tables {sf}, local[2]", s, outcomes[s].get("write", missing))
+        for s in SYSTEMS
+    ]
+    _mark(write)
+    out += write
+    names = sorted(set().union(*(outcomes[s].get("queries", {}) for s in SYSTEMS)))
+    agreed = True
+    for name in names:
+        pair = [
+            _row(
+                f"spark_tpch_{name}",
+                f"{sf}, local[2]",
+                s,
+                outcomes[s]["queries"].get(name, missing),
+            )
+            for s in SYSTEMS
+        ]
+        agreed = _mark(pair) and agreed
+        out += pair
+    for system in SYSTEMS:
+        values = [outcomes[system]["queries"][n].get("value") for n in names]
+        row: dict[str, Any] = {
+            "scenario": "spark_tpch_geomean",
+            "variant": f"{len(names)} queries {sf}, local[2]",
+            "system": system,
+            "unit": "s",
+            "status": "ok" if agreed and names else "error",
+            "value": None,
+            "note": "" if agreed and names else "not every query answered alike on both",
+        }
+        if row["status"] == "ok":
+            row["value"] = math.exp(sum(math.log(v) for v in values) / len(values))
+        out.append(row)
+    return out
+
+
+def run(results: list[dict[str, Any]]) -> None:
+    """Generate the tables, measure both systems, append the rows to ``results``."""
+    from benchmarks.run import _log, run_worker
+
+    sizes = _sizes()
+    repeat = int(os.environ.get("FERMION_BENCH_REPEAT", "5"))
+    data_dir = Path(os.environ.get("FERMION_BENCH_DATA_DIR", f".bench-data/{sizes.name}"))
+    data_dir = data_dir.resolve()
+    _log(f"generating TPC-H SF{sizes.lineitem_scale:g} (all tables) with tpchgen-cli")
+    source = tpch.generate(data_dir, sizes.lineitem_scale)
+    outcomes = {}
+    for system in SYSTEMS:
+        _log(f"TPC-H write + {len(tpch.QUERIES)} queries with {system} (one Spark session)")
+        spec = {
+            "mode": "spark-tpch",
+            "system": system,
+            "source": str(source),
+            "work": str(data_dir / "tmp" / "tpch" / system),
+            "repeat": repeat,
+            "queries": sorted(tpch.QUERIES),
+        }
+        outcomes[system] = run_worker(spec, timeout=WORKER_TIMEOUT_S * 2)
+        if outcomes[system].get("status") != "ok":
+            _log(f"  FAILED: {outcomes[system].get('note')}")
+            outcomes[system] = {"write": outcomes[system], "queries": {}}
+    results += query_rows(outcomes, sizes.lineitem_scale)
