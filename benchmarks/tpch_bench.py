@@ -7,7 +7,9 @@ with Parquet's):
   written through ``df.write.format("fermion")`` vs ``df.write.parquet``;
 - ``spark_tpch_<query>``: each query of ``benchmarks.tpch_queries`` over the copy each
   system wrote, registered as temporary views (``spark.read.format("fermion").load`` vs
-  ``spark.read.parquet``), answer collected;
+  ``spark.read.parquet``), answer collected; and as system ``fermion-sql`` the same
+  query through ``fermion.spark.sql``, whose views read only the columns the query names
+  (Spark gives Python data sources no column pruning; docs/SPARK.md);
 - ``spark_tpch_geomean``: the geometric mean of a system's query medians (so its
   ``vs Parquet`` is the geometric mean of the per-query ratios).
 
@@ -47,8 +49,10 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "tables read from the generated Parquet and written through Spark, into emptied "
             "directories (Spark's default snappy for Parquet); queries: "
             f"{len(tpch.QUERIES)} TPC-H-style queries (benchmarks/tpch_queries.py) over "
-            "temporary views of the copy each system wrote, `collect()` timed; one warm-up "
-            "then the timed runs, medians; answers compared between the systems",
+            "temporary views of the copy each system wrote, `collect()` timed; `fermion-sql`: "
+            "the same queries through `fermion.spark.sql` on the fermion copy (views of "
+            "only the columns each query names); one warm-up then the timed runs, medians; "
+            "answers compared between the systems",
         )
     ]
 
@@ -71,26 +75,37 @@ def _row(scenario: str, variant: str, system: str, result: dict[str, Any]) -> di
 
 
 def _mark(rows: list[dict[str, Any]]) -> bool:
-    """Mark both rows ``wrong-result`` if their checks differ; True if they agree."""
+    """Mark every row ``wrong-result`` if their checks differ; True if all are ok and agree."""
     checks = [(r.get("io") or {}).get("check") for r in rows]
-    if any(not isinstance(c, dict) for c in checks) or checks[0] == checks[1]:
+    if any(not isinstance(c, dict) for c in checks) or all(c == checks[0] for c in checks):
         return all(r["status"] == "ok" for r in rows)
     for row in rows:
         row["status"] = "wrong-result"
-        row["note"] = f"answers differ: {checks[0]} vs {checks[1]}"
+        row["note"] = "answers differ: " + " vs ".join(str(c) for c in checks)
     return False
 
 
+def _query_results(outcomes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Query system → its results by query name (``fermion-sql`` from the fermion worker)."""
+    out = {s: outcomes[s].get("queries", {}) for s in SYSTEMS}
+    if "queries_sql" in outcomes["fermion"]:
+        out = {"fermion": out["fermion"], "fermion-sql": outcomes["fermion"]["queries_sql"],
+               "parquet": out["parquet"]}  # fmt: skip
+    return out
+
+
 def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[str, Any]]:
-    """The rows of both systems' outcomes, answers compared, with the geometric means.
+    """The rows of both workers' outcomes, answers compared, with the geometric means.
 
     Example:
         >>> ok = lambda v, d: {"status": "ok", "value": v, "check": {"rows": 1, "digest": d}}
-        >>> fermion = {"write": ok(2.0, "w"), "queries": {"q": ok(2.0, "a")}}
+        >>> fermion = {"write": ok(2.0, "w"), "queries": {"q": ok(2.0, "a")},
+        ...            "queries_sql": {"q": ok(1.5, "a")}}
         >>> parquet = {"write": ok(1.0, "w"), "queries": {"q": ok(1.0, "a")}}
         >>> rows = query_rows({"fermion": fermion, "parquet": parquet}, 1)
-        >>> [(r["scenario"], r["system"], r["value"]) for r in rows][-2:]
-        [('spark_tpch_geomean', 'fermion', 2.0), ('spark_tpch_geomean', 'parquet', 1.0)]
+        >>> [(r["scenario"], r["system"], r["value"]) for r in rows][-3:]
+        [('spark_tpch_geomean', 'fermion', 2.0), ('spark_tpch_geomean', 'fermion-sql', 1.5), \
+('spark_tpch_geomean', 'parquet', 1.0)]
     """
     sf = f"SF{scale:g}"
     out: list[dict[str, Any]] = []
@@ -101,22 +116,17 @@ def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[s
     ]
     _mark(write)
     out += write
-    names = sorted(set().union(*(outcomes[s].get("queries", {}) for s in SYSTEMS)))
+    by_system = _query_results(outcomes)
+    names = sorted(set().union(*by_system.values()))
     agreed = True
     for name in names:
         pair = [
-            _row(
-                f"spark_tpch_{name}",
-                f"{sf}, local[2]",
-                s,
-                outcomes[s]["queries"].get(name, missing),
-            )
-            for s in SYSTEMS
+            _row(f"spark_tpch_{name}", f"{sf}, local[2]", system, results.get(name, missing))
+            for system, results in by_system.items()
         ]
         agreed = _mark(pair) and agreed
         out += pair
-    for system in SYSTEMS:
-        values = [outcomes[system]["queries"][n].get("value") for n in names]
+    for system, results in by_system.items():
         row: dict[str, Any] = {
             "scenario": "spark_tpch_geomean",
             "variant": f"{len(names)} queries {sf}, local[2]",
@@ -124,10 +134,11 @@ def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[s
             "unit": "s",
             "status": "ok" if agreed and names else "error",
             "value": None,
-            "note": "" if agreed and names else "not every query answered alike on both",
+            "note": "" if agreed and names else "not every query answered alike by all",
         }
         if row["status"] == "ok":
-            row["value"] = math.exp(sum(math.log(v) for v in values) / len(values))
+            logs = [math.log(results[n]["value"]) for n in names]
+            row["value"] = math.exp(sum(logs) / len(logs))
         out.append(row)
     return out
 

@@ -35,6 +35,7 @@ __all__ = [
     "normalise",
     "register_views",
     "run_query",
+    "table_uris",
     "write_tables",
 ]
 
@@ -188,9 +189,22 @@ def normalise(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
     return sorted(plain, key=lambda row: tuple((v is None, str(v)) for v in row))
 
 
-def run_query(spark: Any, name: str) -> list[tuple[Any, ...]]:
-    """The normalised answer of one query over the registered views."""
-    return normalise(spark.sql(QUERIES[name]).collect())
+def run_query(spark: Any, name: str, tables: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+    """The normalised answer of one query over the registered views.
+
+    With ``tables`` (view name → Fermion table URI), the query runs through
+    ``fermion.spark.sql``, whose views read only the columns the query names.
+    """
+    if tables is None:
+        return normalise(spark.sql(QUERIES[name]).collect())
+    import fermion.spark
+
+    return normalise(fermion.spark.sql(spark, QUERIES[name], tables).collect())
+
+
+def table_uris(root: Path) -> dict[str, str]:
+    """View name → the Fermion table of that name under ``root``."""
+    return {table: str(root / table) for table in TABLES}
 
 
 def answers(spark: Any, names: Sequence[str] | None = None) -> dict[str, list[tuple[Any, ...]]]:

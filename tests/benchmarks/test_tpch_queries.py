@@ -54,7 +54,12 @@ def test_queries_answer_as_spark_parquet(
         assert isinstance(root, Path)
         tpch.register_views(spark, root, system)
         results[system] = tpch.answers(spark)
+    root = written["fermion"]
+    assert isinstance(root, Path)
+    uris = tpch.table_uris(root)  # through fermion.spark.sql: only the columns named
+    results["fermion-sql"] = {name: tpch.run_query(spark, name, uris) for name in tpch.QUERIES}
     for name in tpch.QUERIES:
         assert results["fermion"][name] == results["parquet"][name], name
+        assert results["fermion-sql"][name] == results["parquet"][name], name
     assert all(results["parquet"][name] for name in tpch.QUERIES)  # no empty answer
     assert len(results["parquet"]["q01_pricing_summary"]) == 4
