@@ -19,6 +19,8 @@ def test_settings_defaults_and_precedence() -> None:
     assert settings["spark.pyspark.python"] == sys.executable
     assert "spark.sql.python.filterPushdown.enabled" not in settings  # the reader needs none
     assert settings["spark.sql.execution.arrow.pyspark.enabled"] == "true"
+    assert settings["spark.sql.execution.arrow.maxRecordsPerBatch"] == "262144"
+    assert settings["spark.sql.execution.arrow.maxBytesPerBatch"] == str(64 << 20)
     assert settings["spark.sql.shuffle.partitions"] == "4"  # a local master
     ours = session_conf("local[1]", {"spark.sql.shuffle.partitions": "8"})
     assert ours["spark.master"] == "local[1]" and ours["spark.sql.shuffle.partitions"] == "8"
