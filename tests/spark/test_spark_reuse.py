@@ -230,3 +230,19 @@ def test_parquet_copy_is_the_reference(tmp_path: Path, spark: SparkSession) -> N
     assert str(fermion_rows) == str(parquet_rows)  # NaN != NaN: compared as text
     fermion_types = spark.read.format("fermion").load(uri).dtypes
     assert fermion_types == spark.read.parquet(str(tmp_path / "p.parquet")).dtypes
+
+
+def test_pruned_frames_reused(spark_conf: SparkSession, tables: dict[str, str]) -> None:
+    """read_table's and the filter option's pruning is the load()'s own: reuse keeps it."""
+    from fermion.spark import read_table
+
+    def reuse(frame: DataFrame) -> list[int]:
+        return [frame.count(), frame.filter("k = 3").count(), frame.count()]
+
+    parquet = spark_conf.read.parquet(tables["parquet"]).filter("id >= 50 AND s IS NOT NULL")
+    expected = reuse(parquet)
+    assert expected == [43, 4, 43]
+    pruned = read_table(spark_conf, tables["fermion"], filter="id >= 50 AND s IS NOT NULL")
+    assert reuse(pruned) == expected
+    option = spark_conf.read.format("fermion").option("filter", "id >= 50 AND s IS NOT NULL")
+    assert reuse(option.load(tables["fermion"])) == expected
