@@ -13,12 +13,13 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format import checksum, pages, writer
+from fermion.format.encoding import checksum, pages
+from fermion.format.write import writer
 
 
 @pytest.fixture
 def zlib_only(monkeypatch):
-    """fermion.format.checksum imported where ``isal`` cannot be imported."""
+    """fermion.format.encoding.checksum imported where ``isal`` cannot be imported."""
     real_import = builtins.__import__
 
     def no_isal(name, *args, **kwargs):

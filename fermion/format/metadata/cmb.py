@@ -8,9 +8,9 @@ A corrupt block therefore raises a typed error here and never reaches a decoder.
 
 Example:
     >>> import pyarrow as pa, tempfile, os
-    >>> from fermion.format.metadata import MetadataReader
+    >>> from fermion.format.read.metadata import MetadataReader
     >>> from fermion.format.options import ReadOptions
-    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.write.writer import write_table
     >>> from fermion.io.source import open_source
     >>> path = os.path.join(tempfile.mkdtemp(), "c.fermion")
     >>> write_table(pa.table({"a": [1, None, 3]}), path)
@@ -36,8 +36,8 @@ import numpy as np
 
 from fermion.errors import ChecksumError, InvalidFileError
 from fermion.format import native
-from fermion.format.layout import FLAT_STREAMS, Node, StreamSpec
-from fermion.format.structs import (
+from fermion.format.metadata.layout import FLAT_STREAMS, Node, StreamSpec
+from fermion.format.metadata.structs import (
     CHUNK_ALL_NULL,
     CMB_HEADER_DTYPE,
     FULL_CHUNK_DESC_DTYPE,

@@ -1,16 +1,19 @@
-"""A file's metadata: footer, Column Index Table (CIT), Column Metadata Blocks and schema.
+"""Reading a file's metadata: footer, Column Index Table (CIT), Column Metadata Blocks and
+schema.
 
-This module owns the footer (it builds and parses it) and every read of the metadata
-areas. :class:`MetadataReader` is what the reader, ``describe`` and the batch index use:
-opening costs one speculative tail read (``prefetch_bytes``) that normally holds the
-footer, CIT and schema index; nothing here touches every column. Resolving k columns reads
-k CIT entries, k schema entries and k CMBs (lazily and coalesced, or the whole CMB area in
-one read when it is small and the request needs a good share of it).
+This module does every read of the metadata areas; the structs it reads are built and
+parsed in :mod:`fermion.format.metadata` (the footer in
+:mod:`~fermion.format.metadata.footer`). :class:`MetadataReader` is what the reader,
+``describe`` and the batch index use: opening costs one speculative tail read
+(``prefetch_bytes``) that normally holds the footer, CIT and schema index; nothing here
+touches every column. Resolving k columns reads k CIT entries, k schema entries and k CMBs
+(lazily and coalesced, or the whole CMB area in one read when it is small and the request
+needs a good share of it).
 
 Example:
     >>> import pyarrow as pa, tempfile, os
     >>> from fermion.format.options import ReadOptions
-    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.write.writer import write_table
     >>> from fermion.io.source import open_source
     >>> path = os.path.join(tempfile.mkdtemp(), "m.fermion")
     >>> write_table(pa.table({"a": [1, None, 3], "b": ["x", "y", "z"]}), path)
@@ -26,151 +29,39 @@ from __future__ import annotations
 
 import struct
 import weakref
-import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from fermion.errors import (
     BatchModeError,
-    ChecksumError,
     ColumnNotFoundError,
     InvalidArgumentError,
     InvalidFileError,
     TruncatedFileError,
     UnsupportedTypeError,
-    UnsupportedVersionError,
 )
-from fermion.format.batch import system_tree
-from fermion.format.batch_read import BatchIndex
-from fermion.format.cmb import ColumnMeta, parse_cmb
-from fermion.format.layout import Kind, Node, build_tree
-from fermion.format.options import ReadOptions
-from fermion.format.plan import Projection
-from fermion.format.schema import ColumnInfo, SchemaIndex
-from fermion.format.structs import (
+from fermion.format.metadata.batch import system_tree
+from fermion.format.metadata.cmb import ColumnMeta, parse_cmb
+from fermion.format.metadata.footer import FileMetadata, parse_footer
+from fermion.format.metadata.layout import Kind, Node, build_tree
+from fermion.format.metadata.schema import ColumnInfo, SchemaIndex
+from fermion.format.metadata.structs import (
     CIT_DTYPE,
     FILE_HEADER_DTYPE,
     FOOTER_DTYPE,
-    FORMAT_VERSION_MAJOR,
     MAGIC,
-    OptionalFeature,
     RequiredFeature,
-    minor_version,
 )
+from fermion.format.options import ReadOptions
+from fermion.format.read.batch_read import BatchIndex
+from fermion.format.read.plan import Projection
 from fermion.io.source import ByteSource
 
-__all__ = ["FileMetadata", "MetadataReader", "build_footer", "parse_footer"]
+__all__ = ["MetadataReader"]
 
-KNOWN_REQUIRED_FEATURES = int(
-    RequiredFeature.BATCH_MODE
-    | RequiredFeature.ENCODINGS
-    | RequiredFeature.BIT_PACKING
-    | RequiredFeature.BLOCKS
-    | RequiredFeature.CHECKPOINTS
-    | RequiredFeature.DECIMAL_FLOATS
-    | RequiredFeature.STRIPE_DICTIONARY
-    | RequiredFeature.CRC_BLOCKS
-    | RequiredFeature.DECIMAL_MULTIPLY
-    | RequiredFeature.DICT_BLOCKS
-)  # format 1.7
-_FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
 _CIT_PAIR = struct.Struct("<qq")  # two consecutive CIT_DTYPE entries: a CMB's start and end
-
-
-@dataclass(frozen=True)
-class FileMetadata:
-    """File-level facts from the footer."""
-
-    file_size: int
-    num_rows: int
-    num_columns: int
-    num_stripes: int
-    format_version: str
-    required_features: int
-    optional_features: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The facts as a JSON-able dict.
-
-        Example:
-            >>> FileMetadata(10, 1, 1, 1, "1.4", 0, 0).to_dict()["format_version"]
-            '1.4'
-        """
-        return asdict(self)
-
-
-def build_footer(
-    *,
-    cmb_offset: int,
-    schema_offset: int,
-    cit_offset: int,
-    num_rows: int,
-    num_columns: int,
-    num_stripes: int,
-    schema_size: int,
-    required_features: int,
-    page_crc: bool,
-) -> bytes:
-    """The footer's 64 bytes (version from the required features, CRC filled in).
-
-    Example:
-        >>> raw = build_footer(cmb_offset=8, schema_offset=8, cit_offset=8, num_rows=0,
-        ...                    num_columns=0, num_stripes=0, schema_size=0,
-        ...                    required_features=0, page_crc=False)
-        >>> int(parse_footer(raw, "x")["num_rows"]), len(raw)
-        (0, 64)
-    """
-    footer = np.zeros(1, dtype=FOOTER_DTYPE)
-    f = footer[0]
-    f["cmb_offset"] = cmb_offset
-    f["schema_offset"] = schema_offset
-    f["cit_offset"] = cit_offset
-    f["num_rows"] = num_rows
-    f["num_columns"] = num_columns
-    f["num_stripes"] = num_stripes
-    f["schema_size"] = schema_size
-    f["required_features"] = required_features
-    f["optional_features"] = OptionalFeature.PAGE_CRC if page_crc else 0
-    f["version_major"] = FORMAT_VERSION_MAJOR
-    f["version_minor"] = minor_version(required_features)
-    f["magic"] = MAGIC
-    f["footer_crc"] = zlib.crc32(footer.tobytes()[:_FOOTER_CRC_BYTES])
-    return footer.tobytes()
-
-
-def parse_footer(raw: bytes, name: str) -> np.void:
-    """The footer record of the last ``FOOTER_DTYPE.itemsize`` bytes ``raw`` of file ``name``,
-    after its magic, major version, CRC and required feature flags are checked.
-
-    Raises:
-        InvalidFileError: bad magic. UnsupportedVersionError: another major version or an
-            unknown required feature. ChecksumError: the footer CRC does not match.
-
-    Example:
-        >>> parse_footer(bytes(64), "x.fermion")
-        Traceback (most recent call last):
-        ...
-        fermion.errors.InvalidFileError: x.fermion: not a Fermion file (bad footer magic)
-    """
-    footer = np.frombuffer(raw, dtype=FOOTER_DTYPE, count=1)[0]
-    if bytes(footer["magic"]) != MAGIC:
-        raise InvalidFileError(f"{name}: not a Fermion file (bad footer magic)")
-    if int(footer["version_major"]) != FORMAT_VERSION_MAJOR:
-        raise UnsupportedVersionError(
-            f"{name}: format version {int(footer['version_major'])}."
-            f"{int(footer['version_minor'])} is not supported (this reader: "
-            f"{FORMAT_VERSION_MAJOR}.x)"
-        )
-    if zlib.crc32(bytes(raw[:_FOOTER_CRC_BYTES])) != int(footer["footer_crc"]):
-        raise ChecksumError(f"{name}: footer CRC32 mismatch")
-    unknown = int(footer["required_features"]) & ~KNOWN_REQUIRED_FEATURES
-    if unknown:
-        raise UnsupportedVersionError(f"{name}: unknown required feature flags {unknown:#x}")
-    return footer
 
 
 def _weak_fetch(meta: MetadataReader) -> Callable[[Sequence[tuple[int, int]]], list[memoryview]]:
@@ -204,7 +95,7 @@ class MetadataReader:
 
     Example:
         >>> import pyarrow as pa, tempfile, os
-        >>> from fermion.format.writer import write_table
+        >>> from fermion.format.write.writer import write_table
         >>> from fermion.io.source import open_source
         >>> path = os.path.join(tempfile.mkdtemp(), "mr.fermion")
         >>> write_table(pa.table({"a": [1, 2]}), path)

@@ -43,22 +43,19 @@ from fermion.errors import (
     UnsupportedTypeError,
 )
 from fermion.format import native
-from fermion.format.batch import (
+from fermion.format.encoding.bloom import bloom_supported
+from fermion.format.encoding.checksum import crc32
+from fermion.format.encoding.encoded import has_run_ends
+from fermion.format.metadata.batch import (
     MAX_BATCH_ROWS,
     VIRTUAL_COLUMNS,
     check_batch_id,
     system_tree,
 )
-from fermion.format.bloom import bloom_supported
-from fermion.format.checksum import crc32
-from fermion.format.encoded import has_run_ends
-from fermion.format.layout import Kind, Node, build_tree
-from fermion.format.metadata import build_footer
-from fermion.format.options import WriteOptions, split_options
-from fermion.format.schema import build_schema_area
-from fermion.format.shred import ChunkState, StreamChunk, shred_column
-from fermion.format.streams import ArrowInput, as_reader
-from fermion.format.structs import (
+from fermion.format.metadata.footer import build_footer
+from fermion.format.metadata.layout import Kind, Node, build_tree
+from fermion.format.metadata.schema import build_schema_area
+from fermion.format.metadata.structs import (
     BASE_VERSION_MINOR,
     CHUNK_ALL_NULL,
     CIT_DTYPE,
@@ -75,7 +72,10 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
+from fermion.format.options import WriteOptions, split_options
+from fermion.format.streams import ArrowInput, as_reader
 from fermion.format.threads import pool
+from fermion.format.write.shred import ChunkState, StreamChunk, shred_column
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
