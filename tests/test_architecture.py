@@ -37,8 +37,8 @@ The rules:
    access is allowed (rare; the test errs on the side of no false alarms).
 
 5. **The file format's stages point one way** (docs/ARCHITECTURE.md, "fermion/format"):
-   the shared top-level modules of ``fermion.format`` (options, pools, Arrow streams, the
-   compiled kernels) (0) < ``fermion.format.metadata`` (1) < ``fermion.format.encoding``
+   the shared top-level modules of ``fermion.format`` (options, pools, Arrow streams,
+   CRC-32, the compiled kernels) (0) < ``fermion.format.metadata`` (1) < ``fermion.format.encoding``
    (2) < ``fermion.format.read`` and ``fermion.format.write`` (3) <
    ``fermion.format.convert`` (4) < the package ``__init__`` ``fermion.format`` (5). A
    module may import its own subpackage and the stages below. **Read and write never

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fermion.format.metadata.cit import _PAIR as _CIT_PAIR
 from fermion.format.metadata.cmb import (
     _CMB_HEAD,
     _FULL_CHUNK_DESC,
@@ -30,7 +31,6 @@ from fermion.format.metadata.structs import (
     SIMPLE_CHUNK_DESC_DTYPE,
     STREAM_META_DTYPE,
 )
-from fermion.format.read.metadata import _CIT_PAIR
 
 TWINS = [
     (_ENTRY_STRUCT, COLUMN_ENTRY_DTYPE, 1),

@@ -1,7 +1,8 @@
 """Encodings: the bytes of one page, both ways (docs/FORMAT.md).
 
 Bit packing, the lightweight integer and float encodings, dictionaries, bloom filters,
-compression codecs and checksums; each module both encodes and decodes. Neutral ground:
+compression codecs and page checksums (the CRC-32 itself is
+:mod:`fermion.format.checksum`); each module both encodes and decodes. Neutral ground:
 the writer and the reader import from here, and nothing here imports either.
 
 Example:

@@ -30,8 +30,8 @@ import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format import native
+from fermion.format.checksum import crc32
 from fermion.format.encoding import bitpack, decimal_floats, encodings
-from fermion.format.encoding.checksum import crc32
 from fermion.format.encoding.offsets import lengths_into, plain_into, sums_fit
 from fermion.format.encoding.stripe_dictionary import (
     IndexPage,

@@ -6,6 +6,7 @@ Neutral ground: the writer (:mod:`fermion.format.write`) and the reader
 - :mod:`~fermion.format.metadata.structs`: every on-disk struct, declared once;
 - :mod:`~fermion.format.metadata.layout`: an Arrow type -> the node tree and its streams;
 - :mod:`~fermion.format.metadata.footer`: the footer;
+- :mod:`~fermion.format.metadata.cit`: the Column Index Table;
 - :mod:`~fermion.format.metadata.cmb`: one Column Metadata Block;
 - :mod:`~fermion.format.metadata.schema`: the schema area and its column index;
 - :mod:`~fermion.format.metadata.batch`: batch mode's BATCH_META column;

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import struct
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -43,12 +42,19 @@ from fermion.errors import (
     UnsupportedTypeError,
 )
 from fermion.format.metadata.batch import system_tree
+from fermion.format.metadata.cit import (
+    cit_size,
+    entry_range,
+    parse_entries,
+    parse_entry,
+    parse_span,
+    span_range,
+)
 from fermion.format.metadata.cmb import ColumnMeta, parse_cmb
 from fermion.format.metadata.footer import FileMetadata, parse_footer
 from fermion.format.metadata.layout import Kind, Node, build_tree
 from fermion.format.metadata.schema import ColumnInfo, SchemaIndex
 from fermion.format.metadata.structs import (
-    CIT_DTYPE,
     FILE_HEADER_DTYPE,
     FOOTER_DTYPE,
     MAGIC,
@@ -60,8 +66,6 @@ from fermion.format.read.plan import Projection
 from fermion.io.source import ByteSource
 
 __all__ = ["MetadataReader"]
-
-_CIT_PAIR = struct.Struct("<qq")  # two consecutive CIT_DTYPE entries: a CMB's start and end
 
 
 def _weak_fetch(meta: MetadataReader) -> Callable[[Sequence[tuple[int, int]]], list[memoryview]]:
@@ -148,7 +152,7 @@ class MetadataReader:
         schema_size = int(footer["schema_size"])
         self.batch_mode = bool(self.required_features & RequiredFeature.BATCH_MODE)
         # batch mode: CIT entry num_columns is the BATCH_META system column's CMB
-        cit_end = self.cit_offset + CIT_DTYPE.itemsize * (self.num_columns + 1 + self.batch_mode)
+        cit_end = self.cit_offset + cit_size(self.num_columns, self.batch_mode)
         if not (
             self.data_start <= self.cmb_offset <= self.schema_offset
             and self.schema_offset + schema_size == self.cit_offset
@@ -293,19 +297,19 @@ class MetadataReader:
     # -- CIT and CMBs -----------------------------------------------------------------
     def cmb_offsets(self, columns: Sequence[int]) -> list[int]:
         """The CIT entries (absolute CMB offsets) of ``columns``."""
-        raws = self.fetch([(self.cit_offset + CIT_DTYPE.itemsize * c, 8) for c in columns])
-        return [int(np.frombuffer(raw, dtype=CIT_DTYPE)[0]) for raw in raws]
+        raws = self.fetch([entry_range(self.cit_offset, c) for c in columns])
+        return [parse_entry(raw) for raw in raws]
 
     def column_metas(self, projs: Sequence[Projection]) -> list[ColumnMeta]:
         """The parsed CMB of each projection's column (read once, then cached)."""
         need = [p for p in dict.fromkeys(p.info.index for p in projs) if p not in self.cmbs]
         if need:
-            cit_raw = self.fetch([(self.cit_offset + 8 * c, 16) for c in need])
+            cit_raw = self.fetch([span_range(self.cit_offset, c) for c in need])
             spans = []
             for c, raw in zip(need, cit_raw, strict=True):
-                start, end = _CIT_PAIR.unpack_from(raw)  # two CIT_DTYPE entries
-                if not self.cmb_offset <= start <= end <= self.schema_offset:
-                    raise InvalidFileError(f"CIT entry of column {c} points outside the CMB area")
+                start, end = parse_span(
+                    raw, self.cmb_offset, self.schema_offset, what=f"CIT entry of column {c}"
+                )
                 spans.append((start, end - start))
             self._maybe_load_cmb_area(sum(n for _, n in spans))
             present = [(c, s) for c, s in zip(need, spans, strict=True) if s[1] > 0]
@@ -352,8 +356,8 @@ class MetadataReader:
             return np.zeros(0, dtype=np.int64)
         if self.batch_mode:
             return self.batches().stripe_rows
-        (cit_raw,) = self.fetch([(self.cit_offset, 8 * (self.num_columns + 1))])
-        cit = np.frombuffer(cit_raw, dtype=CIT_DTYPE)
+        (cit_raw,) = self.fetch([(self.cit_offset, cit_size(self.num_columns, False))])
+        cit = parse_entries(cit_raw)
         sizes = np.diff(cit)
         nonzero = np.nonzero(sizes)[0]
         if len(nonzero) == 0:
@@ -385,12 +389,14 @@ class MetadataReader:
     def _system_meta(self) -> ColumnMeta:
         """The CMB of the BATCH_META system column (CIT entry ``num_columns``)."""
         c = self.num_columns
-        (cit_raw,) = self.fetch([(self.cit_offset + 8 * c, 16)])
-        start, end = (int(x) for x in np.frombuffer(cit_raw, dtype=CIT_DTYPE, count=2))
-        if not self.cmb_offset <= start < end <= self.schema_offset:
-            raise InvalidFileError(
-                f"{self.source.name}: BATCH_META: CIT entry points outside the CMB area"
-            )
+        (cit_raw,) = self.fetch([span_range(self.cit_offset, c)])
+        start, end = parse_span(
+            cit_raw,
+            self.cmb_offset,
+            self.schema_offset,
+            what=f"{self.source.name}: BATCH_META: CIT entry",
+            nonempty=True,
+        )
         (raw,) = self.fetch([(start, end - start)])
         return self._parse_cmb(raw, system_tree(), c, "BATCH_META")
 

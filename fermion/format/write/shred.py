@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,6 +57,7 @@ from fermion.format.encoding.pages import (
 )
 from fermion.format.encoding.stripe_dictionary import build_dictionary
 from fermion.format.metadata.batch import aligned_cuts
+from fermion.format.metadata.cmb import ChunkState
 from fermion.format.metadata.layout import Kind, Node, StreamSpec, is_view, is_wrapped, view_storage
 from fermion.format.metadata.stats import (
     Stats,
@@ -76,14 +76,7 @@ from fermion.format.metadata.structs import (
 )
 from fermion.format.options import BATCH_BLOCK_SIZE, WriteOptions
 
-__all__ = ["ChunkState", "EncodedPage", "StreamChunk", "shred_column"]
-
-
-class ChunkState(enum.Enum):
-    ALL_VALID = "all_valid"  # VALIDITY only: no bitmap stored
-    ALL_NULL = "all_null"  # VALIDITY only
-    EMPTY = "empty"  # OFFSETS/DATA: nothing stored (all values null, or no values)
-    PAGES = "pages"
+__all__ = ["EncodedPage", "StreamChunk", "shred_column"]
 
 
 @dataclass
