@@ -37,15 +37,15 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack
-from fermion.format.encodings import (
+from fermion.format.encoding import bitpack
+from fermion.format.encoding.encodings import (
     HEADER_SIZE,
     Header,
     encoding_header,
     packed_bits,
     read_header,
 )
-from fermion.format.structs import Encoding, EncodingFlag
+from fermion.format.metadata.structs import Encoding, EncodingFlag
 
 __all__ = [
     "MAX_ENTRIES",

@@ -4,7 +4,7 @@
 pages whole costs as much as a scan. Instead, for a flat fixed-width or binary column:
 
 - an uncompressed page is read at value level: PLAIN values by offset, bit-packed FOR and
-  INT_DICTIONARY values by :func:`fermion.format.bitpack.gather`, BYTE_SPLIT values plane
+  INT_DICTIONARY values by :func:`fermion.format.encoding.bitpack.gather`, BYTE_SPLIT values plane
   by plane, CONSTANT from its header; FLOAT_DECIMAL values from their integers (read as
   those of an integer page) and the page's exceptions;
 - of a ZSTD_BLOCKS page only the blocks holding the wanted bytes are decompressed (each
@@ -21,8 +21,8 @@ validated as well.
 
 Example:
     >>> import numpy as np
-    >>> from fermion.format.pages import encode_page
-    >>> from fermion.format.encodings import encode_ints
+    >>> from fermion.format.encoding.pages import encode_page
+    >>> from fermion.format.encoding.encodings import encode_ints
     >>> values = np.arange(1000, dtype=np.int64) * 7
     >>> enc, payload = encode_ints(values, out_width=8, compressed=False)
     >>> page = memoryview(encode_page(payload, num_values=1000, codec=0, encoding=enc))
@@ -36,8 +36,9 @@ from __future__ import annotations
 import numpy as np
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, decimal_floats, encodings, native
-from fermion.format.pages import (
+from fermion.format import native
+from fermion.format.encoding import bitpack, decimal_floats, encodings
+from fermion.format.encoding.pages import (
     BLOCKED,
     PAGE_HEADER_SIZE,
     BlockedBody,
@@ -49,14 +50,14 @@ from fermion.format.pages import (
     read_page_head,
     units_of,
 )
-from fermion.format.stripe_dictionary import (
+from fermion.format.encoding.stripe_dictionary import (
     IndexPage,
     StripeDictionaryPage,
     check_entries,
     check_header,
     indices_layout,
 )
-from fermion.format.structs import (
+from fermion.format.metadata.structs import (
     BLOCK_TABLE_DTYPE,
     DICT_BLOCK_TABLE_DTYPE,
     Compression,
@@ -476,7 +477,7 @@ def _sums(
     byte ``at``, without decoding the whole payload.
 
     With CHECKPOINTS (format 1.3) each sum is the checkpoint before ``r`` plus fewer than
-    :data:`~fermion.format.encodings.CHECKPOINT_INTERVAL` packed integers; without, every
+    :data:`~fermion.format.encoding.encodings.CHECKPOINT_INTERVAL` packed integers; without, every
     packed integer up to the last wanted row is decoded.
     """
     bits = encodings.packed_bits(h)

@@ -8,7 +8,7 @@ that a reader wanting a few values decompresses only the blocks holding them
 the page (ZSTD_DICT_BLOCKS), so that small blocks keep the ratio of large ones. The
 header's CRC32 covers every byte after the CRC field (rest of header + body), so a flipped
 bit anywhere in a page is caught before any decoding. Codecs sit in a registry keyed by
-:class:`~fermion.format.structs.Compression`; the writer chooses, the reader dispatches on
+:class:`~fermion.format.metadata.structs.Compression`; the writer chooses, the reader dispatches on
 the id stored in the file.
 
 Example:
@@ -29,16 +29,17 @@ import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
-from fermion.format import bitpack, decimal_floats, encodings, native
+from fermion.format import native
 from fermion.format.checksum import crc32
-from fermion.format.offsets import lengths_into, plain_into, sums_fit
-from fermion.format.stripe_dictionary import (
+from fermion.format.encoding import bitpack, decimal_floats, encodings
+from fermion.format.encoding.offsets import lengths_into, plain_into, sums_fit
+from fermion.format.encoding.stripe_dictionary import (
     IndexPage,
     StripeDictionaryPage,
     parse_dictionary,
     parse_indices,
 )
-from fermion.format.structs import (
+from fermion.format.metadata.structs import (
     BLOCK_TABLE_DTYPE,
     CRC_BLOCK_TABLE_DTYPE,
     DICT_BLOCK_TABLE_DTYPE,
@@ -1143,7 +1144,7 @@ def decode_offsets_into(
 ) -> None:
     """An OFFSETS page of ``expected_values`` values (plain offsets, or value lengths
     through the integer codec) into ``out`` (its int32 or int64 entries, one per value),
-    relative to the page's first offset and checked as :mod:`fermion.format.offsets`
+    relative to the page's first offset and checked as :mod:`fermion.format.encoding.offsets`
     describes. A DERIVED page has no offsets of its own: it never gets a target."""
     width = out.itemsize
     size = (expected_values + 1) * width

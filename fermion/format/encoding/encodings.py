@@ -11,12 +11,12 @@ indices) go through one integer codec that picks, per page, the smallest of
 - DICTIONARY packed indices + distinct values (FOR)     few distinct values, wide range
 
 and PLAIN when nothing is smaller. Since format 1.2 every packed section is bit-packed
-(:mod:`fermion.format.bitpack`, flag BITS: widths count bits); 1.1 pages carry byte
+(:mod:`fermion.format.encoding.bitpack`, flag BITS: widths count bits); 1.1 pages carry byte
 widths, which are the byte-aligned case of the same bit stream. String OFFSETS pages
 store value *lengths* through the same codec; string DATA pages with few distinct values
 become DICTIONARY pages (packed indices + the distinct values), their OFFSETS page then
 being DERIVED (no payload). Float pages use BYTE_SPLIT when a sample says zstd compresses
-it better, or FLOAT_DECIMAL when they are decimals (:mod:`fermion.format.decimal_floats`,
+it better, or FLOAT_DECIMAL when they are decimals (:mod:`fermion.format.encoding.decimal_floats`,
 whose integers go through the integer codec). zstd is applied on top by the page layer
 only when it pays.
 
@@ -39,8 +39,9 @@ import pyarrow.types as pat
 import zstandard
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, native
-from fermion.format.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
+from fermion.format import native
+from fermion.format.encoding import bitpack
+from fermion.format.metadata.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
     "CHECKPOINT_INTERVAL",

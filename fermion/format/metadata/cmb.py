@@ -1,4 +1,7 @@
-"""Reading one Column Metadata Block: zero-copy views, every offset bounds-checked.
+"""One Column Metadata Block (docs/FORMAT.md §6), built and parsed.
+
+The writer keeps each column's chunk descriptors in a :class:`ColumnRecord` while it
+writes the data and turns it into the column's block with :func:`build_cmb` on close.
 
 A CMB is read with ``np.frombuffer`` only. Before anything points into the data area it is
 checked: the CRC32, the stream directory against the layout implied by the column's type,
@@ -8,9 +11,9 @@ A corrupt block therefore raises a typed error here and never reaches a decoder.
 
 Example:
     >>> import pyarrow as pa, tempfile, os
-    >>> from fermion.format.metadata import MetadataReader
+    >>> from fermion.format.read.metadata import MetadataReader
     >>> from fermion.format.options import ReadOptions
-    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.write.writer import write_table
     >>> from fermion.io.source import open_source
     >>> path = os.path.join(tempfile.mkdtemp(), "c.fermion")
     >>> write_table(pa.table({"a": [1, None, 3]}), path)
@@ -28,25 +31,40 @@ Example:
 
 from __future__ import annotations
 
+import enum
 import struct
 import zlib
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from fermion.errors import ChecksumError, InvalidFileError
+from fermion.errors import ChecksumError, FermionError, InvalidFileError
 from fermion.format import native
-from fermion.format.layout import FLAT_STREAMS, Node, StreamSpec
-from fermion.format.structs import (
+from fermion.format.checksum import crc32
+from fermion.format.metadata.layout import FLAT_STREAMS, Kind, Node, StreamSpec
+from fermion.format.metadata.structs import (
     CHUNK_ALL_NULL,
     CMB_HEADER_DTYPE,
     FULL_CHUNK_DESC_DTYPE,
     PAGE_META_DTYPE,
     SIMPLE_CHUNK_DESC_DTYPE,
+    STREAM_META_DTYPE,
+    STRIPE_META_DTYPE,
     DescType,
+    StreamType,
 )
 
-__all__ = ["ColumnMeta", "PageLayout", "StreamDesc", "parse_cmb"]
+__all__ = [
+    "ChunkState",
+    "ColumnMeta",
+    "ColumnRecord",
+    "PageLayout",
+    "StreamDesc",
+    "StreamRecord",
+    "build_cmb",
+    "parse_cmb",
+]
 
 
 class PageLayout(NamedTuple):
@@ -366,3 +384,174 @@ _NO_PAGES.flags.writeable = False
 def _check_range(offset: int, length: int, start: int, end: int, where: str) -> None:
     if offset < start or offset + length > end:
         raise InvalidFileError(f"{where}: a chunk points outside the data area")
+
+
+# -- building a CMB (the writer) -------------------------------------------------------
+
+
+class ChunkState(enum.Enum):
+    """What the writer stored of one stream in one stripe; it picks the stream's
+    descriptor type in the CMB (docs/FORMAT.md §6)."""
+
+    ALL_VALID = "all_valid"  # VALIDITY only: no bitmap stored
+    ALL_NULL = "all_null"  # VALIDITY only
+    EMPTY = "empty"  # OFFSETS/DATA: nothing stored (all values null, or no values)
+    PAGES = "pages"
+
+
+class StreamRecord:
+    """Per-stripe chunk descriptors of one stream, kept by the writer until
+    :func:`build_cmb` (a plain class: a writer of 1,000 columns makes 2,000 of them, and
+    dataclass list factories cost)."""
+
+    __slots__ = (
+        "stream_type",
+        "node",
+        "states",
+        "offsets",
+        "lengths",
+        "num_values",
+        "null_counts",
+        "mins",
+        "maxs",
+        "flags",
+        "pages",
+    )
+
+    def __init__(self, stream_type: StreamType, node: int) -> None:
+        self.stream_type = stream_type
+        self.node = node
+        self.states: list[ChunkState] = []
+        self.offsets: list[int] = []
+        self.lengths: list[int] = []
+        self.num_values: list[int] = []
+        self.null_counts: list[int] = []
+        self.mins: list[int] = []
+        self.maxs: list[int] = []
+        self.flags: list[int] = []
+        self.pages: list[np.ndarray | None] = []  # PageMeta rows per stripe
+
+
+class ColumnRecord:
+    """One column's :class:`StreamRecord` per stream of its node tree, in stream order."""
+
+    def __init__(self, tree: Node) -> None:
+        self.tree = tree
+        self.streams = [StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
+        # a dictionary's length is recorded by its values node's VALIDITY descriptors
+        self.counted_nodes = (
+            {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
+            if tree.children  # (a leaf has none: most columns skip the walk)
+            else set()
+        )
+
+
+def build_cmb(index: int, col: ColumnRecord, stripe_rows: Sequence[int]) -> bytes:
+    """The Column Metadata Block of column ``index`` (CIT position) of a file whose
+    stripes hold ``stripe_rows`` rows; b"" when the column is all-null in every stripe
+    (docs/FORMAT.md §6). Payload-relative offsets are relocated to CMB-relative ones.
+
+    Raises:
+        FermionError: the block would exceed 4 GiB.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from fermion.format.metadata.layout import build_tree
+        >>> col = ColumnRecord(build_tree(pa.field("x", pa.int64(), nullable=False)))
+        >>> build_cmb(0, col, [])
+        b''
+    """
+    num_stripes = len(stripe_rows)
+    if num_stripes == 0:
+        return b""
+    top = col.streams[0] if col.streams else None  # node 0's VALIDITY, if any
+    if top is None or all(s == ChunkState.ALL_NULL for s in top.states):
+        dictionary_values = sum(
+            sum(rec.num_values)
+            for rec in col.streams
+            if rec.stream_type == StreamType.VALIDITY and rec.node in col.counted_nodes
+        )
+        if not dictionary_values:
+            return b""  # all-null in every stripe and nothing else to keep: no CMB
+    metas = np.zeros(len(col.streams), dtype=STREAM_META_DTYPE)
+    payload: list[bytes] = []
+    payload_size = 0
+    page_pool: list[np.ndarray] = []
+    page_pool_size = 0
+    full_descs: list[tuple[int, np.ndarray]] = []  # (payload position, descs)
+    for k, rec in enumerate(col.streams):
+        metas[k]["stream_type"] = rec.stream_type
+        metas[k]["node"] = rec.node
+        if rec.stream_type == StreamType.VALIDITY:
+            counted = rec.node in col.counted_nodes
+            if not counted and all(s == ChunkState.ALL_VALID for s in rec.states):
+                metas[k]["desc_type"] = DescType.USE_DEFAULT
+                continue
+            if not counted and all(s == ChunkState.ALL_NULL for s in rec.states):
+                metas[k]["desc_type"] = DescType.FORCE_NULL
+                continue
+            descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
+            descs["offset"] = rec.offsets
+            descs["length"] = [
+                CHUNK_ALL_NULL if s == ChunkState.ALL_NULL else length
+                for s, length in zip(rec.states, rec.lengths, strict=True)
+            ]
+            descs["num_values"] = rec.num_values
+            metas[k]["desc_type"] = DescType.SIMPLE
+            metas[k]["chunks_offset"] = payload_size  # relocated below
+            payload.append(descs.tobytes())
+            payload_size += descs.nbytes
+            continue
+        if all(s == ChunkState.EMPTY for s in rec.states):
+            metas[k]["desc_type"] = DescType.USE_DEFAULT
+            continue
+        if rec.stream_type == StreamType.BLOOM:  # one page per stripe: SIMPLE
+            descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
+            descs["offset"] = rec.offsets
+            descs["length"] = rec.lengths
+            descs["num_values"] = rec.num_values
+            metas[k]["desc_type"] = DescType.SIMPLE
+            metas[k]["chunks_offset"] = payload_size
+            payload.append(descs.tobytes())
+            payload_size += descs.nbytes
+            continue
+        descs = np.zeros(num_stripes, dtype=FULL_CHUNK_DESC_DTYPE)
+        descs["offset"] = rec.offsets
+        descs["length"] = rec.lengths
+        descs["num_values"] = rec.num_values
+        descs["chunk_min"] = rec.mins
+        descs["chunk_max"] = rec.maxs
+        descs["null_count"] = rec.null_counts
+        descs["stats_flags"] = rec.flags
+        num_pages = np.array([len(p) if p is not None else 0 for p in rec.pages])
+        descs["num_pages"] = num_pages
+        for s, pages in enumerate(rec.pages):
+            if pages is not None and len(pages) > 1:
+                descs[s]["page_meta_offset"] = page_pool_size  # relocated below
+                page_pool.append(pages)
+                page_pool_size += pages.nbytes
+        metas[k]["desc_type"] = DescType.FULL
+        metas[k]["chunks_offset"] = payload_size
+        full_descs.append((len(payload), descs))
+        payload.append(b"")  # placeholder, filled after relocation
+        payload_size += descs.nbytes
+    meta_size = CMB_HEADER_DTYPE.itemsize + num_stripes * 4 + metas.nbytes
+    # relocation (docs/FORMAT.md §6): payload-relative offsets become CMB-relative
+    has_payload = metas["desc_type"] < DescType.USE_DEFAULT
+    metas["chunks_offset"][has_payload] += meta_size
+    for pos, descs in full_descs:
+        multi = descs["num_pages"] > 1
+        descs["page_meta_offset"][multi] += meta_size + payload_size
+        payload[pos] = descs.tobytes()
+    stripes = np.asarray(stripe_rows, dtype=STRIPE_META_DTYPE["row_count"])
+    body = b"".join(
+        [stripes.tobytes(), metas.tobytes(), *payload, *(p.tobytes() for p in page_pool)]
+    )
+    header = np.zeros(1, dtype=CMB_HEADER_DTYPE)
+    header["num_streams"] = len(col.streams)
+    header["num_stripes"] = num_stripes
+    header["crc"] = crc32(body)
+    header["column"] = index
+    if meta_size + payload_size + page_pool_size > 0xFFFFFFFF:
+        raise FermionError("a column metadata block exceeds 4 GiB; use larger stripes")
+    return header.tobytes() + body

@@ -2,7 +2,7 @@
 of a stripe, that may hold rows a filter keeps, from chunk and page statistics, bloom
 filters (``==`` / ``isin``) and, in batch mode, the batch index.
 
-:class:`~fermion.format.reader.FileReader` asks; the filter itself is applied exactly to
+:class:`~fermion.format.read.reader.FileReader` asks; the filter itself is applied exactly to
 the rows read.
 
 Example:
@@ -20,21 +20,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
-from fermion.format.batch import VIRTUAL_COLUMNS
-from fermion.format.batch_read import BatchIndex, virtual_fields
-from fermion.format.bloom import hash_values, may_contain
-from fermion.format.cmb import ColumnMeta
-from fermion.format.pages import decode_page
-from fermion.format.plan import Projection, Ranges
-from fermion.format.pruning import (
+from fermion.format.encoding.bloom import hash_values, may_contain
+from fermion.format.encoding.pages import decode_page
+from fermion.format.metadata.batch import VIRTUAL_COLUMNS
+from fermion.format.metadata.cmb import ColumnMeta
+from fermion.format.metadata.stats import bound_scalars, stats_kind
+from fermion.format.metadata.structs import CHUNK_ALL_NULL, DescType, StreamType
+from fermion.format.read.batch_read import BatchIndex, virtual_fields
+from fermion.format.read.plan import Projection, Ranges
+from fermion.format.read.pruning import (
     and_all,
     equality_constraints,
     guarantee_for,
     referenced_fields,
     segments_that_may_match,
 )
-from fermion.format.stats import bound_scalars, stats_kind
-from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 from fermion.io.source import ByteSource
 
 __all__ = ["FilterInfo", "Pruner"]

@@ -15,7 +15,7 @@ cast of a decimal128 to float64 multiplies by the reciprocal): about one such va
 seven differs in its last bit from kernel 0's, too many exceptions, so a writer tries
 kernel 0 first and kernel 1 when it finds no exponent with it.
 
-The integers go through the integer codec (:func:`~fermion.format.encodings.encode_ints`:
+The integers go through the integer codec (:func:`~fermion.format.encoding.encodings.encode_ints`:
 CONSTANT, FOR, DELTA, RLE or INT_DICTIONARY, bit-packed). The few values that do not
 round-trip (NaN, infinities, -0.0, values with more digits) are *exceptions*, stored as
 their positions and raw bit patterns (as ALP does); a writer accepts at most one in 32
@@ -47,9 +47,10 @@ from typing import NamedTuple
 import numpy as np
 
 from fermion.errors import InvalidFileError
-from fermion.format import bitpack, encodings, native
-from fermion.format.encodings import FLOAT_SAMPLE_BYTES, HEADER_SIZE
-from fermion.format.structs import FLOAT_DECIMAL_HEADER_DTYPE, Encoding, EncodingFlag
+from fermion.format import native
+from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding.encodings import FLOAT_SAMPLE_BYTES, HEADER_SIZE
+from fermion.format.metadata.structs import FLOAT_DECIMAL_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
     "INT_ENCODINGS",

@@ -1,16 +1,19 @@
-"""A file's metadata: footer, Column Index Table (CIT), Column Metadata Blocks and schema.
+"""Reading a file's metadata: footer, Column Index Table (CIT), Column Metadata Blocks and
+schema.
 
-This module owns the footer (it builds and parses it) and every read of the metadata
-areas. :class:`MetadataReader` is what the reader, ``describe`` and the batch index use:
-opening costs one speculative tail read (``prefetch_bytes``) that normally holds the
-footer, CIT and schema index; nothing here touches every column. Resolving k columns reads
-k CIT entries, k schema entries and k CMBs (lazily and coalesced, or the whole CMB area in
-one read when it is small and the request needs a good share of it).
+This module does every read of the metadata areas; the structs it reads are built and
+parsed in :mod:`fermion.format.metadata` (the footer in
+:mod:`~fermion.format.metadata.footer`). :class:`MetadataReader` is what the reader,
+``describe`` and the batch index use: opening costs one speculative tail read
+(``prefetch_bytes``) that normally holds the footer, CIT and schema index; nothing here
+touches every column. Resolving k columns reads k CIT entries, k schema entries and k CMBs
+(lazily and coalesced, or the whole CMB area in one read when it is small and the request
+needs a good share of it).
 
 Example:
     >>> import pyarrow as pa, tempfile, os
     >>> from fermion.format.options import ReadOptions
-    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.write.writer import write_table
     >>> from fermion.io.source import open_source
     >>> path = os.path.join(tempfile.mkdtemp(), "m.fermion")
     >>> write_table(pa.table({"a": [1, None, 3], "b": ["x", "y", "z"]}), path)
@@ -24,153 +27,45 @@ Example:
 
 from __future__ import annotations
 
-import struct
 import weakref
-import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from fermion.errors import (
     BatchModeError,
-    ChecksumError,
     ColumnNotFoundError,
     InvalidArgumentError,
     InvalidFileError,
     TruncatedFileError,
     UnsupportedTypeError,
-    UnsupportedVersionError,
 )
-from fermion.format.batch import system_tree
-from fermion.format.batch_read import BatchIndex
-from fermion.format.cmb import ColumnMeta, parse_cmb
-from fermion.format.layout import Kind, Node, build_tree
-from fermion.format.options import ReadOptions
-from fermion.format.plan import Projection
-from fermion.format.schema import ColumnInfo, SchemaIndex
-from fermion.format.structs import (
-    CIT_DTYPE,
+from fermion.format.metadata.batch import system_tree
+from fermion.format.metadata.cit import (
+    cit_size,
+    entry_range,
+    parse_entries,
+    parse_entry,
+    parse_span,
+    span_range,
+)
+from fermion.format.metadata.cmb import ColumnMeta, parse_cmb
+from fermion.format.metadata.footer import FileMetadata, parse_footer
+from fermion.format.metadata.layout import Kind, Node, build_tree
+from fermion.format.metadata.schema import ColumnInfo, SchemaIndex
+from fermion.format.metadata.structs import (
     FILE_HEADER_DTYPE,
     FOOTER_DTYPE,
-    FORMAT_VERSION_MAJOR,
     MAGIC,
-    OptionalFeature,
     RequiredFeature,
-    minor_version,
 )
+from fermion.format.options import ReadOptions
+from fermion.format.read.batch_read import BatchIndex
+from fermion.format.read.plan import Projection
 from fermion.io.source import ByteSource
 
-__all__ = ["FileMetadata", "MetadataReader", "build_footer", "parse_footer"]
-
-KNOWN_REQUIRED_FEATURES = int(
-    RequiredFeature.BATCH_MODE
-    | RequiredFeature.ENCODINGS
-    | RequiredFeature.BIT_PACKING
-    | RequiredFeature.BLOCKS
-    | RequiredFeature.CHECKPOINTS
-    | RequiredFeature.DECIMAL_FLOATS
-    | RequiredFeature.STRIPE_DICTIONARY
-    | RequiredFeature.CRC_BLOCKS
-    | RequiredFeature.DECIMAL_MULTIPLY
-    | RequiredFeature.DICT_BLOCKS
-)  # format 1.7
-_FOOTER_CRC_BYTES = 40  # the footer CRC covers the fields before it
-_CIT_PAIR = struct.Struct("<qq")  # two consecutive CIT_DTYPE entries: a CMB's start and end
-
-
-@dataclass(frozen=True)
-class FileMetadata:
-    """File-level facts from the footer."""
-
-    file_size: int
-    num_rows: int
-    num_columns: int
-    num_stripes: int
-    format_version: str
-    required_features: int
-    optional_features: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The facts as a JSON-able dict.
-
-        Example:
-            >>> FileMetadata(10, 1, 1, 1, "1.4", 0, 0).to_dict()["format_version"]
-            '1.4'
-        """
-        return asdict(self)
-
-
-def build_footer(
-    *,
-    cmb_offset: int,
-    schema_offset: int,
-    cit_offset: int,
-    num_rows: int,
-    num_columns: int,
-    num_stripes: int,
-    schema_size: int,
-    required_features: int,
-    page_crc: bool,
-) -> bytes:
-    """The footer's 64 bytes (version from the required features, CRC filled in).
-
-    Example:
-        >>> raw = build_footer(cmb_offset=8, schema_offset=8, cit_offset=8, num_rows=0,
-        ...                    num_columns=0, num_stripes=0, schema_size=0,
-        ...                    required_features=0, page_crc=False)
-        >>> int(parse_footer(raw, "x")["num_rows"]), len(raw)
-        (0, 64)
-    """
-    footer = np.zeros(1, dtype=FOOTER_DTYPE)
-    f = footer[0]
-    f["cmb_offset"] = cmb_offset
-    f["schema_offset"] = schema_offset
-    f["cit_offset"] = cit_offset
-    f["num_rows"] = num_rows
-    f["num_columns"] = num_columns
-    f["num_stripes"] = num_stripes
-    f["schema_size"] = schema_size
-    f["required_features"] = required_features
-    f["optional_features"] = OptionalFeature.PAGE_CRC if page_crc else 0
-    f["version_major"] = FORMAT_VERSION_MAJOR
-    f["version_minor"] = minor_version(required_features)
-    f["magic"] = MAGIC
-    f["footer_crc"] = zlib.crc32(footer.tobytes()[:_FOOTER_CRC_BYTES])
-    return footer.tobytes()
-
-
-def parse_footer(raw: bytes, name: str) -> np.void:
-    """The footer record of the last ``FOOTER_DTYPE.itemsize`` bytes ``raw`` of file ``name``,
-    after its magic, major version, CRC and required feature flags are checked.
-
-    Raises:
-        InvalidFileError: bad magic. UnsupportedVersionError: another major version or an
-            unknown required feature. ChecksumError: the footer CRC does not match.
-
-    Example:
-        >>> parse_footer(bytes(64), "x.fermion")
-        Traceback (most recent call last):
-        ...
-        fermion.errors.InvalidFileError: x.fermion: not a Fermion file (bad footer magic)
-    """
-    footer = np.frombuffer(raw, dtype=FOOTER_DTYPE, count=1)[0]
-    if bytes(footer["magic"]) != MAGIC:
-        raise InvalidFileError(f"{name}: not a Fermion file (bad footer magic)")
-    if int(footer["version_major"]) != FORMAT_VERSION_MAJOR:
-        raise UnsupportedVersionError(
-            f"{name}: format version {int(footer['version_major'])}."
-            f"{int(footer['version_minor'])} is not supported (this reader: "
-            f"{FORMAT_VERSION_MAJOR}.x)"
-        )
-    if zlib.crc32(bytes(raw[:_FOOTER_CRC_BYTES])) != int(footer["footer_crc"]):
-        raise ChecksumError(f"{name}: footer CRC32 mismatch")
-    unknown = int(footer["required_features"]) & ~KNOWN_REQUIRED_FEATURES
-    if unknown:
-        raise UnsupportedVersionError(f"{name}: unknown required feature flags {unknown:#x}")
-    return footer
+__all__ = ["MetadataReader"]
 
 
 def _weak_fetch(meta: MetadataReader) -> Callable[[Sequence[tuple[int, int]]], list[memoryview]]:
@@ -204,7 +99,7 @@ class MetadataReader:
 
     Example:
         >>> import pyarrow as pa, tempfile, os
-        >>> from fermion.format.writer import write_table
+        >>> from fermion.format.write.writer import write_table
         >>> from fermion.io.source import open_source
         >>> path = os.path.join(tempfile.mkdtemp(), "mr.fermion")
         >>> write_table(pa.table({"a": [1, 2]}), path)
@@ -257,7 +152,7 @@ class MetadataReader:
         schema_size = int(footer["schema_size"])
         self.batch_mode = bool(self.required_features & RequiredFeature.BATCH_MODE)
         # batch mode: CIT entry num_columns is the BATCH_META system column's CMB
-        cit_end = self.cit_offset + CIT_DTYPE.itemsize * (self.num_columns + 1 + self.batch_mode)
+        cit_end = self.cit_offset + cit_size(self.num_columns, self.batch_mode)
         if not (
             self.data_start <= self.cmb_offset <= self.schema_offset
             and self.schema_offset + schema_size == self.cit_offset
@@ -402,19 +297,19 @@ class MetadataReader:
     # -- CIT and CMBs -----------------------------------------------------------------
     def cmb_offsets(self, columns: Sequence[int]) -> list[int]:
         """The CIT entries (absolute CMB offsets) of ``columns``."""
-        raws = self.fetch([(self.cit_offset + CIT_DTYPE.itemsize * c, 8) for c in columns])
-        return [int(np.frombuffer(raw, dtype=CIT_DTYPE)[0]) for raw in raws]
+        raws = self.fetch([entry_range(self.cit_offset, c) for c in columns])
+        return [parse_entry(raw) for raw in raws]
 
     def column_metas(self, projs: Sequence[Projection]) -> list[ColumnMeta]:
         """The parsed CMB of each projection's column (read once, then cached)."""
         need = [p for p in dict.fromkeys(p.info.index for p in projs) if p not in self.cmbs]
         if need:
-            cit_raw = self.fetch([(self.cit_offset + 8 * c, 16) for c in need])
+            cit_raw = self.fetch([span_range(self.cit_offset, c) for c in need])
             spans = []
             for c, raw in zip(need, cit_raw, strict=True):
-                start, end = _CIT_PAIR.unpack_from(raw)  # two CIT_DTYPE entries
-                if not self.cmb_offset <= start <= end <= self.schema_offset:
-                    raise InvalidFileError(f"CIT entry of column {c} points outside the CMB area")
+                start, end = parse_span(
+                    raw, self.cmb_offset, self.schema_offset, what=f"CIT entry of column {c}"
+                )
                 spans.append((start, end - start))
             self._maybe_load_cmb_area(sum(n for _, n in spans))
             present = [(c, s) for c, s in zip(need, spans, strict=True) if s[1] > 0]
@@ -461,8 +356,8 @@ class MetadataReader:
             return np.zeros(0, dtype=np.int64)
         if self.batch_mode:
             return self.batches().stripe_rows
-        (cit_raw,) = self.fetch([(self.cit_offset, 8 * (self.num_columns + 1))])
-        cit = np.frombuffer(cit_raw, dtype=CIT_DTYPE)
+        (cit_raw,) = self.fetch([(self.cit_offset, cit_size(self.num_columns, False))])
+        cit = parse_entries(cit_raw)
         sizes = np.diff(cit)
         nonzero = np.nonzero(sizes)[0]
         if len(nonzero) == 0:
@@ -494,12 +389,14 @@ class MetadataReader:
     def _system_meta(self) -> ColumnMeta:
         """The CMB of the BATCH_META system column (CIT entry ``num_columns``)."""
         c = self.num_columns
-        (cit_raw,) = self.fetch([(self.cit_offset + 8 * c, 16)])
-        start, end = (int(x) for x in np.frombuffer(cit_raw, dtype=CIT_DTYPE, count=2))
-        if not self.cmb_offset <= start < end <= self.schema_offset:
-            raise InvalidFileError(
-                f"{self.source.name}: BATCH_META: CIT entry points outside the CMB area"
-            )
+        (cit_raw,) = self.fetch([span_range(self.cit_offset, c)])
+        start, end = parse_span(
+            cit_raw,
+            self.cmb_offset,
+            self.schema_offset,
+            what=f"{self.source.name}: BATCH_META: CIT entry",
+            nonempty=True,
+        )
         (raw,) = self.fetch([(start, end - start)])
         return self._parse_cmb(raw, system_tree(), c, "BATCH_META")
 

@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.types as pat
 
 from fermion.errors import UnsupportedTypeError
-from fermion.format.structs import StreamType
+from fermion.format.metadata.structs import StreamType
 
 __all__ = [
     "Kind",

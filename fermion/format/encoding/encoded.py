@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from fermion.errors import InvalidFileError, UnsupportedTypeError
-from fermion.format.layout import UNION_TYPE_IDS, is_view, view_storage
+from fermion.format.metadata.layout import UNION_TYPE_IDS, is_view, view_storage
 
 __all__ = [
     "from_storage",

@@ -22,7 +22,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError, UnsupportedTypeError
-from fermion.format.assemble import (
+from fermion.format.encoding.encoded import (
+    has_run_ends,
+    run_end_decoded,
+    run_end_encoded,
+    take_rows,
+)
+from fermion.format.encoding.stripe_dictionary import is_dictionary_chunk
+from fermion.format.metadata.cmb import ColumnMeta, StreamDesc
+from fermion.format.metadata.layout import (
+    Kind,
+    Node,
+    StreamSpec,
+    build_tree,
+    is_encoded,
+    without_views,
+)
+from fermion.format.metadata.schema import ColumnInfo
+from fermion.format.metadata.structs import CHUNK_ALL_NULL, DescType, StreamType
+from fermion.format.read.assemble import (
     StripeContext,
     assemble_dictionary,
     assemble_flat,
@@ -32,12 +50,6 @@ from fermion.format.assemble import (
     pruned_type,
     validity_of,
 )
-from fermion.format.cmb import ColumnMeta, StreamDesc
-from fermion.format.encoded import has_run_ends, run_end_decoded, run_end_encoded, take_rows
-from fermion.format.layout import Kind, Node, StreamSpec, build_tree, is_encoded, without_views
-from fermion.format.schema import ColumnInfo
-from fermion.format.stripe_dictionary import is_dictionary_chunk
-from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
 
 __all__ = [
     "ColumnPlan",
@@ -324,7 +336,7 @@ def _run_fields(node: Node, stream_type: StreamType) -> tuple[bool, int]:
 
     DATA pages of fixed-width values, dictionary indices and binary values are byte runs
     end to end (a binary page's size is known from its header once it has been read);
-    OFFSETS pages join runs of rebased offsets (:mod:`fermion.format.offsets`).
+    OFFSETS pages join runs of rebased offsets (:mod:`fermion.format.encoding.offsets`).
     """
     if stream_type == StreamType.OFFSETS:
         return True, node.byte_width
@@ -381,7 +393,7 @@ def plan_column(
     """The pages of column ``p`` that stripe ``s`` must read for ``sel``.
 
     With ``point_reads`` and a selection of points (``take``), a flat fixed-width or
-    binary column is planned for value-level decoding (:mod:`fermion.format.points`).
+    binary column is planned for value-level decoding (:mod:`fermion.format.read.points`).
     """
     tree = p.tree
     if not p.flat:

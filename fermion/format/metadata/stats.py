@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.types as pat
 
-from fermion.format.structs import StatsFlag
+from fermion.format.metadata.structs import StatsFlag
 
 __all__ = [
     "Stats",

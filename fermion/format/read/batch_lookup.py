@@ -31,14 +31,14 @@ temporal; see :func:`fast_columns`) are read in phases shared by all of them:
    NumPy index.
 
 Other pages (CRC_BLOCKS, encoded integers, one zstd frame) are read value by value by
-:func:`fermion.format.points.fixed_values`, from the mapping or, of another source, as a
-:class:`~fermion.format.points.SparsePage`. Every byte used is verified as a point read
+:func:`fermion.format.read.points.fixed_values`, from the mapping or, of another source, as a
+:class:`~fermion.format.read.points.SparsePage`. Every byte used is verified as a point read
 verifies it: zstd content checksums, CRC_BLOCKS head and block CRC32s, or the page CRC32.
 
 Example:
     >>> import pyarrow as pa, tempfile, os
-    >>> from fermion.format.writer import FileWriter
-    >>> from fermion.format.reader import FileReader
+    >>> from fermion.format.write.writer import FileWriter
+    >>> from fermion.format.read.reader import FileReader
     >>> path = os.path.join(tempfile.mkdtemp(), "bl.fermion")
     >>> schema = pa.schema([("x", pa.float64()), ("y", pa.int64())])
     >>> with FileWriter(path, schema) as w:
@@ -63,28 +63,28 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidFileError, UnsupportedVersionError
-from fermion.format import encodings
-from fermion.format.cmb import ColumnMeta
-from fermion.format.layout import Kind, Node
-from fermion.format.options import ReadOptions
-from fermion.format.pages import (
+from fermion.format.encoding import encodings
+from fermion.format.encoding.pages import (
     PAGE_HEADER_SIZE,
     decompress_frames,
 )
-from fermion.format.plan import Projection
-from fermion.format.points import (
-    PagePayload,
-    SparsePage,
-    fixed_values,
-    list_value_ranges,
-)
-from fermion.format.structs import (
+from fermion.format.metadata.cmb import ColumnMeta
+from fermion.format.metadata.layout import Kind, Node
+from fermion.format.metadata.structs import (
     ENCODING_HEADER_DTYPE,
     Compression,
     DescType,
     Encoding,
     EncodingFlag,
     StreamType,
+)
+from fermion.format.options import ReadOptions
+from fermion.format.read.plan import Projection
+from fermion.format.read.points import (
+    PagePayload,
+    SparsePage,
+    fixed_values,
+    list_value_ranges,
 )
 from fermion.io.source import ByteSource
 
@@ -428,8 +428,8 @@ def _plan_page(pg: _Page, head: bytes | memoryview, width: int) -> int:
     """Validate a page's header (and a blocked page's BlockTable header) from its first
     bytes; returns the bytes the header and tables need (more than ``head`` holds: call
     again with more). A ZSTD_BLOCKS page of PLAIN or BYTE_SPLIT values gets its
-    ``block_size``; another is read value by value by :func:`fermion.format.points.fixed_values`
-    (CRC_BLOCKS: by block)."""
+    ``block_size``; another is read value by value by
+    :func:`fermion.format.read.points.fixed_values` (CRC_BLOCKS: by block)."""
     if pg.size < PAGE_HEADER_SIZE or len(head) < PAGE_HEADER_SIZE:
         raise InvalidFileError(f"{pg.where}: page of {pg.size} bytes is shorter than its header")
     _, enc, comp, _, _, size, n = _HEAD.unpack_from(head)

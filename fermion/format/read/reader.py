@@ -9,7 +9,7 @@ coalesced, and pages are checksummed and decompressed on a thread pool.
 
 Example:
     >>> import pyarrow as pa, pyarrow.compute as pc, tempfile, os
-    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.write.writer import write_table
     >>> path = os.path.join(tempfile.mkdtemp(), "r.fermion")
     >>> write_table(pa.table({"k": list(range(10)), "v": list("abcdefghij")}), path)
     >>> r = FileReader(path)
@@ -31,21 +31,22 @@ from fermion.errors import (
     ColumnNotFoundError,
     InvalidArgumentError,
 )
-from fermion.format.batch import VIRTUAL_COLUMNS, virtual_array
-from fermion.format.batch_lookup import (
+from fermion.format.metadata.batch import VIRTUAL_COLUMNS, virtual_array
+from fermion.format.metadata.cmb import ColumnMeta
+from fermion.format.metadata.footer import FileMetadata
+from fermion.format.metadata.layout import Kind, is_wrapped
+from fermion.format.options import ReadOptions, split_options
+from fermion.format.read.batch_lookup import (
     fast_columns,
     list_columns,
     read_list_points,
     read_points,
 )
-from fermion.format.batch_read import BatchIndex, output_order, virtual_fields
-from fermion.format.cmb import ColumnMeta
-from fermion.format.describe import describe_file
-from fermion.format.filters import FilterInfo, Pruner
-from fermion.format.layout import Kind, is_wrapped
-from fermion.format.metadata import FileMetadata, MetadataReader
-from fermion.format.options import ReadOptions, split_options
-from fermion.format.plan import (
+from fermion.format.read.batch_read import BatchIndex, output_order, virtual_fields
+from fermion.format.read.describe import describe_file
+from fermion.format.read.filters import FilterInfo, Pruner
+from fermion.format.read.metadata import MetadataReader
+from fermion.format.read.plan import (
     Projection,
     Ranges,
     Selection,
@@ -53,9 +54,9 @@ from fermion.format.plan import (
     select_rows,
     take_values,
 )
-from fermion.format.pruning import arrow_reason
+from fermion.format.read.pruning import arrow_reason
+from fermion.format.read.stripes import StripeReader
 from fermion.format.streams import export_stream
-from fermion.format.stripes import StripeReader
 from fermion.io.source import ByteSource, open_source
 
 __all__ = ["FileMetadata", "FileReader", "read_table"]
@@ -72,7 +73,7 @@ class FileReader:
 
     Example:
         >>> import pyarrow as pa, tempfile, os
-        >>> from fermion.format.writer import write_table
+        >>> from fermion.format.write.writer import write_table
         >>> path = os.path.join(tempfile.mkdtemp(), "f.fermion")
         >>> write_table(pa.table({"a": [1, 2, 3]}), path)
         >>> with FileReader(path) as r:
@@ -190,7 +191,7 @@ class FileReader:
 
         Example:
             >>> import pyarrow as pa, tempfile, os
-            >>> from fermion.format.writer import write_table
+            >>> from fermion.format.write.writer import write_table
             >>> path = os.path.join(tempfile.mkdtemp(), "s.fermion")
             >>> write_table(pa.table({"a": list(range(5))}), path, max_stripe_rows=2)
             >>> with FileReader(path) as r:
@@ -239,7 +240,7 @@ class FileReader:
 
         Example:
             >>> import pyarrow as pa, pyarrow.compute as pc, tempfile, os
-            >>> from fermion.format.writer import write_table
+            >>> from fermion.format.write.writer import write_table
             >>> path = os.path.join(tempfile.mkdtemp(), "b.fermion")
             >>> write_table(pa.table({"a": [1, 2, 3]}), path, max_stripe_rows=2)
             >>> with FileReader(path) as r:
@@ -261,7 +262,7 @@ class FileReader:
 
         Example:
             >>> import pyarrow as pa, pyarrow.compute as pc, tempfile, os
-            >>> from fermion.format.writer import write_table
+            >>> from fermion.format.write.writer import write_table
             >>> path = os.path.join(tempfile.mkdtemp(), "s.fermion")
             >>> write_table(pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}), path)
             >>> with FileReader(path) as r:
@@ -281,7 +282,7 @@ class FileReader:
 
         Example:
             >>> import pyarrow as pa, tempfile, os
-            >>> from fermion.format.writer import write_table
+            >>> from fermion.format.write.writer import write_table
             >>> path = os.path.join(tempfile.mkdtemp(), "c.fermion")
             >>> write_table(pa.table({"a": [1, 2]}), path)
             >>> with FileReader(path) as r:
@@ -321,7 +322,7 @@ class FileReader:
         parts = []
         if self.options.point_reads and self.source.mapped and (fast or lists):
             # of a mapped file, flat fixed-width columns read together, lists value by
-            # value, stripe by stripe (fermion.format.batch_lookup); any other column
+            # value, stripe by stripe (fermion.format.read.batch_lookup); any other column
             # through the stripe reader within each stripe. (Another source keeps the
             # stripe reader's prefetch: the next stripe's requests wait while this one
             # decodes.)
@@ -355,7 +356,7 @@ class FileReader:
 
         Example:
             >>> import pyarrow as pa, tempfile, os
-            >>> from fermion.format.writer import FileWriter
+            >>> from fermion.format.write.writer import FileWriter
             >>> path = os.path.join(tempfile.mkdtemp(), "rb.fermion")
             >>> with FileWriter(path, pa.schema([("x", pa.string())])) as w:
             ...     w.append_batch(7, pa.table({"x": ["a", "b"]}))
@@ -455,7 +456,7 @@ class FileReader:
     ) -> list[pa.Array]:
         """The selected points of stripe ``s``, a column per projection: the ``fast``
         projections read together and the ``lists`` value by value
-        (:mod:`fermion.format.batch_lookup`), the others (and lists whose offsets that
+        (:mod:`fermion.format.read.batch_lookup`), the others (and lists whose offsets that
         cannot read) through the stripe reader. (Arrays, not a batch: the caller makes
         the one batch of the columns asked for.)"""
         assert sel.points is not None
@@ -651,7 +652,7 @@ def read_table(
 
     Example:
         >>> import pyarrow as pa, tempfile, os
-        >>> from fermion.format.writer import write_table
+        >>> from fermion.format.write.writer import write_table
         >>> path = os.path.join(tempfile.mkdtemp(), "rt.fermion")
         >>> write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), path)
         >>> read_table(path, columns=["b"]).to_pydict()

@@ -2,8 +2,8 @@
 
 Example:
     >>> import pyarrow as pa, tempfile, os
-    >>> from fermion.format.writer import write_table
-    >>> from fermion.format.reader import FileReader
+    >>> from fermion.format.write.writer import write_table
+    >>> from fermion.format.read.reader import FileReader
     >>> path = os.path.join(tempfile.mkdtemp(), "d.fermion")
     >>> write_table(pa.table({"a": [1, None]}), path)
     >>> d = FileReader(path).describe()
@@ -18,13 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from fermion.format.batch_read import describe_batches
-from fermion.format.cmb import ColumnMeta, StreamDesc
-from fermion.format.layout import Node
-from fermion.format.metadata import MetadataReader
-from fermion.format.plan import Projection
-from fermion.format.stats import bound_scalars, stats_kind
-from fermion.format.structs import (
+from fermion.format.metadata.cmb import ColumnMeta, StreamDesc
+from fermion.format.metadata.layout import Node
+from fermion.format.metadata.stats import bound_scalars, stats_kind
+from fermion.format.metadata.structs import (
     CHUNK_ALL_NULL,
     PAGE_HEADER_DTYPE,
     Compression,
@@ -34,6 +31,9 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
+from fermion.format.read.batch_read import describe_batches
+from fermion.format.read.metadata import MetadataReader
+from fermion.format.read.plan import Projection
 
 __all__ = ["describe_file"]
 
@@ -69,7 +69,7 @@ def describe_file(meta: MetadataReader, projs: Sequence[Projection]) -> dict[str
     Example:
         >>> import pyarrow as pa, tempfile, os
         >>> from fermion.format.options import ReadOptions
-        >>> from fermion.format.writer import write_table
+        >>> from fermion.format.write.writer import write_table
         >>> from fermion.io.source import open_source
         >>> path = os.path.join(tempfile.mkdtemp(), "df.fermion")
         >>> write_table(pa.table({"a": [1, 2], "b": ["x", None]}), path)

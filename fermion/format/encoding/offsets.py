@@ -1,7 +1,7 @@
 """OFFSETS pages into one Arrow offsets buffer: checked kernels over preallocated output.
 
 A stream's OFFSETS pages are decoded in parallel, each straight into its slice of one run
-buffer (:func:`~fermion.format.stripes.merge_targets`): the buffer holds a leading 0 and
+buffer (:func:`~fermion.format.read.stripes.merge_targets`): the buffer holds a leading 0 and
 then one entry per value, page after page. Each page writes its entries *relative to its
 own first offset* (a page cannot know where the previous page ends), checked on the way
 in to be non-decreasing, non-negative and to fit the offset width; :func:`join_run` then

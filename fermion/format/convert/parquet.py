@@ -18,7 +18,7 @@ file starts like Parquet but its footer is gone).
 Example:
     >>> import os, tempfile
     >>> import pyarrow as pa, pyarrow.parquet as pq
-    >>> from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
+    >>> from fermion.format.convert.parquet import fermion_to_parquet, parquet_to_fermion
     >>> d = tempfile.mkdtemp()
     >>> pq.write_table(pa.table({"x": [1, 2, 3]}), os.path.join(d, "a.parquet"))
     >>> s = parquet_to_fermion(os.path.join(d, "a.parquet"), os.path.join(d, "a.fermion"))
@@ -50,6 +50,8 @@ from fermion.errors import (
     TruncatedFileError,
     UnsupportedTypeError,
 )
+from fermion.format.read.reader import FileReader
+from fermion.format.write.writer import FileWriter
 from fermion.io.source import resolve
 
 __all__ = [
@@ -304,8 +306,6 @@ def parquet_to_fermion(
     )
     rows = batches = 0
     try:
-        from fermion.format import FileWriter  # deferred: fermion.format imports this module
-
         schema = pf.schema_arrow
         try:
             writer = FileWriter(destination.writer_target(), schema, **write_options)
@@ -389,8 +389,6 @@ def fermion_to_parquet(
         >>> fermion_to_parquet(src, os.path.join(d, "out.parquet")).num_rows
         2
     """
-    from fermion.format import FileReader  # deferred: fermion.format re-exports this module
-
     started = time.perf_counter()
     destination = _Destination(dst)
     if _same_local_file(src, destination):

@@ -40,8 +40,8 @@ import pyarrow as pa
 
 from fermion.errors import ChecksumError, InvalidFileError, SchemaMismatchError
 from fermion.format import native
-from fermion.format.layout import Node, build_tree
-from fermion.format.structs import (
+from fermion.format.metadata.layout import Node, build_tree
+from fermion.format.metadata.structs import (
     COLUMN_ENTRY_DTYPE,
     HASH_SLOT_DTYPE,
     SCHEMA_HEADER_DTYPE,

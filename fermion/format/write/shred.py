@@ -17,7 +17,7 @@ Page cutting rules (docs/FORMAT.md §Pages):
 
 Example:
     >>> import pyarrow as pa
-    >>> from fermion.format.layout import build_tree
+    >>> from fermion.format.metadata.layout import build_tree
     >>> from fermion.format.options import WriteOptions
     >>> tree = build_tree(pa.field("s", pa.string()))
     >>> chunks, used = shred_column(tree, pa.array(["a", None, "ccc"]), WriteOptions())
@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,13 +34,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 
-from fermion.format import bitpack, decimal_floats
-from fermion.format.batch import aligned_cuts
-from fermion.format.bitmaps import slice_bitmap
-from fermion.format.bloom import build_blooms
-from fermion.format.decimal_floats import encode_floats
-from fermion.format.encoded import to_storage
-from fermion.format.encodings import (
+from fermion.format.encoding import bitpack, decimal_floats
+from fermion.format.encoding.bitmaps import slice_bitmap
+from fermion.format.encoding.bloom import build_blooms
+from fermion.format.encoding.decimal_floats import encode_floats
+from fermion.format.encoding.encoded import to_storage
+from fermion.format.encoding.encodings import (
     decode_byte_split,
     dictionary_page,
     encode_ints,
@@ -50,16 +48,18 @@ from fermion.format.encodings import (
     int_domain,
     ints_from_plain,
 )
-from fermion.format.layout import Kind, Node, StreamSpec, is_view, is_wrapped, view_storage
-from fermion.format.options import BATCH_BLOCK_SIZE, WriteOptions
-from fermion.format.pages import (
+from fermion.format.encoding.pages import (
     BLOCKED,
     COMPRESS_RATIO,
     ENCODED_COMPRESS_RATIO,
     encode_page,
     tries_dictionary,
 )
-from fermion.format.stats import (
+from fermion.format.encoding.stripe_dictionary import build_dictionary
+from fermion.format.metadata.batch import aligned_cuts
+from fermion.format.metadata.cmb import ChunkState
+from fermion.format.metadata.layout import Kind, Node, StreamSpec, is_view, is_wrapped, view_storage
+from fermion.format.metadata.stats import (
     Stats,
     StatsKind,
     compute_stats,
@@ -67,23 +67,16 @@ from fermion.format.stats import (
     merge_stats,
     stats_kind,
 )
-from fermion.format.stripe_dictionary import build_dictionary
-from fermion.format.structs import (
+from fermion.format.metadata.structs import (
     PAGE_META_DTYPE,
     Compression,
     Encoding,
     RequiredFeature,
     StreamType,
 )
+from fermion.format.options import BATCH_BLOCK_SIZE, WriteOptions
 
-__all__ = ["ChunkState", "EncodedPage", "StreamChunk", "shred_column"]
-
-
-class ChunkState(enum.Enum):
-    ALL_VALID = "all_valid"  # VALIDITY only: no bitmap stored
-    ALL_NULL = "all_null"  # VALIDITY only
-    EMPTY = "empty"  # OFFSETS/DATA: nothing stored (all values null, or no values)
-    PAGES = "pages"
+__all__ = ["EncodedPage", "StreamChunk", "shred_column"]
 
 
 @dataclass
@@ -297,7 +290,7 @@ def shred_column(
     stripe's batches: every page of every stream is then cut at batch boundaries, mapped
     to each nested level's values through the parent offsets.
     """
-    point_readable = node.kind in (Kind.FIXED, Kind.BINARY)  # see fermion.format.points
+    point_readable = node.kind in (Kind.FIXED, Kind.BINARY)  # see fermion.format.read.points
     # a column readers read stripe by stripe whole gains nothing from small pages
     page_size = opts.page_size * (1 if node.flat else _WHOLE_READ_PAGE_GROWTH)
     enc = _Encoder(

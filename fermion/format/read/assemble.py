@@ -7,7 +7,7 @@ sees them, so corrupt data raises :class:`InvalidFileError` instead of crashing.
 
 Example:
     >>> import pyarrow as pa
-    >>> from fermion.format.layout import build_tree
+    >>> from fermion.format.metadata.layout import build_tree
     >>> tree = build_tree(pa.field("s", pa.struct([("a", pa.int8()), ("b", pa.string())])))
     >>> pruned_type(tree, {tree.index, tree.children[1].index})
     StructType(struct<b: string>)
@@ -26,21 +26,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
-from fermion.format.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
-from fermion.format.cmb import ColumnMeta, StreamDesc
-from fermion.format.encoded import from_storage
-from fermion.format.encodings import int_domain, materialize_dictionaries
-from fermion.format.layout import Kind, Node, is_view, storage_type, view_storage, without_views
-from fermion.format.offsets import join_run
-from fermion.format.pages import DERIVED, Decoded, DictionaryPage
-from fermion.format.points import binary_values, fixed_values
-from fermion.format.stripe_dictionary import (
+from fermion.format.encoding.bitmaps import concat_bitmaps, slice_bitmap, zero_bitmap
+from fermion.format.encoding.encoded import from_storage
+from fermion.format.encoding.encodings import int_domain, materialize_dictionaries
+from fermion.format.encoding.offsets import join_run
+from fermion.format.encoding.pages import DERIVED, Decoded, DictionaryPage
+from fermion.format.encoding.stripe_dictionary import (
     IndexPage,
     StripeDictionaryPage,
     check_entries,
     is_dictionary_chunk,
 )
-from fermion.format.structs import CHUNK_ALL_NULL, DescType, StreamType
+from fermion.format.metadata.cmb import ColumnMeta, StreamDesc
+from fermion.format.metadata.layout import (
+    Kind,
+    Node,
+    is_view,
+    storage_type,
+    view_storage,
+    without_views,
+)
+from fermion.format.metadata.structs import CHUNK_ALL_NULL, DescType, StreamType
+from fermion.format.read.points import binary_values, fixed_values
 
 __all__ = [
     "PageKey",
@@ -126,7 +133,7 @@ def _page_ids(desc: StreamDesc, stripe: int) -> range:
 
 class Piece(NamedTuple):
     """Pages ``[first, end)`` of one stream: a run the decoders wrote end to end into one
-    buffer (:func:`~fermion.format.stripes.merge_targets`), or one page (``run`` None,
+    buffer (:func:`~fermion.format.read.stripes.merge_targets`), or one page (``run`` None,
     its payload in :attr:`StripeContext.pages`)."""
 
     first: int
@@ -175,7 +182,7 @@ def _offsets(ctx: StripeContext, node: Node, n: int, pages: Sequence[int] | None
     """Offsets for ``n`` values rebased to 0; from the given OFFSETS pages (or all).
 
     A run the decoders wrote (each page checked on the way in) only needs its pages
-    joined (:func:`~fermion.format.offsets.join_run`); offsets assembled from separate
+    joined (:func:`~fermion.format.encoding.offsets.join_run`); offsets assembled from separate
     pages are checked to be monotonic here.
     """
     dtype = np.dtype("<i4") if node.byte_width == 4 else np.dtype("<i8")
@@ -296,7 +303,7 @@ def _dictionary_pages(
 ) -> list[tuple[np.ndarray, pa.Array]] | None:
     """``(indices, dictionary)`` of each of the node's pages when they are string
     DICTIONARY pages (DERIVED offsets), so that the values are materialised for all pages at
-    once (:func:`~fermion.format.encodings.materialize_dictionaries`); else None.
+    once (:func:`~fermion.format.encoding.encodings.materialize_dictionaries`); else None.
 
     Plain pages may be among them if they hold at most an eighth of the rows (a writer
     cuts a short page at a stripe's end, and in batch mode at a batch's): each run of
@@ -739,7 +746,7 @@ def assemble_points(
 ) -> pa.Array:
     """The values at rows ``wanted`` (sorted, unique) of a flat column, decoded value by
     value from the undecoded DATA (and OFFSETS) pages in ``ctx.pages`` (see
-    :mod:`fermion.format.points`).
+    :mod:`fermion.format.read.points`).
 
     ``points`` maps each DATA page to the wanted rows within it, in page order.
     """

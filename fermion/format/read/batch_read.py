@@ -9,8 +9,8 @@ pages by their row counts. Every inconsistency raises :class:`InvalidFileError`.
 
 Example:
     >>> import pyarrow as pa, tempfile, os
-    >>> from fermion.format.writer import FileWriter
-    >>> from fermion.format.reader import FileReader
+    >>> from fermion.format.write.writer import FileWriter
+    >>> from fermion.format.read.reader import FileReader
     >>> path = os.path.join(tempfile.mkdtemp(), "bi.fermion")
     >>> with FileWriter(path, pa.schema([("x", pa.int64())])) as w:
     ...     for i in range(4):
@@ -30,16 +30,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
-from fermion.format.batch import (
+from fermion.format.encoding.pages import decode_page
+from fermion.format.metadata.batch import (
     BATCH_ID,
     BATCH_INDEX,
     StripeBatches,
     virtual_field,
 )
-from fermion.format.cmb import ColumnMeta
-from fermion.format.pages import decode_page
-from fermion.format.pruning import and_all, guarantee_for
-from fermion.format.structs import DescType, StatsFlag
+from fermion.format.metadata.cmb import ColumnMeta
+from fermion.format.metadata.structs import DescType, StatsFlag
+from fermion.format.read.pruning import and_all, guarantee_for
 from fermion.io.source import ByteSource
 
 __all__ = ["BatchIndex", "output_order"]
@@ -53,7 +53,7 @@ class BatchIndex:
 
     Args:
         meta: the system column's parsed CMB (see
-            :meth:`~fermion.format.metadata.MetadataReader.batches`).
+            :meth:`~fermion.format.read.metadata.MetadataReader.batches`).
         source: the file, for the ids and lengths pages.
         coalesce_gap: ranges closer than this are read in one request.
         verify_checksums: verify page CRC32s.

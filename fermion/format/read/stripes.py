@@ -2,14 +2,14 @@
 assemble the columns; and a pipeline over many stripes that reads the next stripe's pages
 on the IO pool while the current one decodes (prefetch).
 
-:class:`~fermion.format.reader.FileReader` decides *which* stripes and rows to read
+:class:`~fermion.format.read.reader.FileReader` decides *which* stripes and rows to read
 (pruning, ``take``, batch lookups); this module reads them.
 
 Example:
     >>> import pyarrow as pa, tempfile, os
-    >>> from fermion.format.metadata import MetadataReader
+    >>> from fermion.format.read.metadata import MetadataReader
     >>> from fermion.format.options import ReadOptions
-    >>> from fermion.format.writer import write_table
+    >>> from fermion.format.write.writer import write_table
     >>> from fermion.io.source import open_source
     >>> path = os.path.join(tempfile.mkdtemp(), "s.fermion")
     >>> write_table(pa.table({"a": list(range(10)), "b": list("abcdefghij")}), path)
@@ -34,10 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidFileError
-from fermion.format.assemble import StripeContext, null_column
-from fermion.format.cmb import ColumnMeta
-from fermion.format.options import ReadOptions
-from fermion.format.pages import (
+from fermion.format.encoding.pages import (
     PAGE_HEADER_SIZE,
     Decoded,
     decode_offsets_into,
@@ -46,7 +43,11 @@ from fermion.format.pages import (
     is_derived,
     plain_size_hint,
 )
-from fermion.format.plan import (
+from fermion.format.metadata.cmb import ColumnMeta
+from fermion.format.metadata.structs import Compression, Encoding, RequiredFeature
+from fermion.format.options import ReadOptions
+from fermion.format.read.assemble import StripeContext, null_column
+from fermion.format.read.plan import (
     ColumnPlan,
     PageRequest,
     Projection,
@@ -54,8 +55,7 @@ from fermion.format.plan import (
     plan_column,
     select_rows,
 )
-from fermion.format.points import SparsePage
-from fermion.format.structs import Compression, Encoding, RequiredFeature
+from fermion.format.read.points import SparsePage
 from fermion.format.threads import io_pool, pool
 from fermion.io.source import ByteSource
 
@@ -305,7 +305,7 @@ def merge_targets(
     directly, and per projection ((stream, first page) -> (buffer, end page)) for assembly,
     which then uses the buffer as is instead of concatenating the pages. A run of OFFSETS
     pages (even of one page) is a typed array of a leading 0 then each page's entries
-    (:mod:`fermion.format.offsets`); other runs have two pages or more, or are one page
+    (:mod:`fermion.format.encoding.offsets`); other runs have two pages or more, or are one page
     whose decoding ``allocates[i]`` (an encoded or compressed page: its buffer then comes
     from Arrow's pool like a run's, not from a fresh allocation that faults its pages in).
     """

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidFileError
-from fermion.format.encodings import int_domain, ints_from_plain
+from fermion.format.encoding.encodings import int_domain, ints_from_plain
 
 __all__ = ["bloom_supported", "build_blooms", "hash_values", "may_contain"]
 

@@ -2,9 +2,11 @@
 
 Rows are buffered into a stripe; a full stripe is shredded column by column into pages
 (encoded and zstd-compressed on a thread pool) and appended to a buffered sink. Chunk
-descriptors and page statistics stay in memory until :meth:`FileWriter.close`, which
-writes every Column Metadata Block (relocated to CMB-relative offsets), the schema area,
-the Column Index Table and the fixed-size footer.
+descriptors and page statistics stay in memory (a
+:class:`~fermion.format.metadata.cmb.ColumnRecord` per column) until
+:meth:`FileWriter.close`, which writes every Column Metadata Block, the schema area, the
+Column Index Table and the fixed-size footer, each built by its module of
+:mod:`fermion.format.metadata`.
 
 In batch mode (:meth:`FileWriter.append_batch`) rows come as identified batches that are
 never split across pages or stripes, and a BATCH_META system column records them. Many
@@ -43,39 +45,33 @@ from fermion.errors import (
     UnsupportedTypeError,
 )
 from fermion.format import native
-from fermion.format.batch import (
+from fermion.format.encoding.bloom import bloom_supported
+from fermion.format.encoding.encoded import has_run_ends
+from fermion.format.metadata.batch import (
     MAX_BATCH_ROWS,
     VIRTUAL_COLUMNS,
     check_batch_id,
     system_tree,
 )
-from fermion.format.bloom import bloom_supported
-from fermion.format.checksum import crc32
-from fermion.format.encoded import has_run_ends
-from fermion.format.layout import Kind, Node, build_tree
-from fermion.format.metadata import build_footer
-from fermion.format.options import WriteOptions, split_options
-from fermion.format.schema import build_schema_area
-from fermion.format.shred import ChunkState, StreamChunk, shred_column
-from fermion.format.streams import ArrowInput, as_reader
-from fermion.format.structs import (
+from fermion.format.metadata.cit import build_cit
+from fermion.format.metadata.cmb import ColumnRecord, build_cmb
+from fermion.format.metadata.footer import build_footer
+from fermion.format.metadata.layout import Node, build_tree
+from fermion.format.metadata.schema import build_schema_area
+from fermion.format.metadata.structs import (
     BASE_VERSION_MINOR,
     CHUNK_ALL_NULL,
-    CIT_DTYPE,
-    CMB_HEADER_DTYPE,
     FILE_HEADER_DTYPE,
     FORMAT_VERSION_MAJOR,
-    FULL_CHUNK_DESC_DTYPE,
     MAGIC,
     PAGE_META_DTYPE,
-    SIMPLE_CHUNK_DESC_DTYPE,
-    STREAM_META_DTYPE,
-    STRIPE_META_DTYPE,
-    DescType,
     RequiredFeature,
     StreamType,
 )
+from fermion.format.options import WriteOptions, split_options
+from fermion.format.streams import ArrowInput, as_reader
 from fermion.format.threads import pool
+from fermion.format.write.shred import StreamChunk, shred_column
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
@@ -88,50 +84,6 @@ _BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks
 _CALIBRATE_COLUMNS = 4
 _CALIBRATE_ROUNDS = 4
 _CALIBRATE_MIN = 96
-
-
-class _StreamRecord:
-    """Per-stripe chunk descriptors of one stream, kept until close (a plain class: a
-    writer of 1,000 columns makes 2,000 of them, and dataclass list factories cost)."""
-
-    __slots__ = (
-        "stream_type",
-        "node",
-        "states",
-        "offsets",
-        "lengths",
-        "num_values",
-        "null_counts",
-        "mins",
-        "maxs",
-        "flags",
-        "pages",
-    )
-
-    def __init__(self, stream_type: StreamType, node: int) -> None:
-        self.stream_type = stream_type
-        self.node = node
-        self.states: list[ChunkState] = []
-        self.offsets: list[int] = []
-        self.lengths: list[int] = []
-        self.num_values: list[int] = []
-        self.null_counts: list[int] = []
-        self.mins: list[int] = []
-        self.maxs: list[int] = []
-        self.flags: list[int] = []
-        self.pages: list[np.ndarray | None] = []  # PageMeta rows per stripe
-
-
-class _ColumnRecord:
-    def __init__(self, tree: Node) -> None:
-        self.tree = tree
-        self.streams = [_StreamRecord(s.stream_type, s.node) for s in tree.all_streams()]
-        # a dictionary's length is recorded by its values node's VALIDITY descriptors
-        self.counted_nodes = (
-            {n.children[0].index for n in tree.walk() if n.kind == Kind.DICTIONARY}
-            if tree.children  # (a leaf has none: most columns skip the walk)
-            else set()
-        )
 
 
 def _joined(f: pa.Field, chunks: Sequence[pa.Array]) -> pa.Array:
@@ -190,14 +142,14 @@ class FileWriter:
             if f.name in blooms and not bloom_supported(f.type):
                 raise UnsupportedTypeError(f"no bloom filters for {f.name!r} of type {f.type}")
         self._schema_area = build_schema_area(schema, field_ids, self._trees)
-        self._columns = [_ColumnRecord(t) for t in self._trees]
+        self._columns = [ColumnRecord(t) for t in self._trees]
         self._stripe_rows: list[int] = []
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
         self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
         self._mode: Literal["rows", "batches"] | None = None
-        self._system = _ColumnRecord(system_tree())  # BATCH_META, used in batch mode only
+        self._system = ColumnRecord(system_tree())  # BATCH_META, used in batch mode only
         self._pending_ids: list[int] = []
         self._pending_lengths: list[int] = []
         self._last_batch_id: int | None = None
@@ -590,7 +542,7 @@ class FileWriter:
         self._stripe_rows.append(stripe.num_rows)
         self.num_rows += stripe.num_rows
 
-    def _place(self, col: _ColumnRecord, chunks: list[StreamChunk]) -> None:
+    def _place(self, col: ColumnRecord, chunks: list[StreamChunk]) -> None:
         sink = self._sink
         for rec, chunk in zip(col.streams, chunks, strict=True):
             start = sink.tell()
@@ -621,119 +573,20 @@ class FileWriter:
             rec.pages.append(metas)
 
     # -- metadata ---------------------------------------------------------------------
-    def _build_cmb(self, index: int, col: _ColumnRecord) -> bytes:
-        """One Column Metadata Block; b"" when the column is all-null in every stripe."""
-        num_stripes = len(self._stripe_rows)
-        if num_stripes == 0:
-            return b""
-        top = col.streams[0] if col.streams else None  # node 0's VALIDITY, if any
-        if top is None or all(s == ChunkState.ALL_NULL for s in top.states):
-            dictionary_values = sum(
-                sum(rec.num_values)
-                for rec in col.streams
-                if rec.stream_type == StreamType.VALIDITY and rec.node in col.counted_nodes
-            )
-            if not dictionary_values:
-                return b""  # all-null in every stripe and nothing else to keep: no CMB
-        metas = np.zeros(len(col.streams), dtype=STREAM_META_DTYPE)
-        payload: list[bytes] = []
-        payload_size = 0
-        page_pool: list[np.ndarray] = []
-        page_pool_size = 0
-        full_descs: list[tuple[int, np.ndarray]] = []  # (payload position, descs)
-        for k, rec in enumerate(col.streams):
-            metas[k]["stream_type"] = rec.stream_type
-            metas[k]["node"] = rec.node
-            if rec.stream_type == StreamType.VALIDITY:
-                counted = rec.node in col.counted_nodes
-                if not counted and all(s == ChunkState.ALL_VALID for s in rec.states):
-                    metas[k]["desc_type"] = DescType.USE_DEFAULT
-                    continue
-                if not counted and all(s == ChunkState.ALL_NULL for s in rec.states):
-                    metas[k]["desc_type"] = DescType.FORCE_NULL
-                    continue
-                descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
-                descs["offset"] = rec.offsets
-                descs["length"] = [
-                    CHUNK_ALL_NULL if s == ChunkState.ALL_NULL else length
-                    for s, length in zip(rec.states, rec.lengths, strict=True)
-                ]
-                descs["num_values"] = rec.num_values
-                metas[k]["desc_type"] = DescType.SIMPLE
-                metas[k]["chunks_offset"] = payload_size  # relocated below
-                payload.append(descs.tobytes())
-                payload_size += descs.nbytes
-                continue
-            if all(s == ChunkState.EMPTY for s in rec.states):
-                metas[k]["desc_type"] = DescType.USE_DEFAULT
-                continue
-            if rec.stream_type == StreamType.BLOOM:  # one page per stripe: SIMPLE
-                descs = np.zeros(num_stripes, dtype=SIMPLE_CHUNK_DESC_DTYPE)
-                descs["offset"] = rec.offsets
-                descs["length"] = rec.lengths
-                descs["num_values"] = rec.num_values
-                metas[k]["desc_type"] = DescType.SIMPLE
-                metas[k]["chunks_offset"] = payload_size
-                payload.append(descs.tobytes())
-                payload_size += descs.nbytes
-                continue
-            descs = np.zeros(num_stripes, dtype=FULL_CHUNK_DESC_DTYPE)
-            descs["offset"] = rec.offsets
-            descs["length"] = rec.lengths
-            descs["num_values"] = rec.num_values
-            descs["chunk_min"] = rec.mins
-            descs["chunk_max"] = rec.maxs
-            descs["null_count"] = rec.null_counts
-            descs["stats_flags"] = rec.flags
-            num_pages = np.array([len(p) if p is not None else 0 for p in rec.pages])
-            descs["num_pages"] = num_pages
-            for s, pages in enumerate(rec.pages):
-                if pages is not None and len(pages) > 1:
-                    descs[s]["page_meta_offset"] = page_pool_size  # relocated below
-                    page_pool.append(pages)
-                    page_pool_size += pages.nbytes
-            metas[k]["desc_type"] = DescType.FULL
-            metas[k]["chunks_offset"] = payload_size
-            full_descs.append((len(payload), descs))
-            payload.append(b"")  # placeholder, filled after relocation
-            payload_size += descs.nbytes
-        meta_size = CMB_HEADER_DTYPE.itemsize + num_stripes * 4 + metas.nbytes
-        # relocation (docs/FORMAT.md §6): payload-relative offsets become CMB-relative
-        has_payload = metas["desc_type"] < DescType.USE_DEFAULT
-        metas["chunks_offset"][has_payload] += meta_size
-        for pos, descs in full_descs:
-            multi = descs["num_pages"] > 1
-            descs["page_meta_offset"][multi] += meta_size + payload_size
-            payload[pos] = descs.tobytes()
-        stripes = np.asarray(self._stripe_rows, dtype=STRIPE_META_DTYPE["row_count"])
-        body = b"".join(
-            [stripes.tobytes(), metas.tobytes(), *payload, *(p.tobytes() for p in page_pool)]
-        )
-        header = np.zeros(1, dtype=CMB_HEADER_DTYPE)
-        header["num_streams"] = len(col.streams)
-        header["num_stripes"] = num_stripes
-        header["crc"] = crc32(body)
-        header["column"] = index
-        if meta_size + payload_size + page_pool_size > 0xFFFFFFFF:
-            raise FermionError("a column metadata block exceeds 4 GiB; use larger stripes")
-        return header.tobytes() + body
-
     def _write_metadata(self) -> None:
         sink = self._sink
         cmb_offset = sink.tell()
         batch_mode = self._mode == "batches"
-        cit = np.zeros(len(self._columns) + 1 + batch_mode, dtype=CIT_DTYPE)
-        for i, col in enumerate(self._columns):
-            cit[i] = sink.tell()
-            sink.append(self._build_cmb(i, col))
-        if batch_mode:  # the BATCH_META system column: CIT entry num_columns
-            cit[len(self._columns)] = sink.tell()
-            sink.append(self._build_cmb(len(self._columns), self._system))
+        # batch mode: the BATCH_META system column's CMB follows, its CIT entry num_columns
+        columns = [*self._columns, self._system] if batch_mode else self._columns
+        cmb_starts = []
+        for i, col in enumerate(columns):
+            cmb_starts.append(sink.tell())
+            sink.append(build_cmb(i, col, self._stripe_rows))
         schema_offset = sink.tell()
-        cit[-1] = schema_offset
         sink.append(self._schema_area)
         cit_offset = sink.tell()
-        sink.append(cit.tobytes())
+        sink.append(build_cit(cmb_starts, schema_offset))
         required = self._required | (RequiredFeature.BATCH_MODE if batch_mode else 0)
         footer = build_footer(
             cmb_offset=cmb_offset,

@@ -8,7 +8,7 @@ two ``BATCH_META`` streams: the batch ids (i64, strictly increasing in the file)
 batch lengths (u32, > 0). docs/FORMAT.md §11 is the normative description.
 
 This module holds what writer and reader share: the system column's stream layout, the
-aligned page cutter used by :mod:`fermion.format.shred`, writer-side validation and the
+aligned page cutter used by :mod:`fermion.format.write.shred`, writer-side validation and the
 decoded per-stripe batch table the reader uses for lookups and virtual columns.
 
 Example:
@@ -28,8 +28,8 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import BatchModeError, InvalidFileError
-from fermion.format.layout import Kind, Node, StreamSpec
-from fermion.format.structs import StreamType
+from fermion.format.metadata.layout import Kind, Node, StreamSpec
+from fermion.format.metadata.structs import StreamType
 
 __all__ = [
     "BATCH_ID",
