@@ -224,6 +224,41 @@ def test_abort_removes_reported_and_unreported_files(tmp_path: Path) -> None:
     assert ft.dataset(uri).count_rows() == 3
 
 
+def _referenced_paths(uri: str) -> set[str]:
+    """Every data file any version of the table references."""
+    storage = ft.dataset(uri).storage
+    return {
+        d.path
+        for version in storage.versions()
+        for f in ft.dataset(uri, version=version).fragments
+        for d in f.files
+    }
+
+
+def test_abort_after_a_compaction_rewrote_the_write_keeps_what_versions_reference(
+    tmp_path: Path,
+) -> None:
+    """The write committed, a compaction then rewrote its fragments, and only then did the
+    writer's failure handler run: the older version still references the write's files, so
+    the abort must leave them (time travel to that version keeps working)."""
+    uri = str(tmp_path / "t")
+    ft.write_dataset(_rows(0, 3), uri)  # version 1
+    plan = plan_write(uri, _rows(0, 1).schema, max_rows_per_file=2)
+    results = [execute_write(plan, _rows(10, 4), task_id="0")]
+    assert commit_write(plan, results).version == 2
+    compaction = plan_compaction(uri, target_rows_per_fragment=100)
+    assert commit_rewrite(compaction, [execute_rewrite(t) for t in compaction.tasks]).version == 3
+    latest = {d.path for f in ft.dataset(uri).fragments for d in f.files}
+    assert not any(p.startswith(plan.prefix + "/") for p in latest)  # rewritten away
+    assert abort_write(plan, results) == 0
+    for path in _referenced_paths(uri):
+        assert (tmp_path / "t" / path).is_file(), path
+    assert sorted(ft.dataset(uri, version=2).to_table()["id"].to_pylist()) == [0, 1, 2] + list(
+        range(10, 14)
+    )
+    assert ft.dataset(uri, version=3).count_rows() == 7
+
+
 def test_table_created_concurrently_turns_a_create_into_an_append(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     mine = plan_write(uri, _rows(0, 1).schema)
