@@ -40,6 +40,7 @@ from fermion.table.tasks.rewrite import (
     RewritePlan,
     RewriteResult,
     RewriteTask,
+    abort_rewrite,
     commit_rewrite,
     execute_rewrite,
     plan_compaction,
@@ -52,7 +53,9 @@ from fermion.table.tasks.write import (
     abort_write,
     commit_write,
     execute_write,
+    input_recorded,
     plan_write,
+    write_committed,
 )
 
 __all__ = [
@@ -73,6 +76,7 @@ __all__ = [
     "RewriteTask",
     "WritePlan",
     "WriteResult",
+    "abort_rewrite",
     "abort_write",
     "commit_delete",
     "commit_index",
@@ -83,10 +87,12 @@ __all__ = [
     "execute_index",
     "execute_rewrite",
     "execute_write",
+    "input_recorded",
     "open_table",
     "plan_compaction",
     "plan_delete",
     "plan_index",
     "plan_materialization",
     "plan_write",
+    "write_committed",
 ]
