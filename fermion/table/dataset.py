@@ -46,6 +46,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     CommitSummary,
+    abort_rewrite,
     commit_delete,
     commit_index,
     commit_rewrite,
@@ -873,7 +874,8 @@ class Dataset:
         Runs :func:`~fermion.table.tasks.plan_compaction`, executes every group in this
         process and commits them; groups a concurrent delete or rewrite made stale are
         planned again on the newer version (at most ``max_retries`` rounds), so deleted
-        rows never come back.
+        rows never come back. If a round fails, the files it wrote are removed
+        (:func:`~fermion.table.tasks.abort_rewrite`: never one a version references).
 
         Returns:
             ``fragments_removed``, ``fragments_added``, ``rows_rewritten``.
@@ -899,7 +901,12 @@ class Dataset:
             )
             if not plan.tasks:
                 break
-            summary = commit_rewrite(plan, [execute_rewrite(t) for t in plan.tasks], **options)
+            try:
+                results = [execute_rewrite(t) for t in plan.tasks]
+                summary = commit_rewrite(plan, results, **options)
+            except BaseException:
+                abort_rewrite(plan, manifest_store=self._storage.manifest_store)
+                raise
             self._follow(summary)
             if summary.committed:
                 totals["fragments_removed"] += summary.fragments_removed
