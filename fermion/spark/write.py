@@ -59,11 +59,13 @@ class FermionCommitMessage(WriterCommitMessage):
 
 
 def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
-    """The Arrow schema the files are written with.
+    """The Arrow schema the DataFrame's batches are written as (Spark → Arrow types).
 
     An existing table whose columns have the DataFrame's Spark types keeps its own Arrow
-    types (``uint32`` stays ``uint32``, a ``list<item>`` stays one) and field ids; an
-    overwrite with other columns or nullability writes the DataFrame's schema.
+    types (``uint32`` stays ``uint32``, a ``list<item>`` stays one); an overwrite with other
+    columns or nullability writes the DataFrame's schema. The table schema with its field
+    ids is then resolved by :func:`~fermion.table.tasks.resolve_write_schema` inside
+    :func:`~fermion.table.tasks.plan_write`, as for every other writer.
     """
     ours = arrow_schema(schema)
     try:

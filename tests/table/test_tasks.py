@@ -59,6 +59,7 @@ from fermion.table.tasks import (
     plan_index,
     plan_materialization,
     plan_write,
+    resolve_write_schema,
     write_committed,
 )
 from tests.table.conftest import CTX
@@ -203,6 +204,27 @@ def test_overwrite_plan_replaces_rows_and_schema(tmp_path: Path) -> None:
     ds = ft.dataset(uri)
     assert ds.to_table().to_pydict() == {"z": [1.5]}
     assert ds.table_schema.field_ids[0] > 1  # fresh ids, never reused
+
+
+def test_resolve_write_schema_is_the_one_rule_of_every_writer(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    data = _rows(0, 1).schema
+    assert resolve_write_schema(None, data).field_ids == (0, 1)
+    ds = ft.write_dataset(_rows(0, 2), uri)
+    latest = ds.manifest
+    assert resolve_write_schema(latest, data) == ds.table_schema
+    assert resolve_write_schema(latest, data, mode="overwrite") == ds.table_schema
+    other = pa.schema([("id", pa.int64()), ("w", pa.float64())])
+    fresh = resolve_write_schema(latest, other, mode="overwrite")
+    assert fresh.field_ids == (2, 3)  # above every id the table used
+    with pytest.raises(SchemaMismatchError):
+        resolve_write_schema(latest, other)
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        resolve_write_schema(latest, data, mode="create")  # type: ignore[arg-type]
+    # write_dataset and plan_write resolve the same way
+    assert plan_write(uri, other, mode="overwrite").schema == fresh
+    rows = pa.table({"id": pa.array([1], pa.int64()), "w": [0.5]})
+    assert ft.write_dataset(rows, uri, mode="overwrite").table_schema == fresh
 
 
 def test_results_of_another_write_are_refused(tmp_path: Path) -> None:

@@ -4,9 +4,10 @@ This is the seam through which Spark (or any other engine) distributes table wor
 docs/ARCHITECTURE.md describes it. Plans, tasks and results are frozen dataclasses that
 pickle and have a JSON form; fragments travel as :class:`FragmentInfo`.
 
-The package also owns what a write's outcome means: :func:`write_committed` (did it
-commit?), :func:`abort_write` and :func:`abort_rewrite` (remove what a failed one left,
-never a file a version references) and :func:`input_recorded` (was an input loaded?).
+The package also owns the write and commit semantics: :func:`resolve_write_schema` (the
+schema a write uses), :func:`write_committed` (did it commit?), :func:`abort_write` and
+:func:`abort_rewrite` (remove what a failed one left, never a file a version references)
+and :func:`input_recorded` (was an input loaded?).
 
 Example:
     >>> import tempfile, pyarrow as pa
@@ -59,6 +60,7 @@ from fermion.table.tasks.write import (
     execute_write,
     input_recorded,
     plan_write,
+    resolve_write_schema,
     write_committed,
 )
 
@@ -98,5 +100,6 @@ __all__ = [
     "plan_index",
     "plan_materialization",
     "plan_write",
+    "resolve_write_schema",
     "write_committed",
 ]

@@ -67,6 +67,7 @@ __all__ = [
     "execute_write",
     "input_recorded",
     "plan_write",
+    "resolve_write_schema",
     "write_committed",
 ]
 
@@ -133,6 +134,40 @@ def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
     )
 
 
+def resolve_write_schema(
+    latest: pb.Manifest | None, data: pa.Schema, *, mode: WriteMode = "append"
+) -> TableSchema:
+    """The table schema (field ids included) a write of data with Arrow schema ``data``
+    writes its files with, given the table's ``latest`` manifest (``None``: no table yet).
+
+    A new table gets fresh field ids for ``data``. An ``append`` keeps the table's schema
+    and its data must fit it. An ``overwrite`` keeps the table's schema when the data has
+    its columns and types, else gets fresh field ids above every id the table ever used
+    (ids are never reused).
+
+    Raises:
+        SchemaMismatchError: ``append`` of data that does not fit the table.
+        UnsupportedVersionError: The table needs writer features this library lacks.
+        InvalidArgumentError: ``mode`` is not ``append`` or ``overwrite``.
+
+    Example:
+        >>> data = pa.schema([("x", pa.int64())])
+        >>> resolve_write_schema(None, data).field_ids
+        (0,)
+    """
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+    if latest is None:
+        return TableSchema.from_arrow(data)
+    check_writer_flags(latest)
+    table_schema = schema_of(latest)
+    if mode == "append":
+        table_schema.check_data(data)
+    elif not _same_columns(table_schema.arrow, data):
+        table_schema = TableSchema.from_arrow(data, first_id=latest.max_field_id + 1)
+    return table_schema
+
+
 def plan_write(
     uri: Any,
     schema: pa.Schema,
@@ -174,15 +209,7 @@ def plan_write(
             )
     storage = TableStorage(uri, manifest_store=manifest_store)
     latest = latest_manifest(storage)
-    if latest is None:
-        table_schema = TableSchema.from_arrow(schema)
-    else:
-        check_writer_flags(latest)
-        table_schema = schema_of(latest)
-        if mode == "append":
-            table_schema.check_data(schema)
-        elif not _same_columns(table_schema.arrow, schema):
-            table_schema = TableSchema.from_arrow(schema, first_id=latest.max_field_id + 1)
+    table_schema = resolve_write_schema(latest, schema, mode=mode)
     return WritePlan(
         uri=storage.uri,
         mode=mode,
