@@ -4,7 +4,7 @@
 FLOAT_DECIMAL exponent trials) and
 ``fermion.io.preads`` (coalesced preads of many small ranges) are built where a C compiler
 and the Python headers are present; without them the install still succeeds and
-fermion.format.pages, decimal_floats and fermion.io.source do the same work in Python.
+fermion.format.encoding.pages, decimal_floats and fermion.io.source do the same work in Python.
 """
 
 from setuptools import Extension, setup

@@ -67,7 +67,7 @@ def _data_dir() -> Path:
 
 def _tag() -> str:
     """Files are rewritten when the writer's format version changes."""
-    from fermion.format.structs import FORMAT_VERSION_MAJOR, FORMAT_VERSION_MINOR
+    from fermion.format.metadata.structs import FORMAT_VERSION_MAJOR, FORMAT_VERSION_MINOR
 
     return f"v{FORMAT_VERSION_MAJOR}_{FORMAT_VERSION_MINOR}"
 

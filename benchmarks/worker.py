@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import spark_cases
 
         out = spark_cases.measure(spec)
+    elif spec["mode"] == "spark-tpch":
+        from benchmarks import tpch_cases
+
+        out = tpch_cases.measure(spec)
     elif spec["mode"] == "spark-prepare":
         from benchmarks import spark_bench
 

@@ -36,6 +36,16 @@ The rules:
    A name defined privately by two modules cannot be told apart statically: such an
    access is allowed (rare; the test errs on the side of no false alarms).
 
+5. **The file format's stages point one way** (docs/ARCHITECTURE.md, "fermion/format"):
+   the shared top-level modules of ``fermion.format`` (options, pools, Arrow streams,
+   CRC-32, the compiled kernels) (0) < ``fermion.format.metadata`` (1) < ``fermion.format.encoding``
+   (2) < ``fermion.format.read`` and ``fermion.format.write`` (3) <
+   ``fermion.format.convert`` (4) < the package ``__init__`` ``fermion.format`` (5). A
+   module may import its own subpackage and the stages below. **Read and write never
+   import each other**: they share a stage, and an import between two parts of one stage
+   fails like one against the order. So neither depends on the other even indirectly.
+   And the map of ``fermion/format/`` in docs/ARCHITECTURE.md lists exactly its files.
+
 There is no allowlist: every rule holds for the whole package.
 """
 
@@ -64,6 +74,14 @@ LAYERS: dict[str, int] = {
     "fermion": 5,
     "fermion.cli": 5,
     "fermion.demo": 5,
+}
+FORMAT = "fermion.format"
+FORMAT_STAGES: dict[str, int] = {  # rule 5; any other module of fermion.format is shared
+    "metadata": 1,
+    "encoding": 2,
+    "read": 3,
+    "write": 3,
+    "convert": 4,
 }
 PYSPARK_ALLOWED = "fermion.spark"
 FORBIDDEN_TOP_LEVEL = ("jobs", "airflow_dags")
@@ -343,7 +361,7 @@ def _where(module: Module, line: int) -> str:
 
 
 def test_modules_found() -> None:
-    assert "fermion.format.reader" in MODULES
+    assert "fermion.format.read.reader" in MODULES
     assert "fermion.table.dataset" in MODULES
     assert sum(len(m.imports) for m in MODULES.values()) > 100
 
@@ -372,6 +390,41 @@ def _layer_violations(module: Module) -> Iterator[str]:
             yield f"{where}: {module.name} (layer {mine}) imports {dep} (layer {theirs})"
 
 
+def _format_part(name: str) -> tuple[str, int] | None:
+    """The part of ``fermion.format`` a module belongs to and its stage (rule 5), None
+    outside the package: a subpackage of :data:`FORMAT_STAGES`, the shared top-level
+    modules (stage 0) or the package ``__init__`` (stage 5)."""
+    if name == FORMAT:
+        return FORMAT, 5
+    if not name.startswith(FORMAT + "."):
+        return None
+    sub = name.split(".")[2]
+    if sub in FORMAT_STAGES:
+        return f"{FORMAT}.{sub}", FORMAT_STAGES[sub]
+    return f"{FORMAT} (shared)", 0
+
+
+def _format_stage_violations(module: Module) -> Iterator[str]:
+    mine = _format_part(module.name)
+    if mine is None:
+        return
+    for target, line in module.imports:
+        dep = _internal(target, MODULES)
+        theirs = None if dep is None else _format_part(dep)
+        if theirs is None or theirs[0] == mine[0]:
+            continue
+        if theirs[1] > mine[1]:
+            yield (
+                f"{_where(module, line)}: {module.name} ({mine[0]}, stage {mine[1]}) imports "
+                f"{dep} ({theirs[0]}, stage {theirs[1]})"
+            )
+        elif theirs[1] == mine[1]:
+            yield (
+                f"{_where(module, line)}: {module.name} imports {dep}: {mine[0]} and "
+                f"{theirs[0]} never import each other"
+            )
+
+
 def _boundary_violations(module: Module) -> Iterator[str]:
     in_spark = module.name == PYSPARK_ALLOWED or module.name.startswith(PYSPARK_ALLOWED + ".")
     for target, line in module.imports:
@@ -385,6 +438,48 @@ def _boundary_violations(module: Module) -> Iterator[str]:
 def test_layers_point_one_way() -> None:
     bad = [msg for module in MODULES.values() for msg in _layer_violations(module)]
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def test_format_stages_point_one_way_and_read_write_apart() -> None:
+    assert {_format_part(n) for n in MODULES if n.startswith(FORMAT + ".read.")} == {
+        (f"{FORMAT}.read", 3)
+    }
+    bad = [msg for module in MODULES.values() for msg in _format_stage_violations(module)]
+    assert not bad, "imports against the format's stages:\n" + "\n".join(bad)
+
+
+ARCHITECTURE_DOC = PACKAGE_DIR.parent / "docs" / "ARCHITECTURE.md"
+
+
+def _documented_format_files() -> set[str]:
+    """The files the map of ``fermion/format/`` in docs/ARCHITECTURE.md lists (its first
+    code block starting ``fermion/format/``; two spaces of indent per folder level)."""
+    text = ARCHITECTURE_DOC.read_text(encoding="utf-8")
+    block = text.split("```\nfermion/format/\n", 1)[1].split("```", 1)[0]
+    folders: list[str] = ["fermion/format"]
+    out: set[str] = set()
+    for line in block.splitlines():
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.split()[0]
+        del folders[depth:]
+        if name.endswith("/"):
+            folders.append(folders[-1] + "/" + name.rstrip("/"))
+        else:
+            out.add(folders[-1] + "/" + name)
+    return out
+
+
+def test_the_documented_format_map_matches_the_tree() -> None:
+    format_dir = PACKAGE_DIR / "format"
+    actual = {
+        str(p.relative_to(PACKAGE_DIR.parent))
+        for p in [*format_dir.rglob("*.py"), *format_dir.rglob("*.c")]
+    }
+    documented = _documented_format_files()
+    assert documented == actual, (
+        f"docs/ARCHITECTURE.md's map of fermion/format/ lists {sorted(documented - actual)} "
+        f"that do not exist and misses {sorted(actual - documented)}"
+    )
 
 
 def test_third_party_boundaries() -> None:
@@ -499,6 +594,51 @@ def test_layer_and_boundary_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert list(_private_module_imports(fake["fermion.spark.ds"])) == [("fermion.table._hidden", 2)]
     assert _strongly_connected(_graph()) == [["fermion.io.low", "fermion.table.high"]]
+
+
+def test_format_stage_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _scratch(
+        {
+            "fermion.format.read.r": "from fermion.format.write.w import x\n"
+            "from fermion.format.encoding.e import y\nfrom fermion.format.read.p import z\n",
+            "fermion.format.read.p": "",
+            "fermion.format.write.w": "from fermion.format.metadata.m import y\n"
+            "from fermion.format import options\n",
+            "fermion.format.encoding.e": "from fermion.format.read import p\n",
+            "fermion.format.metadata.m": "from fermion.format.encoding.e import y\n",
+            "fermion.format.options": "from fermion.format.metadata.m import y\n",
+            "fermion.format.convert.c": "from fermion.format.read.r import a\n"
+            "from fermion.format.write.w import b\n",
+        }
+    )
+    for module in fake.values():
+        _collect_imports(module, fake)
+    monkeypatch.setattr(f"{__name__}.MODULES", fake)
+    found = {
+        name: [m.split(": ", 1)[1] for m in _format_stage_violations(module)]
+        for name, module in fake.items()
+    }
+    assert found == {
+        "fermion.format.read.r": [
+            "fermion.format.read.r imports fermion.format.write.w: fermion.format.read and "
+            "fermion.format.write never import each other"
+        ],
+        "fermion.format.read.p": [],
+        "fermion.format.write.w": [],
+        "fermion.format.encoding.e": [
+            "fermion.format.encoding.e (fermion.format.encoding, stage 2) imports "
+            "fermion.format.read.p (fermion.format.read, stage 3)"
+        ],
+        "fermion.format.metadata.m": [
+            "fermion.format.metadata.m (fermion.format.metadata, stage 1) imports "
+            "fermion.format.encoding.e (fermion.format.encoding, stage 2)"
+        ],
+        "fermion.format.options": [
+            "fermion.format.options (fermion.format (shared), stage 0) imports "
+            "fermion.format.metadata.m (fermion.format.metadata, stage 1)"
+        ],
+        "fermion.format.convert.c": [],
+    }
 
 
 def test_import_fermion_leaves_pandas_and_pyarrow_dataset_unloaded() -> None:

@@ -19,7 +19,7 @@ import fermion.cli.app
 import fermion.cli.render
 import fermion.cli.table
 import fermion.demo
-import fermion.format.convert
+import fermion.format.convert.parquet
 
 MODULES = [
     fermion.cli,
@@ -27,7 +27,7 @@ MODULES = [
     fermion.cli.render,
     fermion.cli.table,
     fermion.demo,
-    fermion.format.convert,
+    fermion.format.convert.parquet,
 ]
 
 

@@ -41,7 +41,7 @@ from fermion.cli.render import RowFormat, render_inspect, write_rows
 from fermion.cli.table import add_table_commands
 from fermion.errors import FermionError, InvalidArgumentError, InvalidFileError
 from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
-from fermion.format.reader import FileReader
+from fermion.format.read.reader import FileReader
 from fermion.io.source import open_source, resolve
 from fermion.table.dataset import dataset
 from fermion.table.predicate import parse_predicate

@@ -9,10 +9,10 @@ Example:
     (3, [1, 2, 3])
 """
 
-from fermion.format.metadata import FileMetadata
+from fermion.format.metadata.footer import FileMetadata
 from fermion.format.options import ReadOptions, WriteOptions
-from fermion.format.reader import FileReader, read_table
-from fermion.format.writer import FileWriter, write_table
+from fermion.format.read.reader import FileReader, read_table
+from fermion.format.write.writer import FileWriter, write_table
 
 __all__ = [
     "FileMetadata",

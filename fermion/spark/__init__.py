@@ -19,6 +19,7 @@ from fermion.spark.options import ReadOptions, WriteOptions
 from fermion.spark.read import FermionReader, FragmentSlice
 from fermion.spark.session import session
 from fermion.spark.source import FORMAT_NAME, FermionDataSource, register
+from fermion.spark.sql import sql
 from fermion.spark.table import read_table
 from fermion.spark.types import arrow_schema, spark_schema
 from fermion.spark.write import FermionCommitMessage, FermionWriter
@@ -37,4 +38,5 @@ __all__ = [
     "register",
     "session",
     "spark_schema",
+    "sql",
 ]

@@ -1,228 +1,175 @@
-"""Spark's pushed filters as one ``pyarrow.compute`` expression, exact under SQL's nulls.
+"""The conjuncts of a Spark SQL condition that Fermion evaluates exactly as Spark does.
 
-Spark hands a Python data source a list of filters (an AND) and keeps the rows for which
-the whole predicate is TRUE. Each translated filter becomes an expression that is TRUE
-exactly where Spark's filter is TRUE (and FALSE or null elsewhere: a filter drops both),
-so the rows Fermion returns are the rows Spark would keep and Spark need not check them
-again. ``Not`` is translated as "the child is FALSE", which is not the Arrow negation of
-the child when nulls are involved (``NOT (a IN (1, NULL))`` is never TRUE).
+:func:`fermion.spark.read_table` applies its ``filter`` with Spark, so the rows are Spark's
+own answer. To read less, it also hands the reader the part of the condition whose answer
+at the source cannot differ from Spark's (the ``filter`` option, fixed for that ``load()``,
+which prunes fragments, stripes, pages and bloom filters). This module picks that part: the
+top-level ``AND`` conjuncts built only from the shapes below, over columns whose types
+compare the same way in Spark and in Arrow.
 
-What is not translated goes back to Spark: filters on nested fields, on columns whose
-declared type differs from the table's, comparisons on floating point columns (Spark
-orders NaN above every number and equal to itself, Arrow follows IEEE), and values that
-do not fit the column's type.
+- ``col op literal`` (``= != <> < <= > >=``, either order), ``col [NOT] IN (literals)``,
+  ``col [NOT] BETWEEN a AND b``: on an integer column with integer literals, a string
+  column with string literals, a date column with ``DATE '…'`` or ``'YYYY-MM-DD'``
+  literals, a boolean column with ``true``/``false``;
+- ``col IS [NOT] NULL`` on any top-level column, and a boolean column alone;
+- ``col [NOT] LIKE 'pattern'`` on a string column, without ``\\`` or ``ESCAPE``;
+- ``NOT``, ``AND``, ``OR`` and parentheses of the above.
+
+Everything else stays with Spark alone: floating point (Spark orders NaN above every number
+and equal to itself, IEEE does not), decimals (Spark compares decimal literals exactly, a
+cast to the column's scale may round), timestamps (Spark reads their literals in the session
+time zone), arithmetic, functions, a literal of another kind than its column (Spark casts
+the column, e.g. ``s = 3`` compares strings as numbers), and names in another case than the
+table's. A conjunct kept here is then checked by :func:`fermion.table.predicate.parse_predicate`
+and dropped if that refuses it (a literal that does not fit the column, for example).
 
 Example:
     >>> import pyarrow as pa
-    >>> from pyspark.sql.datasource import EqualTo, In, IsNull, Not
-    >>> schema = pa.schema([("a", pa.int64()), ("s", pa.string())])
-    >>> pushed = translate([Not(In(("a",), (1, 2))), IsNull(("s",))], schema)
-    >>> pushed.accepted, pushed.rejected
-    (2, [])
-    >>> table = pa.table({"a": [1, 3, None, 4], "s": [None, None, None, "x"]})
-    >>> table.filter(pushed.expression).to_pydict()
-    {'a': [3], 's': [None]}
+    >>> schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("f", pa.float64())])
+    >>> exact_conjuncts("id > 5 AND f < 1.0 AND (s = 'a' OR s IS NULL) AND id / 2 = 3", schema)
+    "id > 5 AND (s = 'a' OR s IS NULL)"
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import re
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.types as pat
-from pyspark.sql.datasource import (
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-    StringContains,
-    StringEndsWith,
-    StringStartsWith,
-)
+import sqlglot
+from sqlglot import expressions as exp
 
-__all__ = ["Pushed", "translate"]
+from fermion.errors import FermionError
+from fermion.table.predicate import parse_predicate
 
-_MAX_CODE_POINT = 0x10FFFF
-_SURROGATES = (0xD800, 0xDFFF)
+__all__ = ["exact_conjuncts"]
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-@dataclass
-class Pushed:
-    """The outcome of :func:`translate`.
-
-    Attributes:
-        expression: The AND of the translated filters (``None``: nothing translated).
-        accepted: How many filters the expression applies exactly.
-        rejected: The filters left for Spark (the very objects it passed).
-    """
-
-    expression: pc.Expression | None = None
-    accepted: int = 0
-    rejected: list[Filter] = field(default_factory=list)
-
-
-class _Untranslatable(Exception):
-    """This filter goes back to Spark."""
-
-
-def _comparable(arrow_type: pa.DataType) -> bool:
-    """Types whose Arrow comparisons order and equate values as Spark does."""
-    return (
-        pat.is_integer(arrow_type)
-        or pat.is_decimal(arrow_type)
-        or pat.is_boolean(arrow_type)
-        or pat.is_string(arrow_type)
-        or pat.is_large_string(arrow_type)
-        or pat.is_binary(arrow_type)
-        or pat.is_large_binary(arrow_type)
-        or pat.is_date(arrow_type)
-        or pat.is_timestamp(arrow_type)
-    )
-
-
-def _scalar(value: Any, arrow_type: pa.DataType) -> pa.Scalar:
-    if value is None:
-        raise _Untranslatable
-    if isinstance(value, bytearray):
-        value = bytes(value)
-    try:
-        return pa.scalar(value, type=arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
-        raise _Untranslatable from None
-
-
-def _successor(prefix: str) -> str | None:
-    """The smallest string greater than every string starting with ``prefix``."""
-    code = ord(prefix[-1]) + 1
-    if _SURROGATES[0] <= code <= _SURROGATES[1]:
-        code = _SURROGATES[1] + 1
-    if code > _MAX_CODE_POINT:
-        return None
-    return prefix[:-1] + chr(code)
-
-
-class _Translator:
-    """Translates one filter into (TRUE where it holds, TRUE where it fails)."""
-
-    def __init__(self, schema: pa.Schema, pushable: Callable[[str], bool]) -> None:
-        self._schema = schema
-        self._pushable = pushable
-
-    def _column(self, attribute: tuple[str, ...]) -> tuple[pc.Expression, pa.DataType]:
-        if len(attribute) != 1 or attribute[0] not in self._schema.names:
-            raise _Untranslatable
-        name = attribute[0]
-        if not self._pushable(name):
-            raise _Untranslatable
-        return pc.field(name), self._schema.field(name).type
-
-    def _valued(self, attribute: tuple[str, ...]) -> tuple[pc.Expression, pa.DataType]:
-        column, arrow_type = self._column(attribute)
-        if not _comparable(arrow_type):
-            raise _Untranslatable
-        return column, arrow_type
-
-    def holds(self, f: Filter) -> tuple[pc.Expression, pc.Expression]:
-        """``(true, false)``: expressions TRUE exactly where ``f`` is TRUE / FALSE."""
-        if isinstance(f, Not):
-            true, false = self.holds(f.child)
-            return false, true
-        if isinstance(f, IsNull | IsNotNull):
-            column, _ = self._column(f.attribute)
-            null, valid = column.is_null(), column.is_valid()
-            return (null, valid) if isinstance(f, IsNull) else (valid, null)
-        if isinstance(f, EqualNullSafe):
-            if f.value is None:
-                return self.holds(IsNull(f.attribute))
-            column, arrow_type = self._valued(f.attribute)
-            value = _scalar(f.value, arrow_type)
-            return column.is_valid() & (column == value), column.is_null() | (column != value)
-        if isinstance(f, In):
-            return self._in(f)
-        if isinstance(f, StringStartsWith | StringEndsWith | StringContains):
-            return self._string(f)
-        if not isinstance(
-            f, EqualTo | GreaterThan | GreaterThanOrEqual | LessThan | LessThanOrEqual
-        ):
-            raise _Untranslatable
-        column, arrow_type = self._valued(f.attribute)
-        value = _scalar(f.value, arrow_type)
-        if isinstance(f, EqualTo):
-            return column == value, column != value
-        if isinstance(f, GreaterThan):
-            return column > value, column <= value
-        if isinstance(f, GreaterThanOrEqual):
-            return column >= value, column < value
-        if isinstance(f, LessThan):
-            return column < value, column >= value
-        return column <= value, column > value
-
-    def _in(self, f: In) -> tuple[pc.Expression, pc.Expression]:
-        column, arrow_type = self._valued(f.attribute)
-        values = list(f.value)
-        known = [_scalar(v, arrow_type).as_py() for v in values if v is not None]
-        member = column.isin(pa.array(known, type=arrow_type))  # FALSE (not null) on nulls
-        true = column.is_valid() & member
-        if len(known) < len(values):  # a NULL in the list: NOT IN is never TRUE
-            return true, pc.scalar(False)
-        return true, column.is_valid() & ~member
-
-    def _string(
-        self, f: StringStartsWith | StringEndsWith | StringContains
-    ) -> tuple[pc.Expression, pc.Expression]:
-        column, arrow_type = self._column(f.attribute)
-        if not (pat.is_string(arrow_type) or pat.is_large_string(arrow_type)):
-            raise _Untranslatable
-        if not isinstance(f.value, str):
-            raise _Untranslatable
-        if isinstance(f, StringStartsWith):
-            test = pc.starts_with(column, pattern=f.value)
-            true = test
-            if f.value:  # a range on the column lets statistics prune
-                true = (column >= pa.scalar(f.value, arrow_type)) & test
-                upper = _successor(f.value)
-                if upper is not None:
-                    true = true & (column < pa.scalar(upper, arrow_type))
-        elif isinstance(f, StringEndsWith):
-            test = pc.ends_with(column, pattern=f.value)
-            true = test
-        else:
-            test = pc.match_substring(column, pattern=f.value)
-            true = test
-        return true, ~test
-
-
-def translate(
-    filters: Sequence[Filter],
-    schema: pa.Schema,
-    pushable: Callable[[str], bool] = lambda name: True,
-) -> Pushed:
-    """Translate Spark's pushed filters against the table's Arrow ``schema``.
+def exact_conjuncts(text: str, schema: pa.Schema) -> str | None:
+    """The conjuncts of ``text`` that Fermion can apply with Spark's answer, as SQL.
 
     Args:
-        filters: What ``DataSourceReader.pushFilters`` received (an AND).
-        schema: The table's Arrow schema (values are made scalars of its column types).
-        pushable: Whether filters on a column may be applied here (e.g. its declared Spark
-            type is the table's own).
+        text: A Spark SQL boolean condition.
+        schema: The table's Arrow schema.
+
+    Returns:
+        The kept conjuncts joined by ``AND`` (Spark SQL text that
+        :func:`fermion.table.predicate.parse_predicate` accepts), or ``None`` when no
+        conjunct can be applied at the source (or ``text`` does not parse).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> exact_conjuncts("d >= '2024-05-01'", pa.schema([("d", pa.date32())]))
+        "d >= '2024-05-01'"
+        >>> exact_conjuncts("upper(s) = 'A'", pa.schema([("s", pa.string())])) is None
+        True
     """
-    translator = _Translator(schema, pushable)
-    pushed = Pushed()
-    for f in filters:
-        try:
-            true, _ = translator.holds(f)
-        except _Untranslatable:
-            pushed.rejected.append(f)
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return None
+    kept: list[str] = []
+    for conjunct in _conjuncts(tree):
+        if not _Exact(schema).check(conjunct):
             continue
-        pushed.expression = true if pushed.expression is None else pushed.expression & true
-        pushed.accepted += 1
-    return pushed
+        sql = conjunct.sql(dialect="spark")
+        try:
+            parse_predicate(sql, schema)
+        except FermionError:
+            continue
+        kept.append(f"({sql})" if isinstance(conjunct, exp.Or) else sql)
+    return " AND ".join(kept) if kept else None
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    """The top-level ``AND`` operands of ``node`` (parentheses looked through)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+class _Exact:
+    """Whether a condition is built only of shapes Arrow evaluates as Spark does."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+
+    def check(self, node: Any) -> bool:
+        if isinstance(node, exp.Paren):
+            return self.check(node.this)
+        if isinstance(node, exp.And | exp.Or):
+            return self.check(node.this) and self.check(node.expression)
+        if isinstance(node, exp.Not):
+            return self.check(node.this)
+        if isinstance(node, exp.Is):
+            return isinstance(node.expression, exp.Null) and self.kind(node.this) is not None
+        if isinstance(node, exp.Column):  # a boolean column used as a condition
+            kind = self.kind(node)
+            return kind is not None and pat.is_boolean(kind)
+        if isinstance(node, _COMPARISONS):
+            left, right = node.this, node.expression
+            if isinstance(right, exp.Column):
+                left, right = right, left
+            return self.comparable(left, right)
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None or not node.expressions:
+                return False
+            return all(self.comparable(node.this, v) for v in node.expressions)
+        if isinstance(node, exp.Between):
+            return self.comparable(node.this, node.args["low"]) and self.comparable(
+                node.this, node.args["high"]
+            )
+        if isinstance(node, exp.Like):
+            kind = self.kind(node.this)
+            pattern = node.expression
+            return (
+                kind is not None
+                and _is_string(kind)
+                and isinstance(pattern, exp.Literal)
+                and pattern.is_string
+                and "\\" not in str(pattern.this)
+                and node.args.get("escape") is None
+            )
+        return False
+
+    def kind(self, node: Any) -> pa.DataType | None:
+        """The type of a top-level column named exactly as in the table, else None."""
+        if not isinstance(node, exp.Column) or node.table:
+            return None
+        index = self.schema.get_field_index(node.name)
+        return None if index < 0 else self.schema.field(index).type
+
+    def comparable(self, column: Any, literal: Any) -> bool:
+        """``column`` compared with ``literal`` means the same in Spark and in Arrow."""
+        kind = self.kind(column)
+        if kind is None:
+            return False
+        if isinstance(literal, exp.Neg):
+            literal = literal.this
+            if not pat.is_integer(kind):
+                return False
+        if pat.is_integer(kind):
+            return isinstance(literal, exp.Literal) and literal.is_int
+        if _is_string(kind):
+            return isinstance(literal, exp.Literal) and literal.is_string
+        if pat.is_date32(kind):
+            if isinstance(literal, exp.Cast) and literal.to.this == exp.DataType.Type.DATE:
+                literal = literal.this
+            return (
+                isinstance(literal, exp.Literal)
+                and literal.is_string
+                and _ISO_DATE.fullmatch(str(literal.this)) is not None
+            )
+        if pat.is_boolean(kind):
+            return isinstance(literal, exp.Boolean)
+        return False
+
+
+def _is_string(kind: pa.DataType) -> bool:
+    return bool(pat.is_string(kind) or pat.is_large_string(kind))

@@ -5,8 +5,9 @@ Spark hands a Python data source its options as a case-insensitive dict of strin
 errors, so a misspelt ``verison`` never silently reads the latest version.
 
 Example:
-    >>> ReadOptions.parse({"path": "/t", "version": "3", "columns": "a, b"})
-    ReadOptions(uri='/t', version=3, tag=None, columns=('a', 'b'), rows_per_partition=1048576)
+    >>> options = ReadOptions.parse({"path": "/t", "version": "3", "columns": "a, b"})
+    >>> options.version, options.columns, options.filter
+    (3, ('a', 'b'), None)
     >>> WriteOptions.parse({"path": "/t", "max_rows_per_file": "1000"}).max_rows_per_file
     1000
 """
@@ -64,6 +65,10 @@ class ReadOptions:
         columns: Read only these columns (``columns="a,b"``), in this order.
         rows_per_partition: Fragments with more rows are split between stripes into
             partitions of about this many rows.
+        filter: A row condition in Spark SQL syntax, evaluated by Fermion
+            (:func:`fermion.table.predicate.parse_predicate`) for every scan of this
+            ``load()``: the frame holds only the rows where it is TRUE, and fragments,
+            stripes, pages and bloom filters that rule it out are never read.
     """
 
     uri: str
@@ -71,8 +76,9 @@ class ReadOptions:
     tag: str | None = None
     columns: tuple[str, ...] | None = None
     rows_per_partition: int = ROWS_PER_PARTITION_DEFAULT
+    filter: str | None = None
 
-    KEYS = frozenset({"path", "version", "tag", "columns", "rows_per_partition"})
+    KEYS = frozenset({"path", "version", "tag", "columns", "rows_per_partition", "filter"})
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -80,7 +86,7 @@ class ReadOptions:
 
         Raises:
             InvalidArgumentError: An unknown option, a bad version, both a version and a
-                tag, an empty or repeated column name.
+                tag, an empty or repeated column name, an empty filter.
         """
         _check_keys(options, set(cls.KEYS), "read")
         version = None
@@ -98,12 +104,16 @@ class ReadOptions:
                 )
             if len(set(columns)) != len(columns):
                 raise InvalidArgumentError(f"option columns={options['columns']!r} repeats a name")
+        text = options.get("filter")
+        if text is not None and not text.strip():
+            raise InvalidArgumentError("option filter is empty: give a SQL condition or none")
         return cls(
             uri=_uri(options),
             version=version,
             tag=tag,
             columns=columns,
             rows_per_partition=_positive(options, "rows_per_partition", ROWS_PER_PARTITION_DEFAULT),
+            filter=text,
         )
 
 

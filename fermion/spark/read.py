@@ -1,9 +1,14 @@
-"""Reading a Fermion table in Spark: partitions, pushed filters, batches of the declared schema.
+"""Reading a Fermion table in Spark: partitions, the ``filter`` option, batches of the schema.
 
 The reader is made on the driver (in a Python worker Spark starts there). It fixes the
-table version once, so every task reads the same snapshot, and turns Spark's pushed
-filters into one expression (:mod:`fermion.spark.filters`). ``partitions()`` drops the
-fragments whose manifest statistics rule the filter out and gives one partition per
+table version once, so every task reads the same snapshot. It takes no filter from Spark
+(no ``pushFilters``): pyspark 4.1–4.3 keep the reader planned last on the table object that
+every scan of one ``load()`` shares, so a reader holding one scan's filters would serve
+another scan of the same frame (a reused DataFrame, a self-join, a subquery) with them
+(docs/SPARK.md, "Why nothing is pushed implicitly"). Everything the reader prunes by comes
+from the ``load()``'s own options, the same for every scan: ``columns`` and ``filter``
+(a SQL condition, :func:`fermion.table.predicate.parse_predicate`). ``partitions()`` drops
+the fragments whose manifest statistics rule that filter out and gives one partition per
 remaining fragment, or several for a fragment larger than ``rows_per_partition`` (ranges
 of its stripes). Each task reads its fragment (or stripe range) through
 :func:`fermion.table.scan.read_fragment`, which prunes stripes, pages and bloom filters,
@@ -16,7 +21,8 @@ Example:
     >>> uri = tempfile.mkdtemp()
     >>> _ = ft.write_dataset(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}), uri)
     >>> spark = session("doc")
-    >>> spark.read.format("fermion").load(uri).filter("id >= 2").select("v").collect()
+    >>> frame = spark.read.format("fermion").option("filter", "id >= 2").load(uri)
+    >>> frame.select("v").collect()
     [Row(v='b'), Row(v='c')]
 """
 
@@ -27,14 +33,14 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from fermion.errors import ColumnNotFoundError
-from fermion.spark.filters import translate
 from fermion.spark.options import ReadOptions
-from fermion.spark.types import arrow_schema, conform, loose, spark_schema
+from fermion.spark.types import arrow_schema, conform, spark_schema
 from fermion.table import Dataset, dataset
+from fermion.table.predicate import parse_predicate
 from fermion.table.scan import ScanStats, fragment_stripe_rows, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -98,7 +104,14 @@ def _stripe_groups(counts: Sequence[int], target: int) -> list[tuple[int, int]]:
 class FermionReader(DataSourceReader):
     """Reads one version of a table as the declared Spark ``schema``.
 
-    Holds plain values only (it is pickled to every task).
+    Holds plain values only (it is pickled to every task). Its rows depend on its options
+    alone, never on the query that planned it, so Spark may reuse it for any scan of the
+    same ``load()``.
+
+    Raises:
+        ColumnNotFoundError: A declared column, or one the ``filter`` option names, is
+            not in the table.
+        InvalidArgumentError: The ``filter`` option is not a condition Fermion understands.
     """
 
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
@@ -109,22 +122,11 @@ class FermionReader(DataSourceReader):
         self.schema = schema
         self.columns = list(schema.fieldNames())
         check_columns(self.columns, table.schema)
-        own = spark_schema(pa.schema([table.schema.field(c) for c in self.columns]))
-        # a column declared with another type is cast on read: its filters stay with Spark
-        self.pushable = {
-            f.name
-            for f, declared in zip(own, schema, strict=True)
-            if loose(f.dataType) == loose(declared.dataType)
-        }
         self.target = arrow_schema(schema)
         self.rows_per_partition = options.rows_per_partition
         self.filter: pc.Expression | None = None
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 (Spark's name)
-        """Keep the filters that translate exactly; hand the others back to Spark."""
-        pushed = translate(filters, self.table_schema.arrow, lambda name: name in self.pushable)
-        self.filter = pushed.expression
-        yield from pushed.rejected
+        if options.filter is not None:
+            self.filter = parse_predicate(options.filter, table.schema)
 
     def partitions(self) -> list[FragmentSlice]:
         """One partition per fragment left after manifest pruning (large ones split)."""

@@ -10,7 +10,7 @@ to that variable before the context is created.
 
 Example:
     >>> spark = session("doc")
-    >>> spark.conf.get("spark.sql.python.filterPushdown.enabled")
+    >>> spark.conf.get("spark.sql.execution.arrow.pyspark.enabled")
     'true'
 """
 
@@ -29,10 +29,19 @@ __all__ = ["LOCAL_MASTER_DEFAULT", "session", "session_conf", "workers_python"]
 #: The master used when neither ``master`` nor ``spark.master`` names one.
 LOCAL_MASTER_DEFAULT = "local[2]"
 
+#: Rows per Arrow batch between the JVM and Python workers (Spark's default: 10,000).
+ARROW_BATCH_ROWS_DEFAULT = 262_144
+#: Bytes at most per such batch (whichever limit is reached first cuts the batch).
+ARROW_BATCH_BYTES_DEFAULT = 64 << 20
+
 #: Settings every session gets (``conf`` may override them).
 _DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.python.filterPushdown.enabled": "true",
+    # rows per Arrow batch Spark hands Python (the data source's writer among others):
+    # Spark's 10,000 made a lineitem SF1 write through the data source 1.5x slower than
+    # 200,000 (docs/SPARK.md); the byte cap keeps a batch of wide rows bounded
+    "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS_DEFAULT),
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES_DEFAULT),
     "spark.ui.showConsoleProgress": "false",
 }
 

@@ -48,17 +48,16 @@ class FermionDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``fermion`` format on ``spark`` and turn filter pushdown on.
+    """Register the ``fermion`` format on ``spark``.
 
-    The reader pushes filters down, and Spark refuses to read from a source that can while
-    ``spark.sql.python.filterPushdown.enabled`` is off; registering sets it.
+    The reader takes no filters from Spark (docs/SPARK.md), so it reads the same with
+    ``spark.sql.python.filterPushdown.enabled`` on or off; registering leaves it as it is.
 
     Example:
+        >>> import tempfile
         >>> from fermion.spark.session import session
         >>> spark = session("doc")
         >>> register(spark)
-        >>> spark.conf.get("spark.sql.python.filterPushdown.enabled")
-        'true'
+        >>> spark.range(2).write.format("fermion").mode("overwrite").save(tempfile.mkdtemp())
     """
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(FermionDataSource)

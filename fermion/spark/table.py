@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from fermion.spark.filters import exact_conjuncts
 from fermion.spark.options import ReadOptions
 from fermion.spark.read import check_columns, open_table
 from fermion.spark.source import register
@@ -45,9 +46,13 @@ def read_table(
     """A DataFrame of a Fermion table that reads only ``columns``, filtered at the source.
 
     Python data sources get no column pruning from Spark (``select`` still reads every
-    column), so the projection is given here; the filter is applied to the loaded
-    DataFrame, which pushes it down to the reader (fragment, stripe, page and bloom
-    pruning). Columns the filter mentions are read too and dropped after it.
+    column), so the projection is given here. A SQL ``filter`` is applied by Spark to the
+    loaded DataFrame, so the rows are Spark's own answer; the part of it that Fermion
+    evaluates exactly as Spark does (:func:`fermion.spark.filters.exact_conjuncts`:
+    comparisons of integer, string, date and boolean columns with literals, ``IN``,
+    ``IS NULL``, ``LIKE``…) is also given to the reader as its ``filter`` option, which
+    prunes fragments, stripes, pages and bloom filters. A Column ``filter`` is applied by
+    Spark only. Columns the filter mentions are read too and dropped after it.
 
     Args:
         spark: The session (the data source is registered on it).
@@ -86,6 +91,10 @@ def read_table(
         reader = reader.option("tag", tag)
     if columns is not None or len(needed) != len(names):
         reader = reader.option("columns", ",".join(needed))
+    if isinstance(filter, str):
+        exact = exact_conjuncts(filter, schema)
+        if exact is not None:
+            reader = reader.option("filter", exact)
     frame = reader.load(uri)
     if filter is not None:
         frame = frame.filter(filter)

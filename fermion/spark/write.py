@@ -8,7 +8,8 @@ Every task casts its Arrow batches to the plan's schema and writes data files un
 task succeeded Spark calls ``commit``, which makes one Append or Overwrite
 (:func:`~fermion.table.tasks.commit_write`, with retries); otherwise ``abort`` removes the
 files of the tasks that reported and, by the write id, those of the tasks that failed
-(:func:`~fermion.table.tasks.abort_write`).
+(:func:`~fermion.table.tasks.abort_write`, which leaves any file a version references).
+Whether the write committed is :func:`~fermion.table.tasks.write_committed`'s answer.
 
 Example:
     >>> import tempfile, fermion.table as ft
@@ -35,7 +36,6 @@ from fermion.errors import DatasetError, SchemaMismatchError
 from fermion.spark.options import WriteOptions
 from fermion.spark.types import arrow_schema, conform, loose, spark_schema
 from fermion.table import dataset
-from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     WritePlan,
     WriteResult,
@@ -43,10 +43,10 @@ from fermion.table.tasks import (
     commit_write,
     execute_write,
     plan_write,
+    write_committed,
 )
-from fermion.table.versions import load_manifest
 
-__all__ = ["FermionCommitMessage", "FermionWriter", "committed", "plan_spark_write"]
+__all__ = ["FermionCommitMessage", "FermionWriter", "plan_spark_write"]
 
 _log = logging.getLogger(__name__)
 
@@ -59,11 +59,13 @@ class FermionCommitMessage(WriterCommitMessage):
 
 
 def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
-    """The Arrow schema the files are written with.
+    """The Arrow schema the DataFrame's batches are written as (Spark → Arrow types).
 
     An existing table whose columns have the DataFrame's Spark types keeps its own Arrow
-    types (``uint32`` stays ``uint32``, a ``list<item>`` stays one) and field ids; an
-    overwrite with other columns or nullability writes the DataFrame's schema.
+    types (``uint32`` stays ``uint32``, a ``list<item>`` stays one); an overwrite with other
+    columns or nullability writes the DataFrame's schema. The table schema with its field
+    ids is then resolved by :func:`~fermion.table.tasks.resolve_write_schema` inside
+    :func:`~fermion.table.tasks.plan_write`, as for every other writer.
     """
     ours = arrow_schema(schema)
     try:
@@ -102,20 +104,6 @@ def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool)
     )
 
 
-def committed(plan: WritePlan) -> bool:
-    """Whether a version after the plan's read version holds a file of this write."""
-    storage = TableStorage(plan.uri)
-    prefix = plan.prefix + "/"
-    for version in storage.versions():
-        if version > plan.read_version and any(
-            f.path.startswith(prefix)
-            for fragment in load_manifest(storage, version).fragments
-            for f in fragment.files
-        ):
-            return True
-    return False
-
-
 def _task_id() -> str:
     context = TaskContext.get()
     if context is None:
@@ -150,7 +138,7 @@ class FermionWriter(DataSourceArrowWriter):
         Spark also calls ``abort`` when ``commit`` raised; if the commit had landed all the
         same (its outcome was unknown to the raiser), the files stay.
         """
-        if committed(self.plan):
+        if write_committed(self.plan):
             _log.warning("fermion: write %s was committed; abort leaves it", self.plan.write_id)
             return
         results = [m.result if isinstance(m, FermionCommitMessage) else None for m in messages]

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
-from fermion.format.plan import cast_table, take_table
+from fermion.format.read.plan import cast_table, take_table
 from fermion.format.streams import export_stream
 from fermion.table.batches import (
     BatchLookup,
@@ -32,7 +32,6 @@ from fermion.table.batches import (
     epoch_batches,
 )
 from fermion.table.batches import batch_id_column as batch_id_column_of
-from fermion.table.codec import check_writer_flags
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
@@ -46,6 +45,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     CommitSummary,
+    abort_rewrite,
     commit_delete,
     commit_index,
     commit_rewrite,
@@ -55,6 +55,7 @@ from fermion.table.tasks import (
     plan_compaction,
     plan_delete,
     plan_index,
+    resolve_write_schema,
 )
 from fermion.table.transition import live_rows
 from fermion.table.versions import (
@@ -116,13 +117,9 @@ def write_dataset(
         raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
     data_schema, batches = as_batches(data)
     stream = pa.RecordBatchReader.from_batches(data_schema, batches)
-    if latest is None:
-        schema = TableSchema.from_arrow(data_schema)
-    else:
-        check_writer_flags(latest)
-        schema = schema_of(latest)
-        if mode == "overwrite" and not _same_columns(schema.arrow, data_schema):
-            schema = TableSchema.from_arrow(data_schema, first_id=latest.max_field_id + 1)
+    schema = resolve_write_schema(
+        latest, data_schema, mode="overwrite" if mode == "overwrite" else "append"
+    )
     fragments = write_fragments(
         stream, uri, schema=schema, max_rows_per_file=max_rows_per_file,
         manifest_store=storage.manifest_store,
@@ -144,12 +141,6 @@ def write_dataset(
     ds = Dataset(storage, result.manifest)
     ds.last_commit = result
     return ds
-
-
-def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
-    return set(table.names) == set(data.names) and all(
-        table.field(n).type.equals(data.field(n).type) for n in data.names
-    )
 
 
 def dataset(
@@ -873,7 +864,8 @@ class Dataset:
         Runs :func:`~fermion.table.tasks.plan_compaction`, executes every group in this
         process and commits them; groups a concurrent delete or rewrite made stale are
         planned again on the newer version (at most ``max_retries`` rounds), so deleted
-        rows never come back.
+        rows never come back. If a round fails, the files it wrote are removed
+        (:func:`~fermion.table.tasks.abort_rewrite`: never one a version references).
 
         Returns:
             ``fragments_removed``, ``fragments_added``, ``rows_rewritten``.
@@ -899,7 +891,12 @@ class Dataset:
             )
             if not plan.tasks:
                 break
-            summary = commit_rewrite(plan, [execute_rewrite(t) for t in plan.tasks], **options)
+            try:
+                results = [execute_rewrite(t) for t in plan.tasks]
+                summary = commit_rewrite(plan, results, **options)
+            except BaseException:
+                abort_rewrite(plan, manifest_store=self._storage.manifest_store)
+                raise
             self._follow(summary)
             if summary.committed:
                 totals["fragments_removed"] += summary.fragments_removed

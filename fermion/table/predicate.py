@@ -112,7 +112,8 @@ class _Builder:
         if isinstance(node, exp.Is):
             if not isinstance(node.expression, exp.Null):
                 raise self.fail(node)
-            return self.field(node.this).is_null()
+            null = self.field(node.this).is_null()
+            return ~null if node.args.get("negate") else null
         if isinstance(node, exp.In):
             column = self.field(node.this)
             if node.args.get("query") is not None or not node.expressions:
@@ -137,7 +138,9 @@ class _Builder:
             pattern = self.build(node.expression)
             if not isinstance(pattern, _Literal) or not isinstance(pattern.value, str):
                 raise self.fail(node)
-            return pc.match_like(self.field(node.this), pattern.value)
+            matched = pc.match_like(self.field(node.this), pattern.value)
+            # sqlglot keeps ``s NOT LIKE p`` as one LIKE node marked negated
+            return ~matched if node.args.get("negate") else matched
         if isinstance(node, exp.Literal | exp.Boolean | exp.Null | exp.Neg | exp.Cast):
             return _Literal(self.constant(node))
         raise self.fail(node)

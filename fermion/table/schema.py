@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError, SchemaMismatchError
-from fermion.format.layout import build_tree, is_wrapped
+from fermion.format.metadata.layout import build_tree, is_wrapped
 from fermion.table.proto import manifest_pb2 as pb
 
 __all__ = ["TableSchema", "count_nodes", "project_file_table", "top_level_field_ids"]

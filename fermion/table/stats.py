@@ -26,7 +26,7 @@ from collections.abc import Collection, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.format.pruning import segments_that_may_match
+from fermion.format.read.pruning import segments_that_may_match
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format.batch_lookup import _MAPPED_GRAIN
-from fermion.format.layout import Kind, Node
-from fermion.format.structs import FORMAT_VERSION_MAJOR, DescType, minor_version
+from fermion.format.metadata.layout import Kind, Node
+from fermion.format.metadata.structs import FORMAT_VERSION_MAJOR, DescType, minor_version
+from fermion.format.read.batch_lookup import _MAPPED_GRAIN
 from tests.format.test_roundtrip import assert_same as _assert_same
 
 SCHEMA = pa.schema(
@@ -519,7 +519,7 @@ def test_staged_batch_bytes_match_each_batchs_arrow_bytes() -> None:
     """Measured together, each part's bytes are its own ``nbytes`` within a few bytes a
     column (offsets and validity are counted per row, not per referenced buffer range):
     also for Table parts of several chunks, nulls, large offsets and a list column."""
-    from fermion.format.writer import _staged_nbytes
+    from fermion.format.write.writer import _staged_nbytes
 
     rng = np.random.default_rng(5)
     big = pa.table(
@@ -550,7 +550,7 @@ def test_staged_batch_bytes_match_each_batchs_arrow_bytes() -> None:
 def test_batch_stripe_cuts_over_many_staged_batches(tmp_path: Path) -> None:
     """Batches are measured 64 at a time, but every stripe is cut where placing batch by
     batch cuts it: it holds the greedy run of batches whose bytes stay within the limit."""
-    from fermion.format.writer import _staged_nbytes
+    from fermion.format.write.writer import _staged_nbytes
 
     rng = np.random.default_rng(11)
     sizes = rng.integers(1, 9, 300).tolist()

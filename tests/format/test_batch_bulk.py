@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-import fermion.format.writer as writer_module
+import fermion.format.write.writer as writer_module
 from fermion.format.options import PAGE_SIZE_DEFAULT
-from fermion.format.writer import _block_columns
+from fermion.format.write.writer import _block_columns
 from tests.format.test_batch import prove_aligned
 
 

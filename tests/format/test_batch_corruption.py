@@ -25,8 +25,8 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format.pages import encode_page
-from fermion.format.structs import (
+from fermion.format.encoding.pages import encode_page
+from fermion.format.metadata.structs import (
     CMB_HEADER_DTYPE,
     FOOTER_DTYPE,
     FULL_CHUNK_DESC_DTYPE,

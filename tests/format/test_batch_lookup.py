@@ -1,4 +1,4 @@
-"""Batch lookups of flat fixed-width columns read together (fermion.format.batch_lookup).
+"""Batch lookups of flat fixed-width columns read together (fermion.format.read.batch_lookup).
 
 Checked against a full read of the same file: random batch files (hypothesis) of numeric
 and temporal columns, with and without nulls (columns with nulls take the general path),
@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import batch_lookup
-from fermion.format.batch_lookup import fast_columns
+from fermion.format.metadata.structs import Compression, Encoding, StreamType
 from fermion.format.options import BATCH_BLOCK_SIZE
-from fermion.format.structs import Compression, Encoding, StreamType
+from fermion.format.read import batch_lookup
+from fermion.format.read.batch_lookup import fast_columns
 
 TYPES = [
     pa.float32(),
@@ -196,7 +196,7 @@ def test_lookup_uses_the_shared_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
         calls.append(len(args[1]))  # type: ignore[arg-type]
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("fermion.format.reader.read_points", counting)
+    monkeypatch.setattr("fermion.format.read.reader.read_points", counting)
     with fermion.FileReader(path) as r:
         got = r.read_batches([ids[5], ids[399], ids[5]])
     assert calls and sum(calls) == 7 * len(calls)  # every column, one call per stripe

@@ -1,4 +1,5 @@
-"""Bit-packing kernels (``fermion.format.bitpack``): layout, round trips, gather, bad inputs.
+"""Bit-packing kernels (``fermion.format.encoding.bitpack``): layout, round trips, gather,
+bad inputs.
 
 The layout is checked against a pure-Python reference (one big little-endian integer in
 which value ``i`` is bits ``[i*w, (i+1)*w)``), for every valid width 1..56 and 64, lengths
@@ -22,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack
+from fermion.format.encoding import bitpack
 
 WIDTHS = [*range(1, 57), 64]
 BAD_WIDTHS = [-1, 0, 57, 63, 65, 255]

@@ -59,9 +59,10 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format import bitpack, native, pages
-from fermion.format.encodings import encoding_header as _header
-from fermion.format.pages import (
+from fermion.format import native
+from fermion.format.encoding import bitpack, pages
+from fermion.format.encoding.encodings import encoding_header as _header
+from fermion.format.encoding.pages import (
     PAGE_HEADER_SIZE,
     BlockedBody,
     _check_frame,
@@ -71,8 +72,7 @@ from fermion.format.pages import (
     decode_page,
     encode_page,
 )
-from fermion.format.points import binary_values, fixed_values
-from fermion.format.structs import (
+from fermion.format.metadata.structs import (
     BLOCK_TABLE_DTYPE,
     ENCODING_HEADER_DTYPE,
     PAGE_HEADER_DTYPE,
@@ -82,6 +82,7 @@ from fermion.format.structs import (
     RequiredFeature,
     StreamType,
 )
+from fermion.format.read.points import binary_values, fixed_values
 from tests.format.test_points import (
     compressions_of,
     floats_as_1_3_writers_wrote_them,
@@ -302,7 +303,7 @@ def test_byte_split_planes_are_probed_at_their_first_block(
     compresses by entropy coding only. Each plane's first block is compressed at the
     page's level, so the body is the all-level-3 body byte for byte; the same bytes
     given as PLAIN (no planes known) lose two blocks to fast mode."""
-    from fermion.format.encodings import encode_byte_split
+    from fermion.format.encoding.encodings import encode_byte_split
 
     values = np.random.default_rng(0).random(125_000)
     payload = encode_byte_split(values.tobytes(), 8, sampled=False)

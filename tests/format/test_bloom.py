@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format.bloom import build_blooms, hash_values, may_contain
+from fermion.format.encoding.bloom import build_blooms, hash_values, may_contain
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format.structs import RequiredFeature
+from fermion.format.metadata.structs import RequiredFeature
 from fermion.io.source import ByteSource, IOStats
 
 

@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack, encodings
-from fermion.format.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
-from fermion.format.pages import (
+from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
+from fermion.format.encoding.pages import (
     PAGE_HEADER_SIZE,
     decode_page,
     decode_page_into,
@@ -35,7 +35,7 @@ from fermion.format.pages import (
     encode_page,
     read_page_head,
 )
-from fermion.format.structs import Encoding, EncodingFlag, RequiredFeature, StreamType
+from fermion.format.metadata.structs import Encoding, EncodingFlag, RequiredFeature, StreamType
 from tests.format.test_points import check_take, page_spans
 
 C = CHECKPOINT_INTERVAL
@@ -300,14 +300,14 @@ def test_point_reads_through_checkpoints_agree(tmp_path_factory, idx: list[int])
 def test_a_reader_that_does_not_know_checkpoints_refuses_the_file(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from fermion.format import metadata
+    from fermion.format.metadata import footer
 
     path = tmp_path / "ck.fermion"
     fermion.write_table(shapes(5000), path)
     monkeypatch.setattr(
-        metadata,
+        footer,
         "KNOWN_REQUIRED_FEATURES",
-        metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.CHECKPOINTS,
+        footer.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.CHECKPOINTS,
     )
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(path)
@@ -335,7 +335,7 @@ def test_length_ranges_from_checkpoints_equal_the_running_sum(
     """``list_value_ranges`` of a FOR lengths page with checkpoints (each row's length and
     the sum before it, from its segment and the checkpoint before that) equals the running
     sum of the whole-decoded lengths, for rows in any segment, the short last one too."""
-    from fermion.format.points import PagePayload, list_value_ranges
+    from fermion.format.read.points import PagePayload, list_value_ranges
 
     lengths = base + np.random.default_rng(seed).integers(0, 1 << width, n, dtype=np.int64)
     enc, payload = encode(lengths, lengths=True)
@@ -354,7 +354,7 @@ def test_length_ranges_from_checkpoints_equal_the_running_sum(
 def test_a_negative_length_minimum_is_refused_by_point_reads() -> None:
     """A FOR lengths page whose minimum (header ``base``) was changed to a negative value,
     behind a recomputed CRC, is refused: no value range before its page's start."""
-    from fermion.format.points import PagePayload, list_value_ranges
+    from fermion.format.read.points import PagePayload, list_value_ranges
 
     lengths = np.random.default_rng(4).integers(0, 9, 2000).astype(np.int64)
     enc, payload = encode(lengths, lengths=True)

@@ -13,7 +13,9 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format import checksum, pages, writer
+from fermion.format import checksum
+from fermion.format.encoding import pages
+from fermion.format.metadata import cmb
 
 
 @pytest.fixture
@@ -49,7 +51,7 @@ def test_the_fallback_is_zlib_and_computes_the_same_crcs(zlib_only) -> None:
 def test_the_package_uses_isal_when_it_imports() -> None:
     pytest.importorskip("isal")
     assert checksum.IMPLEMENTATION == "isal"
-    assert pages.crc32 is checksum.crc32 and writer.crc32 is checksum.crc32
+    assert pages.crc32 is checksum.crc32 and cmb.crc32 is checksum.crc32
 
 
 def test_a_file_written_with_zlib_crcs_verifies_with_the_default(tmp_path: Path, monkeypatch):
@@ -62,7 +64,7 @@ def test_a_file_written_with_zlib_crcs_verifies_with_the_default(tmp_path: Path,
     )
     path = tmp_path / "z.fermion"
     monkeypatch.setattr(pages, "crc32", zlib.crc32)  # the writer as the fallback runs it
-    monkeypatch.setattr(writer, "crc32", zlib.crc32)
+    monkeypatch.setattr(cmb, "crc32", zlib.crc32)  # and its CMBs
     fermion.write_table(table, path)
     monkeypatch.undo()
     idx = [0, 4_097, 99_999]

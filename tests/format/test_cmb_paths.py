@@ -20,9 +20,9 @@ import pytest
 
 import fermion
 from fermion.format import write_table
-from fermion.format.metadata import MetadataReader
+from fermion.format.metadata.structs import DescType, StreamType
 from fermion.format.options import ReadOptions
-from fermion.format.structs import DescType, StreamType
+from fermion.format.read.metadata import MetadataReader
 from fermion.io.source import open_source
 
 NAMES = [f"c{i}" for i in range(16)]
@@ -186,8 +186,8 @@ def test_cmb_records_read_with_struct_match_the_dtypes(tmp_path: Path) -> None:
     """parse_cmb reads the stripe rows, stream directory, SIMPLE and FULL descriptors with
     ``struct`` (tuples), and views the descriptors and stripe rows with numpy on first use:
     both layouts must agree."""
-    from fermion.format import cmb
-    from fermion.format.structs import (
+    from fermion.format.metadata import cmb
+    from fermion.format.metadata.structs import (
         FULL_CHUNK_DESC_DTYPE,
         SIMPLE_CHUNK_DESC_DTYPE,
         STREAM_META_DTYPE,

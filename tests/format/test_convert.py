@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import fermion.format as fmt
+import fermion.format.convert.parquet
 from fermion.errors import (
     FermionError,
     InvalidArgumentError,
@@ -406,7 +407,7 @@ def test_parquet_side_streams_row_group_by_row_group(
             seen.append(data.num_rows)
             super().write(data)
 
-    monkeypatch.setattr(fmt, "FileWriter", SpyWriter)
+    monkeypatch.setattr(fermion.format.convert.parquet, "FileWriter", SpyWriter)
     summary = parquet_to_fermion(src, tmp_path / "x.fermion", batch_rows=400)
     assert max(seen) <= 400
     assert sum(seen) == 10_000

@@ -28,8 +28,8 @@ import pytest
 import zstandard
 
 import fermion
-from fermion.format.pages import CODECS, PAGE_HEADER_SIZE, BlockedBody
-from fermion.format.structs import (
+from fermion.format.encoding.pages import CODECS, PAGE_HEADER_SIZE, BlockedBody
+from fermion.format.metadata.structs import (
     BLOCK_TABLE_DTYPE,
     FOOTER_DTYPE,
     PAGE_HEADER_DTYPE,

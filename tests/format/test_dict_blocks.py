@@ -24,9 +24,10 @@ import pytest
 
 import fermion
 from fermion.errors import ChecksumError, InvalidArgumentError, InvalidFileError
-from fermion.format import native, pages
-from fermion.format.pages import BlockedBody, encode_page, read_page_head
-from fermion.format.structs import DICT_BLOCK_TABLE_DTYPE, Compression, RequiredFeature
+from fermion.format import native
+from fermion.format.encoding import pages
+from fermion.format.encoding.pages import BlockedBody, encode_page, read_page_head
+from fermion.format.metadata.structs import DICT_BLOCK_TABLE_DTYPE, Compression, RequiredFeature
 
 HEADER = pages.PAGE_HEADER_SIZE
 
@@ -307,7 +308,7 @@ def test_the_first_page_that_tries_a_dictionary_decides_not_the_first_blocked_on
     """A chunk whose first blocked page is too small to try a dictionary decides on its
     first page that does try one; later pages then follow it (one training when it lost)."""
     from fermion.format.options import WriteOptions
-    from fermion.format.shred import _Encoder
+    from fermion.format.write.shred import _Encoder
 
     enc = _Encoder(WriteOptions(), True, blocks=True)
     small, large = hex_words(40_000), hex_words(400_000)  # under and over 32 x 4 KiB

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.errors import InvalidFileError
-from fermion.format import assemble, encodings
+from fermion.format.encoding import encodings
+from fermion.format.read import assemble
 from tests.format.test_encodings import encodings_of
 
 OFFSET_TYPES = [np.dtype("<i4"), np.dtype("<i8")]

@@ -430,7 +430,7 @@ def test_stored_union_values_that_cannot_form_the_union_are_invalid_file_errors(
     bad: pa.Array,
 ) -> None:
     from fermion.errors import InvalidFileError
-    from fermion.format.encoded import from_storage
+    from fermion.format.encoding.encoded import from_storage
 
     t = _dense().type
     members = [pa.array([1, None, 3]), pa.array([None, "b", None])]

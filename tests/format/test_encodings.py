@@ -27,9 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack, encodings
-from fermion.format.pages import PAGE_HEADER_SIZE, decode_page, encode_page
-from fermion.format.structs import (
+from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding.pages import PAGE_HEADER_SIZE, decode_page, encode_page
+from fermion.format.metadata.structs import (
     ENCODING_HEADER_DTYPE,
     Compression,
     Encoding,

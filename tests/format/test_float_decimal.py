@@ -41,9 +41,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import bitpack, decimal_floats, encodings, metadata, points
-from fermion.format.pages import PAGE_HEADER_SIZE, decode_page, decode_page_into, encode_page
-from fermion.format.structs import (
+from fermion.format.encoding import bitpack, decimal_floats, encodings
+from fermion.format.encoding.pages import (
+    PAGE_HEADER_SIZE,
+    decode_page,
+    decode_page_into,
+    encode_page,
+)
+from fermion.format.metadata import footer
+from fermion.format.metadata.structs import (
     ENCODING_HEADER_DTYPE,
     FLOAT_DECIMAL_HEADER_DTYPE,
     PAGE_HEADER_DTYPE,
@@ -53,6 +59,7 @@ from fermion.format.structs import (
     StatsFlag,
     StreamType,
 )
+from fermion.format.read import points
 from tests.format.test_encodings import encodings_of
 from tests.format.test_points import check_take, page_spans
 from tests.format.test_roundtrip import assert_same
@@ -497,8 +504,8 @@ def test_a_1_2_reader_refuses_decimal_floats_only(tmp_path: Path, monkeypatch) -
     with_decimals, without = tmp_path / "d.fermion", tmp_path / "r.fermion"
     fermion.write_table(table, with_decimals)
     fermion.write_table(table.select(["random"]), without)
-    known_1_2 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.DECIMAL_FLOATS
-    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_2))
+    known_1_2 = footer.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.DECIMAL_FLOATS
+    monkeypatch.setattr(footer, "KNOWN_REQUIRED_FEATURES", int(known_1_2))
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(with_decimals)
     assert_same(fermion.read_table(without), table.select(["random"]))
@@ -558,8 +565,8 @@ def test_divide_kernel_files_stay_1_5_and_a_1_5_reader_refuses_multiply(
     with fermion.FileReader(divide) as r:
         assert not r.metadata.required_features & RequiredFeature.DECIMAL_MULTIPLY
         assert r.metadata.format_version in ("1.3", "1.4", "1.5")
-    known_1_5 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.DECIMAL_MULTIPLY
-    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_5))
+    known_1_5 = footer.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.DECIMAL_MULTIPLY
+    monkeypatch.setattr(footer, "KNOWN_REQUIRED_FEATURES", int(known_1_5))
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(multiply)
     assert_same(fermion.read_table(divide), float_table(5_000))

@@ -11,9 +11,11 @@ import pyarrow as pa
 import pytest
 
 import fermion
-from fermion.format import batch_lookup, decimal_floats, encodings, structs
-from fermion.format.pages import BlockedBody, decompress_body, read_page_head
-from fermion.format.plan import take_values as _take
+from fermion.format.encoding import decimal_floats, encodings
+from fermion.format.encoding.pages import BlockedBody, decompress_body, read_page_head
+from fermion.format.metadata import structs
+from fermion.format.read import batch_lookup
+from fermion.format.read.plan import take_values as _take
 from tests.format.test_roundtrip import assert_same
 
 GOLDEN = Path(__file__).parent / "golden"

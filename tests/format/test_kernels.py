@@ -28,9 +28,10 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.errors import ChecksumError, InvalidFileError
-from fermion.format import bitpack, encodings, native
-from fermion.format.pages import CrcBlockedBody, encode_page
-from fermion.format.structs import Compression
+from fermion.format import native
+from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding.pages import CrcBlockedBody, encode_page
+from fermion.format.metadata.structs import Compression
 from tests.format.test_encodings import encodings_of
 
 KERNELS = native.KERNELS
@@ -610,7 +611,7 @@ def test_byte_planes_refuse_bad_arguments() -> None:
 
 def test_byte_split_pages_with_either_path(monkeypatch) -> None:
     """The writer's planes and the reader's values are the same bytes either way."""
-    from fermion.format.encodings import decode_byte_split, encode_byte_split
+    from fermion.format.encoding.encodings import decode_byte_split, encode_byte_split
 
     rng = np.random.default_rng(9)
     pages = {}
@@ -641,7 +642,7 @@ def _trial_counts(
     values: np.ndarray, width: int, kernel: int, lo: int, hi: int, kernels: Any
 ) -> tuple[list[int], ...]:
     """The counts of :class:`decimal_floats._Trials` by the kernels given (None: numpy)."""
-    from fermion.format import decimal_floats
+    from fermion.format.encoding import decimal_floats
 
     saved, native.KERNELS = native.KERNELS, kernels
     try:
@@ -668,7 +669,7 @@ def test_decimal_trials_agree_with_numpy(
     """The kernel's counts per exponent are numpy's, bit for bit: decimals with 0-20
     places (some beyond what a float holds), random values, values past 2**53 at some
     exponent, NaN, infinities, -0.0, subnormals, in float32 and float64, both kernels."""
-    from fermion.format.decimal_floats import MAX_EXPONENT
+    from fermion.format.encoding.decimal_floats import MAX_EXPONENT
 
     rng = np.random.default_rng(seed)
     values = np.round(rng.standard_normal(n) * scale, min(places, 15))
@@ -688,7 +689,7 @@ def test_decimal_trials_agree_with_numpy(
 
 def test_find_exponent_is_the_same_with_either_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decimals, random floats, prices as float32, integers, mixed signs, a few NaN."""
-    from fermion.format.decimal_floats import find_exponent
+    from fermion.format.encoding.decimal_floats import find_exponent
 
     rng = np.random.default_rng(11)
     pages = [
@@ -713,7 +714,7 @@ def test_decimal_trials_refuse_bad_arguments() -> None:
     """Widths other than 4 and 8, kernels other than 0 and 1, a partial float, pow10 and
     pow10_inv of different lengths, exponents outside pow10, an out of the wrong size:
     ValueError, out untouched."""
-    from fermion.format.decimal_floats import _POW10, _POW10_INV
+    from fermion.format.encoding.decimal_floats import _POW10, _POW10_INV
 
     assert KERNELS is not None
     values = np.arange(10, dtype=np.float64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from fermion.format.layout import is_encoded, is_wrapped
+from fermion.format.metadata.layout import is_encoded, is_wrapped
 
 
 class _Ext(pa.ExtensionType):

@@ -33,13 +33,13 @@ import pytest
 
 from fermion.errors import FermionError
 from fermion.format import native, write_table
-from fermion.format.cmb import ColumnMeta, StreamDesc, parse_cmb
-from fermion.format.layout import build_tree
-from fermion.format.metadata import MetadataReader
+from fermion.format.metadata.cmb import ColumnMeta, StreamDesc, parse_cmb
+from fermion.format.metadata.layout import build_tree
+from fermion.format.metadata.schema import SchemaIndex, build_schema_area, name_hash
+from fermion.format.metadata.structs import SCHEMA_HEADER_DTYPE
 from fermion.format.options import ReadOptions
-from fermion.format.schema import SchemaIndex, build_schema_area, name_hash
-from fermion.format.structs import SCHEMA_HEADER_DTYPE
-from fermion.format.writer import FileWriter
+from fermion.format.read.metadata import MetadataReader
+from fermion.format.write.writer import FileWriter
 from fermion.io.source import open_source
 
 KERNELS = native.KERNELS

@@ -137,7 +137,7 @@ def test_an_all_null_struct_column_reads_valid_and_writes_to_parquet(
 
 
 def test_null_column_fills_non_nullable_fixed_size_list_values() -> None:
-    from fermion.format.assemble import null_column
+    from fermion.format.read.assemble import null_column
 
     t = pa.struct([
         _nn("pair", pa.list_(pa.field("e", pa.int16(), nullable=False), 2)),

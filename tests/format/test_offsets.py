@@ -1,4 +1,4 @@
-"""OFFSETS kernels (``fermion.format.offsets``): page entries relative to the page, the
+"""OFFSETS kernels (``fermion.format.encoding.offsets``): page entries relative to the page, the
 checks made on the way into a run buffer, and joining a run's pages.
 
 Bad inputs tried here, each of which must raise ``fermion.InvalidFileError``: a negative
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format.offsets import join_run, lengths_into, plain_into, sums_fit
+from fermion.format.encoding.offsets import join_run, lengths_into, plain_into, sums_fit
 
 I32_MAX = 2**31 - 1
 I64_MAX = 2**63 - 1

@@ -26,11 +26,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import batch_lookup, bitpack, encodings, native, shred
-from fermion.format.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
-from fermion.format.pages import BlockedBody, encode_page
-from fermion.format.points import PagePayload, binary_values
-from fermion.format.structs import PAGE_HEADER_DTYPE, Compression, Encoding, StreamType
+from fermion.format import native
+from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
+from fermion.format.encoding.pages import BlockedBody, encode_page
+from fermion.format.metadata.structs import PAGE_HEADER_DTYPE, Compression, Encoding, StreamType
+from fermion.format.read import batch_lookup
+from fermion.format.read.points import PagePayload, binary_values
+from fermion.format.write import shred
 from tests.format.conftest import all_types_table
 from tests.format.test_batch import assert_same as assert_same_decoded
 from tests.format.test_batch import decoded, write_batches

@@ -24,8 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import assemble, encodings
-from fermion.format.structs import Encoding
+from fermion.format.encoding import encodings
+from fermion.format.metadata.structs import Encoding
+from fermion.format.read import assemble
 from tests.format.test_encodings import encodings_of
 from tests.format.test_points import page_spans
 

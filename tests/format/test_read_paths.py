@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format.filters import FilterInfo
+from fermion.format.read.filters import FilterInfo
 from tests.format.test_encodings import encodings_of
 
 
@@ -243,7 +243,7 @@ def test_filters_on_files_with_view_columns(tmp_path: Path) -> None:
 def test_schema_columns_after_a_name_lookup(tmp_path: Path) -> None:
     """Column entries are fetched right when a name lookup cached the name of only some
     of them (it once checked the last column's cache for all: a ChecksumError)."""
-    from fermion.format.writer import write_table
+    from fermion.format.write.writer import write_table
 
     path = tmp_path / "n.fermion"
     write_table(pa.table({"a": [1], "b": [2], "c": [3]}), path)

@@ -118,7 +118,7 @@ def test_one_value_costs_its_checksum_block_not_the_block_table(tmp_path: Path, 
     # one uncompressed page of bit-packed integers, 1 MB: 2,048 checksum blocks, so its
     # CRC32 table alone is 8 KiB; a point read fetches the page's first bytes, the block
     # holding the EncodingHeader, then the value's block and (verifying) its CRC32 only
-    from fermion.format.points import SparsePage
+    from fermion.format.read.points import SparsePage
 
     rng = np.random.default_rng(6)
     table = pa.table({"k": pa.array(rng.integers(0, 2**40, 200_000))})
@@ -187,7 +187,7 @@ def test_a_sparse_page_holds_every_range_fetched(
     empty, past either end: clipped to the page), makes exactly the bytes asked present,
     reading exactly the 16-byte units not yet present: one range, ranges in order, out of
     order, few and many runs (copied one by one, or at once)."""
-    from fermion.format.points import SparsePage
+    from fermion.format.read.points import SparsePage
     from fermion.io.source import open_source
 
     data = np.random.default_rng(len(calls)).integers(0, 256, 9_000, dtype=np.uint8).tobytes()
@@ -219,7 +219,7 @@ def test_a_sparse_page_holds_every_range_fetched(
 
 def page_units(present: np.ndarray, size: int) -> np.ndarray:
     """The 16-byte units of a page wholly present (what SparsePage counts as read)."""
-    from fermion.format.points import SparsePage
+    from fermion.format.read.points import SparsePage
 
     units = -(-size // SparsePage.UNIT)
     padded = np.ones(units * SparsePage.UNIT, dtype=bool)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format.stats import (
+from fermion.format.metadata.stats import (
     StatsKind,
     _unpack_bytes,
     compute_stats,
@@ -22,7 +22,7 @@ from fermion.format.stats import (
     merge_stats,
     stats_kind,
 )
-from fermion.format.structs import StatsFlag
+from fermion.format.metadata.structs import StatsFlag
 
 
 def _pages(values: pa.Array, cuts: list[int]) -> list[pa.Array]:

@@ -15,18 +15,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format import metadata
-from fermion.format import stripe_dictionary as sd
-from fermion.format.encodings import HEADER_SIZE
-from fermion.format.plan import take_values
-from fermion.format.stats import StatsKind, compute_stats
-from fermion.format.structs import (
+from fermion.format.encoding import stripe_dictionary as sd
+from fermion.format.encoding.encodings import HEADER_SIZE
+from fermion.format.metadata import footer
+from fermion.format.metadata.stats import StatsKind, compute_stats
+from fermion.format.metadata.structs import (
     ENCODING_HEADER_DTYPE,
     Encoding,
     RequiredFeature,
     StreamType,
     minor_version,
 )
+from fermion.format.read.plan import take_values
 from tests.format.test_batch import prove_aligned
 from tests.format.test_points import page_spans
 
@@ -170,8 +170,8 @@ def test_plain_options_write_a_1_3_file(tmp_path: Path, options: dict) -> None:
 def test_a_1_3_reader_refuses_the_file(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "t.fermion"
     fermion.write_table(pa.table({"city": medium(30_000, 3_000)}), path)
-    known_1_3 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.STRIPE_DICTIONARY
-    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_3))
+    known_1_3 = footer.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.STRIPE_DICTIONARY
+    monkeypatch.setattr(footer, "KNOWN_REQUIRED_FEATURES", int(known_1_3))
     with pytest.raises(fermion.UnsupportedVersionError):
         fermion.FileReader(path)
 
@@ -326,7 +326,7 @@ def test_read_dictionary_returns_the_stripe_dictionary_as_is(tmp_path: Path, mon
     table = pa.table({"v": medium(n, 2_500, seed=4, nulls=0.1), "i": pa.array(np.arange(n))})
     path = tmp_path / "t.fermion"
     fermion.write_table(table, path, page_size=4096, max_stripe_rows=15_000)
-    from fermion.format import assemble
+    from fermion.format.read import assemble
 
     def fail(*a, **k):  # the page-level path would encode (or merge) on read
         raise AssertionError("dictionary_encoded called")

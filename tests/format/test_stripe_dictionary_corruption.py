@@ -41,9 +41,9 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format import metadata
-from fermion.format import stripe_dictionary as sd
-from fermion.format.structs import Encoding, RequiredFeature
+from fermion.format.encoding import stripe_dictionary as sd
+from fermion.format.metadata import footer
+from fermion.format.metadata.structs import Encoding, RequiredFeature
 from tests.format.test_points import page_spans
 from tests.format.test_stripe_dictionary import medium
 
@@ -177,7 +177,7 @@ def test_wrong_encodings(good: Path, tmp_path: Path, which: int, encoding: int, 
 
 
 def test_an_offsets_page_that_is_not_derived(good: Path, tmp_path: Path) -> None:
-    from fermion.format.structs import StreamType
+    from fermion.format.metadata.structs import StreamType
 
     page = page_spans(good, "v", StreamType.OFFSETS)[1]
     assert page["encoding"] == Encoding.DERIVED and page["size"] == HEADER
@@ -217,8 +217,8 @@ def test_the_required_bit_missing(good: Path, tmp_path: Path) -> None:
 
 
 def test_a_1_3_readers_view(good: Path, monkeypatch) -> None:
-    known_1_3 = metadata.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.STRIPE_DICTIONARY
-    monkeypatch.setattr(metadata, "KNOWN_REQUIRED_FEATURES", int(known_1_3))
+    known_1_3 = footer.KNOWN_REQUIRED_FEATURES & ~RequiredFeature.STRIPE_DICTIONARY
+    monkeypatch.setattr(footer, "KNOWN_REQUIRED_FEATURES", int(known_1_3))
     _assert_refused(good, fermion.UnsupportedVersionError)
 
 

@@ -42,9 +42,9 @@ import pyarrow.compute as pc
 import pytest
 
 import fermion
-from fermion.format import bitpack
-from fermion.format.pages import PAGE_HEADER_SIZE
-from fermion.format.structs import (
+from fermion.format.encoding import bitpack
+from fermion.format.encoding.pages import PAGE_HEADER_SIZE
+from fermion.format.metadata.structs import (
     ENCODING_HEADER_DTYPE,
     PAGE_HEADER_DTYPE,
     Compression,

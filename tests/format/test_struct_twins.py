@@ -14,10 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fermion.format.cmb import _CMB_HEAD, _FULL_CHUNK_DESC, _SIMPLE_CHUNK_DESC, _STREAM_META
-from fermion.format.metadata import _CIT_PAIR
-from fermion.format.schema import _ENTRY_STRUCT, _SLOT_STRUCT
-from fermion.format.structs import (
+from fermion.format.metadata.cit import _PAIR as _CIT_PAIR
+from fermion.format.metadata.cmb import (
+    _CMB_HEAD,
+    _FULL_CHUNK_DESC,
+    _SIMPLE_CHUNK_DESC,
+    _STREAM_META,
+)
+from fermion.format.metadata.schema import _ENTRY_STRUCT, _SLOT_STRUCT
+from fermion.format.metadata.structs import (
     CIT_DTYPE,
     CMB_HEADER_DTYPE,
     COLUMN_ENTRY_DTYPE,
@@ -63,8 +68,8 @@ def test_an_entry_that_does_not_fit_is_a_schema_error() -> None:
     import pyarrow as pa
 
     from fermion.errors import SchemaMismatchError
-    from fermion.format.layout import Kind, Node
-    from fermion.format.schema import build_schema_area
+    from fermion.format.metadata.layout import Kind, Node
+    from fermion.format.metadata.schema import build_schema_area
 
     field = pa.field("s", pa.struct([("a", pa.int8())]))
     leaves = [Node(i + 1, f"a{i}", pa.int8(), Kind.FIXED, True, 1) for i in range(1 << 16)]

@@ -1,4 +1,10 @@
-"""Pushed filters: exact results (nulls and NaN included) and fewer fragments read."""
+"""Filters over the ``fermion`` source: Spark's own answers, and pruning fixed per load().
+
+Spark's filters are never taken by the reader (docs/SPARK.md, "Why nothing is pushed
+implicitly"): a filtered frame reads every fragment and Spark keeps the rows. The
+``filter`` option and :func:`fermion.spark.read_table` prune fragments; their answers are
+compared with Spark's own evaluation of the same predicate.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +13,14 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.datasource import (
-    EqualNullSafe,
-    EqualTo,
-    GreaterThan,
-    In,
-    IsNotNull,
-    IsNull,
-    LessThanOrEqual,
-    Not,
-    StringContains,
-    StringEndsWith,
-    StringStartsWith,
-)
 
 import fermion.table as ft
-from fermion.spark import FermionReader, ReadOptions
-from fermion.spark.filters import translate
+from fermion.errors import ColumnNotFoundError, InvalidArgumentError
+from fermion.spark import FermionReader, ReadOptions, read_table
+from fermion.spark.filters import exact_conjuncts
 from fermion.spark.types import spark_schema
 from fermion.table.scan import ScanStats
 
@@ -73,9 +68,10 @@ def reference(spark: SparkSession, table_uri: str) -> dict[str, list[int]]:
     }
 
 
+#: (predicate, fragments read_table reads: its exact conjuncts prune, the rest is Spark's)
 PREDICATES = [
     ("id = 7", 1),
-    ("id <=> 7", 1),
+    ("id <=> 7", 4),  # null-safe equality stays with Spark
     ("NOT (id <=> 7)", 4),
     ("NOT (k <=> 3)", 4),
     ("k <=> NULL", 4),
@@ -94,14 +90,17 @@ PREDICATES = [
     ("f > 20.0", 4),  # floats: Spark keeps NaN (above every number): not pushed
     ("f = double('NaN')", 4),
     ("f IS NULL", 4),
-    ("ts >= TIMESTAMP '2024-01-01 00:01:20Z'", 1),
-    ("ntz < TIMESTAMP_NTZ '2024-01-01 00:00:10'", 1),
+    ("ts >= TIMESTAMP '2024-01-01 00:01:20Z'", 4),  # timestamps: the session time zone
+    ("ntz < TIMESTAMP_NTZ '2024-01-01 00:00:10'", 4),
     ("d = DATE '2024-01-05'", 1),
-    ("dec > 20.00", 4),  # pushed, but the manifest keeps no decimal statistics
+    ("dec > 20.00", 4),  # decimals stay with Spark
     ("b", 4),
     ("NOT b", 4),
     ("bin = X'0102'", 4),
-    ("id < 50 OR s IS NULL", 4),  # an OR is never pushed
+    ("id < 50 OR s IS NULL", 4),  # every fragment has a null s
+    ("id < 20 OR id > 95", 2),
+    ("id > 90 AND f > 20.0", 1),  # the float conjunct stays with Spark, the other prunes
+    ("id + 1 > 91", 4),  # arithmetic stays with Spark
 ]
 
 
@@ -110,64 +109,114 @@ def _ids(frame: DataFrame) -> list[int]:
 
 
 @pytest.mark.parametrize(("predicate", "partitions"), PREDICATES)
-def test_pushed_results_equal_spark_own_and_prune_fragments(
-    spark: SparkSession,
-    table_uri: str,
-    reference: dict[str, list[int]],
-    predicate: str,
+def test_spark_filters_give_spark_answers_and_read_every_fragment(
+    spark: SparkSession, table_uri: str, reference: dict[str, list[int]], predicate: str,
     partitions: int,
+) -> None:  # fmt: skip
+    frame = spark.read.format("fermion").load(table_uri)
+    filtered = frame.filter(predicate)
+    assert _ids(filtered) == reference[predicate]
+    assert filtered.rdd.getNumPartitions() == N // PER_FILE  # nothing taken from Spark
+    assert frame.count() == N  # the same frame, scanned again, unfiltered
+
+
+@pytest.mark.parametrize(("predicate", "partitions"), PREDICATES)
+def test_read_table_gives_spark_answers_and_prunes_by_exact_conjuncts(
+    spark: SparkSession, table_uri: str, reference: dict[str, list[int]], predicate: str,
+    partitions: int,
+) -> None:  # fmt: skip
+    frame = read_table(spark, table_uri, ["id"], predicate)
+    assert _ids(frame) == reference[predicate]
+    assert frame.rdd.getNumPartitions() == partitions
+
+
+#: (filter option, its ids, fragments read): Fermion's predicate language, evaluated at
+#: the source for every scan of the load()
+OPTION_FILTERS = [
+    ("id > 90", [i for i in range(N) if i > 90], 1),
+    ("id >= 40 AND id <= 60", list(range(40, 61)), 2),
+    ("d = DATE '2024-01-05'", [4], 1),
+    ("k IN (1, 2) AND id < 25", [i for i in range(25) if i % 7 and i % 5 in (1, 2)], 1),
+    ("s IS NULL", [i for i in range(N) if i % 6 == 0], 4),
+    # every fragment holds a NaN, which float statistics cannot bound: nothing pruned
+    ("f > 20.0", [i for i in range(N) if i % 9 and i % 10 != 3 and i / 4 > 20], 4),
+]
+
+
+@pytest.mark.parametrize(("text", "ids", "partitions"), OPTION_FILTERS)
+def test_filter_option_prunes_for_every_scan_of_the_load(
+    spark: SparkSession, table_uri: str, text: str, ids: list[int], partitions: int
 ) -> None:
-    pushed = spark.read.format("fermion").load(table_uri).filter(predicate)
-    assert _ids(pushed) == reference[predicate]
-    assert pushed.rdd.getNumPartitions() == partitions  # fragments left after pruning
+    frame = spark.read.format("fermion").option("filter", text).load(table_uri)
+    assert frame.rdd.getNumPartitions() == partitions
+    assert _ids(frame) == ids
+    assert frame.count() == len(ids)
+    inner = frame.filter("id % 2 = 0").select("id").join(frame.select("id"), "id")
+    assert _ids(inner) == [i for i in ids if i % 2 == 0]  # both sides read the same rows
 
 
-def _reader(uri: str) -> FermionReader:
-    return FermionReader(ReadOptions(uri), spark_schema(ft.dataset(uri).schema))
+def test_filter_option_applies_to_columns_not_read(spark: SparkSession, table_uri: str) -> None:
+    load = spark.read.format("fermion").option("filter", "d < '2024-01-04'")
+    frame = load.option("columns", "s").load(table_uri)
+    assert frame.columns == ["s"] and sorted(r.s or "" for r in frame.collect()) == ["", "a1", "b2"]
 
 
-def test_reader_opens_only_the_files_the_filter_can_match(table_uri: str) -> None:
-    reader = _reader(table_uri)
-    assert list(reader.pushFilters([GreaterThan(("id",), 80)])) == []
+def _reader(uri: str, text: str | None = None) -> FermionReader:
+    return FermionReader(ReadOptions(uri, filter=text), spark_schema(ft.dataset(uri).schema))
+
+
+def test_reader_opens_only_the_files_the_filter_option_can_match(table_uri: str) -> None:
+    reader = _reader(table_uri, "id > 80")
     stats = ScanStats()
     rows = [b for p in reader.partitions() for b in reader.read_slice(p, stats)]
     assert stats.files_opened == 1 and sum(b.num_rows for b in rows) == 19
     everything = _reader(table_uri)
+    assert not hasattr(everything, "pushFilters") or everything.pushFilters.__qualname__.startswith(
+        "DataSourceReader."
+    )  # Spark's default: every filter back to Spark
     stats = ScanStats()
     assert sum(b.num_rows for p in everything.partitions() for b in everything.read_slice(p, stats))
     assert stats.files_opened == N // PER_FILE
 
 
-def test_unsupported_filters_go_back_to_spark(table_uri: str) -> None:
-    reader = _reader(table_uri)
-    float_filter = GreaterThan(("f",), 1.0)
-    nested = EqualTo(("s", "x"), 1)
-    unknown = EqualTo(("nope",), 1)
-    wrong_value = EqualTo(("id",), "not a number")
-    kept = [IsNull(("f",)), EqualTo(("id",), 3)]
-    rejected = list(reader.pushFilters([float_filter, nested, unknown, wrong_value, *kept]))
-    expected = [float_filter, nested, unknown, wrong_value]
-    assert all(r is f for r, f in zip(rejected, expected, strict=True))  # the very objects
+def test_exact_conjuncts_keep_only_what_arrow_evaluates_as_spark() -> None:
+    schema = _data().schema
+    assert exact_conjuncts("id = 7", schema) == "id = 7"
+    assert exact_conjuncts("7 < id AND k IS NOT NULL", schema) == "7 < id AND NOT k IS NULL"
+    assert exact_conjuncts("id > 2.5", schema) is None  # Spark compares as decimal
+    assert exact_conjuncts("id > -3 AND id IN (1, 2)", schema) == "id > -3 AND id IN (1, 2)"
+    assert exact_conjuncts("k = 99999999999", schema) is None  # does not fit the int32 column
+    assert exact_conjuncts("s = 3", schema) is None  # Spark casts the string column
+    assert exact_conjuncts("s LIKE 'a\\_%'", schema) is None  # an escape
+    assert exact_conjuncts("s LIKE 'a!_%' ESCAPE '!'", schema) is None
+    assert exact_conjuncts("d = '2024-1-5'", schema) is None  # Spark's lenient date text
+    assert exact_conjuncts("d BETWEEN '2024-01-01' AND DATE '2024-02-01'", schema) is not None
+    assert exact_conjuncts("f > 1.0 OR id = 1", schema) is None  # one float side is enough
+    assert exact_conjuncts("(id = 1 OR id = 2) AND b", schema) == "(id = 1 OR id = 2) AND b"
+    assert exact_conjuncts("ID = 1", schema) is None  # Spark resolves names case-blind
+    assert exact_conjuncts("id = (SELECT 1)", schema) is None
+    assert exact_conjuncts("id IN (SELECT 1)", schema) is None
+    assert exact_conjuncts("nope = 1", schema) is None
+    assert exact_conjuncts("this is not sql (", schema) is None
+    assert exact_conjuncts("b = true AND NOT b", schema) == "b = TRUE AND NOT b"
 
 
-def _kept(filters: list[object], table: pa.Table) -> list[object]:
-    pushed = translate(filters, table.schema)  # type: ignore[arg-type]
-    assert pushed.rejected == [] and pushed.expression is not None
-    return table.filter(pushed.expression).column("a").to_pylist()
+def _error(action: object) -> str:
+    with pytest.raises(PySparkException) as caught:
+        action()  # type: ignore[operator]
+    return str(caught.value)
 
 
-def test_translation_follows_sql_three_valued_logic() -> None:
-    table = pa.table({"a": pa.array([1, 2, None, 3], pa.int64()), "s": ["ab", None, "b", "ac"]})
-    assert _kept([Not(EqualTo(("a",), 1))], table) == [2, 3]
-    assert _kept([Not(In(("a",), (1, 2)))], table) == [3]
-    assert _kept([Not(In(("a",), (1, None)))], table) == []  # NOT IN with a NULL: never TRUE
-    assert _kept([In(("a",), (1, None))], table) == [1]
-    assert _kept([EqualNullSafe(("a",), None)], table) == [None]
-    assert _kept([Not(EqualNullSafe(("a",), 1))], table) == [2, None, 3]
-    assert _kept([Not(IsNull(("a",)))], table) == [1, 2, 3]
-    assert _kept([IsNotNull(("s",)), LessThanOrEqual(("a",), 2)], table) == [1]
-    assert _kept([StringStartsWith(("s",), "a")], table) == [1, 3]
-    assert _kept([Not(StringStartsWith(("s",), "a"))], table) == [None]
-    assert _kept([StringEndsWith(("s",), "c")], table) == [3]
-    assert _kept([Not(StringContains(("s",), "b"))], table) == [3]
-    assert _kept([StringStartsWith(("s",), "\U0010ffff")], table) == []
+def test_bad_filter_options(spark: SparkSession, table_uri: str) -> None:
+    """Bad inputs tried: a missing column, text that is not a condition, an empty filter."""
+    load = spark.read.format("fermion")
+    message = _error(lambda: load.option("filter", "nope > 1").load(table_uri).collect())
+    assert "ColumnNotFoundError" in message and "nope" in message
+    message = _error(lambda: load.option("filter", "id >").load(table_uri).collect())
+    assert "InvalidArgumentError" in message and "cannot parse" in message
+    message = _error(lambda: load.option("filter", "  ").load(table_uri).collect())
+    assert "option filter is empty" in message
+    with pytest.raises(ColumnNotFoundError):
+        _reader(table_uri, "nope = 1")
+    with pytest.raises(InvalidArgumentError, match="is not a"):
+        _reader(table_uri, "id = 'x'")

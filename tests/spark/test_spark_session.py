@@ -6,8 +6,6 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
-from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 import fermion.table as ft
@@ -19,8 +17,10 @@ def test_settings_defaults_and_precedence() -> None:
     settings = session_conf()
     assert settings["spark.master"] == LOCAL_MASTER_DEFAULT == "local[2]"
     assert settings["spark.pyspark.python"] == sys.executable
-    assert settings["spark.sql.python.filterPushdown.enabled"] == "true"
+    assert "spark.sql.python.filterPushdown.enabled" not in settings  # the reader needs none
     assert settings["spark.sql.execution.arrow.pyspark.enabled"] == "true"
+    assert settings["spark.sql.execution.arrow.maxRecordsPerBatch"] == "262144"
+    assert settings["spark.sql.execution.arrow.maxBytesPerBatch"] == str(64 << 20)
     assert settings["spark.sql.shuffle.partitions"] == "4"  # a local master
     ours = session_conf("local[1]", {"spark.sql.shuffle.partitions": "8"})
     assert ours["spark.master"] == "local[1]" and ours["spark.sql.shuffle.partitions"] == "8"
@@ -50,14 +50,19 @@ def test_the_shared_session_runs_workers_with_this_interpreter(spark: SparkSessi
     assert set(executables.collect()) == {sys.executable}
 
 
-def test_register_turns_pushdown_on(spark: SparkSession, tmp_path: Path) -> None:
+def test_the_source_reads_with_python_pushdown_on_and_off(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The reader defines no pushFilters, which Spark refuses while pushdown is off."""
     uri = str(tmp_path / "t")
-    ft.write_dataset(pa.table({"x": [1, 2]}), uri)
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+    ft.write_dataset(pa.table({"x": [1, 2, 3]}), uri)
+    before = spark.conf.get("spark.sql.python.filterPushdown.enabled")
     try:
-        with pytest.raises(PySparkException, match="DATA_SOURCE_PUSHDOWN_DISABLED"):
-            spark.read.format("fermion").load(uri).collect()
+        for setting in ("false", "true"):
+            spark.conf.set("spark.sql.python.filterPushdown.enabled", setting)
+            register(spark)
+            assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == setting
+            frame = spark.read.format("fermion").load(uri)
+            assert frame.filter("x >= 2").count() == 2 and frame.count() == 3
     finally:
-        register(spark)
-    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
-    assert spark.read.format("fermion").load(uri).count() == 2
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", before)

@@ -16,7 +16,8 @@ from pyspark.sql.types import LongType
 import fermion.table as ft
 from fermion.errors import SchemaMismatchError
 from fermion.spark import WriteOptions
-from fermion.spark.write import FermionWriter, committed, plan_spark_write
+from fermion.spark.write import FermionWriter, plan_spark_write
+from fermion.table.tasks import write_committed
 from tests.spark.conftest import data_files
 
 
@@ -180,9 +181,9 @@ def test_abort_after_a_commit_that_landed_keeps_the_files(tmp_path: Path) -> Non
     writer = FermionWriter(plan_spark_write(WriteOptions(uri), schema, overwrite=False))
     batches = [pa.record_batch({"id": pa.array([1, 2], pa.int64())})]
     messages = [writer.write(iter(batches)), None]
-    assert not committed(writer.plan)
+    assert not write_committed(writer.plan)
     writer.commit(messages)
-    assert committed(writer.plan)
+    assert write_committed(writer.plan)
     files = data_files(uri)
     writer.abort(messages)
     assert data_files(uri) == files and ft.dataset(uri).count_rows() == 3

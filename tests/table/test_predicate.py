@@ -47,6 +47,9 @@ TABLE = pa.table(
         ("a * 2 > 3 AND a / 2 < 10", [1]),
         ("s LIKE 'a%'", [0, 3]),
         ("s LIKE 'a_c'", [3]),
+        ("s NOT LIKE 'a%'", [1]),  # sqlglot keeps this NOT on the LIKE node itself
+        ("NOT s LIKE 'a%'", [1]),
+        ("NOT s NOT LIKE 'a%'", [0, 3]),
         ("a IS NULL", [2]),
         ("a IS NOT NULL", [0, 1, 3]),
         ("NOT a IN (1)", [1, 3]),  # the null row stays out, as in SQL

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -427,3 +428,36 @@ def test_corrupt_deletion_file_is_a_typed_error(tmp_path: Path) -> None:
     with pytest.raises(InvalidFileError):
         ft.dataset(uri).to_table()
     assert ft.dataset(uri).count_rows() == 2  # the manifest alone still answers
+
+
+@pytest.mark.parametrize("landed", [False, True])
+def test_a_compaction_that_fails_in_its_commit_leaves_only_referenced_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, landed: bool
+) -> None:
+    """``compact_files`` removes what a failed round wrote, and only that: when the commit
+    landed before the failure (its caller saw an error all the same), the files the new
+    version reads stay."""
+    dataset_module = sys.modules["fermion.table.dataset"]  # the package's `dataset` is a function
+    real_commit = dataset_module.commit_rewrite
+
+    def failing_commit(*args: Any, **kwargs: Any) -> Any:
+        if landed:
+            real_commit(*args, **kwargs)
+        raise CommitConflictError("injected: the commit's outcome is unknown to its caller")
+
+    uri = str(tmp_path / "t")
+    ds = ft.write_dataset(pa.table({"x": pa.array(range(6), pa.int64())}), uri, max_rows_per_file=2)
+    monkeypatch.setattr(dataset_module, "commit_rewrite", failing_commit)
+    with pytest.raises(CommitConflictError, match="injected"):
+        ds.compact_files(target_rows_per_fragment=10)
+    monkeypatch.undo()
+    latest = ft.dataset(uri)
+    assert latest.version == (2 if landed else 1)
+    assert sorted(latest.to_table()["x"].to_pylist()) == list(range(6))
+    referenced = {d.path for f in latest.fragments for d in f.files} | {
+        d.path for f in ft.dataset(uri, version=1).fragments for d in f.files
+    }
+    data = tmp_path / "t" / "data"
+    on_disk = {str(p.relative_to(tmp_path / "t")) for p in data.rglob("*") if p.is_file()}
+    assert on_disk == referenced
+    assert len(referenced) == (4 if landed else 3)

@@ -43,6 +43,7 @@ from fermion.table.tasks import (
     RewriteResult,
     WritePlan,
     WriteResult,
+    abort_rewrite,
     abort_write,
     commit_delete,
     commit_index,
@@ -52,11 +53,14 @@ from fermion.table.tasks import (
     execute_index,
     execute_rewrite,
     execute_write,
+    input_recorded,
     plan_compaction,
     plan_delete,
     plan_index,
     plan_materialization,
     plan_write,
+    resolve_write_schema,
+    write_committed,
 )
 from tests.table.conftest import CTX
 
@@ -202,6 +206,27 @@ def test_overwrite_plan_replaces_rows_and_schema(tmp_path: Path) -> None:
     assert ds.table_schema.field_ids[0] > 1  # fresh ids, never reused
 
 
+def test_resolve_write_schema_is_the_one_rule_of_every_writer(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    data = _rows(0, 1).schema
+    assert resolve_write_schema(None, data).field_ids == (0, 1)
+    ds = ft.write_dataset(_rows(0, 2), uri)
+    latest = ds.manifest
+    assert resolve_write_schema(latest, data) == ds.table_schema
+    assert resolve_write_schema(latest, data, mode="overwrite") == ds.table_schema
+    other = pa.schema([("id", pa.int64()), ("w", pa.float64())])
+    fresh = resolve_write_schema(latest, other, mode="overwrite")
+    assert fresh.field_ids == (2, 3)  # above every id the table used
+    with pytest.raises(SchemaMismatchError):
+        resolve_write_schema(latest, other)
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        resolve_write_schema(latest, data, mode="create")  # type: ignore[arg-type]
+    # write_dataset and plan_write resolve the same way
+    assert plan_write(uri, other, mode="overwrite").schema == fresh
+    rows = pa.table({"id": pa.array([1], pa.int64()), "w": [0.5]})
+    assert ft.write_dataset(rows, uri, mode="overwrite").table_schema == fresh
+
+
 def test_results_of_another_write_are_refused(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     one, two = plan_write(uri, _rows(0, 1).schema), plan_write(uri, _rows(0, 1).schema)
@@ -222,6 +247,100 @@ def test_abort_removes_reported_and_unreported_files(tmp_path: Path) -> None:
     assert abort_write(plan, [reported, None]) == 4
     assert not list((tmp_path / "t" / "data" / plan.write_id).iterdir())
     assert ft.dataset(uri).count_rows() == 3
+
+
+def _referenced_paths(uri: str) -> set[str]:
+    """Every data file any version of the table references."""
+    storage = ft.dataset(uri).storage
+    return {
+        d.path
+        for version in storage.versions()
+        for f in ft.dataset(uri, version=version).fragments
+        for d in f.files
+    }
+
+
+def test_abort_after_a_compaction_rewrote_the_write_keeps_what_versions_reference(
+    tmp_path: Path,
+) -> None:
+    """The write committed, a compaction then rewrote its fragments, and only then did the
+    writer's failure handler run: the older version still references the write's files, so
+    the abort must leave them (time travel to that version keeps working)."""
+    uri = str(tmp_path / "t")
+    ft.write_dataset(_rows(0, 3), uri)  # version 1
+    plan = plan_write(uri, _rows(0, 1).schema, max_rows_per_file=2)
+    results = [execute_write(plan, _rows(10, 4), task_id="0")]
+    assert commit_write(plan, results).version == 2
+    compaction = plan_compaction(uri, target_rows_per_fragment=100)
+    assert commit_rewrite(compaction, [execute_rewrite(t) for t in compaction.tasks]).version == 3
+    latest = {d.path for f in ft.dataset(uri).fragments for d in f.files}
+    assert not any(p.startswith(plan.prefix + "/") for p in latest)  # rewritten away
+    assert abort_write(plan, results) == 0
+    for path in _referenced_paths(uri):
+        assert (tmp_path / "t" / path).is_file(), path
+    assert sorted(ft.dataset(uri, version=2).to_table()["id"].to_pylist()) == [0, 1, 2] + list(
+        range(10, 14)
+    )
+    assert ft.dataset(uri, version=3).count_rows() == 7
+
+
+def test_write_committed_reads_every_version_after_the_plan(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    ft.write_dataset(_rows(0, 3), uri)
+    plan = plan_write(uri, _rows(0, 1).schema, max_rows_per_file=2)
+    results = [execute_write(plan, _rows(10, 4))]
+    ft.write_dataset(_rows(50, 1), uri, mode="append")  # another writer's version
+    assert not write_committed(plan)
+    commit_write(plan, results)
+    assert write_committed(plan)
+    compaction = plan_compaction(uri, target_rows_per_fragment=100)
+    commit_rewrite(compaction, [execute_rewrite(t) for t in compaction.tasks])
+    assert all(
+        not d.path.startswith(plan.prefix) for f in ft.dataset(uri).fragments for d in f.files
+    )
+    assert write_committed(plan)  # only the version it made names its files now
+    other = plan_write(uri, _rows(0, 1).schema)
+    execute_write(other, _rows(0, 2))
+    assert not write_committed(other)
+
+
+def test_abort_rewrite_removes_only_files_no_version_references(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    _small_fragments(uri, fragments=6, rows=1)  # version 1: six one-row fragments
+    first = plan_compaction(uri, target_rows_per_fragment=3)
+    first_results = [execute_rewrite(t) for t in first.tasks]
+    assert commit_rewrite(first, first_results).version == 2
+    second = plan_compaction(uri, target_rows_per_fragment=100)
+    assert commit_rewrite(second, [execute_rewrite(t) for t in second.tasks]).version == 3
+    # the first rewrite committed and was rewritten since: version 2 still reads its files
+    assert abort_rewrite(first, first_results) == 0
+    assert sorted(ft.dataset(uri, version=2).to_table()["id"].to_pylist()) == list(range(6))
+    for path in _referenced_paths(uri):
+        assert (tmp_path / "t" / path).is_file(), path
+    # a rewrite that never committed: its reported and unreported files go
+    ft.write_dataset(_rows(10, 2), uri, mode="append", max_rows_per_file=1)
+    failed = plan_compaction(uri, target_rows_per_fragment=100)
+    reported = execute_rewrite(failed.tasks[0])
+    written = list((tmp_path / "t" / "data" / failed.write_id).iterdir())
+    assert written
+    assert abort_rewrite(failed, [reported, None]) == len(written)
+    assert not list((tmp_path / "t" / "data" / failed.write_id).iterdir())
+    assert ft.dataset(uri).count_rows() == 8
+
+
+def test_input_recorded_answers_from_the_latest_version(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    key = INPUT_KEY_PREFIX + "events.dt=1"
+    assert input_recorded(uri, key) is None  # no table yet
+    plan = plan_write(uri, _rows(0, 1).schema)
+    commit_write(plan, [execute_write(plan, _rows(0, 2))], table_config={key: "{}"})
+    assert input_recorded(uri, key) == 1
+    ft.write_dataset(_rows(5, 1), uri, mode="append")
+    assert input_recorded(uri, key) == 2  # the record carries over
+    assert input_recorded(uri, INPUT_KEY_PREFIX + "events.dt=2") is None
+    for bad in ("events.dt=1", INPUT_KEY_PREFIX):
+        with pytest.raises(InvalidArgumentError, match="input key"):
+            input_recorded(uri, bad)
 
 
 def test_table_created_concurrently_turns_a_create_into_an_append(tmp_path: Path) -> None:

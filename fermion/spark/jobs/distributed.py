@@ -8,7 +8,8 @@
   computed by Spark, so two DataFrames of the same schema can be compared.
 - :func:`input_identity`: what identifies a file input (paths, sizes, modification times).
 - :func:`write_or_abort`: the commit step that removes an uncommitted write's files when
-  anything fails.
+  anything fails (whether it committed, and what an abort may remove, is decided by
+  :func:`~fermion.table.tasks.write_committed` and :func:`~fermion.table.tasks.abort_write`).
 
 Example:
     >>> checksum_expression_kind("map<string,int>")
@@ -26,8 +27,14 @@ import pyarrow as pa
 
 from fermion.table.scan import read_fragment
 from fermion.table.storage import TableStorage
-from fermion.table.tasks import FragmentInfo, WritePlan, WriteResult, abort_write, execute_write
-from fermion.table.versions import latest_manifest
+from fermion.table.tasks import (
+    FragmentInfo,
+    WritePlan,
+    WriteResult,
+    abort_write,
+    execute_write,
+    write_committed,
+)
 
 if TYPE_CHECKING:
     import logging
@@ -41,7 +48,6 @@ __all__ = [
     "execute_write_tasks",
     "fragments_frame",
     "input_identity",
-    "is_committed",
     "write_or_abort",
 ]
 
@@ -181,27 +187,22 @@ def input_identity(spark: SparkSession, df: DataFrame) -> tuple[str, list[str]]:
     return digest, paths
 
 
-def is_committed(plan: WritePlan) -> bool:
-    """Whether the latest version references a file of this write (it committed)."""
-    manifest = latest_manifest(TableStorage(plan.uri))
-    if manifest is None:
-        return False
-    prefix = f"{plan.prefix}/"
-    return any(d.path.startswith(prefix) for f in manifest.fragments for d in f.files)
-
-
 def write_or_abort(
     plan: WritePlan,
     work: Callable[[list[WriteResult]], T],
     log: logging.Logger,
 ) -> T:
     """Run ``work`` (it fills the result list, verifies, commits); on any failure remove
-    every file of the write, unless the write is found committed after all."""
+    every file of the write, unless the write is found committed after all.
+
+    An abort never removes a file that a version references, so a write that committed
+    and was then rewritten by a compaction keeps the files its own version reads.
+    """
     results: list[WriteResult] = []
     try:
         return work(results)
     except BaseException:
-        if is_committed(plan):
+        if write_committed(plan):
             log.error("the write %s committed before the failure", plan.write_id)
         else:
             removed = abort_write(plan, results)

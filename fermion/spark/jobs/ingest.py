@@ -3,14 +3,12 @@
 plan (driver) → ``execute_write`` per Spark task (rows of one batch id in one task, sorted,
 so each batch is one ``append_batch``) → ``commit_write`` (driver, retries). The input is
 recorded in the commit as the table configuration key ``fermion.input.<digest>``: a re-run
-of the same input finds the key and commits nothing, and two concurrent runs of it cannot
-both commit (the second is told it was ingested concurrently).
+of the same input finds the key (:func:`~fermion.table.tasks.input_recorded`) and commits
+nothing, and two concurrent runs of it cannot both commit (the second is told it was
+ingested concurrently).
 
 Example:
-    >>> import tempfile, pyarrow as pa, fermion.table as ft
-    >>> uri = tempfile.mkdtemp()
-    >>> _ = ft.write_dataset(pa.table({"x": [1]}), uri)
-    >>> _recorded_at(uri, INPUT_KEY_PREFIX + "0" * 32) is None  # this input was never ingested
+    >>> input_key_record("db.events", "dt=2026-11-23").startswith(INPUT_KEY_PREFIX)
     True
 """
 
@@ -33,9 +31,13 @@ from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.spark.jobs.validate import run_name
 from fermion.table.commit import CommitConfig
 from fermion.table.operations import INPUT_KEY_PREFIX
-from fermion.table.storage import TableStorage
-from fermion.table.tasks import CommitSummary, WriteResult, commit_write, plan_write
-from fermion.table.versions import latest_manifest
+from fermion.table.tasks import (
+    CommitSummary,
+    WriteResult,
+    commit_write,
+    input_recorded,
+    plan_write,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -91,19 +93,13 @@ def _check_input(context: JobContext, df: DataFrame, config: IngestConfig) -> di
     return {"quality": report.summary()}
 
 
-def _recorded_at(uri: str, key: str) -> int | None:
-    """The latest version if it records ``key``, else ``None``."""
-    manifest = latest_manifest(TableStorage(uri))
-    return manifest.version if manifest is not None and key in manifest.config else None
-
-
 def ingest(context: JobContext, config: IngestConfig) -> JobResult:
     """Run the ingest (see the module docstring); it commits as its last step."""
     spark = context.spark
     df = read_source(spark, config)
     key, record = _input_record(spark, df, config)
     files_in = int(record.get("files", 0))  # type: ignore[call-overload]
-    done = _recorded_at(config.table, key)
+    done = input_recorded(config.table, key)
     if done is not None:
         context.log.info("input already ingested (%s at version %d): nothing to do", key, done)
         return JobResult(
@@ -141,7 +137,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
     try:
         summary = write_or_abort(plan, work, context.log)
     except IncompatibleTransactionError:
-        done = _recorded_at(config.table, key)
+        done = input_recorded(config.table, key)
         if done is None:
             raise
         context.log.info("input ingested concurrently (version %d): nothing committed", done)

@@ -29,18 +29,17 @@ from fermion.spark.jobs.config import (
 )
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table.commit import CommitConfig
-from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     CommitSummary,
     RewritePlan,
     RewriteResult,
+    abort_rewrite,
     commit_delete,
     commit_index,
     commit_rewrite,
     execute_delete,
     execute_index,
     execute_rewrite,
-    open_table,
     plan_compaction,
     plan_delete,
     plan_index,
@@ -138,8 +137,8 @@ def _rewrite_or_abort(
     context: JobContext, plan: RewritePlan, partitions: int, max_retries: int, job: str
 ) -> CommitSummary:
     """Rewrite, check that the new fragments hold exactly the live rows they replace, and
-    commit; on failure remove the files this rewrite wrote (never committed ones: a failure
-    after the commit landed leaves them, the commit recognises itself)."""
+    commit; on failure remove the files this rewrite wrote (:func:`abort_rewrite`: never a
+    file a version references, so a failure after the commit landed leaves them)."""
     results = run_tasks(context.spark, plan.tasks, execute_rewrite, partitions)
     _check_rows_conserved(context, plan, results, job)
     try:
@@ -147,13 +146,8 @@ def _rewrite_or_abort(
             plan, results, config=_commit_config(max_retries), properties={"fermion.job": job}
         )
     except BaseException:
-        storage = TableStorage(plan.uri)
-        written = {d.path for r in results for f in r.new_fragments for d in f.files}
-        _, latest = open_table(plan.uri)
-        referenced = {d.path for f in latest.fragments for d in f.files}
-        for path in sorted(written - referenced):
-            storage.remove(path)
-        context.log.error("commit failed: removed %d rewritten files", len(written - referenced))
+        removed = abort_rewrite(plan, results)
+        context.log.error("commit failed: removed %d rewritten files", removed)
         raise
 
 
@@ -166,11 +160,8 @@ def _check_rows_conserved(
     if conserved.success:
         context.log.info("rows conserved: %d live rows rewritten", conserved.rows_in)
         return
-    storage = TableStorage(plan.uri)
-    written = storage.list_tree(f"data/{plan.write_id}")
-    for path in written:
-        storage.remove(path)
-    context.log.error("rows not conserved: removed the %d rewritten files", len(written))
+    removed = abort_rewrite(plan, results)
+    context.log.error("rows not conserved: removed the %d rewritten files", removed)
     raise QualityCheckError(
         f"{job}: rewritten fragments do not hold the live rows they replace: "
         f"{conserved.mismatched[:3]}"

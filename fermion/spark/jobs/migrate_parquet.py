@@ -33,8 +33,15 @@ from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table.commit import CommitConfig
 from fermion.table.operations import INPUT_KEY_PREFIX
 from fermion.table.storage import TableStorage
-from fermion.table.tasks import CommitSummary, FragmentInfo, WriteResult, commit_write, plan_write
-from fermion.table.versions import latest_manifest, load_manifest, schema_of
+from fermion.table.tasks import (
+    CommitSummary,
+    FragmentInfo,
+    WriteResult,
+    commit_write,
+    input_recorded,
+    plan_write,
+)
+from fermion.table.versions import load_manifest, schema_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -72,17 +79,18 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
     df = spark.read.parquet(config.source)
     digest, paths = input_identity(spark, df)
     key = INPUT_KEY_PREFIX + "migrate." + digest
-    latest = latest_manifest(TableStorage(config.table))
-    if latest is not None and key in latest.config:
+    done = input_recorded(config.table, key)
+    if done is not None:
         context.log.info("%s was migrated at version <= %d: nothing to do", config.source,
-                         latest.version)  # fmt: skip
+                         done)  # fmt: skip
         return JobResult(
-            read_version=latest.version, files_in=len(paths),
+            read_version=done, files_in=len(paths),
             extra={"skipped": True, "reason": "source already migrated", "verified": None},
         )  # fmt: skip
+    latest = TableStorage(config.table).latest_version()
     if latest is not None and config.mode == "create":
         raise DatasetError(
-            f"{config.table}: table exists (version {latest.version}) and holds another "
+            f"{config.table}: table exists (version {latest}) and holds another "
             f"migration; set mode: overwrite to replace it"
         )
     plan = plan_write(

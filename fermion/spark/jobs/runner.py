@@ -119,7 +119,7 @@ class JobContext:
 
 def build_session(app_name: str, conf: dict[str, str]) -> SparkSession:
     """The jobs' SparkSession: :func:`fermion.spark.session` (the ``fermion`` data source
-    registered, this interpreter for the Python workers, Arrow and filter pushdown on) with
+    registered, this interpreter for the Python workers, Arrow on) with
     the config's Spark settings; under ``spark-submit`` its ``--master`` is kept, otherwise
     ``spark.master`` from the config, else ``local[2]``.
     """

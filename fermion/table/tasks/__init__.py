@@ -4,6 +4,11 @@ This is the seam through which Spark (or any other engine) distributes table wor
 docs/ARCHITECTURE.md describes it. Plans, tasks and results are frozen dataclasses that
 pickle and have a JSON form; fragments travel as :class:`FragmentInfo`.
 
+The package also owns the write and commit semantics: :func:`resolve_write_schema` (the
+schema a write uses), :func:`write_committed` (did it commit?), :func:`abort_write` and
+:func:`abort_rewrite` (remove what a failed one left, never a file a version references)
+and :func:`input_recorded` (was an input loaded?).
+
 Example:
     >>> import tempfile, pyarrow as pa
     >>> uri = tempfile.mkdtemp()
@@ -40,6 +45,7 @@ from fermion.table.tasks.rewrite import (
     RewritePlan,
     RewriteResult,
     RewriteTask,
+    abort_rewrite,
     commit_rewrite,
     execute_rewrite,
     plan_compaction,
@@ -53,7 +59,10 @@ from fermion.table.tasks.write import (
     abort_write,
     commit_write,
     execute_write,
+    input_recorded,
     plan_write,
+    resolve_write_schema,
+    write_committed,
 )
 
 __all__ = [
@@ -74,6 +83,7 @@ __all__ = [
     "RewriteTask",
     "WritePlan",
     "WriteResult",
+    "abort_rewrite",
     "abort_write",
     "commit_delete",
     "commit_index",
@@ -84,11 +94,14 @@ __all__ = [
     "execute_index",
     "execute_rewrite",
     "execute_write",
+    "input_recorded",
     "open_table",
     "plan_compaction",
     "plan_delete",
     "plan_index",
     "plan_materialization",
     "plan_write",
+    "resolve_write_schema",
     "unit_live_rows",
+    "write_committed",
 ]

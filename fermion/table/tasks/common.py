@@ -1,4 +1,5 @@
-"""What every task module shares: opening the planned version, summarising a commit.
+"""What every task module shares: opening the planned version, summarising a commit, and
+which files the table's versions reference (an abort removes only files none of them does).
 
 Example:
     >>> import tempfile, pyarrow as pa
@@ -12,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from fermion.errors import DatasetError
@@ -24,7 +25,13 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks.model import CommitSummary, FragmentInfo
 from fermion.table.versions import latest_manifest, load_manifest
 
-__all__ = ["fragment_groups", "open_table", "summarise"]
+__all__ = [
+    "data_files_of_versions",
+    "fragment_groups",
+    "open_table",
+    "remove_unreferenced",
+    "summarise",
+]
 
 
 def fragment_groups(
@@ -77,3 +84,64 @@ def summarise(
         rebased=result.rebased,
         replanned=result.replanned,
     )
+
+
+def _manifests(storage: TableStorage, after: int) -> Iterator[pb.Manifest]:
+    """The manifest of every retained version above ``after``, ascending.
+
+    A version listed in ``_versions/`` and removed before it is read (a concurrent cleanup)
+    is skipped; the versions an external manifest store holds beyond the listed ones are
+    read through it.
+    """
+    listed = storage.versions()
+    latest = storage.latest_version()
+    versions = list(listed)
+    if latest is not None:
+        versions.extend(range((listed[-1] if listed else 0) + 1, latest + 1))
+    for version in versions:
+        if version <= after:
+            continue
+        try:
+            yield load_manifest(storage, version)
+        except DatasetError:
+            continue  # removed since it was listed: it references nothing any more
+
+
+def data_files_of_versions(storage: TableStorage, *, after: int = 0) -> Iterator[set[str]]:
+    """The data file paths of each retained version above ``after``, one set per version.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> [len(files) for files in data_files_of_versions(ds.storage)]
+        [1]
+    """
+    for manifest in _manifests(storage, after):
+        yield {d.path for f in manifest.fragments for d in f.files}
+
+
+def remove_unreferenced(storage: TableStorage, paths: Iterable[str]) -> int:
+    """Remove each of ``paths`` that no retained version references; returns how many.
+
+    A file a version references stays even when the caller wrote it and believes its write
+    failed: the write may have committed, and a later rewrite may have replaced its
+    fragments since, so only an older version still names the file.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> remove_unreferenced(ds.storage, [ds.fragments[0].files[0].path])
+        0
+    """
+    wanted = set(paths)
+    if not wanted:
+        return 0
+    referenced: set[str] = set()
+    for files in data_files_of_versions(storage):
+        referenced |= files & wanted
+    doomed = sorted(wanted - referenced)
+    for path in doomed:
+        storage.remove(path)
+    return len(doomed)

@@ -11,6 +11,8 @@ A group whose fragments a concurrent commit changed (a delete added rows to its 
 file, another rewrite removed it) is dropped from the commit and reported in
 ``CommitSummary.skipped_tasks``: committing it would bring deleted rows back. The other
 groups still commit; the skipped ones can be planned again on the new version.
+``abort_rewrite`` removes the files of a rewrite that failed (or whose results were refused)
+and leaves every file a version references.
 
 Example:
     >>> import tempfile, pyarrow as pa
@@ -44,7 +46,7 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import open_table, summarise
+from fermion.table.tasks.common import open_table, remove_unreferenced, summarise
 from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
@@ -66,6 +68,7 @@ __all__ = [
     "RewritePlan",
     "RewriteResult",
     "RewriteTask",
+    "abort_rewrite",
     "commit_rewrite",
     "execute_rewrite",
     "plan_compaction",
@@ -571,3 +574,30 @@ def commit_rewrite(
         properties={"rewrite": plan.kind, **(properties or {})},
     )
     return summarise(result, plan.read_version, committed=result.committed, skipped=skipped)
+
+
+def abort_rewrite(
+    plan: RewritePlan,
+    results: Sequence[RewriteResult | None] = (),
+    *,
+    manifest_store: ManifestStore | None = None,
+) -> int:
+    """Remove every file of the rewrite that no version references; returns how many.
+
+    The new files named in ``results`` and every file under ``data/{write_id}/`` of the plan
+    (those of tasks that failed before reporting included) are removed unless a retained
+    version references them, so a rewrite whose commit landed after all keeps its files.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> uri = tempfile.mkdtemp()
+        >>> _ = write_dataset(pa.table({"x": list(range(4))}), uri, max_rows_per_file=1)
+        >>> plan = plan_compaction(uri, target_rows_per_fragment=10)
+        >>> abort_rewrite(plan, [execute_rewrite(t) for t in plan.tasks])
+        1
+    """
+    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    paths = {d.path for r in results if r is not None for f in r.new_fragments for d in f.files}
+    paths.update(storage.list_tree(f"data/{plan.write_id}"))
+    return remove_unreferenced(storage, paths)

@@ -5,7 +5,10 @@ a write id. Workers call ``execute_write`` with the plan and their share of the 
 files land under ``data/{write_id}/`` and come back as a :class:`WriteResult`. The driver
 commits every result in one transaction with ``commit_write`` (Append or Overwrite, with
 retries), or removes the files with ``abort_write`` — which also finds the files of a
-worker that died before it could report, by the write id.
+worker that died before it could report, by the write id, and leaves every file a version
+references. ``write_committed`` answers whether the write committed after all (a commit
+whose outcome its caller did not learn); ``input_recorded`` whether an input a write
+records in the table configuration (``fermion.input.*``) was loaded already.
 
 Example:
     >>> import tempfile, pyarrow as pa
@@ -42,7 +45,7 @@ from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwr
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import summarise
+from fermion.table.tasks.common import data_files_of_versions, remove_unreferenced, summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     SCHEMA,
@@ -62,7 +65,10 @@ __all__ = [
     "abort_write",
     "commit_write",
     "execute_write",
+    "input_recorded",
     "plan_write",
+    "resolve_write_schema",
+    "write_committed",
 ]
 
 WriteMode = Literal["append", "overwrite"]
@@ -128,6 +134,40 @@ def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
     )
 
 
+def resolve_write_schema(
+    latest: pb.Manifest | None, data: pa.Schema, *, mode: WriteMode = "append"
+) -> TableSchema:
+    """The table schema (field ids included) a write of data with Arrow schema ``data``
+    writes its files with, given the table's ``latest`` manifest (``None``: no table yet).
+
+    A new table gets fresh field ids for ``data``. An ``append`` keeps the table's schema
+    and its data must fit it. An ``overwrite`` keeps the table's schema when the data has
+    its columns and types, else gets fresh field ids above every id the table ever used
+    (ids are never reused).
+
+    Raises:
+        SchemaMismatchError: ``append`` of data that does not fit the table.
+        UnsupportedVersionError: The table needs writer features this library lacks.
+        InvalidArgumentError: ``mode`` is not ``append`` or ``overwrite``.
+
+    Example:
+        >>> data = pa.schema([("x", pa.int64())])
+        >>> resolve_write_schema(None, data).field_ids
+        (0,)
+    """
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+    if latest is None:
+        return TableSchema.from_arrow(data)
+    check_writer_flags(latest)
+    table_schema = schema_of(latest)
+    if mode == "append":
+        table_schema.check_data(data)
+    elif not _same_columns(table_schema.arrow, data):
+        table_schema = TableSchema.from_arrow(data, first_id=latest.max_field_id + 1)
+    return table_schema
+
+
 def plan_write(
     uri: Any,
     schema: pa.Schema,
@@ -169,15 +209,7 @@ def plan_write(
             )
     storage = TableStorage(uri, manifest_store=manifest_store)
     latest = latest_manifest(storage)
-    if latest is None:
-        table_schema = TableSchema.from_arrow(schema)
-    else:
-        check_writer_flags(latest)
-        table_schema = schema_of(latest)
-        if mode == "append":
-            table_schema.check_data(schema)
-        elif not _same_columns(table_schema.arrow, schema):
-            table_schema = TableSchema.from_arrow(schema, first_id=latest.max_field_id + 1)
+    table_schema = resolve_write_schema(latest, schema, mode=mode)
     return WritePlan(
         uri=storage.uri,
         mode=mode,
@@ -239,6 +271,7 @@ def commit_write(
         plan: The plan the results were written for.
         results: One result per worker (every one of them: a missing result's files are
             never committed and stay as orphans until :func:`abort_write` or cleanup).
+            Recorded inputs are looked up with :func:`input_recorded`.
         config: Commit attempts, backoff, timeout.
         table_config: Table configuration entries this commit sets (e.g. the inputs an
             ingest loaded; two concurrent appends setting the same key are incompatible).
@@ -322,21 +355,85 @@ def _append_to_created(
     )
 
 
+def write_committed(plan: WritePlan, *, manifest_store: ManifestStore | None = None) -> bool:
+    """Whether the write of ``plan`` committed: a version after its read version holds a file
+    of it.
+
+    Every version after ``plan.read_version`` is read, not only the latest: a compaction
+    committed after the write may have rewritten its fragments away from the latest version.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> uri = tempfile.mkdtemp()
+        >>> plan = plan_write(uri, pa.schema([("x", pa.int64())]))
+        >>> result = execute_write(plan, pa.table({"x": [1]}))
+        >>> write_committed(plan)
+        False
+        >>> _ = commit_write(plan, [result])
+        >>> write_committed(plan)
+        True
+    """
+    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    prefix = f"{plan.prefix}/"
+    return any(
+        any(path.startswith(prefix) for path in files)
+        for files in data_files_of_versions(storage, after=plan.read_version)
+    )
+
+
 def abort_write(
     plan: WritePlan,
     results: Sequence[WriteResult | None] = (),
     *,
     manifest_store: ManifestStore | None = None,
 ) -> int:
-    """Remove every file of an uncommitted write; returns how many were removed.
+    """Remove every file of the write that no version references; returns how many.
 
-    Files named in ``results`` go first; then every file under ``data/{write_id}/``, which
-    includes those of workers that failed before reporting (``None`` entries). Never call
-    it for a write that may have committed.
+    The files named in ``results`` and every file under ``data/{write_id}/`` (which
+    includes those of workers that failed before reporting: ``None`` entries) are removed
+    unless a retained version references them. So an abort is safe even when the write
+    committed after all — including when a compaction has since rewritten its fragments
+    and only an older version still names its files (time travel to it keeps working).
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> uri = tempfile.mkdtemp()
+        >>> plan = plan_write(uri, pa.schema([("x", pa.int64())]))
+        >>> abort_write(plan, [execute_write(plan, pa.table({"x": [1]}))])
+        1
     """
     storage = TableStorage(plan.uri, manifest_store=manifest_store)
     paths = {d.path for r in results if r is not None for f in r.fragments for d in f.files}
     paths.update(storage.list_tree(plan.prefix))
-    for path in sorted(paths):
-        storage.remove(path)
-    return len(paths)
+    return remove_unreferenced(storage, paths)
+
+
+def input_recorded(
+    uri: Any, key: str, *, manifest_store: ManifestStore | None = None
+) -> int | None:
+    """The latest version if it records the input ``key`` (it was loaded), else ``None``.
+
+    A write records an input by setting ``key`` in the table configuration of its commit
+    (``commit_write(..., table_config={key: ...})``); the configuration carries over to
+    later versions, so the latest one tells whether the input was loaded. ``None`` too when
+    there is no table yet.
+
+    Raises:
+        InvalidArgumentError: ``key`` does not start with ``fermion.input.``.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> uri = tempfile.mkdtemp()
+        >>> key = INPUT_KEY_PREFIX + "day=1"
+        >>> input_recorded(uri, key) is None
+        True
+        >>> plan = plan_write(uri, pa.schema([("x", pa.int64())]))
+        >>> results = [execute_write(plan, pa.table({"x": [1]}))]
+        >>> _ = commit_write(plan, results, table_config={key: "{}"})
+        >>> input_recorded(uri, key)
+        1
+    """
+    if not key.startswith(INPUT_KEY_PREFIX) or key == INPUT_KEY_PREFIX:
+        raise InvalidArgumentError(f"an input key starts with {INPUT_KEY_PREFIX!r}, not {key!r}")
+    latest = latest_manifest(TableStorage(uri, manifest_store=manifest_store))
+    return latest.version if latest is not None and key in latest.config else None

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 import fermion
-from fermion.format.structs import FORMAT_VERSION_MAJOR, FORMAT_VERSION_MINOR
+from fermion.format.metadata.structs import FORMAT_VERSION_MAJOR, FORMAT_VERSION_MINOR
 from tests.format.conftest import all_types_table
 from tests.format.test_encodings import shapes_table
 
@@ -258,7 +258,7 @@ def decimal_multiply_table(n: int) -> pa.Table:
     made with the format's kernel itself) of float64, with exceptions and nulls, nested FOR,
     DELTA, INT_DICTIONARY, RLE and CONSTANT integers, next to DIVIDE columns (float64, and
     float32 made with MULTIPLY)."""
-    from fermion.format.decimal_floats import KERNEL_MULTIPLY, decimal_kernel
+    from fermion.format.encoding.decimal_floats import KERNEL_MULTIPLY, decimal_kernel
 
     rng = np.random.default_rng(43)
 

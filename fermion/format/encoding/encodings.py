@@ -1,0 +1,867 @@
+"""Lightweight encodings: pure, vectorised kernels over buffers, and their selection.
+
+Every kernel is numpy over whole pages (no per-value Python). Integers of any fixed width
+(ints, dates, times, timestamps, durations, decimals whose values fit in int64, dictionary
+indices) go through one integer codec that picks, per page, the smallest of
+
+- CONSTANT   one value                                  0 bits per value
+- FOR        value - min, bit-packed                    cascade: FOR -> bit-packing
+- DELTA      first + (delta - min delta), bit-packed    sorted or slowly changing data
+- RLE        run values (FOR) + run lengths (packed)    cascade: RLE -> FOR -> bit-packing
+- DICTIONARY packed indices + distinct values (FOR)     few distinct values, wide range
+
+and PLAIN when nothing is smaller. Since format 1.2 every packed section is bit-packed
+(:mod:`fermion.format.encoding.bitpack`, flag BITS: widths count bits); 1.1 pages carry byte
+widths, which are the byte-aligned case of the same bit stream. String OFFSETS pages
+store value *lengths* through the same codec; string DATA pages with few distinct values
+become DICTIONARY pages (packed indices + the distinct values), their OFFSETS page then
+being DERIVED (no payload). Float pages use BYTE_SPLIT when a sample says zstd compresses
+it better, or FLOAT_DECIMAL when they are decimals (:mod:`fermion.format.encoding.decimal_floats`,
+whose integers go through the integer codec). zstd is applied on top by the page layer
+only when it pays.
+
+Example:
+    >>> import numpy as np
+    >>> enc, payload = encode_ints(np.arange(1000, 2000, dtype=np.int64), out_width=8)
+    >>> enc.name, len(payload) < 8000
+    ('DELTA', True)
+    >>> bool((decode_ints(payload, enc) == np.arange(1000, 2000)).all())
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+import zstandard
+
+from fermion.errors import InvalidFileError
+from fermion.format import native
+from fermion.format.encoding import bitpack
+from fermion.format.metadata.structs import ENCODING_HEADER_DTYPE, Encoding, EncodingFlag
+
+__all__ = [
+    "CHECKPOINT_INTERVAL",
+    "FLOAT_SAMPLE_BYTES",
+    "HEADER_SIZE",
+    "Header",
+    "byte_split_sizes",
+    "check_for_slots",
+    "checkpoint_layout",
+    "has_checkpoints",
+    "decode_byte_split",
+    "decode_dictionary",
+    "decode_delta_into",
+    "decode_for_into",
+    "decode_int_dictionary_into",
+    "dictionary_parts",
+    "materialize_dictionary",
+    "decode_ints",
+    "encode_byte_split",
+    "dictionary_page",
+    "encode_dictionary",
+    "encode_ints",
+    "encoding_header",
+    "few_distinct",
+    "ints_from_plain",
+    "ints_to_plain",
+    "int_domain",
+    "int_bounds",
+    "int_payload_size",
+    "packed_bits",
+    "read_header",
+    "sample_size",
+    "split_planes",
+]
+
+HEADER_SIZE = ENCODING_HEADER_DTYPE.itemsize
+_HEADER_FIELDS: tuple[str, ...] = ENCODING_HEADER_DTYPE.names or ()
+#: An EncodingHeader read by :func:`read_header`: field name -> value.
+Header = dict[str, int]
+CHECKPOINT_INTERVAL = 256  # packed integers between two running-sum checkpoints (1.3)
+_local = threading.local()
+_BYTE_WIDTHS = (0, 1, 2, 4, 8)  # format 1.1: widths in bytes
+_BITS = int(EncodingFlag.BITS)  # plain ints: IntFlag operators cost microseconds each
+_LENGTHS = int(EncodingFlag.LENGTHS)
+_CHECKPOINTS = int(EncodingFlag.CHECKPOINTS)
+
+
+def _bits_for(span: int) -> int:
+    """Bits needed for unsigned values in ``[0, span]``; 128 when they do not fit 64 bits."""
+    return bitpack.bits_for(span) if span < (1 << 64) else 128
+
+
+def encoding_header(
+    enc: Encoding,
+    *,
+    count: int,
+    out_width: int,
+    base: int = 0,
+    aux: int = 0,
+    width: int = 0,
+    aux_width: int = 0,
+    flags: int = 0,
+) -> bytes:
+    """The 24 bytes of an EncodingHeader with the given fields (others 0)."""
+    fields = (base, aux, count, width, aux_width, out_width, int(flags))
+    return np.array([fields], dtype=ENCODING_HEADER_DTYPE).tobytes()  # one call, not seven
+
+
+def read_header(payload: memoryview | bytes | np.ndarray, where: str = "page") -> Header:
+    """The EncodingHeader at the start of an encoded payload (validated sizes), as a dict
+    of Python ints (reading fields of a numpy record costs about a microsecond each, and
+    a page's decoder reads a dozen)."""
+    if len(payload) < HEADER_SIZE:
+        raise InvalidFileError(f"{where}: encoded payload shorter than its header")
+    record = np.frombuffer(payload, dtype=ENCODING_HEADER_DTYPE, count=1).item()
+    h = dict(zip(_HEADER_FIELDS, record, strict=True))
+    if h["flags"] & _BITS:
+        ok = all(w == 0 or bitpack.valid_bits(w) for w in (h["width"], h["aux_width"]))
+    else:
+        ok = h["width"] in _BYTE_WIDTHS and h["aux_width"] in _BYTE_WIDTHS
+    if h["out_width"] not in (1, 2, 4, 8, 16, 32) or not ok:
+        raise InvalidFileError(f"{where}: invalid encoding widths")
+    return h
+
+
+def packed_bits(h: Header, field: str = "width") -> int:
+    """Bits per packed integer of header field ``width`` or ``aux_width``."""
+    w = int(h[field])
+    return w if int(h["flags"]) & _BITS else 8 * w
+
+
+def _unpack(buf: memoryview | bytes, offset: int, bits: int, count: int, where: str) -> np.ndarray:
+    if count < 0 or bits == 0:
+        raise InvalidFileError(f"{where}: packed integers with an invalid width or count")
+    return bitpack.unpack(buf, offset, bits, count, where).view(np.int64)  # fresh array
+
+
+# -- the integer domain ------------------------------------------------------------------
+
+
+def int_domain(t: pa.DataType) -> tuple[int, bool] | None:
+    """(bytes per value, signed) when values of ``t`` can use the integer codec."""
+    if pat.is_boolean(t) or isinstance(t, pa.BaseExtensionType):
+        return None
+    if pat.is_integer(t):
+        return t.bit_width // 8, pat.is_signed_integer(t)
+    if pat.is_date(t) or pat.is_time(t) or pat.is_timestamp(t) or pat.is_duration(t):
+        return t.bit_width // 8, True
+    if pat.is_decimal(t):
+        return t.bit_width // 8, True
+    return None
+
+
+def ints_from_plain(buf: memoryview | bytes, width: int, signed: bool) -> np.ndarray | None:
+    """Plain little-endian values as int64; None if a wide value (decimal) does not fit."""
+    if width <= 8:
+        kind = "i" if signed else "u"
+        return np.frombuffer(buf, dtype=f"<{kind}{width}").astype(np.int64)
+    words = np.frombuffer(buf, dtype="<i8").reshape(-1, width // 8)
+    lo = words[:, 0]
+    sign = lo >> 63
+    if not (words[:, 1:] == sign[:, None]).all():
+        return None
+    return lo.copy()
+
+
+def ints_to_plain(
+    values: np.ndarray, width: int, signed: bool, out: np.ndarray | None = None
+) -> np.ndarray:
+    """int64 values as the plain little-endian buffer of ``width``-byte values (written
+    into ``out``, a byte buffer of exactly that size, when given)."""
+    if width <= 8:
+        dtype = f"<{'i' if signed else 'u'}{width}"
+        if out is None:
+            return values.astype(dtype)
+        out.view(dtype)[:] = values  # casting assignment: no temporary
+        return out
+    words = np.empty((len(values), width // 8), dtype="<i8") if out is None else out.view("<i8")
+    words = words.reshape(len(values), width // 8)
+    words[:, 0] = values
+    words[:, 1:] = (values >> 63)[:, None]
+    return words.reshape(-1)
+
+
+_SAMPLE_VALUES = 4096
+_BINCOUNT_SPAN = 1 << 20  # distinct counting by bincount up to this value span
+
+
+def sample_size(data: bytes | bytearray | memoryview) -> int:
+    """zstd (level 1) size of a sample; compressor objects are per thread (not thread-safe)."""
+    comp = getattr(_local, "sampler", None)
+    if comp is None:
+        comp = _local.sampler = zstandard.ZstdCompressor(level=1)
+    return len(comp.compress(data))
+
+
+def encode_ints(
+    values: np.ndarray,
+    *,
+    out_width: int,
+    signed: bool = True,
+    lengths: bool = False,
+    compressed: bool = True,
+    checkpoints: bool = False,
+) -> tuple[Encoding, bytes]:
+    """Choose and apply the best integer encoding for ``values`` (int64).
+
+    Candidates are CONSTANT, FOR, DELTA, RLE and INT_DICTIONARY, all bit-packed. With
+    ``compressed`` the winner is the smallest after zstd on a sample (zstd may run on top
+    of the page), else the smallest raw size; ties go to the cheaper decoder (FOR, DELTA,
+    dictionary, RLE). Returns ``(Encoding.PLAIN, b"")`` when nothing beats the plain size.
+    With ``checkpoints``, DELTA pages and FOR pages of ``lengths`` carry running sums
+    every :data:`CHECKPOINT_INTERVAL` values, so that one value (or offset) can be read
+    without summing everything before it (flag CHECKPOINTS, format 1.3); lengths are then
+    CONSTANT or FOR only (the encodings whose offsets point reads compute).
+    """
+    n = len(values)
+    flags = _BITS | (EncodingFlag.SIGNED if signed else 0)
+    flags |= EncodingFlag.LENGTHS if lengths else 0
+    flags |= EncodingFlag.CHECKPOINTS if checkpoints else 0
+    plain_size = (n + 1 if lengths else n) * out_width
+    out_bits = 8 * out_width
+    if n == 0:
+        return Encoding.PLAIN, b""
+    mn, mx = int(values.min()), int(values.max())
+    if mn == mx:
+        if HEADER_SIZE >= plain_size:
+            return Encoding.PLAIN, b""
+        return Encoding.CONSTANT, encoding_header(
+            Encoding.CONSTANT,
+            count=n,
+            out_width=out_width,
+            base=mn,
+            flags=flags & ~EncodingFlag.CHECKPOINTS,
+        )
+    span_bits = _bits_for(mx - mn)
+    for_bits = _for_bits(mx - mn)
+    deltas = np.diff(values)
+    dmn, dmx = int(deltas.min()), int(deltas.max())
+    delta_bits = _bits_for(dmx - dmn)
+    runs = 1 + int(np.count_nonzero(deltas))
+    candidates: list[Encoding] = []
+    if for_bits < out_bits:
+        candidates.append(Encoding.FOR)
+    if delta_bits < out_bits and delta_bits < for_bits:
+        candidates.append(Encoding.DELTA)
+    dictionary = None
+    if mx - mn < _BINCOUNT_SPAN and span_bits > 1:
+        present = np.bincount(values - mn, minlength=0) > 0
+        entries = int(np.count_nonzero(present))
+        index_bits = _bits_for(entries - 1)
+        if n * index_bits + entries * span_bits < n * for_bits:
+            dictionary = (present, entries)
+            candidates.append(Encoding.INT_DICTIONARY)
+    run_bits = runs * (span_bits + _bits_for(n))
+    if runs * 4 <= n and span_bits < 64 and run_bits < n * for_bits:
+        candidates.append(Encoding.RLE)
+    if lengths and checkpoints:  # point reads sum FOR lengths from checkpoints (only)
+        candidates = [e for e in candidates if e == Encoding.FOR]
+    if not candidates:
+        return Encoding.PLAIN, b""
+
+    def build(enc: Encoding, v: np.ndarray) -> bytes:
+        return _encode_as(enc, v, out_width, flags, mn, dictionary)
+
+    if len(candidates) == 1:
+        best = candidates[0]
+    elif compressed:
+        sample = values[:_SAMPLE_VALUES]
+        sizes = [sample_size(build(enc, sample)) for enc in candidates]
+        best = candidates[int(np.argmin(sizes))]
+    else:
+        raw = {
+            Encoding.FOR: n * for_bits,
+            Encoding.DELTA: (n - 1) * delta_bits,
+            Encoding.RLE: run_bits,
+            Encoding.INT_DICTIONARY: n * _bits_for((dictionary or (0, 1))[1] - 1),
+        }
+        best = min(candidates, key=lambda e: raw[e])
+    payload = build(best, values)
+    if len(payload) >= plain_size:
+        return Encoding.PLAIN, b""
+    return best, payload
+
+
+def _for_bits(span: int) -> int:
+    """FOR's packed width for values ``v - min`` up to ``span``: the smallest that holds
+    them, except 15 and 29 to 31 bits, which are rounded up to 16 and 32 (at most an eighth
+    more bits): byte-aligned values decode with one cast instead of eight shift passes and
+    a mask, several times faster."""
+    bits = _bits_for(span)
+    for aligned in (16, 32):
+        if aligned - aligned // 8 < bits < aligned:
+            return aligned
+    return bits
+
+
+def _pack(values: np.ndarray, bits: int) -> bytes:
+    return bitpack.pack(values.astype(np.uint64), bits)
+
+
+def has_checkpoints(payload: bytes | memoryview) -> bool:
+    """Whether an encoded payload's header sets CHECKPOINTS."""
+    return len(payload) >= HEADER_SIZE and bool(
+        payload[HEADER_SIZE - 1] & _CHECKPOINTS  # EncodingHeader.flags
+    )
+
+
+def checkpoint_layout(enc: Encoding, h: Header) -> tuple[int, int, int]:
+    """(checkpoints, bits per checkpoint, payload offset) of a page's checkpoint section.
+
+    The section follows the packed integers of a DELTA page (its ``count - 1`` deltas) or
+    of a FOR page of LENGTHS (its ``count`` lengths): checkpoint ``j`` (1-based) is the
+    sum of the first ``j * CHECKPOINT_INTERVAL`` packed integers (before adding the
+    minimum), modulo 2**64, bit-packed at the width that holds the largest possible sum.
+    (0, 0, end of the packed integers) when the page has no checkpoint section.
+    """
+    n, bits = int(h["count"]), packed_bits(h)
+    packed = max(n - 1, 0) if enc == Encoding.DELTA else n
+    end = HEADER_SIZE + bitpack.packed_size(packed, bits)
+    if not int(h["flags"]) & _CHECKPOINTS:
+        return 0, 0, end
+    m = packed // CHECKPOINT_INTERVAL
+    return m, bitpack.bits_for(m * CHECKPOINT_INTERVAL * ((1 << bits) - 1)), end
+
+
+def _checkpoints(packed: np.ndarray, bits: int) -> bytes:
+    """The checkpoint section of ``packed`` (unsigned) integers packed at ``bits``."""
+    m = len(packed) // CHECKPOINT_INTERVAL
+    groups = packed[: m * CHECKPOINT_INTERVAL].astype(np.uint64).reshape(m, CHECKPOINT_INTERVAL)
+    sums = np.cumsum(groups.sum(axis=1, dtype=np.uint64), dtype=np.uint64)
+    return bitpack.pack(sums, bitpack.bits_for(m * CHECKPOINT_INTERVAL * ((1 << bits) - 1)))
+
+
+def _check_checkpoints(
+    payload: memoryview | bytes, enc: Encoding, h: Header, packed: np.ndarray, where: str
+) -> None:
+    """Full decoding verifies a page's checkpoints against its packed integers (any integer
+    dtype holding them whole; summed modulo 2**64)."""
+    m, ck_bits, at = checkpoint_layout(enc, h)
+    if m == 0:
+        return
+    stored = bitpack.unpack(payload, at, ck_bits, m, where)
+    groups = packed[: m * CHECKPOINT_INTERVAL].reshape(m, CHECKPOINT_INTERVAL)
+    if not np.array_equal(np.cumsum(groups.sum(axis=1, dtype=np.uint64)), stored):
+        raise InvalidFileError(f"{where}: checkpoints do not match the packed values")
+
+
+def _encode_as(
+    enc: Encoding,
+    values: np.ndarray,
+    out_width: int,
+    flags: int,
+    mn: int,
+    dictionary: tuple[np.ndarray, int] | None,
+) -> bytes:
+    n = len(values)
+    sums = flags & EncodingFlag.CHECKPOINTS
+    flags &= ~EncodingFlag.CHECKPOINTS
+    if enc == Encoding.FOR:
+        vmin = int(values.min())  # a sample may have a higher minimum than the page
+        bits = _for_bits(int(values.max()) - vmin)
+        packed = values - vmin
+        with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
+        head = encoding_header(
+            enc,
+            count=n,
+            out_width=out_width,
+            base=vmin,
+            width=bits,
+            flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
+        )
+        return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
+    if enc == Encoding.DELTA:
+        deltas = np.diff(values)
+        dmn = int(deltas.min()) if n > 1 else 0
+        bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
+        packed = deltas - dmn
+        with_sums = sums and n - 1 >= CHECKPOINT_INTERVAL
+        head = encoding_header(
+            enc,
+            count=n,
+            out_width=out_width,
+            base=int(values[0]),
+            aux=dmn,
+            width=bits,
+            flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
+        )
+        return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
+    if enc == Encoding.INT_DICTIONARY:
+        if dictionary is None:
+            raise ValueError("INT_DICTIONARY needs the distinct values")
+        present, entries = dictionary
+        codes = np.cumsum(present) - 1  # value - mn -> index into the sorted distinct values
+        distinct = np.flatnonzero(present)
+        index_bits = _bits_for(entries - 1)
+        value_bits = _bits_for(int(distinct[-1]))
+        head = encoding_header(
+            enc,
+            count=n,
+            out_width=out_width,
+            base=mn,
+            aux=entries,
+            width=index_bits,
+            aux_width=value_bits,
+            flags=flags,
+        )
+        return head + _pack(codes[values - mn], index_bits) + _pack(distinct, value_bits)
+    # RLE
+    deltas = np.diff(values)
+    starts = np.flatnonzero(np.concatenate(([True], deltas != 0)))
+    run_values = values[starts]
+    run_lengths = np.diff(np.append(starts, n))
+    len_bits = _bits_for(int(run_lengths.max()))
+    vmin = int(run_values.min())
+    bits = _bits_for(int(run_values.max()) - vmin)
+    head = encoding_header(
+        enc,
+        count=n,
+        out_width=out_width,
+        base=vmin,
+        aux=len(starts),
+        width=bits,
+        aux_width=len_bits,
+        flags=flags,
+    )
+    return head + _pack(run_values - vmin, bits) + _pack(run_lengths, len_bits)
+
+
+def int_payload_size(enc: Encoding, h: Header) -> int:
+    """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
+    n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
+    if int(h["flags"]) & _CHECKPOINTS:  # only after DELTA deltas, FOR lengths
+        if enc != Encoding.DELTA and not (enc == Encoding.FOR and int(h["flags"]) & _LENGTHS):
+            return -1
+        m, ck_bits, at = checkpoint_layout(enc, h)
+        return at + bitpack.packed_size(m, ck_bits)
+    if enc == Encoding.CONSTANT:
+        return HEADER_SIZE
+    if enc == Encoding.FOR:
+        return HEADER_SIZE + bitpack.packed_size(n, bits)
+    if enc == Encoding.DELTA:
+        return HEADER_SIZE + bitpack.packed_size(max(n - 1, 0), bits)
+    if not 0 <= aux <= n:
+        return -1
+    second = bitpack.packed_size(aux, packed_bits(h, "aux_width"))
+    if enc == Encoding.RLE:
+        return HEADER_SIZE + bitpack.packed_size(aux, bits) + second
+    if enc == Encoding.INT_DICTIONARY:
+        return HEADER_SIZE + bitpack.packed_size(n, bits) + second
+    return -1
+
+
+def int_bounds(enc: Encoding, h: Header) -> tuple[int, int] | None:
+    """(lowest, highest) value an integer-codec payload can decode to, from its header
+    alone (CONSTANT, FOR; None for the others), as exact integers (no int64 wrapping)."""
+    base = int(h["base"])
+    if enc == Encoding.CONSTANT:
+        return base, base
+    if enc == Encoding.FOR:
+        return base, base + (1 << packed_bits(h)) - 1
+    return None
+
+
+def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page") -> np.ndarray:
+    """Decode an integer-codec payload (CONSTANT/FOR/DELTA/RLE/INT_DICTIONARY) to int64."""
+    h = read_header(payload, where)
+    n = int(h["count"])
+    bits = packed_bits(h)
+    if len(payload) != int_payload_size(enc, h):
+        raise InvalidFileError(f"{where}: {enc.name} payload size does not match its header")
+    if enc == Encoding.CONSTANT:
+        return np.full(n, int(h["base"]), dtype=np.int64)
+    if enc == Encoding.FOR:
+        values = _unpack(payload, HEADER_SIZE, bits, n, where)
+        _check_checkpoints(payload, enc, h, values, where)
+        values += int(h["base"])  # in place: _unpack returns a fresh array
+        return values
+    if enc == Encoding.DELTA:
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        deltas = _unpack(payload, HEADER_SIZE, bits, n - 1, where)
+        _check_checkpoints(payload, enc, h, deltas, where)
+        deltas += int(h["aux"])
+        out = np.empty(n, dtype=np.int64)
+        out[0] = int(h["base"])
+        np.cumsum(deltas, out=out[1:])
+        out[1:] += out[0]
+        return out
+    if enc == Encoding.RLE:
+        runs = int(h["aux"])
+        if runs < 0 or runs > n:
+            raise InvalidFileError(f"{where}: RLE with {runs} runs for {n} values")
+        vals = _unpack(payload, HEADER_SIZE, bits, runs, where) + int(h["base"])
+        start = HEADER_SIZE + bitpack.packed_size(runs, bits)
+        lens = _unpack(payload, start, packed_bits(h, "aux_width"), runs, where)
+        # a run holds 1..n - runs + 1 values: checked before the sum, which could overflow
+        # (64-bit lengths adding up to n modulo 2**64 made np.repeat write out of bounds)
+        if (lens <= 0).any() or (lens > n - runs + 1).any() or int(lens.sum()) != n:
+            raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
+        return np.repeat(vals, lens)
+    if enc == Encoding.INT_DICTIONARY:
+        indices, distinct = _int_dictionary(payload, h, where)
+        return np.take(distinct, indices)  # faster than fancy indexing (bounds checked)
+    raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
+
+
+def _int_dictionary(
+    payload: memoryview | bytes, h: Header, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, distinct values + base as int64) of an INT_DICTIONARY payload whose size
+    is checked, every index checked below the number of distinct values."""
+    n, bits, entries = int(h["count"]), packed_bits(h), int(h["aux"])
+    if entries <= 0 or entries > n:
+        raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
+    indices = _unpack(payload, HEADER_SIZE, bits, n, where)
+    start = HEADER_SIZE + bitpack.packed_size(n, bits)
+    distinct = _unpack(payload, start, packed_bits(h, "aux_width"), entries, where)
+    if n and (int(indices.min()) < 0 or int(indices.max()) >= entries):  # 64-bit indices
+        raise InvalidFileError(f"{where}: dictionary index out of range")
+    distinct += int(h["base"])
+    return indices, distinct
+
+
+def decode_int_dictionary_into(
+    payload: memoryview | bytes, out: np.ndarray, where: str = "page"
+) -> None:
+    """An INT_DICTIONARY payload's values written into ``out`` (integers of 1 to 8 bytes,
+    one per value): each distinct value is cast to ``out``'s type once (wrapping, as
+    :func:`ints_to_plain` casts), then gathered straight into ``out``."""
+    h = read_header(payload, where)
+    if len(payload) != int_payload_size(Encoding.INT_DICTIONARY, h):
+        raise InvalidFileError(f"{where}: INT_DICTIONARY payload size does not match its header")
+    if len(out) != int(h["count"]):
+        raise InvalidFileError(f"{where}: dictionary page of {int(h['count'])} values")
+    indices, distinct = _int_dictionary(payload, h, where)
+    # indices are checked: "wrap" spares numpy the buffered copy "raise" makes with out=
+    np.take(distinct.astype(out.dtype), indices, out=out, mode="wrap")
+
+
+def _header_for_slots(
+    payload: memoryview | bytes, encoding: Encoding, out: np.ndarray, where: str
+) -> Header:
+    """The header of an ``encoding`` integer payload decoded into ``out``, checked: the
+    payload's size matches it and ``out`` has one slot per value."""
+    h = read_header(payload, where)
+    n = int(h["count"])
+    if len(payload) != int_payload_size(encoding, h):
+        raise InvalidFileError(f"{where}: {encoding.name} payload size does not match its header")
+    if len(out) != n:
+        raise InvalidFileError(f"{where}: {encoding.name} page of {n} values for {len(out)} slots")
+    return h
+
+
+def check_for_slots(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> Header:
+    """The header of a FOR payload whose values will be written into ``out`` (any array
+    with one slot per value), checked as :func:`decode_for_into` checks it: the payload's
+    size matches it and ``out`` has one slot per value.
+
+    Example:
+        >>> enc, payload = encode_ints(np.arange(100) % 7, out_width=8, compressed=False)
+        >>> enc.name, int(check_for_slots(payload, np.empty(100))["count"])
+        ('FOR', 100)
+    """
+    return _header_for_slots(payload, Encoding.FOR, out, where)
+
+
+def decode_for_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:
+    """A FOR payload's values written into ``out`` (unsigned integers of 1 to 8 bytes, one
+    per value): ``packed + base`` modulo ``2**(8 * out.itemsize)``, which is the plain
+    little-endian form of the i64 result :func:`decode_ints` gives, cut to that width.
+    A page with checkpoints (lengths, 1.3) has them verified, which needs ``out`` to hold
+    its packed integers whole (at least their bit width)."""
+    h = _header_for_slots(payload, Encoding.FOR, out, where)
+    bits = packed_bits(h)
+    bitpack.unpack_into(payload, HEADER_SIZE, bits, out, where)
+    if int(h["flags"]) & EncodingFlag.CHECKPOINTS:
+        if bits > 8 * out.itemsize:
+            raise ValueError("decode_for_into: checkpoints need the packed integers whole")
+        _check_checkpoints(payload, Encoding.FOR, h, out, where)
+    base = int(h["base"]) % (1 << (8 * out.itemsize))
+    if base:
+        out += out.dtype.type(base)  # wraps, as the i64 sum does
+
+
+def decode_delta_into(payload: memoryview | bytes, out: np.ndarray, where: str = "page") -> None:
+    """A DELTA payload's values written into ``out`` (int64, one per value), as
+    :func:`decode_ints` gives them, with no array in between: the deltas are unpacked into
+    ``out[1:]`` (their checkpoints verified there), then summed in place.
+
+    Example:
+        >>> values = 10**12 + np.cumsum(np.arange(100) % 5)  # sorted: DELTA
+        >>> enc, payload = encode_ints(values, out_width=8, compressed=False)
+        >>> out = np.zeros(100, dtype=np.int64)
+        >>> decode_delta_into(payload, out)
+        >>> enc.name, out[:4].tolist(), bool(np.array_equal(out, values))
+        ('DELTA', [1000000000000, 1000000000001, 1000000000003, 1000000000006], True)
+    """
+    h = _header_for_slots(payload, Encoding.DELTA, out, where)
+    if len(out) == 0:
+        return
+    bits = packed_bits(h)
+    if bits == 0:  # as _unpack refuses it for decode_ints
+        raise InvalidFileError(f"{where}: packed integers with an invalid width or count")
+    deltas = out[1:].view(np.uint64)
+    bitpack.unpack_into(payload, HEADER_SIZE, bits, deltas, where)
+    _check_checkpoints(payload, Encoding.DELTA, h, deltas, where)
+    with np.errstate(over="ignore"):
+        out[1:] += int(h["aux"])  # in int64, wrapping as decode_ints' sums do
+        out[0] = int(h["base"])
+        np.cumsum(out, out=out)
+
+
+# -- floats -----------------------------------------------------------------------------
+
+FLOAT_SAMPLE_BYTES = 16 << 10  # float pages choose their encoding on this many bytes
+
+
+def split_planes(data: memoryview | bytes | np.ndarray, width: int) -> bytes | bytearray:
+    """The BYTE_SPLIT transform of plain values: byte 0 of every value, then byte 1, ...
+
+    By the compiled kernel when it is built, else one strided copy per plane: numpy's
+    general transpose of bytes runs at ~1 GB/s, a copy of one byte in ``width`` at
+    ~3.5 GB/s (32,000 float32: 67 us this way, 20 us by the kernel).
+
+    Example:
+        >>> list(split_planes(bytes([1, 2, 3, 4, 5, 6]), 2))
+        [1, 3, 5, 2, 4, 6]
+    """
+    flat = np.frombuffer(data, dtype=np.uint8)
+    kernels = native.KERNELS
+    if kernels is not None:
+        out = bytearray(len(flat))
+        kernels.byte_planes(flat, out, width, False)
+        return out
+    values = flat.reshape(-1, width)
+    planes = np.empty((width, len(values)), dtype=np.uint8)
+    for j in range(width):
+        planes[j] = values[:, j]
+    return planes.tobytes()
+
+
+def byte_split_sizes(data: memoryview | bytes, width: int) -> tuple[int, int]:
+    """zstd sizes of the first 16 KiB of float values, (plain, BYTE_SPLIT)."""
+    raw = np.frombuffer(data, dtype=np.uint8, count=(len(data) // width) * width)
+    sample = raw[: (FLOAT_SAMPLE_BYTES // width) * width]
+    return sample_size(sample.tobytes()), sample_size(split_planes(sample, width))
+
+
+def encode_byte_split(
+    data: memoryview | bytes,
+    width: int,
+    sizes: tuple[int, int] | None = None,
+    sampled: bool = True,
+) -> bytes | None:
+    """BYTE_SPLIT payload for float values, or None when a sample says plain compresses
+    better (e.g. quantised prices) or the page is too small to matter. ``sizes``: the
+    sample's :func:`byte_split_sizes`, when already known; ``sampled=False``: no sample,
+    the caller has decided (on an earlier page of the chunk)."""
+    n = len(data) // width
+    if n < 64 or width not in (4, 8):
+        return None
+    if sampled:
+        plain, split = sizes if sizes is not None else byte_split_sizes(data, width)
+        if split >= plain:
+            return None
+    head = encoding_header(Encoding.BYTE_SPLIT, count=n, out_width=width)
+    return head + split_planes(np.frombuffer(data, dtype=np.uint8, count=n * width), width)
+
+
+def decode_byte_split(
+    payload: memoryview | bytes, where: str = "page", into: np.ndarray | None = None
+) -> memoryview | None:
+    """The plain values of a BYTE_SPLIT payload, written into ``into`` (uint8, exactly
+    their size: None is returned) or into a new buffer (a view of it is returned); one
+    strided copy per plane (see :func:`split_planes`)."""
+    h = read_header(payload, where)
+    n, width = int(h["count"]), int(h["out_width"])
+    if len(payload) != HEADER_SIZE + n * width:
+        raise InvalidFileError(f"{where}: BYTE_SPLIT payload has the wrong size")
+    planes = np.frombuffer(payload, dtype=np.uint8, offset=HEADER_SIZE)
+    out = np.empty(n * width, dtype=np.uint8) if into is None else into
+    kernels = native.KERNELS
+    if kernels is not None and out.flags.c_contiguous and out.flags.writeable:
+        kernels.byte_planes(planes, out, width, True)  # checks the sizes again
+    else:
+        values = out.reshape(n, width)
+        for j, plane in enumerate(planes.reshape(width, n)):
+            values[:, j] = plane
+    return None if into is not None else out.data
+
+
+# -- strings ----------------------------------------------------------------------------
+
+_DICT_SAMPLE = 1024
+
+
+def few_distinct(values: pa.Array) -> bool:
+    """Whether a sample of ``values`` (the first 1,024) has at most one distinct value in
+    eight: the test a BINARY page must pass to be tried as a DICTIONARY page."""
+    sample = values.slice(0, _DICT_SAMPLE)
+    return len(sample.unique()) <= len(sample) // 8
+
+
+def encode_dictionary(values: pa.Array) -> bytes | None:
+    """DICTIONARY payload for a BINARY page with few distinct values, else None."""
+    found = dictionary_page(values)
+    return None if found is None else found[0]
+
+
+def dictionary_page(values: pa.Array) -> tuple[bytes, pa.Array] | None:
+    """(DICTIONARY payload, the page's distinct non-null values) for a BINARY page with
+    few distinct values, else None.
+
+    Layout: EncodingHeader, indices bit-packed at ``width`` bits, then the distinct values
+    as ``aux + 1`` int64 offsets and their bytes.
+    """
+    n = len(values)
+    if n < 64 or not few_distinct(values):
+        return None
+    encoded = values.dictionary_encode()
+    dictionary = encoded.dictionary.cast(pa.large_binary())
+    entries = len(dictionary)
+    if entries > n // 4:
+        return None
+    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    bits = _bits_for(max(entries - 1, 0))
+    offsets = np.frombuffer(dictionary.buffers()[1], dtype="<i8")[
+        dictionary.offset : dictionary.offset + entries + 1
+    ]
+    base = int(offsets[0])
+    data_buf = dictionary.buffers()[2]
+    data = b"" if data_buf is None else data_buf.to_pybytes()[base : int(offsets[-1])]
+    head = encoding_header(
+        Encoding.DICTIONARY, count=n, out_width=8, aux=entries, width=bits, flags=_BITS
+    )
+    payload = b"".join([head, _pack(indices, bits), (offsets - base).tobytes(), data])
+    return payload, encoded.dictionary
+
+
+def dictionary_parts(
+    payload: memoryview | bytes, where: str = "page"
+) -> tuple[np.ndarray, pa.Array]:
+    """A DICTIONARY page as (int64 indices, its distinct values as a large_binary array),
+    validated, without materialising the values."""
+    h = read_header(payload, where)
+    n, entries, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
+    if entries < 0 or entries > n:
+        raise InvalidFileError(f"{where}: dictionary of {entries} values for {n} rows")
+    indices = _unpack(payload, HEADER_SIZE, bits, n, where)
+    off_start = HEADER_SIZE + bitpack.packed_size(n, bits)
+    off_end = off_start + 8 * (entries + 1)
+    if off_end > len(payload):
+        raise InvalidFileError(f"{where}: dictionary offsets run past the payload")
+    dict_offsets = np.frombuffer(payload, dtype="<i8", count=entries + 1, offset=off_start)
+    body = memoryview(payload)[off_end:]
+    if (
+        entries == 0
+        or dict_offsets[0] != 0
+        or int(dict_offsets[-1]) != len(body)
+        or (np.diff(dict_offsets) < 0).any()
+        or (indices < 0).any()  # 64-bit indices above 2**63 - 1
+        or (indices >= entries).any()
+    ):
+        raise InvalidFileError(f"{where}: corrupt dictionary page")
+    dictionary = pa.Array.from_buffers(
+        pa.large_binary(), entries, [None, pa.py_buffer(dict_offsets), pa.py_buffer(body)]
+    )
+    return indices, dictionary
+
+
+def materialize_dictionary(
+    indices: np.ndarray, dictionary: pa.Array
+) -> tuple[np.ndarray, pa.Buffer]:
+    """(int64 offsets starting at 0, the values' bytes) of a DICTIONARY page's values."""
+    offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+    dict_offsets = np.frombuffer(dictionary.buffers()[1], dtype="<i8", count=len(dictionary) + 1)
+    np.cumsum(np.diff(dict_offsets)[indices], out=offsets[1:])
+    taken = dictionary.take(pa.array(indices))
+    return offsets, taken.buffers()[2] or pa.py_buffer(b"")
+
+
+def materialize_dictionaries(
+    parts: list[tuple[np.ndarray, pa.Array]], offset_dtype: np.dtype
+) -> tuple[np.ndarray, pa.Buffer]:
+    """The values of consecutive DICTIONARY pages, ``(indices, dictionary)`` each, as one
+    column: (offsets from 0 in ``offset_dtype``, the values' bytes).
+
+    The result equals the pages' :func:`materialize_dictionary` results joined (offsets
+    rebased), built without per-page buffers: when every dictionary value of every page
+    has the same length ``L`` (flags, codes), the bytes are a NumPy row gather of ``L``
+    bytes per value; otherwise one pass of the compiled kernels (``take_binary``) or,
+    without them, the pages' dictionaries concatenated and Arrow takes every value in one
+    call. A column too large for 32-bit offsets raises :class:`InvalidFileError`.
+
+    Example:
+        >>> d = pa.array([b"ab", b"cd"], pa.large_binary())
+        >>> offs, data = materialize_dictionaries(
+        ...     [(np.array([1, 0]), d), (np.array([1]), d)], np.dtype("<i4"))
+        >>> offs.tolist(), data.to_pybytes()
+        ([0, 2, 4, 6], b'cdabcd')
+    """
+    n = sum(len(indices) for indices, _ in parts)
+    dict_offsets = [
+        np.frombuffer(d.buffers()[1], dtype="<i8", count=len(d) + 1, offset=8 * d.offset)
+        for _, d in parts
+    ]
+    lengths = np.concatenate([np.diff(o) for o in dict_offsets])
+    width = int(lengths[0]) if len(lengths) else 0
+    limit = np.iinfo(offset_dtype).max
+    if len(lengths) and (lengths == width).all():
+        if n * width > limit:
+            raise InvalidFileError(f"{n * width} bytes of values exceed {offset_dtype} offsets")
+        # a value of 1, 2, 4 or 8 bytes is one NumPy item: a flat take (several times
+        # faster than a take of rows)
+        item = np.dtype(f"<u{width}") if width in (1, 2, 4, 8) else None
+        out = np.empty((n, width), dtype=np.uint8)
+        flat_out = out.reshape(-1).view(item) if item is not None else None
+        at = 0
+        for (indices, d), o in zip(parts, dict_offsets, strict=True):
+            buf = d.buffers()[2]
+            flat = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.empty(0, np.uint8)
+            rows, end = flat[int(o[0]) : int(o[-1])], at + len(indices)
+            if item is not None and flat_out is not None:
+                np.take(rows.view(item), indices, out=flat_out[at:end])
+            else:
+                np.take(rows.reshape(len(d), width), indices, axis=0, out=out[at:end])
+            at = end
+        offsets = np.arange(n + 1, dtype=offset_dtype)
+        offsets *= offset_dtype.type(width)
+        return offsets, pa.py_buffer(out)
+    kernels = native.KERNELS
+    if kernels is not None:  # one C pass per page (Arrow's take below makes the same)
+        got = kernels.take_binary(
+            [
+                (o, d.buffers()[2] or b"", np.ascontiguousarray(indices, dtype=np.int64))
+                for (indices, d), o in zip(parts, dict_offsets, strict=True)
+            ],
+            offset_dtype.itemsize,
+        )
+        if got is not None:  # (None: something is off or too large; Arrow says what)
+            return np.frombuffer(got[0], dtype=offset_dtype, count=n + 1), pa.py_buffer(got[1])
+    merged = pa.concat_arrays([d for _, d in parts]) if len(parts) > 1 else parts[0][1]
+    index_type = np.int32 if len(merged) <= np.iinfo(np.int32).max else np.int64
+    indices = np.empty(n, dtype=index_type)
+    at = base = 0
+    for part, d in parts:
+        np.add(part, base, out=indices[at : at + len(part)], casting="unsafe")
+        at, base = at + len(part), base + len(d)
+    small = offset_dtype.itemsize == 4
+    try:
+        taken = merged.cast(pa.binary() if small else pa.large_binary()).take(pa.array(indices))
+    except (pa.ArrowException, MemoryError) as exc:  # more than 32-bit offsets can hold
+        raise InvalidFileError(f"cannot materialise dictionary values: {exc}") from None
+    offsets = np.frombuffer(taken.buffers()[1], dtype=offset_dtype, count=n + 1)
+    return offsets, taken.buffers()[2] or pa.py_buffer(b"")
+
+
+def decode_dictionary(
+    payload: memoryview | bytes, where: str = "page"
+) -> tuple[np.ndarray, pa.Buffer]:
+    """Decode a DICTIONARY page to (int64 offsets starting at 0, the values' bytes)."""
+    return materialize_dictionary(*dictionary_parts(payload, where))

@@ -1,0 +1,780 @@
+"""The Fermion writer: "data first, meta last" (docs/FORMAT.md §1).
+
+Rows are buffered into a stripe; a full stripe is shredded column by column into pages
+(encoded and zstd-compressed on a thread pool) and appended to a buffered sink. Chunk
+descriptors and page statistics stay in memory (a
+:class:`~fermion.format.metadata.cmb.ColumnRecord` per column) until
+:meth:`FileWriter.close`, which writes every Column Metadata Block, the schema area, the
+Column Index Table and the fixed-size footer, each built by its module of
+:mod:`fermion.format.metadata`.
+
+In batch mode (:meth:`FileWriter.append_batch`) rows come as identified batches that are
+never split across pages or stripes, and a BATCH_META system column records them. Many
+small batches of a wide schema are not concatenated chunk by chunk: the columns of the most
+common numeric type are copied per batch into one column-major block (one C++ call) and
+gathered with one NumPy concatenation when the stripe is flushed; the bytes written are the
+same as the chunk-by-chunk path's.
+
+Example:
+    >>> import pyarrow as pa, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.fermion")
+    >>> schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    >>> with FileWriter(path, schema, page_size=4096) as w:
+    ...     w.write(pa.table({"id": [1, 2], "name": ["a", None]}))
+    ...     w.write(pa.record_batch({"id": [3], "name": ["c"]}))
+    >>> w.num_rows
+    3
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.types as pat
+
+from fermion.errors import (
+    BatchModeError,
+    FermionError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    UnsupportedTypeError,
+)
+from fermion.format import native
+from fermion.format.encoding.bloom import bloom_supported
+from fermion.format.encoding.encoded import has_run_ends
+from fermion.format.metadata.batch import (
+    MAX_BATCH_ROWS,
+    VIRTUAL_COLUMNS,
+    check_batch_id,
+    system_tree,
+)
+from fermion.format.metadata.cit import build_cit
+from fermion.format.metadata.cmb import ColumnRecord, build_cmb
+from fermion.format.metadata.footer import build_footer
+from fermion.format.metadata.layout import Node, build_tree
+from fermion.format.metadata.schema import build_schema_area
+from fermion.format.metadata.structs import (
+    BASE_VERSION_MINOR,
+    CHUNK_ALL_NULL,
+    FILE_HEADER_DTYPE,
+    FORMAT_VERSION_MAJOR,
+    MAGIC,
+    PAGE_META_DTYPE,
+    RequiredFeature,
+    StreamType,
+)
+from fermion.format.options import WriteOptions, split_options
+from fermion.format.streams import ArrowInput, as_reader
+from fermion.format.threads import pool
+from fermion.format.write.shred import StreamChunk, shred_column
+from fermion.io.sink import Sink, open_sink
+
+__all__ = ["FileWriter", "write_table"]
+
+_SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
+_BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks is cheap
+# batch mode measures, on a stripe of at least _CALIBRATE_MIN block columns, whether they
+# encode faster on the writing thread or on the workers (rounds of _CALIBRATE_COLUMNS
+# there, twice as many on the workers; see FileWriter._encode_columns)
+_CALIBRATE_COLUMNS = 4
+_CALIBRATE_ROUNDS = 4
+_CALIBRATE_MIN = 96
+
+
+def _joined(f: pa.Field, chunks: Sequence[pa.Array]) -> pa.Array:
+    """The chunks of one column's stripe as one array."""
+    try:
+        return pa.chunked_array(chunks, f.type).combine_chunks()
+    except pa.ArrowInvalid as exc:  # run ends past what their type holds
+        raise UnsupportedTypeError(f"column {f.name!r}: {f.type}: {exc}") from None
+
+
+def _tree_of(f: pa.Field, bloom: bool) -> Node:
+    """``build_tree``, its ``UnsupportedTypeError`` naming the column."""
+    try:
+        return build_tree(f, bloom=bloom)
+    except UnsupportedTypeError as exc:
+        if repr(f.name) in str(exc):
+            raise
+        raise UnsupportedTypeError(f"column {f.name!r}: {exc}") from None
+
+
+class FileWriter:
+    """Write one Fermion file from Arrow tables or record batches.
+
+    Args:
+        where: local path, fsspec URL, ``(filesystem, path)`` pair or binary file object.
+        schema: the Arrow schema every written batch must match exactly.
+        field_ids: one id per storage node in pre-order (default ``0..n-1``).
+        **options: :class:`~fermion.format.options.WriteOptions` fields.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "e.fermion")
+        >>> with FileWriter(path, pa.schema([("x", pa.float32())])) as w:
+        ...     w.write(pa.table({"x": pa.array([1.5], pa.float32())}))
+    """
+
+    def __init__(
+        self,
+        where: Any,
+        schema: pa.Schema,
+        *,
+        field_ids: Sequence[int] | None = None,
+        **options: Any,
+    ) -> None:
+        if not isinstance(schema, pa.Schema):
+            raise InvalidArgumentError(f"schema must be a pyarrow.Schema, not {type(schema)}")
+        self.options: WriteOptions = split_options(WriteOptions, options)
+        self.schema = schema
+        blooms = set(self.options.bloom_filter_columns)
+        unknown = blooms - set(schema.names)
+        if unknown:
+            raise InvalidArgumentError(f"bloom_filter_columns not in the schema: {sorted(unknown)}")
+        # raises UnsupportedTypeError early, also for bloom filters on unsupported columns
+        self._trees = [_tree_of(f, f.name in blooms) for f in schema]
+        for f in schema:
+            if f.name in blooms and not bloom_supported(f.type):
+                raise UnsupportedTypeError(f"no bloom filters for {f.name!r} of type {f.type}")
+        self._schema_area = build_schema_area(schema, field_ids, self._trees)
+        self._columns = [ColumnRecord(t) for t in self._trees]
+        self._stripe_rows: list[int] = []
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
+        self._sink: Sink = open_sink(where, flush_bytes=self.options.flush_bytes)
+        self._mode: Literal["rows", "batches"] | None = None
+        self._system = ColumnRecord(system_tree())  # BATCH_META, used in batch mode only
+        self._pending_ids: list[int] = []
+        self._pending_lengths: list[int] = []
+        self._last_batch_id: int | None = None
+        # a stripe's validity bitmap is one page: in batch mode it never exceeds page_size
+        # unless a single batch needs more (that batch then gets a stripe of its own)
+        self._batch_stripe_rows = min(self.options.max_stripe_rows, 8 * self.options.page_size)
+        self._virtual_clash = [n for n in schema.names if n in VIRTUAL_COLUMNS]
+        # batch mode's bulk path: the most common numeric type's columns (see _gather_block)
+        self._block_columns = _block_columns(schema)
+        # the other columns, if any (RecordBatch.select by index: drop_columns by name costs
+        # about a millisecond a batch at 50 columns)
+        self._block_select = self._block_columns if len(self._block_columns) < len(schema) else []
+        self._pending_parts: list[pa.Table | pa.RecordBatch] = []  # batch mode's _pending
+        # appended batches whose bytes are not measured yet (see _place_staged)
+        self._staged: list[tuple[int, pa.Table | pa.RecordBatch]] = []
+        # a batch's Arrow bytes: fixed-width columns by their width (Table.nbytes of a
+        # slice walks every buffer: 2.8 ms for a 30-row slice of 1,000 columns)
+        widths = [_fixed_row_bytes(f.type) for f in schema]
+        self._row_bytes = sum(w for w in widths if w is not None)
+        self._measured = [i for i, w in enumerate(widths) if w is None]
+        self.num_batches = 0
+        self.num_rows = 0
+        self.closed = False
+        self._required = 0
+        header = np.zeros(1, dtype=FILE_HEADER_DTYPE)
+        header["magic"] = MAGIC
+        header["version_major"] = FORMAT_VERSION_MAJOR
+        header["version_minor"] = BASE_VERSION_MINOR  # before any data: see minor_version
+        self._sink.append(header.tobytes())
+
+    # -- public API -------------------------------------------------------------------
+    def write(self, data: ArrowInput) -> None:
+        """Append rows; stripes are cut by row count or buffered bytes.
+
+        ``data`` is a ``pa.Table``, ``RecordBatch``, ``RecordBatchReader``, pandas
+        DataFrame or any object with ``__arrow_c_stream__``; a stream is pulled batch by
+        batch, so at most a stripe of it is in memory.
+
+        Raises:
+            InvalidArgumentError: an unsupported input type.
+            SchemaMismatchError: the data's schema is not the file schema.
+        """
+        self._check_open()
+        if self._mode == "batches":
+            raise BatchModeError("this file is written with append_batch(); write() cannot mix")
+        for batch in self._batches(data):
+            if batch.num_rows == 0:
+                continue
+            self._mode = "rows"
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            self._pending_bytes += batch.nbytes
+            while self._pending_rows >= self.options.max_stripe_rows:
+                self._flush_stripe(self.options.max_stripe_rows)
+            if self._pending_bytes >= self.options.max_stripe_bytes:
+                self._flush_stripe(self._pending_rows)
+
+    def append_batch(self, batch_id: int, data: pa.Table | pa.RecordBatch) -> None:
+        """Append one batch (docs/FORMAT.md §11.1): its rows never share a page with part of
+        another batch, and never span two stripes.
+
+        Args:
+            batch_id: an int64, greater than every id appended before to this file.
+            data: the batch's rows (at least one), with exactly the file schema.
+
+        Raises:
+            BatchModeError: id not an integer, not increasing, empty batch, or the file is
+                written with :meth:`write`. The writer stays usable; nothing was appended.
+            SchemaMismatchError: ``data`` does not have the file schema.
+
+        Example:
+            >>> import pyarrow as pa, tempfile, os
+            >>> path = os.path.join(tempfile.mkdtemp(), "b.fermion")
+            >>> with FileWriter(path, pa.schema([("x", pa.int64())])) as w:
+            ...     w.append_batch(1001, pa.table({"x": [1, 2, 3]}))
+            ...     w.append_batch(1002, pa.table({"x": [4, 5]}))
+            >>> w.num_batches, w.num_rows
+            (2, 5)
+        """
+        self._check_open()
+        if self._mode == "rows":
+            raise BatchModeError("this file is written with write(); append_batch() cannot mix")
+        if not isinstance(data, pa.Table | pa.RecordBatch):
+            raise InvalidArgumentError(
+                f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
+            )
+        if self._virtual_clash:
+            raise BatchModeError(
+                f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
+            )
+        batch_id = check_batch_id(batch_id, self._last_batch_id)
+        if not data.schema.equals(self.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"batch {batch_id} does not match the file schema:\n{data.schema}\n!=\n"
+                f"{self.schema}"
+            )
+        rows = data.num_rows
+        if rows == 0:
+            raise BatchModeError(f"batch {batch_id} is empty (a batch needs at least one row)")
+        if rows > MAX_BATCH_ROWS:
+            raise BatchModeError(f"batch {batch_id} has {rows} rows (at most {MAX_BATCH_ROWS})")
+        if isinstance(data, pa.Table):  # converted once here, not at each use at the flush
+            batches = data.to_batches()  # (about 6 us for a slice of 50 columns)
+            if len(batches) == 1:
+                data = batches[0]
+        self._mode = "batches"
+        self._last_batch_id = batch_id
+        self.num_batches += 1
+        self._staged.append((batch_id, data))
+        if len(self._staged) >= _STAGED_BATCHES or not self._measured:
+            self._place_staged()
+
+    def _place_staged(self) -> None:
+        """Move the staged batches to the pending stripe, flushing stripes where their rows
+        or Arrow bytes reach the limits: batch by batch in order, the same cuts as if each
+        batch were placed as it came (a batch's bytes are only measured here, for all staged
+        batches at once, see :func:`_staged_nbytes`)."""
+        staged, self._staged = self._staged, []
+        if not staged:
+            return
+        sizes = _staged_nbytes([d for _, d in staged], self.schema, self._measured, self._row_bytes)
+        for (batch_id, data), nbytes in zip(staged, sizes, strict=True):
+            self._add_pending(batch_id, data, data.num_rows, nbytes)
+
+    def _add_pending(
+        self, batch_id: int, data: pa.Table | pa.RecordBatch, rows: int, nbytes: int
+    ) -> None:
+        full_rows = self._pending_rows + rows > self._batch_stripe_rows
+        full_bytes = self._pending_bytes + nbytes > self.options.max_stripe_bytes
+        if self._pending_rows and (full_rows or full_bytes):
+            self._flush_batches()
+        self._pending_parts.append(data)
+        self._pending_rows += rows
+        self._pending_bytes += nbytes
+        self._pending_ids.append(batch_id)
+        self._pending_lengths.append(rows)
+        if (
+            self._pending_rows >= self._batch_stripe_rows
+            or self._pending_bytes >= self.options.max_stripe_bytes
+        ):
+            self._flush_batches()
+
+    def close(self) -> None:
+        """Write the last stripe and all metadata; the file is complete after this."""
+        if self.closed:
+            return
+        try:
+            self._place_staged()
+            if self._pending_rows and self._mode == "batches":
+                self._flush_batches()
+            elif self._pending_rows:
+                self._flush_stripe(self._pending_rows)
+            self._write_metadata()
+            self._sink.close()
+        except BaseException:
+            self._sink.abort()
+            raise
+        finally:
+            self.closed = True
+
+    def abort(self) -> None:
+        """Stop without writing metadata (the partial output is not a valid file)."""
+        if not self.closed:
+            self.closed = True
+            self._sink.abort()
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    # -- stripes ----------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise InvalidArgumentError("the writer is closed")
+
+    def _batches(self, data: Any) -> Iterable[pa.RecordBatch]:
+        batches: Iterable[pa.RecordBatch]
+        if isinstance(data, pa.RecordBatch):
+            batches, schema = [data], data.schema
+        elif isinstance(data, pa.Table):
+            batches, schema = data.to_batches(), data.schema
+        else:
+            reader = as_reader(data)
+            batches, schema = reader, reader.schema
+        if not schema.equals(self.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"data schema does not match the file schema:\n{schema}\n!=\n{self.schema}"
+            )
+        return batches
+
+    def _flush_stripe(self, rows: int) -> None:
+        table = pa.Table.from_batches(self._pending, schema=self.schema)
+        stripe, rest = table.slice(0, rows), table.slice(rows)
+        self._pending = rest.to_batches() if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        self._pending_bytes = rest.nbytes if rest.num_rows else 0
+        self._write_stripe(stripe)
+
+    def _flush_batches(self) -> None:
+        """Write every pending batch as one stripe (batch mode never splits a batch)."""
+        block = self._gather_block() if self._block_columns else None
+        if block is not None:
+            stripe = self._stripe_from_block(block)
+        else:
+            # one C++ concatenation of every column (per column from Python, each of the
+            # many small chunks would first become a Python object)
+            batches = [b for part in self._pending_parts for b in _record_batches(part)]
+            stripe = pa.Table.from_batches(batches, schema=self.schema).combine_chunks()
+        self._pending_parts = []
+        ids = np.asarray(self._pending_ids, dtype=np.int64)
+        lengths = np.asarray(self._pending_lengths, dtype=np.int64)
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        self._pending_ids, self._pending_lengths = [], []
+        self._write_stripe(stripe, (ids, lengths))
+
+    def _gather_block(self) -> np.ndarray | None:
+        """The pending batches' block columns as one ``(columns, rows)`` array (a
+        C-contiguous row per column), or None when some batch has a null in them (the
+        generic path then writes this stripe; docs/FORMAT.md §11.1 is unchanged either way:
+        pages are still cut at batch boundaries).
+
+        The batches are split among the worker threads; each thread's share is one Arrow C
+        stream (``RecordBatchReader.__arrow_c_stream__``) that the compiled kernel
+        (``gather_stream``) reads with the GIL released, copying each batch's block columns
+        into their rows of the block (a memcpy per column): the schema is exported once
+        and each batch's arrays in C++, with no Python object per batch. Without the kernel,
+        or for a thread's share where it declines a batch, each batch is copied column-major
+        by one C++ call (``RecordBatch.to_tensor``) and then into the block.
+        """
+        parts = self._pending_parts
+        starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])]).tolist()
+        dtype = np.dtype(self.schema.field(self._block_columns[0]).type.to_pandas_dtype())
+        block = np.empty((len(self._block_columns), starts[-1]), dtype=dtype)
+        kernels, arrow_format = native.KERNELS, _ARROW_FORMATS[dtype.str[1:]]
+        columns = np.asarray(self._block_columns, dtype=np.int64)
+        select = self._block_select
+
+        def gather(lo: int, hi: int) -> bool:
+            if kernels is not None and lo < hi:
+                batches = [b for p in parts[lo:hi] for b in _record_batches(p)]
+                stream = pa.RecordBatchReader.from_batches(self.schema, batches)
+                rows = kernels.gather_stream(
+                    stream.__arrow_c_stream__(),
+                    arrow_format,
+                    dtype.itemsize,
+                    columns,
+                    block,
+                    starts[-1],
+                    starts[lo],
+                )
+                if rows == starts[hi] - starts[lo]:
+                    return True
+            for k in range(lo, hi):  # (rows, columns) in Fortran order: its transpose is a
+                part = parts[k]  # row per column (Table.to_tensor is several times slower;
+                if isinstance(part, pa.Table):  # a one-chunk Table is a RecordBatch by now)
+                    part = _one_batch(part)
+                if select:
+                    part = part.select(select)
+                try:
+                    tensor = part.to_tensor(row_major=False).to_numpy().T
+                except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return False  # nulls
+                block[:, starts[k] : starts[k + 1]] = tensor
+            return True
+
+        workers = min(self.options.worker_threads, len(parts))
+        cuts = np.linspace(0, len(parts), workers + 1).round().astype(int).tolist()
+        if workers > 1:
+            done = list(pool().map(gather, cuts[:-1], cuts[1:]))
+        else:
+            done = [gather(0, len(parts))]
+        return block if all(done) else None
+
+    def _stripe_from_block(self, block: np.ndarray) -> pa.Table:
+        """The pending batches as one stripe: block columns from ``block`` (no copy), the
+        other columns by one C++ concatenation."""
+        arrays: list[Any] = [None] * len(self.schema)
+        for j, i in enumerate(self._block_columns):
+            arrays[i] = pa.array(block[j], type=self.schema.field(i).type)
+        rest = [i for i in range(len(self.schema)) if arrays[i] is None]
+        if any(has_run_ends(self.schema.field(i).type) for i in rest):
+            # run-end encoded values are joined column by column: a join past what their
+            # run-end type can count is an UnsupportedTypeError naming the column
+            for i in rest:
+                chunks = [b.column(i) for p in self._pending_parts for b in _record_batches(p)]
+                arrays[i] = _joined(self.schema.field(i), chunks)
+        elif rest:  # one C++ concatenation of the other columns (per part from Python, each
+            # part's column would first become a Python object)
+            batches = [b for p in self._pending_parts for b in _record_batches(p)]
+            table = _columns_of(batches, rest, self.schema)
+            for i, column in zip(rest, table.combine_chunks().columns, strict=True):
+                arrays[i] = column
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+    def _encode_column(
+        self, i: int, column: pa.ChunkedArray, bounds: np.ndarray | None = None
+    ) -> list[StreamChunk]:
+        if column.num_chunks == 1:
+            array = column.chunk(0)
+        else:
+            array = _joined(self.schema.field(i), column.chunks)
+        name = self.schema.field(i).name
+        encode = self.options.encodes(name)
+        try:
+            chunks, features = shred_column(
+                self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
+            )
+        except UnsupportedTypeError as exc:  # values an encoded type cannot hold
+            raise UnsupportedTypeError(f"column {name!r}: {exc}") from None
+        self._required |= features
+        return chunks
+
+    def _encode_columns(
+        self, stripe: pa.Table, bounds: np.ndarray | None
+    ) -> list[list[StreamChunk]]:
+        """Every column's stream chunks, in column order, encoded on the worker threads;
+        in batch mode the block columns (same type, same rows, see _gather_block) may be
+        encoded on this thread instead, one after another, while the workers encode the
+        other columns.
+
+        Why: a column's encode alternates Python with short calls that release the GIL
+        (a zstd frame per 2 KiB block in batch mode), and every such release hands the
+        interpreter to the other thread, on another core. Measured on a 2-core VM with
+        128 KB float32 columns: about 0.57 ms of CPU a column alone, 1.06-1.12 ms each on
+        two threads (on one core, two threads: 0.61 ms), so the stripe took longer on two
+        threads than on one; with 8 MB columns two threads won (1.37x). Which way a stripe
+        goes depends on the machine and the columns, so it is measured: on a stripe of at
+        least _CALIBRATE_MIN block columns, after one column here (a warm-up, untimed),
+        _CALIBRATE_ROUNDS rounds each encode _CALIBRATE_COLUMNS of them here and twice as
+        many on the workers, and the faster way per column (each at its best round) encodes
+        the rest. Each such stripe is measured anew (the machine's load changes); with fewer
+        block columns nothing is measured and every column goes to the workers. The bytes
+        written are the same either way: each column is encoded on its own.
+        """
+        n = stripe.num_columns
+        if self.options.worker_threads <= 1 or n <= 1:
+            return [self._encode_column(i, stripe.column(i), bounds) for i in range(n)]
+
+        def encode(i: int) -> list[StreamChunk]:
+            return self._encode_column(i, stripe.column(i), bounds)
+
+        ex = pool()
+        done: dict[int, list[StreamChunk]] = {}
+        alike = self._block_columns if bounds is not None else []
+        rest, here = alike, False
+        if len(alike) >= _CALIBRATE_MIN:
+            done[alike[0]] = encode(alike[0])  # (a first column warms this thread up)
+            k, at = _CALIBRATE_COLUMNS, 1
+            mine: list[float] = []  # per column, each round: here
+            theirs: list[float] = []  # and on the workers
+            for _ in range(_CALIBRATE_ROUNDS):  # alternating, so that a slow moment of
+                start = time.perf_counter()  # the machine does not decide alone
+                for i in alike[at : at + k]:
+                    done[i] = encode(i)
+                middle = time.perf_counter()
+                batch = alike[at + k : at + 3 * k]
+                done.update(zip(batch, ex.map(encode, batch), strict=True))
+                mine.append((middle - start) / k)
+                theirs.append((time.perf_counter() - middle) / (2 * k))
+                at += 3 * k
+            here = min(mine) <= min(theirs)  # each way at its best
+            rest = alike[at:]
+        taken = set(alike)
+        futures = [(i, ex.submit(encode, i)) for i in range(n) if i not in taken]
+        if here:
+            for i in rest:
+                done[i] = encode(i)
+        else:
+            futures += [(i, ex.submit(encode, i)) for i in rest]
+        for i, future in futures:
+            done[i] = future.result()
+        return [done[i] for i in range(n)]
+
+    def _write_stripe(
+        self, stripe: pa.Table, batches: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
+        bounds = None
+        if batches is not None:
+            bounds = np.concatenate([[0], np.cumsum(batches[1])]).astype(np.int64)
+        results = self._encode_columns(stripe, bounds)
+        for i, chunks in enumerate(results):
+            self._place(self._columns[i], chunks)
+        if batches is not None:  # the system column follows the user columns in the stripe
+            self._place(self._system, _batch_meta_chunks(*batches, self.options))
+        self._stripe_rows.append(stripe.num_rows)
+        self.num_rows += stripe.num_rows
+
+    def _place(self, col: ColumnRecord, chunks: list[StreamChunk]) -> None:
+        sink = self._sink
+        for rec, chunk in zip(col.streams, chunks, strict=True):
+            start = sink.tell()
+            for page in chunk.pages:
+                sink.append(page.data)
+            rec.states.append(chunk.state)
+            rec.offsets.append(start if chunk.pages else 0)
+            length = sink.tell() - start
+            if length >= CHUNK_ALL_NULL:
+                raise FermionError("a stream chunk exceeds 4 GiB; lower max_stripe_rows")
+            rec.lengths.append(length)
+            rec.num_values.append(chunk.num_values)
+            rec.null_counts.append(chunk.null_count)
+            rec.mins.append(chunk.min_val)
+            rec.maxs.append(chunk.max_val)
+            rec.flags.append(chunk.stats_flags)
+            if rec.stream_type in _SIMPLE_STREAMS:
+                rec.pages.append(None)
+                continue
+            metas = np.zeros(len(chunk.pages), dtype=PAGE_META_DTYPE)
+            if chunk.pages:
+                metas["page_size"] = [len(p.data) for p in chunk.pages]
+                metas["row_count"] = [p.num_values for p in chunk.pages]
+                metas["min_val"] = [p.min_val for p in chunk.pages]
+                metas["max_val"] = [p.max_val for p in chunk.pages]
+                metas["null_count"] = [p.null_count for p in chunk.pages]
+                metas["stats_flags"] = [p.stats_flags for p in chunk.pages]
+            rec.pages.append(metas)
+
+    # -- metadata ---------------------------------------------------------------------
+    def _write_metadata(self) -> None:
+        sink = self._sink
+        cmb_offset = sink.tell()
+        batch_mode = self._mode == "batches"
+        # batch mode: the BATCH_META system column's CMB follows, its CIT entry num_columns
+        columns = [*self._columns, self._system] if batch_mode else self._columns
+        cmb_starts = []
+        for i, col in enumerate(columns):
+            cmb_starts.append(sink.tell())
+            sink.append(build_cmb(i, col, self._stripe_rows))
+        schema_offset = sink.tell()
+        sink.append(self._schema_area)
+        cit_offset = sink.tell()
+        sink.append(build_cit(cmb_starts, schema_offset))
+        required = self._required | (RequiredFeature.BATCH_MODE if batch_mode else 0)
+        footer = build_footer(
+            cmb_offset=cmb_offset,
+            schema_offset=schema_offset,
+            cit_offset=cit_offset,
+            num_rows=self.num_rows,
+            num_columns=len(self._columns),
+            num_stripes=len(self._stripe_rows),
+            schema_size=len(self._schema_area),
+            required_features=required,
+            page_crc=self.options.page_crc,
+        )
+        sink.append(footer)
+
+
+# numpy dtype (without byte order) -> Arrow C data interface format of the block types
+_ARROW_FORMATS = {
+    "i1": "c",
+    "u1": "C",
+    "i2": "s",
+    "u2": "S",
+    "i4": "i",
+    "u4": "I",
+    "i8": "l",
+    "u8": "L",
+    "f4": "f",
+    "f8": "g",
+}
+
+
+def _block_columns(schema: pa.Schema) -> list[int]:
+    """Columns batch mode gathers in bulk: those of the numeric type most columns have,
+    if at least :data:`_BLOCK_MIN_COLUMNS` do (and names are unique, to drop the others).
+
+    Example:
+        >>> fields = [("s", pa.string())] + [(f"c{i}", pa.float32()) for i in range(9)]
+        >>> _block_columns(pa.schema(fields))
+        [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+    if len(set(schema.names)) != len(schema.names):
+        return []
+    groups: dict[pa.DataType, list[int]] = {}
+    for i, f in enumerate(schema):
+        t = f.type
+        if (pat.is_integer(t) or pat.is_floating(t)) and not pat.is_float16(t):
+            groups.setdefault(t, []).append(i)
+    best = max(groups.values(), key=len, default=[])
+    return best if len(best) >= _BLOCK_MIN_COLUMNS else []
+
+
+def _columns_of(batches: list[pa.RecordBatch], columns: list[int], schema: pa.Schema) -> pa.Table:
+    """A table of ``columns`` (indices) of ``batches`` (with ``schema``), one chunk per
+    batch.
+
+    A table of whole batches cost about 1.5 us per column of each batch (4,000 batches of
+    301 columns: 1.9 s): with a few columns of many, each batch is narrowed first
+    (``RecordBatch.select``, about 0.4 us per column kept), e.g. the one list column
+    beside 300 float32 columns (0.09 s). Narrowing to 33 of 50 columns cost more than it
+    saved in a writer, so it is done only for at most one column in 8.
+
+    Example:
+        >>> b = pa.record_batch({"a": [1], "b": ["x"], "c": [2.0]})
+        >>> _columns_of([b, b], [1], b.schema).column(0).to_pylist()
+        ['x', 'x']
+    """
+    if len(columns) * 8 <= len(schema):
+        narrow = pa.schema([schema.field(i) for i in columns])
+        return pa.Table.from_batches([b.select(columns) for b in batches], schema=narrow)
+    return pa.Table.from_batches(batches, schema=schema).select(columns)
+
+
+def _record_batches(part: pa.Table | pa.RecordBatch) -> list[pa.RecordBatch]:
+    return [part] if isinstance(part, pa.RecordBatch) else part.to_batches()
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    return table.combine_chunks().to_batches()[0]
+
+
+# batches staged before their Arrow bytes are measured together (see _place_staged)
+_STAGED_BATCHES = 64
+_OFFSET_WIDTHS = {
+    pa.string(): 4,
+    pa.binary(): 4,
+    pa.large_string(): 8,
+    pa.large_binary(): 8,
+}
+
+
+def _staged_nbytes(
+    parts: Sequence[pa.Table | pa.RecordBatch],
+    schema: pa.Schema,
+    measured: Sequence[int],
+    row_bytes: float,
+) -> list[int]:
+    """Arrow bytes of each part: fixed-width columns by their width per row, the
+    ``measured`` others once for all parts. A string or binary column counts its values'
+    bytes (from one concatenation's offsets), offsets and a validity bit per row; another
+    type each part's ``nbytes`` (which per part costs microseconds a column in wrappers).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> parts = [pa.record_batch({"s": ["ab", None, "c"]}), pa.record_batch({"s": ["xyz"]})]
+        >>> _staged_nbytes(parts, parts[0].schema, [0], 0.0)
+        [20, 12]
+    """
+    rows = np.array([p.num_rows for p in parts], dtype=np.int64)
+    out = (rows * row_bytes).astype(np.int64)  # as int() per part: truncated
+    if not measured:
+        return out.tolist()
+    split = [_record_batches(p) for p in parts]
+    firsts = np.concatenate([[0], np.cumsum([len(b) for b in split])[:-1]]).astype(np.int64)
+    table = _columns_of([b for bs in split for b in bs], list(measured), schema)
+    bounds = np.concatenate([[0], np.cumsum(rows)])
+    for j in range(len(measured)):
+        column = table.column(j)
+        width = _OFFSET_WIDTHS.get(column.type)
+        if width is None:
+            sizes = np.array([c.nbytes for c in column.chunks], dtype=np.int64)
+            out += np.add.reduceat(sizes, firsts) if len(sizes) else 0
+            continue
+        array = column.combine_chunks()
+        offsets = np.frombuffer(
+            array.buffers()[1],
+            dtype=f"<i{width}",
+            count=len(array) + 1,
+            offset=array.offset * width,
+        ).astype(np.int64)
+        out += offsets[bounds[1:]] - offsets[bounds[:-1]] + (rows + 1) * width + (rows + 7) // 8
+    return out.tolist()
+
+
+def _fixed_row_bytes(t: pa.DataType) -> float | None:
+    """Arrow bytes per row of a fixed-width type (values and validity bit), else None."""
+    if pat.is_boolean(t):
+        return 0.25
+    if pat.is_integer(t) or pat.is_floating(t) or pat.is_temporal(t) or pat.is_decimal(t):
+        return t.bit_width / 8 + 0.125
+    return None
+
+
+def _batch_meta_chunks(
+    ids: np.ndarray, lengths: np.ndarray, opts: WriteOptions
+) -> list[StreamChunk]:
+    """The two BATCH_META chunks of a stripe, encoded like non-null i64/u32 DATA streams
+    (pages by size, per-page and per-chunk min/max: the stripe's min/max batch id)."""
+    out = []
+    tree = system_tree()
+    for node, values in ((tree, ids), (tree.children[0], lengths)):
+        flat = build_tree(pa.field(node.name, node.type, nullable=False))
+        array = pa.array(values, type=node.type)
+        system = replace(opts, statistics=True, compression_block_size=0)
+        chunks, _ = shred_column(flat, array, system, encode=False)
+        data = chunks[1]  # [VALIDITY, DATA]; system pages stay PLAIN, one zstd frame
+        out.append(replace(data, stream=node.streams[0]))
+    return out
+
+
+def write_table(
+    table: ArrowInput,
+    where: Any,
+    *,
+    field_ids: Sequence[int] | None = None,
+    **options: Any,
+) -> None:
+    """Write a table (or a stream of batches) as one Fermion file.
+
+    Args:
+        table: a ``pa.Table``, ``RecordBatch``, ``RecordBatchReader``, pandas DataFrame or
+            any object with ``__arrow_c_stream__`` (Polars, DuckDB); a stream is written
+            as it is read, holding at most a stripe in memory.
+        where: local path, fsspec URL, ``(filesystem, path)`` or a writable binary file
+            object (``io.BytesIO``, ``pa.BufferOutputStream``, ``pa.OSFile``; left open).
+        field_ids: one id per storage node in pre-order (default ``0..n-1``).
+        **options: :class:`~fermion.format.options.WriteOptions` fields, e.g.
+            ``page_size``, ``max_stripe_rows``, ``compression``, ``compression_level``.
+
+    Example:
+        >>> import pyarrow as pa, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "t.fermion")
+        >>> write_table(pa.table({"a": [1, None, 3]}), path, compression="none")
+        >>> os.path.getsize(path) > 0
+        True
+        >>> sink = pa.BufferOutputStream()
+        >>> write_table(pa.record_batch({"a": [1]}), sink)
+        >>> sink.getvalue().size > 0
+        True
+    """
+    data = table if isinstance(table, pa.Table) else as_reader(table)
+    with FileWriter(where, data.schema, field_ids=field_ids, **options) as writer:
+        writer.write(data)

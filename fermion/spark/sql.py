@@ -1,0 +1,123 @@
+"""``sql``: a Spark SQL query over Fermion tables that reads only the columns it names.
+
+Spark gives a Python data source no column pruning (docs/SPARK.md): a view made with
+``spark.read.format("fermion").load(uri)`` hands Spark every column of every row, whatever
+the query uses. :func:`sql` registers each table the query reads as a view that reads
+only the columns whose names appear in the query text (the ``columns`` option, fixed for
+that view's ``load()``), then runs the query with Spark.
+
+Why a name that appears anywhere is kept: Spark resolves a column to the innermost scope
+that has it, so a view missing a column the query names could let Spark resolve that name
+to another table's column of the same name, silently. Every column whose name (in any
+case) is an identifier of the query is kept, so every reference Spark resolves to a table
+finds the column there; the answer is the one the full views give. A ``*`` other than in
+``count(*)`` keeps every column. Text sqlglot cannot parse keeps every column too (Spark
+still runs it, or says why not).
+
+Example:
+    >>> import tempfile, pyarrow as pa, fermion.table as ft
+    >>> from fermion.spark.session import session
+    >>> uri = tempfile.mkdtemp()
+    >>> _ = ft.write_dataset(pa.table({"id": [1, 2, 3], "v": [5, 6, 7], "w": ["a", "b", "c"]}), uri)
+    >>> frame = sql(session("doc"), "SELECT sum(v) AS s FROM t WHERE id > 1", {"t": uri})
+    >>> frame.collect()
+    [Row(s=13)]
+    >>> query_columns("SELECT sum(v) FROM t WHERE id > 1", ["id", "v", "w"])
+    ['id', 'v']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import sqlglot
+from pyspark.sql import DataFrame, SparkSession
+from sqlglot import expressions as exp
+
+from fermion.errors import InvalidArgumentError
+from fermion.spark.options import ReadOptions
+from fermion.spark.read import open_table
+from fermion.spark.source import register
+
+__all__ = ["query_columns", "sql"]
+
+
+def query_columns(query: str, names: Sequence[str]) -> list[str]:
+    """The columns of ``names`` a view must keep for ``query`` (in table order).
+
+    Every name that is an identifier of the query (any case); all of ``names`` when the
+    query has a ``*`` outside ``count(*)`` or does not parse; the first name when none
+    appears (``SELECT count(*) FROM t`` still needs rows).
+
+    Example:
+        >>> query_columns("SELECT a.x FROM t a JOIN u ON a.`Y` = u.y", ["x", "y", "z"])
+        ['x', 'y']
+        >>> query_columns("SELECT * FROM t", ["x", "y"])
+        ['x', 'y']
+        >>> query_columns("SELECT count(*) FROM t", ["x", "y"])
+        ['x']
+    """
+    try:
+        tree = sqlglot.parse_one(query, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return list(names)
+    for star in tree.find_all(exp.Star):
+        if not isinstance(star.parent, exp.Count):
+            return list(names)
+    mentioned = {ident.name.lower() for ident in tree.find_all(exp.Identifier)}
+    kept = [n for n in names if n.lower() in mentioned]
+    return kept or list(names[:1])
+
+
+def sql(
+    spark: SparkSession,
+    query: str,
+    tables: Mapping[str, str],
+    *,
+    versions: Mapping[str, int] | None = None,
+) -> DataFrame:
+    """Run ``query`` with each name of ``tables`` a view of that Fermion table's columns.
+
+    Each view (``createOrReplaceTempView(name)``, replacing a view of that name) reads the
+    columns :func:`query_columns` keeps, at the latest version or at ``versions[name]``.
+
+    Args:
+        spark: The session (the data source is registered on it).
+        query: Spark SQL text.
+        tables: View name → table URI, for every Fermion table the query reads.
+        versions: View name → version to read (default: the latest).
+
+    Raises:
+        InvalidArgumentError: ``versions`` names a view not in ``tables``, or a view name
+            is empty.
+        DatasetError: No table at a URI, or no such version.
+
+    Example:
+        >>> import tempfile, pyarrow as pa, fermion.table as ft
+        >>> from fermion.spark.session import session
+        >>> uri = tempfile.mkdtemp()
+        >>> _ = ft.write_dataset(pa.table({"k": [1, 1, 2]}), uri)
+        >>> sql(session("doc"), "SELECT k, count(*) AS n FROM t GROUP BY k ORDER BY k",
+        ...     {"t": uri}).collect()
+        [Row(k=1, n=2), Row(k=2, n=1)]
+    """
+    versions = dict(versions or {})
+    unknown = sorted(set(versions) - set(tables))
+    if unknown:
+        raise InvalidArgumentError(f"versions names {unknown}, which are not in tables")
+    register(spark)
+    for name, uri in tables.items():
+        if not name.strip():
+            raise InvalidArgumentError("a view name must not be empty")
+        version = versions.get(name)
+        schema = open_table(ReadOptions(uri, version)).schema
+        columns = query_columns(query, schema.names)
+        reader = spark.read.format("fermion")
+        if version is not None:
+            reader = reader.option("version", str(version))
+        # the columns option is comma-separated and stripped: such names are read whole
+        plain = all("," not in c and c == c.strip() for c in columns)
+        if plain and len(columns) != len(schema.names):
+            reader = reader.option("columns", ",".join(columns))
+        reader.load(uri).createOrReplaceTempView(name)
+    return spark.sql(query)
