@@ -24,6 +24,7 @@ __all__ = [
     "load_lineitem",
     "nested_table",
     "take_indices",
+    "tpchgen_binary",
     "wide_column_name",
     "wide_table",
 ]
@@ -113,7 +114,8 @@ def nested_table(nrows: int, null_p: float = 0.05, max_len: int = 4) -> pa.Table
     return pa.table({"ll": ll, "ls": ls})
 
 
-def _tpchgen_binary() -> str:
+def tpchgen_binary() -> str:
+    """The ``tpchgen-cli`` beside this interpreter, else on PATH."""
     beside = Path(sys.executable).parent / "tpchgen-cli"
     if beside.exists():
         return str(beside)
@@ -136,7 +138,7 @@ def lineitem_source(data_dir: Path, scale: float, log: Callable[[str], None] | N
     tmp_dir = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp_dir, ignore_errors=True)
     tmp_dir.mkdir(parents=True)
-    cmd = [_tpchgen_binary(), "parquet", "-s", f"{scale:g}", "--tables", "lineitem"]
+    cmd = [tpchgen_binary(), "parquet", "-s", f"{scale:g}", "--tables", "lineitem"]
     subprocess.run([*cmd, "--output-dir", str(tmp_dir), "--quiet"], check=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     (tmp_dir / "lineitem.parquet").rename(path)

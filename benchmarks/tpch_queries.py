@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from benchmarks import datagen
 
 __all__ = [
     "QUERIES",
@@ -117,16 +118,6 @@ QUERIES: dict[str, str] = {
 }
 
 
-def _tpchgen() -> str:
-    beside = Path(sys.executable).parent / "tpchgen-cli"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("tpchgen-cli")
-    if found is None:
-        raise FileNotFoundError("tpchgen-cli not found: pip install tpchgen-cli (dev extra)")
-    return found
-
-
 def generate(data_dir: Path, scale: float) -> Path:
     """The directory holding ``<table>.parquet`` for every TPC-H table at ``scale`` (made once).
 
@@ -139,7 +130,15 @@ def generate(data_dir: Path, scale: float) -> Path:
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    cmd = [_tpchgen(), "parquet", "-s", f"{scale:g}", "--output-dir", str(tmp), "--quiet"]
+    cmd = [
+        datagen.tpchgen_binary(),
+        "parquet",
+        "-s",
+        f"{scale:g}",
+        "--output-dir",
+        str(tmp),
+        "--quiet",
+    ]
     subprocess.run(cmd, check=True)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
