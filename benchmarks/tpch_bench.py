@@ -29,6 +29,7 @@ from typing import Any
 
 from benchmarks import tpch_queries as tpch
 from benchmarks.config import FULL, QUICK, WORKER_TIMEOUT_S, Sizes
+from benchmarks.spark_bench import mark_differences
 
 __all__ = ["SYSTEMS", "method_notes", "query_rows", "run"]
 
@@ -74,15 +75,10 @@ def _row(scenario: str, variant: str, system: str, result: dict[str, Any]) -> di
     return row
 
 
-def _mark(rows: list[dict[str, Any]]) -> bool:
-    """Mark every row ``wrong-result`` if their checks differ; True if all are ok and agree."""
-    checks = [(r.get("io") or {}).get("check") for r in rows]
-    if any(not isinstance(c, dict) for c in checks) or all(c == checks[0] for c in checks):
-        return all(r["status"] == "ok" for r in rows)
-    for row in rows:
-        row["status"] = "wrong-result"
-        row["note"] = "answers differ: " + " vs ".join(str(c) for c in checks)
-    return False
+def _agree(rows: list[dict[str, Any]]) -> bool:
+    """Mark the rows ``wrong-result`` if their checks differ; True if all are ok and agree."""
+    mark_differences(rows)
+    return all(r["status"] == "ok" for r in rows)
 
 
 def _query_results(outcomes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -114,7 +110,7 @@ def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[s
         _row("spark_tpch_write", f"8 tables {sf}, local[2]", s, outcomes[s].get("write", missing))
         for s in SYSTEMS
     ]
-    _mark(write)
+    mark_differences(write)
     out += write
     by_system = _query_results(outcomes)
     names = sorted(set().union(*by_system.values()))
@@ -124,7 +120,7 @@ def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[s
             _row(f"spark_tpch_{name}", f"{sf}, local[2]", system, results.get(name, missing))
             for system, results in by_system.items()
         ]
-        agreed = _mark(pair) and agreed
+        agreed = _agree(pair) and agreed
         out += pair
     for system, results in by_system.items():
         row: dict[str, Any] = {

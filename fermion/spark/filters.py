@@ -73,8 +73,9 @@ def exact_conjuncts(text: str, schema: pa.Schema) -> str | None:
     except sqlglot.errors.SqlglotError:
         return None
     kept: list[str] = []
+    exact = _Exact(schema)
     for conjunct in _conjuncts(tree):
-        if not _Exact(schema).check(conjunct):
+        if not exact.check(conjunct):
             continue
         sql = conjunct.sql(dialect="spark")
         try:
