@@ -115,7 +115,7 @@ def write_fragments(
     else:
         _check_batch_column(target, batch_id_column)
         conformed = (files.conform_batch(b) for b in batches if b.num_rows)
-        _write_batches(files, _batch_runs(conformed, batch_id_column), max_rows_per_file)
+        _write_batches(files, _batch_chunks(conformed, batch_id_column), max_rows_per_file)
     storage.sync_directories()  # a worker's files are durable before it reports them
     failpoints.hit("after_data_write")
     return files.fragments
@@ -219,56 +219,94 @@ def _check_batch_column(schema: pa.Schema, name: str) -> None:
         )
 
 
-def _batch_runs(batches: Iterator[pa.RecordBatch], column: str) -> Iterator[tuple[int, pa.Table]]:
-    """Consecutive rows with one batch id, as ``(id, rows)``; a run may span input batches."""
-    pending: list[pa.RecordBatch] = []
-    pending_id = 0
+def _batch_chunks(
+    batches: Iterator[pa.RecordBatch], column: str
+) -> Iterator[tuple[pa.Table, np.ndarray]]:
+    """The rows as ``(rows, batch id per row)`` chunks that end between batches: the last
+    run of ids of each input batch is held back and joined to the next (a batch may span
+    input batches)."""
+    carry: pa.Table | None = None
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        ids = batch.column(column)
-        if ids.null_count:
+        if batch.column(column).null_count:
             raise BatchModeError(f"batch id column {column!r} has nulls")
-        values = ids.to_numpy(zero_copy_only=False)
-        cuts = (np.flatnonzero(values[1:] != values[:-1]) + 1).tolist()
-        for start, end in zip([0, *cuts], [*cuts, len(values)], strict=True):
-            run_id = int(values[start])
-            if pending and run_id != pending_id:
-                yield pending_id, pa.Table.from_batches(pending)
-                pending = []
-            pending.append(batch.slice(start, end - start))
-            pending_id = run_id
-    if pending:
-        yield pending_id, pa.Table.from_batches(pending)
+        table = pa.Table.from_batches([batch])
+        if carry is not None:
+            table = pa.concat_tables([carry, table])
+        ids = table.column(column).to_numpy()
+        differ = np.flatnonzero(ids != ids[-1])  # rows before the last run
+        tail = int(differ[-1]) + 1 if len(differ) else 0
+        if tail:
+            yield table.slice(0, tail), ids[:tail]
+        carry = table.slice(tail)
+    if carry is not None and carry.num_rows:
+        yield carry, carry.column(column).to_numpy()
 
 
-def _write_batches(files: _FileMaker, runs: Iterator[tuple[int, pa.Table]], max_rows: int) -> None:
-    """Batch-mode files: whole batches only, ids increasing within a file."""
+def _file_cut(ids: np.ndarray, room: int, last_id: int | None) -> int:
+    """How many leading rows of ``ids`` (whole runs, ids increasing from run to run and
+    above ``last_id``) fit in a file with ``room`` rows left: 0 if not even the first run.
+
+    Example:
+        >>> import numpy as np
+        >>> ids = np.array([4, 4, 5, 6, 6, 3, 3])
+        >>> _file_cut(ids, 10, 2), _file_cut(ids, 4, 2), _file_cut(ids, 10, 4)
+        (5, 3, 0)
+        >>> _file_cut(ids, 1, 2), _file_cut(ids, 0, 2), _file_cut(ids[:2], 5, None)
+        (0, 0, 2)
+    """
+    if last_id is not None and ids[0] <= last_id:
+        return 0
+    falls = np.flatnonzero(ids[1:] < ids[:-1])
+    end = int(falls[0]) + 1 if len(falls) else len(ids)  # ids do not decrease before it
+    end = min(end, room)
+    if end <= 0:
+        return 0
+    if end >= len(ids) or ids[end] != ids[end - 1]:
+        return end
+    starts = np.flatnonzero(ids[1 : end + 1] != ids[:end]) + 1  # run starts within [1, end]
+    return int(starts[-1]) if len(starts) else 0
+
+
+def _write_batches(
+    files: _FileMaker, chunks: Iterator[tuple[pa.Table, np.ndarray]], max_rows: int
+) -> None:
+    """Batch-mode files: whole batches only, ids increasing within a file, many batches
+    per ``append_batches`` call; the statistics are merged as the rows are written."""
     writer: FileWriter | None = None
+    stats: StatsAccumulator | None = None
     path = ""
-    written: list[pa.Table] = []
-    rows = 0
-    last_id = 0
+    last_id: int | None = None
 
     def finish() -> None:
-        assert writer is not None
+        assert writer is not None and stats is not None
         writer.close()
-        files.describe(path, pa.concat_tables(written))
+        files.describe(path, None, stats)
 
     try:
-        for batch_id, table in runs:  # conformed by the caller
-            if writer is not None and (rows + table.num_rows > max_rows or batch_id <= last_id):
-                finish()
-                writer, written, rows = None, [], 0
-            if writer is None:
-                path = files.new_path()
-                writer = open_data_writer(
-                    files.storage.target(path), files.target, files.schema.field_ids
-                )
-            writer.append_batch(batch_id, table)
-            written.append(table)
-            rows += table.num_rows
-            last_id = batch_id
+        for table, ids in chunks:  # conformed by the caller
+            while table.num_rows:
+                room = max_rows - (stats.rows if stats is not None else 0)
+                cut = _file_cut(ids, room, last_id) if writer is not None else 0
+                if writer is not None and cut == 0:
+                    finish()
+                    writer, stats, last_id = None, None, None
+                if writer is None:
+                    path = files.new_path()
+                    writer = open_data_writer(
+                        files.storage.target(path), files.target, files.schema.field_ids
+                    )
+                    stats = StatsAccumulator(files.target, files.top_ids)
+                    cut = _file_cut(ids, max_rows, None)
+                    if cut == 0:  # one batch above max_rows: a file of its own
+                        cut = int(np.flatnonzero(np.r_[ids[1:] != ids[0], True])[0]) + 1
+                assert stats is not None
+                part = table.slice(0, cut)
+                writer.append_batches(part, ids[:cut])
+                stats.add(part)
+                last_id = int(ids[cut - 1])
+                table, ids = table.slice(cut), ids[cut:]
         if writer is not None:
             finish()
             writer = None

@@ -192,9 +192,9 @@ def test_empty_source_commits_nothing(spark: Any, tmp_path: Path, partitions: in
     assert summary["reason"] == "the source has no rows"
 
 
-@pytest.mark.parametrize("table_exists", [True, False])
+@pytest.mark.parametrize(("table_exists", "reader"), [(True, "auto"), (False, "spark")])
 def test_a_concurrent_run_of_the_same_input_commits_once(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_exists: bool
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_exists: bool, reader: str
 ) -> None:
     """The other run commits between this run's writes and its commit: this one's commit
     is incompatible (same fermion.input key), its files are removed, and it says so."""
@@ -207,9 +207,11 @@ def test_a_concurrent_run_of_the_same_input_commits_once(
         seed = pa.table({"batch_id": [-1], "x": [-1], "s": ["seed"], "f": [[0.5]]})
         first = fermion.write_dataset(seed, str(uri)).version
     config = write_config(
-        tmp_path / "ingest.yaml", table=str(uri), source=str(source), batch_id_column="batch_id"
-    )
-    real = module.execute_write_tasks
+        tmp_path / "ingest.yaml", table=str(uri), source=str(source), batch_id_column="batch_id",
+        file_reader=reader,
+    )  # fmt: skip
+    step = "execute_file_tasks" if reader == "auto" else "execute_write_tasks"
+    real = getattr(module, step)
     others: list[dict[str, Any]] = []
 
     def racing(*args: Any, **kwargs: Any) -> Any:
@@ -219,8 +221,9 @@ def test_a_concurrent_run_of_the_same_input_commits_once(
             others[0] = _ingest(spark, config)[1]  # the concurrent run commits first
         return results
 
-    monkeypatch.setattr(module, "execute_write_tasks", racing)
+    monkeypatch.setattr(module, step, racing)
     code, summary = _ingest(spark, config)
+    assert others[0]["reader"] == ("pyarrow" if reader == "auto" else "spark")
     assert others[0]["committed_version"] == first + 1 and others[0]["rows_out"] == 600
     assert code == 0 and summary["skipped"] is True and summary["committed_version"] is None
     assert summary["reason"] == f"input ingested concurrently (version {first + 1})"

@@ -262,6 +262,127 @@ class FileWriter:
         if len(self._staged) >= _STAGED_BATCHES or not self._measured:
             self._place_staged()
 
+    def append_batches(self, data: pa.Table | pa.RecordBatch, batch_ids: Any) -> None:
+        """Append many batches at once: consecutive rows with one id in ``batch_ids`` (one
+        integer per row, runs in increasing order) form one batch. The file is the same as
+        with :meth:`append_batch` once per run, without a Python call per batch; a stripe
+        is cut only between batches, by the same row and byte limits.
+
+        Args:
+            data: the rows of every batch, with exactly the file schema.
+            batch_ids: an integer array (numpy or Arrow, no nulls), one id per row of
+                ``data``; equal ids are adjacent and the first is greater than every id
+                appended before to this file.
+
+        Raises:
+            BatchModeError: ids not integers, with nulls, not increasing from run to run,
+                not greater than the last id appended, or a length unlike ``data``'s; the
+                file is written with :meth:`write`. Nothing is appended then.
+            SchemaMismatchError: ``data`` does not have the file schema.
+
+        Example:
+            >>> import pyarrow as pa, tempfile, os
+            >>> path = os.path.join(tempfile.mkdtemp(), "m.fermion")
+            >>> with FileWriter(path, pa.schema([("x", pa.int64())])) as w:
+            ...     w.append_batches(pa.table({"x": [1, 2, 3, 4]}), [10, 10, 11, 15])
+            >>> w.num_batches, w.num_rows
+            (3, 4)
+        """
+        self._check_open()
+        if self._mode == "rows":
+            raise BatchModeError("this file is written with write(); append_batch() cannot mix")
+        if not isinstance(data, pa.Table | pa.RecordBatch):
+            raise InvalidArgumentError(
+                f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
+            )
+        if self._virtual_clash:
+            raise BatchModeError(
+                f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
+            )
+        if not data.schema.equals(self.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"batches do not match the file schema:\n{data.schema}\n!=\n{self.schema}"
+            )
+        ids = batch_id_values(batch_ids, data.num_rows)
+        if len(ids) == 0:
+            return
+        starts = np.concatenate([[0], np.flatnonzero(ids[1:] != ids[:-1]) + 1])
+        run_ids = ids[starts]
+        if len(run_ids) > 1 and not bool(np.all(run_ids[1:] > run_ids[:-1])):
+            k = int(np.flatnonzero(run_ids[1:] <= run_ids[:-1])[0])
+            raise BatchModeError(
+                f"batch id {int(run_ids[k + 1])} is not greater than the previous id "
+                f"{int(run_ids[k])} (equal ids must be adjacent, runs increasing)"
+            )
+        check_batch_id(int(run_ids[0]), self._last_batch_id)
+        bounds = np.append(starts, len(ids)).astype(np.int64)
+        lengths = np.diff(bounds)
+        if int(lengths.max()) > MAX_BATCH_ROWS:
+            raise BatchModeError(
+                f"a batch has {int(lengths.max())} rows (at most {MAX_BATCH_ROWS})"
+            )
+        self._place_staged()  # batches appended one by one before these go first
+        self._mode = "batches"
+        self._last_batch_id = int(run_ids[-1])
+        self.num_batches += len(run_ids)
+        self._place_runs(data, run_ids, bounds, self._run_nbytes(data, bounds))
+
+    def _run_nbytes(self, data: pa.Table | pa.RecordBatch, bounds: np.ndarray) -> np.ndarray:
+        """Arrow bytes of each run ``bounds[k]:bounds[k + 1]`` of ``data``, measured as
+        :func:`_staged_nbytes` measures a batch (a column that is neither fixed-width nor
+        string/binary: its bytes shared out by rows)."""
+        lengths = np.diff(bounds)
+        out = (lengths * self._row_bytes).astype(np.int64)
+        rows = max(1, data.num_rows)
+        for i in self._measured:
+            column = data.column(i)
+            array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            width = _OFFSET_WIDTHS.get(array.type)
+            if width is None:
+                out += (lengths * (array.nbytes / rows)).astype(np.int64)
+                continue
+            offsets = np.frombuffer(
+                array.buffers()[1], dtype=f"<i{width}", count=len(array) + 1,
+                offset=array.offset * width,
+            ).astype(np.int64)  # fmt: skip
+            out += offsets[bounds[1:]] - offsets[bounds[:-1]] + (lengths + 1) * width
+            out += (lengths + 7) // 8
+        return out
+
+    def _place_runs(
+        self,
+        data: pa.Table | pa.RecordBatch,
+        run_ids: np.ndarray,
+        bounds: np.ndarray,
+        nbytes: np.ndarray,
+    ) -> None:
+        """Add runs to the pending stripe as :meth:`_add_pending` adds batches one by one
+        (flush before a run that would pass a limit, and when a limit is reached), one
+        slice of ``data`` per stripe."""
+        cum_rows = bounds - bounds[0]
+        cum_bytes = np.concatenate([[0], np.cumsum(nbytes)])
+        limit_rows, limit_bytes = self._batch_stripe_rows, self.options.max_stripe_bytes
+        i, n = 0, len(run_ids)
+        while i < n:
+            room_rows = limit_rows - self._pending_rows
+            room_bytes = limit_bytes - self._pending_bytes
+            fit_rows = int(np.searchsorted(cum_rows, cum_rows[i] + room_rows, side="right")) - 1
+            fit_bytes = int(np.searchsorted(cum_bytes, cum_bytes[i] + room_bytes, side="right"))
+            j = min(fit_rows, fit_bytes - 1, n)
+            if j <= i:
+                if self._pending_rows:
+                    self._flush_batches()
+                    continue
+                j = i + 1  # one batch above a limit: a stripe of its own
+            self._pending_parts.append(data.slice(int(bounds[i]), int(bounds[j] - bounds[i])))
+            self._pending_rows += int(cum_rows[j] - cum_rows[i])
+            self._pending_bytes += int(cum_bytes[j] - cum_bytes[i])
+            self._pending_ids.extend(run_ids[i:j].tolist())
+            self._pending_lengths.extend(np.diff(bounds[i : j + 1]).tolist())
+            if j < n or self._pending_rows >= limit_rows or self._pending_bytes >= limit_bytes:
+                self._flush_batches()
+            i = j
+
     def _place_staged(self) -> None:
         """Move the staged batches to the pending stripe, flushing stripes where their rows
         or Arrow bytes reach the limits: batch by batch in order, the same cuts as if each
@@ -656,6 +777,34 @@ def _columns_of(batches: list[pa.RecordBatch], columns: list[int], schema: pa.Sc
         narrow = pa.schema([schema.field(i) for i in columns])
         return pa.Table.from_batches([b.select(columns) for b in batches], schema=narrow)
     return pa.Table.from_batches(batches, schema=schema).select(columns)
+
+
+def batch_id_values(batch_ids: Any, rows: int) -> np.ndarray:
+    """One int64 batch id per row, from a numpy array, Arrow array or sequence.
+
+    Raises:
+        BatchModeError: not integers, nulls, a value outside int64, or not ``rows`` ids.
+
+    Example:
+        >>> batch_id_values(pa.array([3, 3, 4], pa.uint8()), 3).tolist()
+        [3, 3, 4]
+    """
+    if isinstance(batch_ids, pa.ChunkedArray):
+        batch_ids = batch_ids.combine_chunks()
+    if isinstance(batch_ids, pa.Array):
+        if batch_ids.null_count:
+            raise BatchModeError("batch ids have nulls")
+        if not pa.types.is_integer(batch_ids.type):
+            raise BatchModeError(f"batch ids must be integers, not {batch_ids.type}")
+        batch_ids = batch_ids.to_numpy(zero_copy_only=False)
+    values = np.asarray(batch_ids)
+    if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+        raise BatchModeError(f"batch ids must be a 1-d integer array, not {values.dtype}")
+    if len(values) != rows:
+        raise BatchModeError(f"{len(values)} batch ids for {rows} rows")
+    if values.dtype == np.uint64 and values.size and int(values.max()) > np.iinfo(np.int64).max:
+        raise BatchModeError(f"batch id {int(values.max())} does not fit in int64")
+    return values.astype(np.int64, copy=False)
 
 
 def _record_batches(part: pa.Table | pa.RecordBatch) -> list[pa.RecordBatch]:

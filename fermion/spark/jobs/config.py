@@ -109,6 +109,11 @@ class IngestConfig(JobConfig):
     )
     max_rows_per_file: int = _key("Rows per data file.", MAX_ROWS_PER_FILE_DEFAULT)
     partitions: int = _key("Spark tasks writing the data (0: keep the source's).", 0)
+    file_reader: Literal["auto", "spark"] = _key(
+        "auto: Parquet files that Spark would read unchanged are read by the tasks with "
+        "pyarrow (no row crosses the JVM); spark: always through Spark's reader.",
+        "auto",
+    )
     input_key: str | None = _key(
         "What identifies this input for idempotency (e.g. a partition key 'dt=2026-11-23'); "
         "null: the source files' paths, sizes and modification times (required for "
@@ -186,6 +191,11 @@ class MigrateParquetConfig(JobConfig):
     )
     max_rows_per_file: int = _key("Rows per data file.", MAX_ROWS_PER_FILE_DEFAULT)
     partitions: int = _key("Spark tasks writing the data (0: keep the source's).", 0)
+    file_reader: Literal["auto", "spark"] = _key(
+        "auto: Parquet files that Spark would read unchanged are read by the tasks with "
+        "pyarrow (no row crosses the JVM); spark: always through Spark's reader.",
+        "auto",
+    )
     verify: bool = _key(
         "Compare row counts and per-column checksums of source and written data before "
         "committing (a mismatch aborts the write).",

@@ -27,6 +27,7 @@ from fermion.spark.jobs.distributed import (
     input_identity,
     write_or_abort,
 )
+from fermion.spark.jobs.file_tasks import execute_file_tasks, parquet_tasks
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.spark.jobs.validate import run_name
 from fermion.table.commit import CommitConfig
@@ -115,13 +116,22 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         max_rows_per_file=config.max_rows_per_file,
         batch_id_column=config.batch_id_column,
     )
+    files = None
+    if config.source_format == "parquet":
+        files = parquet_tasks(
+            df, config.file_reader, context.log, options=config.source_options,
+            batch_column=config.batch_id_column, partitions=config.partitions,
+        )  # fmt: skip
     context.log.info(
         "ingest %s (%s) into %s at version %d, write %s",
         config.source, config.source_format, config.table, plan.read_version, plan.write_id,
     )  # fmt: skip
 
     def work(results: list[WriteResult]) -> CommitSummary | None:
-        results.extend(execute_write_tasks(df, plan, partitions=config.partitions))
+        if files is not None:
+            results.extend(execute_file_tasks(spark, plan, files))
+        else:
+            results.extend(execute_write_tasks(df, plan, partitions=config.partitions))
         rows = sum(r.rows for r in results)
         context.log.info("%d tasks wrote %d rows", len(results), rows)
         if not results:
@@ -161,5 +171,11 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         files_in=files_in,
         files_out=summary.fragments_added,
         retries=max(0, summary.attempts - 1),
-        extra={"skipped": False, "input": key, "write_id": plan.write_id, **quality},
+        extra={
+            "skipped": False,
+            "input": key,
+            "write_id": plan.write_id,
+            "reader": "spark" if files is None else "pyarrow",
+            **quality,
+        },
     )

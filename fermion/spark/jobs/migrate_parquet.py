@@ -29,6 +29,7 @@ from fermion.spark.jobs.distributed import (
     input_identity,
     write_or_abort,
 )
+from fermion.spark.jobs.file_tasks import execute_file_tasks, parquet_tasks
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table.commit import CommitConfig
 from fermion.table.operations import INPUT_KEY_PREFIX
@@ -104,12 +105,20 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
         plan.write_id,
     )  # fmt: skip
     record = json.dumps({"source": config.source, "files": len(paths)}, sort_keys=True)
+    files = parquet_tasks(df, config.file_reader, context.log, partitions=config.partitions)
 
     def work(results: list[WriteResult]) -> CommitSummary:
+        if files is not None:
+            # each task compares what it wrote with a second read of its row groups
+            results.extend(execute_file_tasks(spark, plan, files, verify=config.verify))
+            return _commit(results)
         results.extend(execute_write_tasks(df, plan, partitions=config.partitions))
         if config.verify:
             fragments = [f for r in results for f in r.fragments]
             _verify(context, df, config.table, plan.schema, fragments)
+        return _commit(results)
+
+    def _commit(results: list[WriteResult]) -> CommitSummary:
         return commit_write(
             plan,
             results,
@@ -128,7 +137,12 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
         files_in=len(paths),
         files_out=summary.fragments_added,
         retries=max(0, summary.attempts - 1),
-        extra={"skipped": False, "verified": config.verify, "write_id": plan.write_id},
+        extra={
+            "skipped": False,
+            "verified": config.verify,
+            "write_id": plan.write_id,
+            "reader": "spark" if files is None else "pyarrow",
+        },
     )
 
 
