@@ -1,7 +1,7 @@
 """Spark benchmarks (issue 12): Fermion through Spark vs Spark with Parquet, in one run.
 
-Four cases, measured for both systems one after the other: one fresh worker process per
-system with one ``local[2]`` SparkSession runs the four cases in turn
+Six cases, measured for both systems one after the other: one fresh worker process per
+system with one ``local[2]`` SparkSession runs them in turn
 (see ``benchmarks.spark_cases``):
 
 - ``spark_lineitem_agg``: ``spark.read.format("fermion").load(table)`` vs
@@ -9,8 +9,10 @@ system with one ``local[2]`` SparkSession runs the four cases in turn
 - ``spark_wide_read10``: 10 of the wide table's columns, the projection given
   (``fermion.spark.read_table(spark, uri, columns=...)`` vs
   ``spark.read.parquet(file).select(...)``), then count + sums;
-- ``spark_ingest``: the ingest job library (``fermion.spark.jobs.ingest.ingest``, in the
-  worker's session) vs ``spark.read.parquet(file).write.parquet(dir)``, same input file;
+- ``spark_ingest`` (plain, and batch mode by ``l_orderkey``): the ingest job library
+  (``fermion.spark.jobs.ingest.ingest``, in the worker's session) vs
+  ``spark.read.parquet(file).write.parquet(dir)``, same input file;
+- ``spark_migrate``: the migrate_parquet job library, verified, vs the same Parquet copy;
 - ``spark_compact``: the compact job library on a table of small fragments vs Spark reading
   the same rows as as many small Parquet files, ``coalesce`` to the count of fragments the
   compaction makes, ``write.parquet``.
@@ -79,7 +81,7 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "default snappy compression for what it writes), pyspark "
             f"{_pyspark_version()}; each system in one fresh process with one SparkSession "
             f"({', '.join(f'{k}={v}' for k, v in SPARK_CONF.items())}, the project's "
-            "`fermion.spark.session` settings) that runs the four cases in turn, in the same "
+            "`fermion.spark.session` settings) that runs the six cases in turn, in the same "
             "order for both systems. Session and JVM start-up are NOT timed (started before "
             "the first warm-up run). Read inputs: the verified Parquet copies above and "
             "Fermion tables written from the same tables (`fermion.table.write_dataset` "
@@ -93,8 +95,18 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
         (
             "spark_ingest",
             "input: the lineitem Parquet copy; fermion: `ingest(JobContext(spark), "
-            "IngestConfig(table, source))` into a fresh table per run (plain appends, no "
-            "batch-id column, the source's partitions); rows/s = rows / median",
+            "IngestConfig(table, source))` into a fresh table per run; `plain`: no "
+            "batch-id column; `batch mode`: `batch_id_column=l_orderkey` (about 4 rows a "
+            "batch); both with the default `file_reader: auto` (the tasks read the Parquet "
+            "row groups with pyarrow, docs/SPARK.md); parquet: `spark.read.parquet(source)"
+            ".write.parquet(out)`; rows/s = rows / median",
+        ),
+        (
+            "spark_migrate",
+            "input: the lineitem Parquet copy; fermion: `migrate_parquet(JobContext(spark), "
+            "MigrateParquetConfig(table, source))` with its default `verify: true` (each "
+            "task compares what it wrote with a second read of its row groups) into a fresh "
+            "table per run; parquet: `spark.read.parquet(source).write.parquet(out)`",
         ),
         (
             "spark_compact",
@@ -420,9 +432,20 @@ def _cases(sizes: Sizes, data_dir: Path) -> tuple[list[_Case], list[dict[str, An
         "spark_wide_read10", variant, wide.rows,
         {"table": wide_table}, {"parquet": wide_parquet}, report_size=True, columns=columns,
     ))  # fmt: skip
-    variant = f"{sf} ({lineitem_rows:,} rows) from Parquet, local[2]"
+    variant = f"{sf} ({lineitem_rows:,} rows) from Parquet, plain, local[2]"
     add("spark_ingest", variant, case(
         "spark_ingest", variant, lineitem_rows,
+        {"parquet": lineitem_parquet}, {"parquet": lineitem_parquet},
+    ))  # fmt: skip
+    variant = f"{sf} ({lineitem_rows:,} rows) from Parquet, batch mode, local[2]"
+    add("spark_ingest", variant, case(
+        "spark_ingest", variant, lineitem_rows,
+        {"parquet": lineitem_parquet}, {"parquet": lineitem_parquet},
+        batch_id_column="l_orderkey",
+    ))  # fmt: skip
+    variant = f"{sf} ({lineitem_rows:,} rows), local[2]"
+    add("spark_migrate", variant, case(
+        "spark_migrate", variant, lineitem_rows,
         {"parquet": lineitem_parquet}, {"parquet": lineitem_parquet},
     ))  # fmt: skip
     variant = f"{sf}, {n:,} small fragments -> {files_out}, local[2]"
@@ -441,14 +464,14 @@ def _cases(sizes: Sizes, data_dir: Path) -> tuple[list[_Case], list[dict[str, An
 
 
 def run(results: list[dict[str, Any]]) -> None:
-    """Prepare the inputs, measure the four cases, append their rows to ``results``."""
+    """Prepare the inputs, measure the six cases, append their rows to ``results``."""
     sizes = _sizes()
     repeat = int(os.environ.get("FERMION_BENCH_REPEAT", "5"))
     data_dir = Path(os.environ.get("FERMION_BENCH_DATA_DIR", f".bench-data/{sizes.name}"))
     ready, failed = _cases(sizes, data_dir.resolve())
     measured = _measure(ready, repeat) if ready else []
     for case, rows in zip(ready, measured, strict=True):
-        if case.scenario == "spark_ingest":
+        if case.scenario in ("spark_ingest", "spark_migrate"):
             _rows_per_s(rows, case.expected_rows)
         if case.scenario == "spark_compact":
             _files_note(rows, sizes.compact_fragments)

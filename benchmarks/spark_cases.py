@@ -50,6 +50,8 @@ SPARK_SCENARIOS: dict[str, str] = {
     "spark_lineitem_agg": "Spark: load lineitem + count and sum/max of every column",
     "spark_wide_read10": "Spark: load 10 of the wide table's columns + count and sums",
     "spark_ingest": "Spark: the ingest job (fermion) vs read + df.write.parquet (parquet)",
+    "spark_migrate": "Spark: the migrate_parquet job, verified (fermion) vs read + "
+    "df.write.parquet (parquet)",
     "spark_compact": "Spark: the compact job (fermion) vs read small files + coalesce + write",
 }
 
@@ -183,7 +185,10 @@ def _operation(spark: Any, spec: dict[str, Any]) -> Operation:
             from fermion.spark.jobs.ingest import ingest
             from fermion.spark.jobs.runner import JobContext
 
-            config = IngestConfig(table=str(work), source=paths["parquet"])
+            config = IngestConfig(
+                table=str(work), source=paths["parquet"],
+                batch_id_column=spec.get("batch_id_column"),
+            )  # fmt: skip
             config.check()
             context = JobContext("ingest", {}, spark)
 
@@ -205,6 +210,35 @@ def _operation(spark: Any, spec: dict[str, Any]) -> Operation:
             return aggregate_check(spark.read.parquet(str(work)))
 
         return write_parquet, (lambda: _fresh(work)), check_write
+
+    if scenario == "spark_migrate":
+        if system == "fermion":
+            from fermion.spark.jobs.config import MigrateParquetConfig
+            from fermion.spark.jobs.migrate_parquet import migrate_parquet
+            from fermion.spark.jobs.runner import JobContext
+
+            migrate = MigrateParquetConfig(table=str(work), source=paths["parquet"])
+            migrate.check()
+            job = JobContext("migrate_parquet", {}, spark)
+
+            def run_migrate() -> Any:
+                result = migrate_parquet(job, migrate)
+                if result.committed_version is None or not result.extra["verified"]:
+                    raise RuntimeError(f"the migration committed nothing: {result.extra}")
+                return result
+
+            def check_migrate() -> dict[str, Any]:
+                return aggregate_check(spark.read.format("fermion").load(str(work)))
+
+            return run_migrate, (lambda: _fresh(work)), check_migrate
+
+        def copy_parquet() -> None:
+            spark.read.parquet(paths["parquet"]).write.parquet(str(work))
+
+        def check_copy() -> dict[str, Any]:
+            return aggregate_check(spark.read.parquet(str(work)))
+
+        return copy_parquet, (lambda: _fresh(work)), check_copy
 
     if scenario == "spark_compact":
         if system == "fermion":
