@@ -3,10 +3,11 @@
 
 Proofs independent of the code under test: with fixed-width and string columns without
 nulls the file is byte-for-byte the file written by ``append_batch`` per run (same stripe
-cuts, same pages; with nulls, a stripe cut from the middle of one input carries that
+cuts, same pages). With nulls, a stripe cut from the middle of one input carries that
 input's bits past the stripe's last row in its validity page's last byte, where a stripe
-joined from several inputs has zeros, so only the read-back is compared); with list columns (whose bytes per batch are shared out by rows) the file reads back the
-same rows and every page holds whole batches (``prove_aligned`` from test_batch.py).
+joined from several inputs has zeros, so only the read-back is compared. With list columns
+(whose bytes per batch are shared out by rows) the file reads back the same rows and every
+page holds whole batches (``prove_aligned`` from test_batch.py).
 
 Bad inputs tried: ids not increasing from run to run, equal ids that are not adjacent, a
 first id not above the last appended, nulls in the ids, float ids, too few ids, uint64 ids
