@@ -23,12 +23,14 @@ from fermion.table.operations import (
     CreateIndex,
     Delete,
     FragmentMetadata,
+    MergeInsert,
     Operation,
     Overwrite,
     Restore,
     Rewrite,
     RewriteGroup,
     SchemaChange,
+    Update,
 )
 from fermion.table.scan import Scanner, ScanStats
 from fermion.table.schema import TableSchema
@@ -43,6 +45,7 @@ __all__ = [
     "Dataset",
     "Delete",
     "FragmentMetadata",
+    "MergeInsert",
     "Operation",
     "Overwrite",
     "Restore",
@@ -52,6 +55,7 @@ __all__ = [
     "Scanner",
     "SchemaChange",
     "TableSchema",
+    "Update",
     "VersionInfo",
     "WriteMode",
     "dataset",
