@@ -6,19 +6,19 @@ rows the operation types declare in their own modules (``CONFLICTS``, and
 have exactly one cell; :func:`build_matrix` refuses a gap or a double declaration. Each
 cell is a :class:`Verdict` or a rule that looks at the fragments both touch:
 
-========== ======== ========== ========= ============ ============= ========= ========= ======= =======
-mine       append   delete     rewrite   create_index schema_change overwrite restore   merge   update
-========== ======== ========== ========= ============ ============= ========= ========= ======= =======
-append     OK***    OK         OK        OK           OK            NO        NO        OK      OK
-delete     OK       rebase*    R*        OK           OK            NO        NO        rebase* rebase*
-rewrite    OK       R*         R*        OK           OK            NO        NO        R*      R*
-create_idx OK       R**        R*        OK           OK            R         R         R**     R**
-schema     OK       OK         OK        OK           R             NO        NO        OK      OK
-overwrite  OK       OK         OK        OK           OK            OK        OK        OK      OK
-restore    OK       OK         OK        OK           OK            OK        OK        OK      OK
-merge      R+       rebase*    R*        OK           OK            NO        NO        rebase+ rebase+
-update     R+       rebase*    R*        OK           OK            NO        NO        rebase+ rebase+
-========== ======== ========== ========= ============ ============= ========= ========= ======= =======
+========== ======= ======= ======= ========== ====== ========= ======= ======= =======
+mine       append  delete  rewrite create_idx schema overwrite restore merge   update
+========== ======= ======= ======= ========== ====== ========= ======= ======= =======
+append     OK***   OK      OK      OK         OK     NO        NO      OK      OK
+delete     OK      rebase* R*      OK         OK     NO        NO      rebase* rebase*
+rewrite    OK      R*      R*      OK         OK     NO        NO      R*      R*
+create_idx OK      R**     R*      OK         OK     R         R       R**     R**
+schema     OK      OK      OK      OK         R      NO        NO      OK      OK
+overwrite  OK      OK      OK      OK         OK     OK        OK      OK      OK
+restore    OK      OK      OK      OK         OK     OK        OK      OK      OK
+merge      R+      rebase* R*      OK         OK     NO        NO      rebase+ rebase+
+update     R+      rebase* R*      OK         OK     NO        NO      rebase+ rebase+
+========== ======= ======= ======= ========== ====== ========= ======= ======= =======
 
 ``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
 both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
@@ -32,8 +32,9 @@ merge inserted rows (an append may hold their keys) or the update is a replace_w
 appended rows may match its predicate), otherwise OK. ``rebase+``: retryable when two
 merges share a source key (compared by 64-bit key hashes), when either side is a
 replace_where, or when an update sets a key column of a merge that inserted rows; otherwise
-as ``rebase*``. ``**`` for merge and update: only when they empty a covered fragment. ``R`` is retryable (re-plan on the new version), ``NO`` is
-incompatible (the transaction cannot happen). A compaction never commits over a delete of
+as ``rebase*``. ``**`` for merge and update: only when they empty a covered fragment.
+``R`` is retryable (re-plan on the new version), ``NO`` is incompatible (the transaction
+cannot happen). A compaction never commits over a delete of
 its fragments, so it cannot resurrect deleted rows; an index never covers fragments a
 concurrent rewrite removed. An unknown operation (``None``) is always incompatible: be
 conservative.
