@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Transaction(_message.Message):
-    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update")
+    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update", "add_columns")
     class Append(_message.Message):
         __slots__ = ("fragments", "config")
         class ConfigEntry(_message.Message):
@@ -111,6 +111,15 @@ class Transaction(_message.Message):
         columns: _containers.RepeatedScalarFieldContainer[str]
         replace_where: bool
         def __init__(self, updated_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., removed_fragment_ids: _Optional[_Iterable[int]] = ..., new_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., predicate: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., replace_where: _Optional[bool] = ...) -> None: ...
+    class AddColumns(_message.Message):
+        __slots__ = ("schema", "max_field_id", "fragment_files")
+        SCHEMA_FIELD_NUMBER: _ClassVar[int]
+        MAX_FIELD_ID_FIELD_NUMBER: _ClassVar[int]
+        FRAGMENT_FILES_FIELD_NUMBER: _ClassVar[int]
+        schema: _manifest_pb2.Schema
+        max_field_id: int
+        fragment_files: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
+        def __init__(self, schema: _Optional[_Union[_manifest_pb2.Schema, _Mapping]] = ..., max_field_id: _Optional[int] = ..., fragment_files: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ...) -> None: ...
     READ_VERSION_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_US_FIELD_NUMBER: _ClassVar[int]
@@ -123,6 +132,7 @@ class Transaction(_message.Message):
     RESTORE_FIELD_NUMBER: _ClassVar[int]
     MERGE_INSERT_FIELD_NUMBER: _ClassVar[int]
     UPDATE_FIELD_NUMBER: _ClassVar[int]
+    ADD_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     read_version: int
     uuid: str
     timestamp_us: int
@@ -135,4 +145,5 @@ class Transaction(_message.Message):
     restore: Transaction.Restore
     merge_insert: Transaction.MergeInsert
     update: Transaction.Update
-    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ...) -> None: ...
+    add_columns: Transaction.AddColumns
+    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ..., add_columns: _Optional[_Union[Transaction.AddColumns, _Mapping]] = ...) -> None: ...
