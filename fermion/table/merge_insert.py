@@ -48,7 +48,6 @@ from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_edits import commit_planned, mark_deleted, write_new_rows
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
-from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
 
@@ -269,7 +268,11 @@ class MergeInsertBuilder:
         storage, on = self._storage, list(self._on)
         schema = schema_of(manifest)
         keys = source.select([*on, _SOURCE_ROW])
-        partial = self._update is not None and self._update != tuple(schema.arrow.names)
+        names = schema.arrow.names
+        # the columns an update sets, on this version: a column added or dropped since the
+        # builder's version (a re-plan) is kept from the target, or ignored
+        set_columns = [n for n in names if n in source.column_names and n in (self._update or ())]
+        partial = self._update is not None and set(set_columns) != set(names)
         delete_filter = None
         if self._delete_filter is not None:
             delete_filter = (
@@ -278,7 +281,7 @@ class MergeInsertBuilder:
                 else self._delete_filter
             )
         # a partial update keeps the target's other columns; a filter reads its columns
-        columns = list(schema.arrow.names) if partial or delete_filter is not None else on
+        columns = list(names) if partial or delete_filter is not None else on
         prune = None
         if not self._delete_unmatched:  # only fragments that may hold a source key
             prune = pc.scalar(True)
@@ -294,7 +297,7 @@ class MergeInsertBuilder:
             matched_rows[matched.column(_SOURCE_ROW).to_numpy()] = True
             if self._update is not None and matched.num_rows:
                 gone.append(matched.column(ROW_OFFSET).to_numpy())
-                new_tables.append(self._updated_rows(matched, source, schema, partial))
+                new_tables.append(_updated_rows(matched, source, names, set_columns, partial))
                 updated += matched.num_rows
             if self._delete_unmatched:
                 unmatched = target.join(keys.select(on), on, join_type="left anti")
@@ -312,6 +315,10 @@ class MergeInsertBuilder:
         inserted = 0
         if self._insert:
             fresh = source.filter(pa.array(~matched_rows)).drop_columns([_SOURCE_ROW])
+            for name in names:  # a column added since the builder's version: nulls
+                if name not in fresh.column_names:
+                    kind = schema.arrow.field(name).type
+                    fresh = fresh.append_column(name, pa.nulls(fresh.num_rows, kind))
             new_tables.append(fresh)
             inserted = fresh.num_rows
         stats = (updated, inserted, deleted)
@@ -325,15 +332,14 @@ class MergeInsertBuilder:
         )  # fmt: skip
         return op, stats
 
-    def _updated_rows(
-        self, matched: pa.Table, source: pa.Table, schema: TableSchema, partial: bool
-    ) -> pa.Table:
-        """The new values of matched rows: source columns set, target columns kept."""
-        rows = source.take(matched.column(_SOURCE_ROW))
-        if not partial:
-            return rows.select(schema.arrow.names)
-        assert self._update is not None
-        arrays = [
-            rows.column(n) if n in self._update else matched.column(n) for n in schema.arrow.names
-        ]
-        return pa.Table.from_arrays(arrays, names=schema.arrow.names)
+
+def _updated_rows(
+    matched: pa.Table, source: pa.Table, names: list[str], update: list[str], partial: bool
+) -> pa.Table:
+    """The new values of matched rows: the ``update`` columns from the source, the others
+    kept from the target."""
+    rows = source.take(matched.column(_SOURCE_ROW))
+    if not partial:
+        return rows.select(names)
+    arrays = [rows.column(n) if n in update else matched.column(n) for n in names]
+    return pa.Table.from_arrays(arrays, names=names)
