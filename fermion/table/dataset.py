@@ -32,6 +32,7 @@ from fermion.table.batches import (
     epoch_batches,
 )
 from fermion.table.batches import batch_id_column as batch_id_column_of
+from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
@@ -896,8 +897,36 @@ class Dataset:
 
         self._commit(plan(self._manifest), plan)
 
-    def add_columns(self, fields: Iterable[pa.Field]) -> None:
-        """Add nullable columns (existing rows read them as nulls)."""
+    def add_columns(
+        self,
+        fields: Iterable[pa.Field] | ColumnValues,
+        *,
+        read_columns: Sequence[str] | None = None,
+        batch_size: int = BATCH_SIZE_DEFAULT,
+        max_retries: int | None = None,
+    ) -> None:
+        """Add columns: ``pa.Field`` s (nullable; existing rows read nulls, metadata only),
+        or with values, ``{name: SQL expression}`` or a function of a record batch (of
+        ``read_columns``, default all) returning the new columns for its rows. Values are
+        written as one new data file per fragment holding only the new columns; no other
+        file is rewritten (see :mod:`fermion.table.column_values`).
+
+        Example:
+            >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> ds.add_columns(lambda b: pa.table({"y": pc.multiply(b["x"], 10)}))
+            >>> ds.to_table()["y"].to_pylist()
+            [10, 20]
+        """
+        if isinstance(fields, Mapping) or callable(fields):
+            result = add_column_values(
+                self._storage, self._manifest, fields, read_columns=read_columns,
+                batch_size=batch_size,
+                config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
+            )  # fmt: skip
+            if result is not None:
+                self._moved(result)
+            return
         fields = list(fields)
         self._change_schema(lambda s: s.add_columns(fields))
 

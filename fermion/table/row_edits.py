@@ -15,11 +15,13 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyarrow import acero
 
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.deletions import (
@@ -33,7 +35,28 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 
-__all__ = ["commit_planned", "mark_deleted", "write_new_rows"]
+__all__ = ["commit_planned", "evaluate", "mark_deleted", "write_new_rows"]
+
+
+def evaluate(table: pa.Table, expressions: Mapping[str, pc.Expression]) -> pa.Table:
+    """``expressions`` evaluated over the rows of ``table`` (an Acero projection), one
+    column per name.
+
+    Example:
+        >>> evaluate(pa.table({"f": [1, 2]}), {"g": pc.field("f") * 2}).to_pydict()
+        {'g': [2, 4]}
+    """
+    # data read from files may sit at unaligned offsets, which Acero warns about: a copy
+    table = table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    plan = acero.Declaration.from_sequence(
+        [
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration(
+                "project", acero.ProjectNodeOptions(list(expressions.values()), list(expressions))
+            ),
+        ]
+    )
+    return plan.to_table(use_threads=False)
 
 
 def mark_deleted(

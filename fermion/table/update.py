@@ -35,7 +35,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow import acero
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
 from fermion.table.commit import CommitConfig, CommitResult
@@ -43,7 +42,7 @@ from fermion.table.fragments import as_batches, write_fragments
 from fermion.table.operations import Update
 from fermion.table.predicate import parse_expression, parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.row_edits import commit_planned, mark_deleted, write_new_rows
+from fermion.table.row_edits import commit_planned, evaluate, mark_deleted, write_new_rows
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -62,21 +61,6 @@ def _predicate(where: pc.Expression | str | None, schema: pa.Schema) -> tuple[An
     raise InvalidArgumentError(
         f"a predicate is SQL text or a pyarrow.compute.Expression, not {type(where).__name__}"
     )
-
-
-def _project(table: pa.Table, expressions: Mapping[str, pc.Expression]) -> pa.Table:
-    """``expressions`` evaluated over the rows of ``table``."""
-    # data read from files may sit at unaligned offsets, which Acero warns about: a copy
-    table = table.take(pa.array(range(table.num_rows), pa.int64()))
-    plan = acero.Declaration.from_sequence(
-        [
-            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
-            acero.Declaration(
-                "project", acero.ProjectNodeOptions(list(expressions.values()), list(expressions))
-            ),
-        ]
-    )
-    return plan.to_table(use_threads=False)
 
 
 def _compiled(
@@ -100,7 +84,7 @@ def _compiled(
                 f"not {type(text).__name__}"
             )
     try:
-        empty = _project(arrow.empty_table(), compiled)
+        empty = evaluate(arrow.empty_table(), compiled)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise InvalidArgumentError(f"update: cannot evaluate {dict(assignments)}: {exc}") from None
     for column in compiled:
@@ -123,7 +107,7 @@ def _cast(values: pa.ChunkedArray, kind: pa.DataType, column: str) -> pa.Chunked
 
 def _updated(rows: pa.Table, compiled: Mapping[str, pc.Expression], schema: TableSchema) -> Any:
     try:
-        values = _project(rows, compiled)
+        values = evaluate(rows, compiled)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise InvalidArgumentError(f"update: evaluating the new values failed: {exc}") from None
     arrays = [
@@ -226,7 +210,7 @@ def _checked(
 
 def _matches(table: pa.Table, predicate: pc.Expression) -> pa.ChunkedArray:
     """True where the row matches (null counts as not matching)."""
-    values = _project(table, {"m": predicate}).column("m")
+    values = evaluate(table, {"m": predicate}).column("m")
     return pc.fill_null(values, False)
 
 

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+from fermion.table.operations.add_columns import AddColumns
 from fermion.table.operations.append import Append
 from fermion.table.operations.base import INPUT_KEY_PREFIX, REGISTRY
 from fermion.table.operations.create_index import CreateIndex
@@ -34,6 +35,7 @@ from fermion.table.proto import transaction_pb2 as txpb
 __all__ = [
     "INPUT_KEY_PREFIX",
     "REGISTRY",
+    "AddColumns",
     "Append",
     "CreateIndex",
     "Delete",
@@ -63,6 +65,7 @@ Operation = (
     | Restore
     | MergeInsert
     | Update
+    | AddColumns
 )
 
 
