@@ -28,6 +28,7 @@ import fermion.table as ft
 from fermion.errors import CommitConflictError, IncompatibleTransactionError
 from fermion.table import conflicts
 from fermion.table.codec import encode_manifest
+from fermion.table.column_values import plan_add_columns
 from fermion.table.commit import commit_operation
 from fermion.table.conflicts import MATRIX, Verdict, check
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
@@ -139,12 +140,13 @@ def _live(storage: TableStorage, manifest: pb.Manifest, wanted: set[int]) -> lis
 
 def _merge_insert(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
     builder = MergeInsertBuilder(storage, manifest, "x").when_matched_update_all()
-    if variant == "new":
+    live = ft.dataset(storage.uri, version=manifest.version).to_table()
+    if variant == "new":  # x 100 (other columns, if a concurrent add_columns made some: null)
         builder.when_not_matched_insert_all()
-        keys = [100]
-    else:
-        keys = _live(storage, manifest, MERGE_KEYS[variant])
-    op = builder.plan(pa.table({"x": pa.array(keys, pa.int64())}))
+        source = pa.Table.from_pylist([{"x": 100}], live.schema)
+    else:  # the rows themselves, unchanged
+        source = live.filter(pc.field("x").isin(_live(storage, manifest, MERGE_KEYS[variant])))
+    op = builder.plan(source)
     assert op is not None
     return op
 
@@ -160,6 +162,12 @@ def _update(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Opera
     return op
 
 
+def _add_columns(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    op, _ = plan_add_columns(storage, manifest, {f"g_{uuid.uuid4().hex[:8]}": "x * 2"})
+    assert op is not None
+    return op
+
+
 #: name -> (maker, variants); every registered operation type needs an entry
 MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "append": (_append, ("in-a", "in-b")),
@@ -171,6 +179,7 @@ MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "restore": (_restore, ("v1",)),
     "merge_insert": (_merge_insert, tuple(MERGE_KEYS)),
     "update": (_update, tuple(UPDATE_ROWS)),
+    "add_columns": (_add_columns, ("g",)),
 }
 UNKNOWN = "unknown"
 PAIRS = [*itertools.product(REGISTRY, REGISTRY), *((mine, UNKNOWN) for mine in REGISTRY)]
@@ -252,7 +261,12 @@ def _documented() -> dict[tuple[str, str], set[Verdict]]:
     lines = [line.split() for line in (conflicts.__doc__ or "").splitlines()]
     start = next(i for i, line in enumerate(lines) if line and line[0] == "mine")
     header = lines[start][1:]
-    names = {"create_idx": "create_index", "schema": "schema_change", "merge": "merge_insert"}
+    names = {
+        "create_idx": "create_index",
+        "schema": "schema_change",
+        "merge": "merge_insert",
+        "addcol": "add_columns",
+    }
     cells: dict[tuple[str, str], set[Verdict]] = {}
     for line in lines[start + 2 :]:
         if line[0].startswith("="):  # the end of the table

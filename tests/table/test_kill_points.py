@@ -78,6 +78,10 @@ def _replace_where(uri: str, store: Any) -> None:
     ft.write_dataset(data, uri, mode="overwrite", replace_where="x = 2", manifest_store=store)
 
 
+def _add_columns(uri: str, store: Any) -> None:
+    ft.dataset(uri, manifest_store=store).add_columns({"g": "x * 2"})
+
+
 OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "append": _append,
     "overwrite": _overwrite,
@@ -89,8 +93,9 @@ OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "merge_insert": _merge_insert,
     "update": _update,
     "replace_where": _replace_where,
+    "add_columns": _add_columns,
 }
-WRITES_DATA = {"append", "overwrite", "compaction"}
+WRITES_DATA = {"append", "overwrite", "compaction", "add_columns"}
 WRITES_BOTH = {"merge_insert", "update", "replace_where"}  # data and deletion files
 
 # (point, match, committed): where the writer dies, and whether the version is committed then
