@@ -29,6 +29,7 @@ from fermion.table.operations.base import (
     NO,
     OK,
     REBASE,
+    ApplyContext,
     Cell,
     R,
     Verdict,
@@ -36,6 +37,7 @@ from fermion.table.operations.base import (
     register,
 )
 from fermion.table.operations.row_changes import RowChanges
+from fermion.table.proto import manifest_pb2 as pb
 
 __all__ = ["MergeInsert", "retry_if_removed"]
 
@@ -117,6 +119,10 @@ class MergeInsert(RowChanges):
         message.on.extend(self.on)
         message.key_hashes.extend(self.key_hashes)
         message.inserted_rows = self.inserted_rows
+
+    def apply(self, manifest: pb.Manifest, context: ApplyContext) -> None:
+        """Old rows deleted, updated and inserted rows added (:meth:`RowChanges.apply_rows`)."""
+        self.apply_rows(manifest, context)
 
     @classmethod
     def from_message(cls, message: Any) -> MergeInsert:

@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fermion.errors import InvalidArgumentError
+from fermion.errors import DatasetError, InvalidArgumentError
 from fermion.table.operations.base import (
     ApplyContext,
     OperationBase,
@@ -87,8 +87,13 @@ class RowChanges(OperationBase):
             "new_fragments": tuple(message.new_fragments),
         }
 
-    def apply(self, manifest: pb.Manifest, context: ApplyContext) -> None:
+    def apply_rows(self, manifest: pb.Manifest, context: ApplyContext) -> None:
         """The old rows deleted (as a ``Delete``), the new fragments added at the end."""
+        missing = sorted(self.touched_fragment_ids() - context.by_id.keys())
+        if missing:
+            raise DatasetError(
+                f"{self.name} names fragments not in version {context.base_version}: {missing}"
+            )
         if self.touched_fragment_ids():
             self._deletes().apply(manifest, context)
         added = with_new_ids(manifest, self.new_fragments)

@@ -26,6 +26,7 @@ from fermion.table.operations.base import (
     NO,
     OK,
     REBASE,
+    ApplyContext,
     Cell,
     R,
     Verdict,
@@ -34,6 +35,7 @@ from fermion.table.operations.base import (
 )
 from fermion.table.operations.merge_insert import retry_if_removed
 from fermion.table.operations.row_changes import RowChanges
+from fermion.table.proto import manifest_pb2 as pb
 
 __all__ = ["Update"]
 
@@ -93,6 +95,10 @@ class Update(RowChanges):
         message.predicate = self.predicate
         message.columns.extend(self.columns)
         message.replace_where = self.replace_where
+
+    def apply(self, manifest: pb.Manifest, context: ApplyContext) -> None:
+        """Matching rows deleted, their new rows added (:meth:`RowChanges.apply_rows`)."""
+        self.apply_rows(manifest, context)
 
     @classmethod
     def from_message(cls, message: Any) -> Update:
