@@ -41,6 +41,7 @@ from fermion.format.convert import ConversionSummary, fermion_to_parquet, parque
 
 # --- tables (fermion.table; branch `table`) ---------------------------------------------
 from fermion.table import (
+    AddColumns,
     Append,
     CommitConfig,
     CreateIndex,
@@ -63,6 +64,7 @@ from fermion.table import (
 from fermion.version import __version__ as __version__
 
 __all__ = [
+    "AddColumns",
     "Append",
     "BatchModeError",
     "ChecksumError",

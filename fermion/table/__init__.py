@@ -19,6 +19,7 @@ from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.dataset import Dataset, WriteMode, dataset, write_dataset
 from fermion.table.fragments import write_fragments
 from fermion.table.operations import (
+    AddColumns,
     Append,
     CreateIndex,
     Delete,
@@ -37,6 +38,7 @@ from fermion.table.schema import TableSchema
 from fermion.table.versions import VersionInfo
 
 __all__ = [
+    "AddColumns",
     "Append",
     "BatchLookup",
     "CommitConfig",

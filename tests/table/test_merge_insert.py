@@ -382,3 +382,18 @@ def test_concurrent_merges_inserting_the_same_new_keys_insert_each_once(
     count = Counter(got["k"].to_pylist())
     assert sorted(count) == [1, *range(500, 520), *range(600, 600 + workers)]
     assert set(count.values()) == {1}
+
+
+def test_a_merge_re_planned_after_add_columns_keeps_the_new_column(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    _table(uri)
+    merger = ft.dataset(uri)  # plans on version 1, before the column exists
+    ft.dataset(uri).add_columns({"g": "v + 7"})
+    source = pa.table({"k": pa.array([2, 77], pa.int64()), "v": [5, 5], "s": ["n", "n"]})
+    result = merger.merge_insert("k").when_matched_update_all().when_not_matched_insert_all()
+    result.execute(source)
+    assert merger.version == 3 and merger.last_commit.replanned == 1  # type: ignore[union-attr]
+    rows = {r["k"]: r for r in ft.dataset(uri).to_table().to_pylist()}
+    assert rows[2] == {"k": 2, "v": 5, "s": "n", "g": 7}  # g kept from the target row
+    assert rows[77] == {"k": 77, "v": 5, "s": "n", "g": None}
+    assert rows[3]["g"] == 7 and len(rows) == 21
