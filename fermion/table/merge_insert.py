@@ -134,6 +134,7 @@ class MergeInsertBuilder:
         self._insert = False
         self._delete_unmatched = False
         self._delete_filter: pc.Expression | str | None = None
+        self._hashes: tuple[int, ...] = ()  # of the source being merged
 
     def when_matched_update_all(self) -> MergeInsertBuilder:
         """Replace every matched target row by its source row."""
@@ -250,13 +251,16 @@ class MergeInsertBuilder:
         nulls = sum(keys.column(k).null_count for k in self._on)
         if nulls:
             raise InvalidArgumentError(f"merge_insert: the source has {nulls} null keys")
-        counts = keys.group_by(list(self._on)).aggregate([([], "count_all")])
-        duplicated = counts.filter(pc.field("count_all") > 1).select(list(self._on))
-        if duplicated.num_rows:
-            raise InvalidArgumentError(
-                f"merge_insert: {duplicated.num_rows} keys occur more than once in the "
-                f"source: {_described(duplicated)}"
-            )
+        hashes = key_hashes(keys)
+        if len(hashes) < keys.num_rows:  # equal keys (or a hash collision): name them
+            counts = keys.group_by(list(self._on)).aggregate([([], "count_all")])
+            duplicated = counts.filter(pc.field("count_all") > 1).select(list(self._on))
+            if duplicated.num_rows:
+                raise InvalidArgumentError(
+                    f"merge_insert: {duplicated.num_rows} keys occur more than once in the "
+                    f"source: {_described(duplicated)}"
+                )
+        self._hashes = tuple(hashes.tolist())
         return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
     # -- planning -----------------------------------------------------------------------
@@ -291,7 +295,8 @@ class MergeInsertBuilder:
         matched_rows = np.zeros(source.num_rows, dtype=bool)
         updated = deleted = 0
         for fragment in Scanner(storage, manifest, schema, [], prune).fragments():
-            target = read_fragment(storage, schema, fragment, columns, prune, with_row_offsets=True)
+            # the statistics chose the fragment; the join, not a row filter, finds the keys
+            target = read_fragment(storage, schema, fragment, columns, with_row_offsets=True)
             gone = []
             matched = target.join(keys, on, join_type="inner")
             matched_rows[matched.column(_SOURCE_ROW).to_numpy()] = True
@@ -328,7 +333,7 @@ class MergeInsertBuilder:
         op = MergeInsert(
             updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
             new_fragments=tuple(fragments), on=self._on,
-            key_hashes=tuple(key_hashes(source.select(on)).tolist()), inserted_rows=inserted,
+            key_hashes=self._hashes, inserted_rows=inserted,
         )  # fmt: skip
         return op, stats
 
