@@ -41,17 +41,20 @@ from fermion.format.convert import ConversionSummary, fermion_to_parquet, parque
 
 # --- tables (fermion.table; branch `table`) ---------------------------------------------
 from fermion.table import (
+    AddColumns,
     Append,
     CommitConfig,
     CreateIndex,
     Dataset,
     Delete,
+    MergeInsert,
     Overwrite,
     Restore,
     Rewrite,
     RewriteGroup,
     SchemaChange,
     TableSchema,
+    Update,
     dataset,
     write_dataset,
     write_fragments,
@@ -61,6 +64,7 @@ from fermion.table import (
 from fermion.version import __version__ as __version__
 
 __all__ = [
+    "AddColumns",
     "Append",
     "BatchModeError",
     "ChecksumError",
@@ -81,6 +85,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFileError",
     "ManifestStoreError",
+    "MergeInsert",
     "Overwrite",
     "ReadOptions",
     "Restore",
@@ -93,6 +98,7 @@ __all__ = [
     "TruncatedFileError",
     "UnsupportedTypeError",
     "UnsupportedVersionError",
+    "Update",
     "WriteOptions",
     "dataset",
     "fermion_to_parquet",

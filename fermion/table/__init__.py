@@ -19,22 +19,26 @@ from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.dataset import Dataset, WriteMode, dataset, write_dataset
 from fermion.table.fragments import write_fragments
 from fermion.table.operations import (
+    AddColumns,
     Append,
     CreateIndex,
     Delete,
     FragmentMetadata,
+    MergeInsert,
     Operation,
     Overwrite,
     Restore,
     Rewrite,
     RewriteGroup,
     SchemaChange,
+    Update,
 )
 from fermion.table.scan import Scanner, ScanStats
 from fermion.table.schema import TableSchema
 from fermion.table.versions import VersionInfo
 
 __all__ = [
+    "AddColumns",
     "Append",
     "BatchLookup",
     "CommitConfig",
@@ -43,6 +47,7 @@ __all__ = [
     "Dataset",
     "Delete",
     "FragmentMetadata",
+    "MergeInsert",
     "Operation",
     "Overwrite",
     "Restore",
@@ -52,6 +57,7 @@ __all__ = [
     "Scanner",
     "SchemaChange",
     "TableSchema",
+    "Update",
     "VersionInfo",
     "WriteMode",
     "dataset",

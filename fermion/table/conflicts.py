@@ -6,17 +6,20 @@ rows the operation types declare in their own modules (``CONFLICTS``, and
 have exactly one cell; :func:`build_matrix` refuses a gap or a double declaration. Each
 cell is a :class:`Verdict` or a rule that looks at the fragments both touch:
 
-========== ======== ========== ========= ============ ============= ========= =========
-mine       append   delete     rewrite   create_index schema_change overwrite restore
-========== ======== ========== ========= ============ ============= ========= =========
-append     OK***    OK         OK        OK           OK            NO        NO
-delete     OK       rebase*    R*        OK           OK            NO        NO
-rewrite    OK       R*         R*        OK           OK            NO        NO
-create_idx OK       R**        R*        OK           OK            R         R
-schema     OK       OK         OK        OK           R             NO        NO
-overwrite  OK       OK         OK        OK           OK            OK        OK
-restore    OK       OK         OK        OK           OK            OK        OK
-========== ======== ========== ========= ============ ============= ========= =========
+========== ======= ======= ======= ========== ====== ========= ======= ======= ======= ======
+mine       append  delete  rewrite create_idx schema overwrite restore merge   update  addcol
+========== ======= ======= ======= ========== ====== ========= ======= ======= ======= ======
+append     OK***   OK      OK      OK         OK     NO        NO      OK      OK      OK
+delete     OK      rebase* R*      OK         OK     NO        NO      rebase* rebase* OK
+rewrite    OK      R*      R*      OK         OK     NO        NO      R*      R*      R
+create_idx OK      R**     R*      OK         OK     R         R       R**     R**     OK
+schema     OK      OK      OK      OK         R      NO        NO      OK      OK      R
+overwrite  OK      OK      OK      OK         OK     OK        OK      OK      OK      OK
+restore    OK      OK      OK      OK         OK     OK        OK      OK      OK      OK
+merge      R+      rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R
+update     R+      rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R
+addcol     R       OK      R       OK         R      NO        NO      R       R       R
+========== ======= ======= ======= ========== ====== ========= ======= ======= ======= ======
 
 ``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
 both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
@@ -24,8 +27,18 @@ ingest), so the same input is never appended twice; otherwise OK. ``**``: only w
 delete removes a covered fragment entirely (more deleted rows keep statistics valid bounds).
 ``rebase``: a delete of the same fragment is merged by OR-ing the deletion bitmaps when the
 rows are disjoint; overlapping rows make it retryable (the commit loop decides, since it
-must read the bitmaps). ``R`` is retryable (re-plan on the new version), ``NO`` is
-incompatible (the transaction cannot happen). A compaction never commits over a delete of
+must read the bitmaps). ``merge`` (merge_insert) and ``update`` (update, replace_where)
+delete their old rows as a delete does and add new fragments. ``R+``: retryable when the
+merge inserted rows (an append may hold their keys) or the update is a replace_where (the
+appended rows may match its predicate), otherwise OK. ``rebase+``: retryable when two
+merges share a source key (compared by 64-bit key hashes), when either side is a
+replace_where, or when an update sets a key column of a merge that inserted rows; otherwise
+as ``rebase*``. ``**`` for merge and update: only when they empty a covered fragment.
+``addcol`` (add_columns with values) gives every fragment a new data file: rows added
+concurrently would lack the values, a concurrent compaction would drop them, a concurrent
+schema change would be undone, so all of these make it (or them) re-plan.
+``R`` is retryable (re-plan on the new version), ``NO`` is incompatible (the transaction
+cannot happen). A compaction never commits over a delete of
 its fragments, so it cannot resurrect deleted rows; an index never covers fragments a
 concurrent rewrite removed. An unknown operation (``None``) is always incompatible: be
 conservative.

@@ -32,10 +32,12 @@ from fermion.table.batches import (
     epoch_batches,
 )
 from fermion.table.batches import batch_id_column as batch_id_column_of
+from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
+from fermion.table.merge_insert import MergeInsertBuilder
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
@@ -58,6 +60,8 @@ from fermion.table.tasks import (
     resolve_write_schema,
 )
 from fermion.table.transition import live_rows
+from fermion.table.update import replace_where as replace_rows_where
+from fermion.table.update import update_rows
 from fermion.table.versions import (
     VersionInfo,
     create_tag,
@@ -83,6 +87,7 @@ def write_dataset(
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
     commit_config: CommitConfig | None = None,
     manifest_store: ManifestStore | str | None = None,
+    replace_where: str | pc.Expression | None = None,
 ) -> Dataset:
     """Write ``data`` as a new version of the table at ``uri``.
 
@@ -99,9 +104,15 @@ def write_dataset(
         manifest_store: External manifest store for stores without an atomic put: a
             ``ManifestStore``, a ``postgresql://`` URL or an SQLite file path
             (docs/TABLE_FORMAT.md, "External manifest stores").
+        replace_where: With ``mode="overwrite"``: replace only the rows matching this
+            predicate (SQL text or an Arrow expression) by ``data``, in one version; every
+            row of ``data`` must match it (see :mod:`fermion.table.update`).
 
     Raises:
-        DatasetError: ``create`` on an existing table, unknown ``mode``.
+        DatasetError: ``create`` on an existing table, unknown ``mode``, ``replace_where``
+            without ``mode="overwrite"`` or without a table.
+        InvalidArgumentError: A row of ``data`` does not match ``replace_where`` (nothing
+            is committed).
         SchemaMismatchError: ``append`` with other columns or types (nothing is written).
 
     Example:
@@ -115,6 +126,16 @@ def write_dataset(
     latest = latest_manifest(storage)
     if mode == "create" and latest is not None:
         raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
+    if replace_where is not None:
+        if mode != "overwrite" or latest is None:
+            raise DatasetError(f"{storage.uri}: replace_where needs mode='overwrite' on a table")
+        replaced = replace_rows_where(
+            storage, latest, data, replace_where, max_rows_per_file=max_rows_per_file,
+            config=commit_config,
+        )  # fmt: skip
+        ds = Dataset(storage, replaced.manifest if replaced is not None else latest)
+        ds.last_commit = replaced
+        return ds
     data_schema, batches = as_batches(data)
     stream = pa.RecordBatchReader.from_batches(data_schema, batches)
     schema = resolve_write_schema(
@@ -812,6 +833,50 @@ class Dataset:
         )
         self._follow(summary)
 
+    def merge_insert(self, on: str | Sequence[str]) -> MergeInsertBuilder:
+        """Upsert by key columns in one version: chain ``when_matched_update_all()`` /
+        ``when_matched_update(columns)``, ``when_not_matched_insert_all()``,
+        ``when_not_matched_by_source_delete(predicate)``, then ``execute(source)``
+        (see :mod:`fermion.table.merge_insert`); the commit moves this object.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"id": [1], "v": [0]}), tempfile.mkdtemp())
+            >>> r = ds.merge_insert("id").when_not_matched_insert_all().execute(
+            ...     pa.table({"id": [1, 2], "v": [5, 6]}))
+            >>> r.num_inserted_rows, ds.count_rows()
+            (1, 2)
+        """
+        return MergeInsertBuilder(self._storage, self._manifest, on, on_commit=self._moved)
+
+    def update(
+        self,
+        where: pc.Expression | str | None = None,
+        *,
+        set: Mapping[str, str | pc.Expression],
+        max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
+        max_retries: int | None = None,
+    ) -> int:
+        """Set columns of the rows matching ``where`` (``None``: all rows) to SQL
+        expressions over the row, in one version (see :mod:`fermion.table.update`); returns
+        the number of rows updated.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+            >>> ds.update("x > 1", set={"x": "x * 10"})
+            2
+            >>> sorted(ds.to_table()["x"].to_pylist())
+            [1, 20, 30]
+        """
+        result, rows = update_rows(
+            self._storage, self._manifest, where, set, max_rows_per_file=max_rows_per_file,
+            config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
+        )  # fmt: skip
+        if result is not None:
+            self._moved(result)
+        return int(rows)
+
     def _at_this_version(self) -> dict[str, Any]:
         return {"version": self.version, "manifest_store": self._storage.manifest_store}
 
@@ -832,8 +897,36 @@ class Dataset:
 
         self._commit(plan(self._manifest), plan)
 
-    def add_columns(self, fields: Iterable[pa.Field]) -> None:
-        """Add nullable columns (existing rows read them as nulls)."""
+    def add_columns(
+        self,
+        fields: Iterable[pa.Field] | ColumnValues,
+        *,
+        read_columns: Sequence[str] | None = None,
+        batch_size: int = BATCH_SIZE_DEFAULT,
+        max_retries: int | None = None,
+    ) -> None:
+        """Add columns: ``pa.Field`` s (nullable; existing rows read nulls, metadata only),
+        or with values, ``{name: SQL expression}`` or a function of a record batch (of
+        ``read_columns``, default all) returning the new columns for its rows. Values are
+        written as one new data file per fragment holding only the new columns; no other
+        file is rewritten (see :mod:`fermion.table.column_values`).
+
+        Example:
+            >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> ds.add_columns(lambda b: pa.table({"y": pc.multiply(b["x"], 10)}))
+            >>> ds.to_table()["y"].to_pylist()
+            [10, 20]
+        """
+        if isinstance(fields, Mapping) or callable(fields):
+            result = add_column_values(
+                self._storage, self._manifest, fields, read_columns=read_columns,
+                batch_size=batch_size,
+                config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
+            )  # fmt: skip
+            if result is not None:
+                self._moved(result)
+            return
         fields = list(fields)
         self._change_schema(lambda s: s.add_columns(fields))
 

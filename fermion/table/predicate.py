@@ -34,7 +34,7 @@ from sqlglot import expressions as exp
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError
 
-__all__ = ["parse_predicate"]
+__all__ = ["parse_expression", "parse_predicate"]
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
     exp.EQ: lambda a, b: a == b,
@@ -81,6 +81,30 @@ def parse_predicate(text: str, schema: pa.Schema) -> pc.Expression:
     if not isinstance(result, pc.Expression):
         raise InvalidArgumentError(f"predicate {text!r} is a constant, not a row condition")
     return result
+
+
+def parse_expression(text: str, schema: pa.Schema) -> pc.Expression:
+    """Parse a SQL value expression (``f0 * 2 + f1``, ``'x'``, ``NULL``, a predicate...)
+    over the columns of ``schema``; a constant becomes a scalar expression.
+
+    Raises:
+        InvalidArgumentError: Not an expression this module understands.
+        ColumnNotFoundError: It names a column ``schema`` lacks.
+
+    Example:
+        >>> schema = pa.schema([("f", pa.int64())])
+        >>> str(parse_expression("f * 2 + 1", schema))
+        'add_checked(multiply_checked(f, 2), 1)'
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError("an expression must be non-empty SQL text")
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError as exc:
+        first = str(exc).splitlines()[0]
+        raise InvalidArgumentError(f"cannot parse expression {text!r}: {first}") from None
+    result = _Builder(schema, text).build(tree)
+    return pc.scalar(result.value) if isinstance(result, _Literal) else result
 
 
 class _Builder:

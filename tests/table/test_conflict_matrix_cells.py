@@ -28,8 +28,11 @@ import fermion.table as ft
 from fermion.errors import CommitConflictError, IncompatibleTransactionError
 from fermion.table import conflicts
 from fermion.table.codec import encode_manifest
+from fermion.table.column_values import plan_add_columns
 from fermion.table.commit import commit_operation
 from fermion.table.conflicts import MATRIX, Verdict, check
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
+from fermion.table.merge_insert import MergeInsertBuilder
 from fermion.table.operations import (
     INPUT_KEY_PREFIX,
     REGISTRY,
@@ -46,6 +49,7 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.delete import delete_now
+from fermion.table.update import plan_rows
 from fermion.table.versions import load_manifest, schema_of, write_transaction
 
 READ_VERSION = 2
@@ -55,6 +59,17 @@ Maker = Callable[[TableStorage, pb.Manifest, str], Operation]
 DELETE_ROWS = {"x0": {0}, "x1": {1}, "frag0": {0, 1}, "x4": {4}}
 REWRITE_RANGES = {"g01": range(0, 4), "g45": range(4, 6)}
 INDEX_VALUES = {"c0": {0}, "c4": {4}}
+# keys a merge updates ("new" updates or inserts x 100) and rows an update rewrites
+# ("rw1": replace_where x = 1 by one row x = 1)
+MERGE_KEYS = {"x0": {0}, "x1": {1}, "x01": {0, 1}, "new": set()}
+UPDATE_ROWS = {"u0": {0}, "u45": {4, 5}, "u4": {4}, "rw1": {1}}
+# rows each variant deletes, for the expected outcome of a rebase; WHOLE: empties a fragment
+CHANGED_ROWS = {
+    **{("delete", v): rows for v, rows in DELETE_ROWS.items()},
+    **{("merge_insert", v): rows for v, rows in MERGE_KEYS.items()},
+    **{("update", v): rows for v, rows in UPDATE_ROWS.items()},
+}
+WHOLE = {("delete", "frag0"), ("merge_insert", "x01"), ("update", "u45")}
 
 
 def _fragment_values(storage: TableStorage, manifest: pb.Manifest) -> dict[int, set[int]]:
@@ -117,6 +132,42 @@ def _restore(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Oper
     return Restore(1)
 
 
+def _live(storage: TableStorage, manifest: pb.Manifest, wanted: set[int]) -> list[int]:
+    """The wanted x values still live, else the smallest live one (a re-plan)."""
+    live = set(ft.dataset(storage.uri, version=manifest.version).to_table()["x"].to_pylist())
+    return sorted(wanted & live or {min(live)})
+
+
+def _merge_insert(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    builder = MergeInsertBuilder(storage, manifest, "x").when_matched_update_all()
+    live = ft.dataset(storage.uri, version=manifest.version).to_table()
+    if variant == "new":  # x 100 (other columns, if a concurrent add_columns made some: null)
+        builder.when_not_matched_insert_all()
+        source = pa.Table.from_pylist([{"x": 100}], live.schema)
+    else:  # the rows themselves, unchanged
+        source = live.filter(pc.field("x").isin(_live(storage, manifest, MERGE_KEYS[variant])))
+    op = builder.plan(source)
+    assert op is not None
+    return op
+
+
+def _update(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    if variant == "rw1":
+        new = ft.write_fragments(pa.table({"x": pa.array([1], pa.int64())}), storage.uri)
+        op, _ = plan_rows(storage, manifest, "x = 1", None, tuple(new), MAX_ROWS_PER_FILE_DEFAULT)
+    else:
+        where = pc.field("x").isin(_live(storage, manifest, UPDATE_ROWS[variant]))
+        op, _ = plan_rows(storage, manifest, where, {"x": "x"}, (), MAX_ROWS_PER_FILE_DEFAULT)
+    assert op is not None
+    return op
+
+
+def _add_columns(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    op, _ = plan_add_columns(storage, manifest, {f"g_{uuid.uuid4().hex[:8]}": "x * 2"})
+    assert op is not None
+    return op
+
+
 #: name -> (maker, variants); every registered operation type needs an entry
 MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "append": (_append, ("in-a", "in-b")),
@@ -126,6 +177,9 @@ MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "schema_change": (_schema_change, ("add",)),
     "overwrite": (_overwrite, ("all",)),
     "restore": (_restore, ("v1",)),
+    "merge_insert": (_merge_insert, tuple(MERGE_KEYS)),
+    "update": (_update, tuple(UPDATE_ROWS)),
+    "add_columns": (_add_columns, ("g",)),
 }
 UNKNOWN = "unknown"
 PAIRS = [*itertools.product(REGISTRY, REGISTRY), *((mine, UNKNOWN) for mine in REGISTRY)]
@@ -166,10 +220,9 @@ def _commit_unknown(storage: TableStorage) -> None:
 
 
 def _expected(verdict: Verdict, mine: tuple[str, str], theirs: tuple[str, str]) -> str:
-    if verdict is Verdict.REBASE:  # deletes of one fragment: merged if the rows are disjoint
-        assert mine[0] == theirs[0] == "delete"
-        whole = "frag0" in (mine[1], theirs[1])
-        disjoint = not DELETE_ROWS[mine[1]] & DELETE_ROWS[theirs[1]]
+    if verdict is Verdict.REBASE:  # deletions in one fragment: merged if the rows are disjoint
+        whole = mine in WHOLE or theirs in WHOLE
+        disjoint = not CHANGED_ROWS[mine] & CHANGED_ROWS[theirs]
         return "rebased" if disjoint and not whole else "retry"
     return {Verdict.OK: "ok", Verdict.RETRY: "retry", Verdict.INCOMPATIBLE: "incompatible"}[verdict]
 
@@ -208,18 +261,27 @@ def _documented() -> dict[tuple[str, str], set[Verdict]]:
     lines = [line.split() for line in (conflicts.__doc__ or "").splitlines()]
     start = next(i for i, line in enumerate(lines) if line and line[0] == "mine")
     header = lines[start][1:]
-    names = {"create_idx": "create_index", "schema": "schema_change"}
+    names = {
+        "create_idx": "create_index",
+        "schema": "schema_change",
+        "merge": "merge_insert",
+        "addcol": "add_columns",
+    }
     cells: dict[tuple[str, str], set[Verdict]] = {}
     for line in lines[start + 2 :]:
         if line[0].startswith("="):  # the end of the table
             break
         mine = names.get(line[0], line[0])
-        for theirs, text in zip(header, line[1:], strict=True):
+        for theirs, text in zip([names.get(h, h) for h in header], line[1:], strict=True):
             base = {"OK": Verdict.OK, "R": Verdict.RETRY, "NO": Verdict.INCOMPATIBLE}
             base["rebase"] = Verdict.REBASE
             word = re.sub(r"\*+$", "", text)
             if text == "OK***":  # NO for the same input
                 cells[mine, theirs] = {Verdict.OK, Verdict.INCOMPATIBLE}
+            elif text == "R+":  # R by the kinds of the two operations
+                cells[mine, theirs] = {Verdict.OK, Verdict.RETRY}
+            elif text == "rebase+":  # R by their keys or kinds, else rebase*
+                cells[mine, theirs] = {Verdict.OK, Verdict.REBASE, Verdict.RETRY}
             elif text.endswith("*"):  # only when both touch a common fragment
                 cells[mine, theirs] = {Verdict.OK, base[word]}
             else:

@@ -63,6 +63,25 @@ def _stats_rebuild(uri: str, store: Any) -> None:
     ft.dataset(uri, manifest_store=store).rebuild_stats()
 
 
+def _merge_insert(uri: str, store: Any) -> None:  # updates x 1 (fragment 0), inserts x 50
+    source = pa.table({"x": pa.array([1, 50], X)})
+    ds = ft.dataset(uri, manifest_store=store)
+    ds.merge_insert("x").when_matched_update_all().when_not_matched_insert_all().execute(source)
+
+
+def _update(uri: str, store: Any) -> None:
+    ft.dataset(uri, manifest_store=store).update("x = 1", set={"x": "x + 40"})
+
+
+def _replace_where(uri: str, store: Any) -> None:
+    data = pa.table({"x": pa.array([2, 2], X)})
+    ft.write_dataset(data, uri, mode="overwrite", replace_where="x = 2", manifest_store=store)
+
+
+def _add_columns(uri: str, store: Any) -> None:
+    ft.dataset(uri, manifest_store=store).add_columns({"g": "x * 2"})
+
+
 OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "append": _append,
     "overwrite": _overwrite,
@@ -71,8 +90,13 @@ OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "schema_change": _schema_change,
     "restore": _restore,
     "stats_rebuild": _stats_rebuild,
+    "merge_insert": _merge_insert,
+    "update": _update,
+    "replace_where": _replace_where,
+    "add_columns": _add_columns,
 }
-WRITES_DATA = {"append", "overwrite", "compaction"}
+WRITES_DATA = {"append", "overwrite", "compaction", "add_columns"}
+WRITES_BOTH = {"merge_insert", "update", "replace_where"}  # data and deletion files
 
 # (point, match, committed): where the writer dies, and whether the version is committed then
 COMMON = [
@@ -90,6 +114,8 @@ DELETION = [("partial_write", "_deletions/", False)]
 
 
 def _points(operation: str) -> list[tuple[str, str, bool]]:
+    if operation in WRITES_BOTH:
+        return DATA + DELETION + COMMON
     extra = DATA if operation in WRITES_DATA else DELETION if operation == "delete" else []
     return extra + COMMON
 

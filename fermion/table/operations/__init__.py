@@ -18,30 +18,36 @@ Example:
 
 from __future__ import annotations
 
+from fermion.table.operations.add_columns import AddColumns
 from fermion.table.operations.append import Append
 from fermion.table.operations.base import INPUT_KEY_PREFIX, REGISTRY
 from fermion.table.operations.create_index import CreateIndex
 from fermion.table.operations.delete import Delete
+from fermion.table.operations.merge_insert import MergeInsert
 from fermion.table.operations.overwrite import Overwrite
 from fermion.table.operations.restore import Restore
 from fermion.table.operations.rewrite import Rewrite, RewriteGroup
 from fermion.table.operations.schema_change import SchemaChange
+from fermion.table.operations.update import Update
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
 
 __all__ = [
     "INPUT_KEY_PREFIX",
     "REGISTRY",
+    "AddColumns",
     "Append",
     "CreateIndex",
     "Delete",
     "FragmentMetadata",
+    "MergeInsert",
     "Operation",
     "Overwrite",
     "Restore",
     "Rewrite",
     "RewriteGroup",
     "SchemaChange",
+    "Update",
     "operation_from_proto",
     "operation_to_proto",
     "touched_fragment_ids",
@@ -49,7 +55,18 @@ __all__ = [
 
 FragmentMetadata = pb.Fragment
 
-Operation = Append | Delete | Overwrite | Rewrite | CreateIndex | SchemaChange | Restore
+Operation = (
+    Append
+    | Delete
+    | Overwrite
+    | Rewrite
+    | CreateIndex
+    | SchemaChange
+    | Restore
+    | MergeInsert
+    | Update
+    | AddColumns
+)
 
 
 def touched_fragment_ids(op: Operation) -> set[int]:

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Transaction(_message.Message):
-    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore")
+    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update", "add_columns")
     class Append(_message.Message):
         __slots__ = ("fragments", "config")
         class ConfigEntry(_message.Message):
@@ -81,6 +81,45 @@ class Transaction(_message.Message):
         VERSION_FIELD_NUMBER: _ClassVar[int]
         version: int
         def __init__(self, version: _Optional[int] = ...) -> None: ...
+    class MergeInsert(_message.Message):
+        __slots__ = ("updated_fragments", "removed_fragment_ids", "new_fragments", "on", "key_hashes", "inserted_rows")
+        UPDATED_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+        REMOVED_FRAGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+        NEW_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+        ON_FIELD_NUMBER: _ClassVar[int]
+        KEY_HASHES_FIELD_NUMBER: _ClassVar[int]
+        INSERTED_ROWS_FIELD_NUMBER: _ClassVar[int]
+        updated_fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
+        removed_fragment_ids: _containers.RepeatedScalarFieldContainer[int]
+        new_fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
+        on: _containers.RepeatedScalarFieldContainer[str]
+        key_hashes: _containers.RepeatedScalarFieldContainer[int]
+        inserted_rows: int
+        def __init__(self, updated_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., removed_fragment_ids: _Optional[_Iterable[int]] = ..., new_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., on: _Optional[_Iterable[str]] = ..., key_hashes: _Optional[_Iterable[int]] = ..., inserted_rows: _Optional[int] = ...) -> None: ...
+    class Update(_message.Message):
+        __slots__ = ("updated_fragments", "removed_fragment_ids", "new_fragments", "predicate", "columns", "replace_where")
+        UPDATED_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+        REMOVED_FRAGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+        NEW_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
+        PREDICATE_FIELD_NUMBER: _ClassVar[int]
+        COLUMNS_FIELD_NUMBER: _ClassVar[int]
+        REPLACE_WHERE_FIELD_NUMBER: _ClassVar[int]
+        updated_fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
+        removed_fragment_ids: _containers.RepeatedScalarFieldContainer[int]
+        new_fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
+        predicate: str
+        columns: _containers.RepeatedScalarFieldContainer[str]
+        replace_where: bool
+        def __init__(self, updated_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., removed_fragment_ids: _Optional[_Iterable[int]] = ..., new_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., predicate: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., replace_where: _Optional[bool] = ...) -> None: ...
+    class AddColumns(_message.Message):
+        __slots__ = ("schema", "max_field_id", "fragment_files")
+        SCHEMA_FIELD_NUMBER: _ClassVar[int]
+        MAX_FIELD_ID_FIELD_NUMBER: _ClassVar[int]
+        FRAGMENT_FILES_FIELD_NUMBER: _ClassVar[int]
+        schema: _manifest_pb2.Schema
+        max_field_id: int
+        fragment_files: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
+        def __init__(self, schema: _Optional[_Union[_manifest_pb2.Schema, _Mapping]] = ..., max_field_id: _Optional[int] = ..., fragment_files: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ...) -> None: ...
     READ_VERSION_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_US_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +130,9 @@ class Transaction(_message.Message):
     CREATE_INDEX_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_CHANGE_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
+    MERGE_INSERT_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_FIELD_NUMBER: _ClassVar[int]
+    ADD_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     read_version: int
     uuid: str
     timestamp_us: int
@@ -101,4 +143,7 @@ class Transaction(_message.Message):
     create_index: Transaction.CreateIndex
     schema_change: Transaction.SchemaChange
     restore: Transaction.Restore
-    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ...) -> None: ...
+    merge_insert: Transaction.MergeInsert
+    update: Transaction.Update
+    add_columns: Transaction.AddColumns
+    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ..., add_columns: _Optional[_Union[Transaction.AddColumns, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,239 @@
+"""``Dataset.add_columns`` with values: SQL expressions or a per-batch function, computed
+per fragment and written as one new data file per fragment holding only the new columns.
+
+No existing data file is read beyond the columns the values need, and none is rewritten.
+The new file of a fragment is row-aligned with it: its deleted rows hold nulls. The commit
+is one :class:`~fermion.table.operations.AddColumns`; after a conflicting commit (an append,
+a merge, an update, a compaction of its fragments, a schema change) it is planned again on
+the newer version. ``compact_files`` later folds the files of a fragment into one, and
+``drop_columns`` never rewrites data.
+
+Example:
+    >>> import tempfile, pyarrow as pa, fermion.table as ft
+    >>> ds = ft.write_dataset(pa.table({"f0": [1.0, 2.0], "f1": [3.0, 4.0]}), tempfile.mkdtemp())
+    >>> ds.add_columns({"g": "f0 * 2 + f1"})
+    >>> ds.to_table().to_pydict()
+    {'f0': [1.0, 2.0], 'f1': [3.0, 4.0], 'g': [5.0, 8.0]}
+    >>> [len(f.files) for f in ds.fragments]
+    [2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import expressions as exp
+
+from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
+from fermion.table.commit import CommitConfig, CommitResult
+from fermion.table.fragments import as_batches, write_fragments
+from fermion.table.operations import AddColumns
+from fermion.table.predicate import parse_expression
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.row_edits import commit_planned, evaluate
+from fermion.table.scan import ROW_OFFSET, read_fragment
+from fermion.table.schema import TableSchema
+from fermion.table.storage import TableStorage
+from fermion.table.versions import schema_of
+
+__all__ = ["BATCH_SIZE_DEFAULT", "ColumnValues", "add_column_values", "plan_add_columns"]
+
+#: Rows per batch handed to a column function.
+BATCH_SIZE_DEFAULT = 65_536
+
+#: New columns: ``{name: SQL expression}``, or a function of a record batch returning the
+#: new columns for its rows (a RecordBatch, Table or pandas DataFrame).
+ColumnValues = Union[Mapping[str, str], Callable[[pa.RecordBatch], Any]]  # noqa: UP007
+
+
+def _referenced(texts: Sequence[str], names: Sequence[str]) -> list[str]:
+    """Table columns the SQL texts name, in table order."""
+    used = set()
+    for text in texts:
+        try:
+            used |= {c.name for c in sqlglot.parse_one(text, read="spark").find_all(exp.Column)}
+        except sqlglot.errors.SqlglotError:
+            pass  # parse_expression reports it
+    return [n for n in names if n in used]
+
+
+class _Values:
+    """Computes the new columns of a fragment's live rows, checking every output."""
+
+    def __init__(
+        self,
+        schema: TableSchema,
+        values: ColumnValues,
+        read_columns: Sequence[str] | None,
+        batch_size: int,
+    ) -> None:
+        names = schema.arrow.names
+        self.udf: Callable[[pa.RecordBatch], Any] | None = None
+        self.expressions: dict[str, pc.Expression] = {}
+        if isinstance(values, Mapping):
+            if not values:
+                raise InvalidArgumentError("add_columns needs at least one column")
+            for name, text in values.items():
+                if not isinstance(text, str):
+                    raise InvalidArgumentError(
+                        f"add_columns: the value of {name!r} is SQL text, not {type(text).__name__}"
+                    )
+                self.expressions[name] = parse_expression(text, schema.arrow)
+            default = _referenced(list(values.values()), names)
+        elif callable(values):
+            self.udf = values
+            default = list(names)
+        else:
+            raise InvalidArgumentError(
+                "add_columns takes fields, {name: SQL} or a function, not "
+                f"{type(values).__name__}"
+            )
+        self.read_columns = list(read_columns) if read_columns is not None else default
+        missing = [c for c in self.read_columns if c not in names]
+        if missing:
+            raise ColumnNotFoundError(f"add_columns: no columns {missing} in the table")
+        if batch_size < 1:
+            raise InvalidArgumentError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self.table_schema = schema.arrow
+        self.new_schema: pa.Schema | None = None
+        if self.expressions:
+            self.new_schema = self._checked(self._compute(schema.arrow.empty_table()), 0, None)
+
+    def _compute(self, rows: pa.Table) -> pa.Table:
+        if self.udf is None:
+            try:
+                return evaluate(rows, self.expressions)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise InvalidArgumentError(f"add_columns: evaluating failed: {exc}") from None
+        batches = rows.select(self.read_columns).to_batches(max_chunksize=self.batch_size)
+        if not batches:
+            batches = [pa.RecordBatch.from_pylist([], schema=rows.select(self.read_columns).schema)]
+        parts = []
+        for batch in batches:
+            out = self.udf(batch)
+            try:
+                out_schema, out_batches = as_batches(out)
+            except InvalidArgumentError as exc:
+                raise InvalidArgumentError(f"add_columns: the function returned {exc}") from None
+            table = pa.Table.from_batches(list(out_batches), schema=out_schema)
+            if table.num_rows != batch.num_rows:
+                raise InvalidArgumentError(
+                    f"add_columns: the function returned {table.num_rows} rows for a batch of "
+                    f"{batch.num_rows}"
+                )
+            parts.append(table)
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def _checked(self, table: pa.Table, fragment_id: int, expected: pa.Schema | None) -> pa.Schema:
+        if table.num_columns == 0:
+            raise InvalidArgumentError("add_columns: no new column")
+        taken = [n for n in table.column_names if n in self.table_schema.names]
+        if taken:
+            raise InvalidArgumentError(f"add_columns: columns {taken} already exist")
+        schema = pa.schema([f.with_nullable(True) for f in table.schema])
+        if expected is not None and not schema.equals(expected):
+            raise SchemaMismatchError(
+                f"add_columns: fragment {fragment_id} got columns {schema}, an earlier "
+                f"fragment {expected}"
+            )
+        if any(pa.types.is_null(f.type) for f in schema):
+            raise SchemaMismatchError(f"add_columns: columns of no type (all nulls): {schema}")
+        return schema
+
+    def of_fragment(self, rows: pa.Table, fragment_id: int) -> pa.Table:
+        """The new columns of the live ``rows`` of one fragment (read with row offsets)."""
+        out = self._compute(rows)
+        schema = self._checked(out, fragment_id, self.new_schema)
+        self.new_schema = schema
+        return out.cast(schema)
+
+
+def _aligned(values: pa.Table, offsets: np.ndarray, physical_rows: int) -> pa.Table:
+    """``values`` of the live rows at ``offsets``, spread over every physical row (nulls at
+    the deleted ones)."""
+    if len(offsets) == physical_rows:
+        return values
+    index = np.full(physical_rows, -1, dtype=np.int64)
+    index[offsets.astype(np.int64)] = np.arange(len(offsets))
+    return values.take(pa.array(index, mask=index < 0))
+
+
+def plan_add_columns(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    values: ColumnValues,
+    *,
+    read_columns: Sequence[str] | None = None,
+    batch_size: int = BATCH_SIZE_DEFAULT,
+) -> tuple[AddColumns | None, int]:
+    """Compute and write the new columns of every fragment of ``manifest`` (nothing
+    committed). Returns the operation and the number of files written.
+
+    Raises:
+        InvalidArgumentError: An expression that does not parse or evaluate, a function
+            returning the wrong number of rows or an existing column name.
+        SchemaMismatchError: Fragments given columns of different types.
+        ColumnNotFoundError: An unknown column read.
+    """
+    schema = schema_of(manifest)
+    computer = _Values(schema, values, read_columns, batch_size)
+    per_fragment = []
+    for fragment in manifest.fragments:
+        rows = read_fragment(
+            storage, schema, fragment, computer.read_columns, with_row_offsets=True
+        )
+        new = computer.of_fragment(rows, fragment.id)
+        offsets = rows.column(ROW_OFFSET).to_numpy()
+        per_fragment.append((fragment, _aligned(new, offsets, fragment.physical_rows)))
+    if computer.new_schema is None:  # no fragment and a function: nothing to learn from
+        raise InvalidArgumentError("add_columns with a function needs a table with rows")
+    full = schema.add_columns(list(computer.new_schema))
+    new_ids = full.field_ids[len(schema.field_ids) :]
+    part = TableSchema(computer.new_schema, tuple(new_ids), full.max_field_id)
+    fragment_files = []
+    for fragment, table in per_fragment:
+        written = write_fragments(
+            table, storage.uri, schema=part, max_rows_per_file=max(1, fragment.physical_rows),
+            manifest_store=storage.manifest_store,
+        )  # fmt: skip
+        if len(written) != 1:
+            raise InvalidArgumentError(
+                f"fragment {fragment.id}: new columns written as {len(written)} files"
+            )
+        entry = pb.Fragment(id=fragment.id, physical_rows=fragment.physical_rows)
+        entry.files.extend(written[0].files)
+        entry.stats.extend(written[0].stats)
+        fragment_files.append(entry)
+    return AddColumns(full, tuple(fragment_files)), len(fragment_files)
+
+
+def add_column_values(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    values: ColumnValues,
+    *,
+    read_columns: Sequence[str] | None = None,
+    batch_size: int = BATCH_SIZE_DEFAULT,
+    config: CommitConfig | None = None,
+) -> CommitResult | None:
+    """Add columns with values in one version (re-planned after a conflicting commit).
+
+    Raises:
+        As :func:`plan_add_columns`; ``CommitConflictError`` when conflicts outlast the
+        commit attempts.
+    """
+    _Values(schema_of(manifest), values, read_columns, batch_size)  # fail before any file
+
+    def plan(latest: pb.Manifest) -> tuple[AddColumns | None, int]:
+        return plan_add_columns(
+            storage, latest, values, read_columns=read_columns, batch_size=batch_size
+        )
+
+    result, _ = commit_planned(storage, manifest, plan, config=config)
+    return result

@@ -1,0 +1,350 @@
+"""``Dataset.merge_insert``: upsert a source into a table by key columns, in one version.
+
+The builder collects the clauses; :meth:`MergeInsertBuilder.execute` validates the source,
+joins it with the table's live rows on the keys (fragments whose statistics rule out every
+source key are not read, unless unmatched rows are to be deleted), writes the deletion files
+of the replaced rows and one set of new fragments for the updated and inserted rows, and
+commits one :class:`~fermion.table.operations.MergeInsert`. After a conflicting commit
+(another merge of common keys, a compaction of touched fragments, an update of the same
+rows, ...) the whole merge is planned again on the newer version, so it never works on rows
+it did not see.
+
+Semantics (as SQL ``MERGE``): a target row matches a source row when every key column is
+equal (a null key matches nothing). Two source rows with the same key are an error, as is a
+null key in the source. A source key matching several target rows updates each of them.
+
+Example:
+    >>> import tempfile, pyarrow as pa, fermion.table as ft
+    >>> ds = ft.write_dataset(pa.table({"id": [1, 2], "v": ["a", "b"]}), tempfile.mkdtemp())
+    >>> result = (ds.merge_insert("id").when_matched_update_all()
+    ...           .when_not_matched_insert_all()
+    ...           .execute(pa.table({"id": [2, 3], "v": ["B", "c"]})))
+    >>> result.num_updated_rows, result.num_inserted_rows, ds.version
+    (1, 1, 2)
+    >>> sorted(ds.to_table().to_pylist(), key=lambda r: r["id"])
+    [{'id': 1, 'v': 'a'}, {'id': 2, 'v': 'B'}, {'id': 3, 'v': 'c'}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fermion.errors import (
+    ColumnNotFoundError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+)
+from fermion.table.commit import CommitConfig, CommitResult
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
+from fermion.table.operations import MergeInsert
+from fermion.table.predicate import parse_predicate
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.row_edits import commit_planned, mark_deleted, write_new_rows
+from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
+from fermion.table.storage import TableStorage
+from fermion.table.versions import schema_of
+
+__all__ = ["MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
+
+_SOURCE_ROW = "__fermion_source_row"
+#: How many offending keys an error message lists.
+_KEYS_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class MergeInsertResult:
+    """What a merge did.
+
+    Attributes:
+        num_updated_rows: Target rows replaced by updated rows.
+        num_inserted_rows: Source rows whose keys matched nothing.
+        num_deleted_rows: Target rows deleted because the source did not have their keys.
+        version: The table version after the merge (unchanged if there was nothing to do).
+        commit: The commit's details (``None`` if nothing was committed).
+    """
+
+    num_updated_rows: int
+    num_inserted_rows: int
+    num_deleted_rows: int
+    version: int
+    commit: CommitResult | None = field(default=None, repr=False)
+
+
+def key_hashes(keys: pa.Table) -> np.ndarray:
+    """Sorted distinct 64-bit hashes of the rows of ``keys`` (the same in every process).
+
+    Example:
+        >>> a = key_hashes(pa.table({"k": [1, 2]}))
+        >>> b = key_hashes(pa.table({"k": [2, 5]}))
+        >>> len(a), len(np.intersect1d(a, b))
+        (2, 1)
+    """
+    frame = pd.DataFrame({f"c{i}": keys.column(i).to_pandas() for i in range(keys.num_columns)})
+    hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64)
+    return np.unique(hashed)
+
+
+def _described(keys: pa.Table) -> str:
+    rows = [tuple(r.values()) for r in keys.slice(0, _KEYS_SHOWN).to_pylist()]
+    shown = ", ".join(repr(r[0]) if len(r) == 1 else repr(r) for r in rows)
+    return shown + (", ..." if keys.num_rows > _KEYS_SHOWN else "")
+
+
+class MergeInsertBuilder:
+    """A merge of a source into the table on key columns (``Dataset.merge_insert(on)``).
+
+    Chain the clauses, then :meth:`execute`. At least one clause is needed.
+
+    Example:
+        >>> import tempfile, pyarrow as pa, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"id": [1, 2], "n": [0, 0]}), tempfile.mkdtemp())
+        >>> _ = (ds.merge_insert("id").when_not_matched_by_source_delete()
+        ...      .execute(pa.table({"id": [2], "n": [9]})))
+        >>> ds.to_table().to_pylist()
+        [{'id': 2, 'n': 0}]
+    """
+
+    def __init__(
+        self,
+        storage: TableStorage,
+        manifest: pb.Manifest,
+        on: str | Sequence[str],
+        on_commit: Callable[[CommitResult], None] | None = None,
+    ) -> None:
+        keys = [on] if isinstance(on, str) else list(on)
+        if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+            raise InvalidArgumentError(f"merge_insert needs distinct key column names, got {on!r}")
+        schema = schema_of(manifest)
+        for key in keys:
+            if schema.arrow.get_field_index(key) < 0:
+                raise ColumnNotFoundError(f"merge key {key!r} is not a column of the table")
+            kind = schema.arrow.field(key).type
+            if pa.types.is_nested(kind) or pa.types.is_dictionary(kind):
+                raise InvalidArgumentError(f"merge key {key!r} has type {kind}: not a scalar")
+        self._storage, self._manifest, self._on = storage, manifest, tuple(keys)
+        self._on_commit = on_commit
+        self._update: tuple[str, ...] | None = None  # columns set from the source
+        self._insert = False
+        self._delete_unmatched = False
+        self._delete_filter: pc.Expression | str | None = None
+        self._hashes: tuple[int, ...] = ()  # of the source being merged
+
+    def when_matched_update_all(self) -> MergeInsertBuilder:
+        """Replace every matched target row by its source row."""
+        self._update = tuple(schema_of(self._manifest).arrow.names)
+        return self
+
+    def when_matched_update(self, columns: Sequence[str]) -> MergeInsertBuilder:
+        """Set ``columns`` of every matched target row from its source row; the other
+        columns keep the target's values.
+
+        Raises:
+            ColumnNotFoundError: A column the table does not have.
+            InvalidArgumentError: No column, or a key column.
+        """
+        columns = [columns] if isinstance(columns, str) else list(columns)
+        names = schema_of(self._manifest).arrow.names
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise ColumnNotFoundError(f"when_matched_update: no columns {missing} in the table")
+        if not columns or set(columns) & set(self._on):
+            raise InvalidArgumentError(
+                f"when_matched_update sets non-key columns, got {columns} (keys {self._on})"
+            )
+        self._update = tuple(columns)
+        return self
+
+    def when_not_matched_insert_all(self) -> MergeInsertBuilder:
+        """Insert the source rows whose keys match no target row."""
+        self._insert = True
+        return self
+
+    def when_not_matched_by_source_delete(
+        self, predicate: pc.Expression | str | None = None
+    ) -> MergeInsertBuilder:
+        """Delete the target rows whose keys are not in the source (only those matching
+        ``predicate``, a SQL text or an Arrow expression over the table, if given)."""
+        if predicate is not None and not isinstance(predicate, str | pc.Expression):
+            raise InvalidArgumentError(
+                f"a predicate is SQL text or a pyarrow.compute.Expression, not {predicate!r}"
+            )
+        self._delete_unmatched = True
+        self._delete_filter = predicate
+        return self
+
+    def execute(
+        self,
+        source: Any,
+        *,
+        max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
+        commit_config: CommitConfig | None = None,
+    ) -> MergeInsertResult:
+        """Merge ``source`` (any input :func:`~fermion.table.write_dataset` takes) and
+        commit one version.
+
+        Raises:
+            InvalidArgumentError: No clause; duplicate or null keys in the source (named).
+            SchemaMismatchError: The source lacks a key or a needed column, or a column has
+                another type than the table's.
+            CommitConflictError: Conflicts outlasted the commit attempts.
+        """
+        table = self._source_table(source)
+        result, stats = commit_planned(
+            self._storage,
+            self._manifest,
+            lambda manifest: self._plan(manifest, table, max_rows_per_file),
+            config=commit_config,
+        )
+        if result is not None and self._on_commit is not None:
+            self._on_commit(result)
+        version = result.manifest.version if result is not None else self._manifest.version
+        updated, inserted, deleted = stats
+        return MergeInsertResult(updated, inserted, deleted, version, commit=result)
+
+    def plan(
+        self, source: Any, *, max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
+    ) -> MergeInsert | None:
+        """The operation of merging ``source`` into the builder's version, its files
+        written and nothing committed (``None``: nothing to change); for committing it
+        yourself with :func:`~fermion.table.commit.commit_operation`.
+
+        Raises:
+            InvalidArgumentError, SchemaMismatchError: As :meth:`execute`.
+        """
+        op, _ = self._plan(self._manifest, self._source_table(source), max_rows_per_file)
+        return op
+
+    # -- validation ---------------------------------------------------------------------
+
+    def _source_table(self, source: Any) -> pa.Table:
+        if self._update is None and not self._insert and not self._delete_unmatched:
+            raise InvalidArgumentError("merge_insert needs at least one when_... clause")
+        source_schema, batches = as_batches(source)
+        schema = schema_of(self._manifest).arrow
+        needed = list(self._on)
+        if self._insert or self._update == tuple(schema.names):
+            needed = list(schema.names)
+        elif self._update is not None:
+            needed += list(self._update)
+        missing = [n for n in needed if source_schema.get_field_index(n) < 0]
+        if missing:
+            raise SchemaMismatchError(f"merge_insert: the source lacks the columns {missing}")
+        for name in needed:
+            theirs, ours = source_schema.field(name).type, schema.field(name).type
+            if not theirs.equals(ours):
+                raise SchemaMismatchError(
+                    f"merge_insert: source column {name!r} has type {theirs}, the table has {ours}"
+                )
+        extra = [n for n in source_schema.names if schema.get_field_index(n) < 0]
+        if extra and (self._insert or self._update == tuple(schema.names)):
+            raise SchemaMismatchError(f"merge_insert: the table has no columns {extra}")
+        table = pa.Table.from_batches(list(batches), schema=source_schema)
+        table = table.select(list(dict.fromkeys(needed)))
+        keys = table.select(list(self._on))
+        nulls = sum(keys.column(k).null_count for k in self._on)
+        if nulls:
+            raise InvalidArgumentError(f"merge_insert: the source has {nulls} null keys")
+        hashes = key_hashes(keys)
+        if len(hashes) < keys.num_rows:  # equal keys (or a hash collision): name them
+            counts = keys.group_by(list(self._on)).aggregate([([], "count_all")])
+            duplicated = counts.filter(pc.field("count_all") > 1).select(list(self._on))
+            if duplicated.num_rows:
+                raise InvalidArgumentError(
+                    f"merge_insert: {duplicated.num_rows} keys occur more than once in the "
+                    f"source: {_described(duplicated)}"
+                )
+        self._hashes = tuple(hashes.tolist())
+        return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
+
+    # -- planning -----------------------------------------------------------------------
+
+    def _plan(
+        self, manifest: pb.Manifest, source: pa.Table, max_rows_per_file: int
+    ) -> tuple[MergeInsert | None, tuple[int, int, int]]:
+        """The operation (files written) on ``manifest`` and (updated, inserted, deleted)."""
+        storage, on = self._storage, list(self._on)
+        schema = schema_of(manifest)
+        keys = source.select([*on, _SOURCE_ROW])
+        names = schema.arrow.names
+        # the columns an update sets, on this version: a column added or dropped since the
+        # builder's version (a re-plan) is kept from the target, or ignored
+        set_columns = [n for n in names if n in source.column_names and n in (self._update or ())]
+        partial = self._update is not None and set(set_columns) != set(names)
+        delete_filter = None
+        if self._delete_filter is not None:
+            delete_filter = (
+                parse_predicate(self._delete_filter, schema.arrow)
+                if isinstance(self._delete_filter, str)
+                else self._delete_filter
+            )
+        # a partial update keeps the target's other columns; a filter reads its columns
+        columns = list(names) if partial or delete_filter is not None else on
+        prune = None
+        if not self._delete_unmatched:  # only fragments that may hold a source key
+            prune = pc.scalar(True)
+            for key in on:
+                prune = prune & pc.field(key).isin(source.column(key).unique())
+        updates, removed, new_tables = [], [], []
+        matched_rows = np.zeros(source.num_rows, dtype=bool)
+        updated = deleted = 0
+        for fragment in Scanner(storage, manifest, schema, [], prune).fragments():
+            # the statistics chose the fragment; the join, not a row filter, finds the keys
+            target = read_fragment(storage, schema, fragment, columns, with_row_offsets=True)
+            gone = []
+            matched = target.join(keys, on, join_type="inner")
+            matched_rows[matched.column(_SOURCE_ROW).to_numpy()] = True
+            if self._update is not None and matched.num_rows:
+                gone.append(matched.column(ROW_OFFSET).to_numpy())
+                new_tables.append(_updated_rows(matched, source, names, set_columns, partial))
+                updated += matched.num_rows
+            if self._delete_unmatched:
+                unmatched = target.join(keys.select(on), on, join_type="left anti")
+                if delete_filter is not None:
+                    unmatched = unmatched.filter(delete_filter)
+                gone.append(unmatched.column(ROW_OFFSET).to_numpy())
+                deleted += unmatched.num_rows
+            offsets = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
+            if offsets.size:
+                update, emptied = mark_deleted(storage, fragment, offsets, manifest.version)
+                if emptied:
+                    removed.append(fragment.id)
+                elif update is not None:
+                    updates.append(update)
+        inserted = 0
+        if self._insert:
+            fresh = source.filter(pa.array(~matched_rows)).drop_columns([_SOURCE_ROW])
+            for name in names:  # a column added since the builder's version: nulls
+                if name not in fresh.column_names:
+                    kind = schema.arrow.field(name).type
+                    fresh = fresh.append_column(name, pa.nulls(fresh.num_rows, kind))
+            new_tables.append(fresh)
+            inserted = fresh.num_rows
+        stats = (updated, inserted, deleted)
+        if not updates and not removed and not any(t.num_rows for t in new_tables):
+            return None, stats
+        fragments = write_new_rows(storage, schema, new_tables, max_rows_per_file)
+        op = MergeInsert(
+            updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
+            new_fragments=tuple(fragments), on=self._on,
+            key_hashes=self._hashes, inserted_rows=inserted,
+        )  # fmt: skip
+        return op, stats
+
+
+def _updated_rows(
+    matched: pa.Table, source: pa.Table, names: list[str], update: list[str], partial: bool
+) -> pa.Table:
+    """The new values of matched rows: the ``update`` columns from the source, the others
+    kept from the target."""
+    rows = source.take(matched.column(_SOURCE_ROW))
+    if not partial:
+        return rows.select(names)
+    arrays = [rows.column(n) if n in update else matched.column(n) for n in names]
+    return pa.Table.from_arrays(arrays, names=names)
