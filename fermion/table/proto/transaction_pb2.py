@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from fermion.table.proto import manifest_pb2 as fermion_dot_table_dot_proto_dot_manifest__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%fermion/table/proto/transaction.proto\x12\rfermion.table\x1a\"fermion/table/proto/manifest.proto\"\xd9\n\n\x0bTransaction\x12\x14\n\x0cread_version\x18\x01 \x01(\x04\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x14\n\x0ctimestamp_us\x18\x03 \x01(\x03\x12\x33\n\x06\x61ppend\x18\n \x01(\x0b\x32!.fermion.table.Transaction.AppendH\x00\x12\x33\n\x06\x64\x65lete\x18\x0b \x01(\x0b\x32!.fermion.table.Transaction.DeleteH\x00\x12\x39\n\toverwrite\x18\x0c \x01(\x0b\x32$.fermion.table.Transaction.OverwriteH\x00\x12\x35\n\x07rewrite\x18\r \x01(\x0b\x32\".fermion.table.Transaction.RewriteH\x00\x12>\n\x0c\x63reate_index\x18\x0e \x01(\x0b\x32&.fermion.table.Transaction.CreateIndexH\x00\x12@\n\rschema_change\x18\x0f \x01(\x0b\x32\'.fermion.table.Transaction.SchemaChangeH\x00\x12\x35\n\x07restore\x18\x10 \x01(\x0b\x32\".fermion.table.Transaction.RestoreH\x00\x1a\xa2\x01\n\x06\x41ppend\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12=\n\x06\x63onfig\x18\x02 \x03(\x0b\x32-.fermion.table.Transaction.Append.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1am\n\x06\x44\x65lete\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14\x64\x65leted_fragment_ids\x18\x02 \x03(\x04\x12\x11\n\tpredicate\x18\x03 \x01(\t\x1a\xe5\x01\n\tOverwrite\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12%\n\x06schema\x18\x02 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x03 \x01(\x05\x12@\n\x06\x63onfig\x18\x04 \x03(\x0b\x32\x30.fermion.table.Transaction.Overwrite.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x0cRewriteGroup\x12\x18\n\x10old_fragment_ids\x18\x01 \x03(\x04\x12.\n\rnew_fragments\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1a\x42\n\x07Rewrite\x12\x37\n\x06groups\x18\x01 \x03(\x0b\x32\'.fermion.table.Transaction.RewriteGroup\x1ak\n\x0b\x43reateIndex\x12+\n\x05index\x18\x01 \x01(\x0b\x32\x1c.fermion.table.IndexMetadata\x12/\n\x0e\x66ragment_stats\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1aK\n\x0cSchemaChange\x12%\n\x06schema\x18\x01 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x02 \x01(\x05\x1a\x1a\n\x07Restore\x12\x0f\n\x07version\x18\x01 \x01(\x04\x42\x0b\n\toperationb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%fermion/table/proto/transaction.proto\x12\rfermion.table\x1a\"fermion/table/proto/manifest.proto\"\xb0\x0b\n\x0bTransaction\x12\x14\n\x0cread_version\x18\x01 \x01(\x04\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x14\n\x0ctimestamp_us\x18\x03 \x01(\x03\x12\x33\n\x06\x61ppend\x18\n \x01(\x0b\x32!.fermion.table.Transaction.AppendH\x00\x12\x33\n\x06\x64\x65lete\x18\x0b \x01(\x0b\x32!.fermion.table.Transaction.DeleteH\x00\x12\x39\n\toverwrite\x18\x0c \x01(\x0b\x32$.fermion.table.Transaction.OverwriteH\x00\x12\x35\n\x07rewrite\x18\r \x01(\x0b\x32\".fermion.table.Transaction.RewriteH\x00\x12>\n\x0c\x63reate_index\x18\x0e \x01(\x0b\x32&.fermion.table.Transaction.CreateIndexH\x00\x12@\n\rschema_change\x18\x0f \x01(\x0b\x32\'.fermion.table.Transaction.SchemaChangeH\x00\x12\x35\n\x07restore\x18\x10 \x01(\x0b\x32\".fermion.table.Transaction.RestoreH\x00\x12:\n\ndrop_index\x18\x14 \x01(\x0b\x32$.fermion.table.Transaction.DropIndexH\x00\x1a\xa2\x01\n\x06\x41ppend\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12=\n\x06\x63onfig\x18\x02 \x03(\x0b\x32-.fermion.table.Transaction.Append.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1am\n\x06\x44\x65lete\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14\x64\x65leted_fragment_ids\x18\x02 \x03(\x04\x12\x11\n\tpredicate\x18\x03 \x01(\t\x1a\xe5\x01\n\tOverwrite\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12%\n\x06schema\x18\x02 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x03 \x01(\x05\x12@\n\x06\x63onfig\x18\x04 \x03(\x0b\x32\x30.fermion.table.Transaction.Overwrite.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x0cRewriteGroup\x12\x18\n\x10old_fragment_ids\x18\x01 \x03(\x04\x12.\n\rnew_fragments\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1a\x42\n\x07Rewrite\x12\x37\n\x06groups\x18\x01 \x03(\x0b\x32\'.fermion.table.Transaction.RewriteGroup\x1ak\n\x0b\x43reateIndex\x12+\n\x05index\x18\x01 \x01(\x0b\x32\x1c.fermion.table.IndexMetadata\x12/\n\x0e\x66ragment_stats\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1aK\n\x0cSchemaChange\x12%\n\x06schema\x18\x01 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x02 \x01(\x05\x1a\x19\n\tDropIndex\x12\x0c\n\x04name\x18\x01 \x01(\t\x1a\x1a\n\x07Restore\x12\x0f\n\x07version\x18\x01 \x01(\x04\x42\x0b\n\toperationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,25 +37,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._loaded_options = None
   _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_options = b'8\001'
   _globals['_TRANSACTION']._serialized_start=93
-  _globals['_TRANSACTION']._serialized_end=1462
-  _globals['_TRANSACTION_APPEND']._serialized_start=572
-  _globals['_TRANSACTION_APPEND']._serialized_end=734
-  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_start=689
-  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_end=734
-  _globals['_TRANSACTION_DELETE']._serialized_start=736
-  _globals['_TRANSACTION_DELETE']._serialized_end=845
-  _globals['_TRANSACTION_OVERWRITE']._serialized_start=848
-  _globals['_TRANSACTION_OVERWRITE']._serialized_end=1077
-  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_start=689
-  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_end=734
-  _globals['_TRANSACTION_REWRITEGROUP']._serialized_start=1079
-  _globals['_TRANSACTION_REWRITEGROUP']._serialized_end=1167
-  _globals['_TRANSACTION_REWRITE']._serialized_start=1169
-  _globals['_TRANSACTION_REWRITE']._serialized_end=1235
-  _globals['_TRANSACTION_CREATEINDEX']._serialized_start=1237
-  _globals['_TRANSACTION_CREATEINDEX']._serialized_end=1344
-  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_start=1346
-  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_end=1421
-  _globals['_TRANSACTION_RESTORE']._serialized_start=1423
-  _globals['_TRANSACTION_RESTORE']._serialized_end=1449
+  _globals['_TRANSACTION']._serialized_end=1549
+  _globals['_TRANSACTION_APPEND']._serialized_start=632
+  _globals['_TRANSACTION_APPEND']._serialized_end=794
+  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_start=749
+  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_end=794
+  _globals['_TRANSACTION_DELETE']._serialized_start=796
+  _globals['_TRANSACTION_DELETE']._serialized_end=905
+  _globals['_TRANSACTION_OVERWRITE']._serialized_start=908
+  _globals['_TRANSACTION_OVERWRITE']._serialized_end=1137
+  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_start=749
+  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_end=794
+  _globals['_TRANSACTION_REWRITEGROUP']._serialized_start=1139
+  _globals['_TRANSACTION_REWRITEGROUP']._serialized_end=1227
+  _globals['_TRANSACTION_REWRITE']._serialized_start=1229
+  _globals['_TRANSACTION_REWRITE']._serialized_end=1295
+  _globals['_TRANSACTION_CREATEINDEX']._serialized_start=1297
+  _globals['_TRANSACTION_CREATEINDEX']._serialized_end=1404
+  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_start=1406
+  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_end=1481
+  _globals['_TRANSACTION_DROPINDEX']._serialized_start=1483
+  _globals['_TRANSACTION_DROPINDEX']._serialized_end=1508
+  _globals['_TRANSACTION_RESTORE']._serialized_start=1510
+  _globals['_TRANSACTION_RESTORE']._serialized_end=1536
 # @@protoc_insertion_point(module_scope)
