@@ -74,6 +74,9 @@ class ScanStats:
     files_reused: int = 0  # of files_opened: readers a dataset kept open (batch lookups)
     deletion_files_read: int = 0
     rows_returned: int = 0
+    fragments_indexed: int = 0  # covered by the scalar index a filter conjunct used
+    index_files_read: int = 0
+    index_bytes_read: int = 0
 
 
 def _referenced(filter: pc.Expression | None, names: Sequence[str]) -> list[str]:
@@ -317,6 +320,7 @@ class Scanner:
         *,
         with_row_offsets: bool = False,
         batch_size: int | None = None,
+        use_indices: bool = True,
     ) -> None:
         names = schema.arrow.names
         if batch_size is not None and batch_size <= 0:
@@ -338,6 +342,8 @@ class Scanner:
         self.stats = ScanStats()
         self._storage, self._manifest, self._schema = storage, manifest, schema
         self._with_row_offsets = with_row_offsets
+        self.use_indices = use_indices
+        self._index_hits: dict[int, np.ndarray] = {}  # fragment id -> candidate offsets
 
     def fragments(self) -> list[pb.Fragment]:
         """The fragments left after pruning by manifest statistics."""
@@ -350,10 +356,24 @@ class Scanner:
             ]
             keep = prune(guarantees, self._schema.arrow, self.filter)
             fragments = [f for f, k in zip(fragments, keep, strict=True) if k]
+        if self.filter is not None and self.use_indices and self._manifest.indices:
+            from fermion.table.indices.lookup import plan_indexed_scan  # (it imports scan)
+
+            fragments, self._index_hits = plan_indexed_scan(
+                self._storage, self._manifest, self._schema, self.filter, fragments, self.stats
+            )
         self.stats.fragments_pruned = self.stats.fragments_total - len(fragments)
         return fragments
 
     def _read(self, fragment: pb.Fragment) -> pa.Table:
+        offsets = self._index_hits.get(fragment.id)
+        if offsets is not None and self.filter is not None:
+            from fermion.table.indices.lookup import read_rows
+
+            return read_rows(
+                self._storage, self._schema, fragment, self.columns, self.filter, offsets,
+                with_row_offsets=self._with_row_offsets, stats=self.stats,
+            )  # fmt: skip
         return read_fragment(
             self._storage,
             self._schema,

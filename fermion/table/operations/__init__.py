@@ -22,6 +22,7 @@ from fermion.table.operations.append import Append
 from fermion.table.operations.base import INPUT_KEY_PREFIX, REGISTRY
 from fermion.table.operations.create_index import CreateIndex
 from fermion.table.operations.delete import Delete
+from fermion.table.operations.drop_index import DropIndex
 from fermion.table.operations.overwrite import Overwrite
 from fermion.table.operations.restore import Restore
 from fermion.table.operations.rewrite import Rewrite, RewriteGroup
@@ -35,6 +36,7 @@ __all__ = [
     "Append",
     "CreateIndex",
     "Delete",
+    "DropIndex",
     "FragmentMetadata",
     "Operation",
     "Overwrite",
@@ -49,7 +51,7 @@ __all__ = [
 
 FragmentMetadata = pb.Fragment
 
-Operation = Append | Delete | Overwrite | Rewrite | CreateIndex | SchemaChange | Restore
+Operation = Append | Delete | Overwrite | Rewrite | CreateIndex | SchemaChange | Restore | DropIndex
 
 
 def touched_fragment_ids(op: Operation) -> set[int]:
