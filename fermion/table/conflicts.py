@@ -6,17 +6,18 @@ rows the operation types declare in their own modules (``CONFLICTS``, and
 have exactly one cell; :func:`build_matrix` refuses a gap or a double declaration. Each
 cell is a :class:`Verdict` or a rule that looks at the fragments both touch:
 
-========== ======== ========== ========= ============ ============= ========= =========
-mine       append   delete     rewrite   create_index schema_change overwrite restore
-========== ======== ========== ========= ============ ============= ========= =========
-append     OK***    OK         OK        OK           OK            NO        NO
-delete     OK       rebase*    R*        OK           OK            NO        NO
-rewrite    OK       R*         R*        OK           OK            NO        NO
-create_idx OK       R**        R*        OK           OK            R         R
-schema     OK       OK         OK        OK           R             NO        NO
-overwrite  OK       OK         OK        OK           OK            OK        OK
-restore    OK       OK         OK        OK           OK            OK        OK
-========== ======== ========== ========= ============ ============= ========= =========
+========== ====== ======= ======= ============ ============= ========= ========= ==========
+mine       append delete  rewrite create_index schema_change overwrite restore   drop_index
+========== ====== ======= ======= ============ ============= ========= ========= ==========
+append     OK***  OK      OK      OK           OK            NO        NO        OK
+delete     OK     rebase* R*      OK           OK            NO        NO        OK
+rewrite    OK     R*      R*      OK           OK            NO        NO        OK
+create_idx OK     R**     R*      OK           OK            R         R         OK
+schema     OK     OK      OK      OK           R             NO        NO        OK
+overwrite  OK     OK      OK      OK           OK            OK        OK        OK
+restore    OK     OK      OK      OK           OK            OK        OK        OK
+drop_idx   OK     OK      OK      OK           OK            OK        OK        OK
+========== ====== ======= ======= ============ ============= ========= ========= ==========
 
 ``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
 both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
@@ -27,7 +28,9 @@ rows are disjoint; overlapping rows make it retryable (the commit loop decides, 
 must read the bitmaps). ``R`` is retryable (re-plan on the new version), ``NO`` is
 incompatible (the transaction cannot happen). A compaction never commits over a delete of
 its fragments, so it cannot resurrect deleted rows; an index never covers fragments a
-concurrent rewrite removed. An unknown operation (``None``) is always incompatible: be
+concurrent rewrite removed (a scalar index's re-plan narrows its coverage to the fragments
+still there; docs/TABLE_FORMAT.md, "Scalar indices"). ``drop_index`` touches no fragment and
+commits over anything. An unknown operation (``None``) is always incompatible: be
 conservative.
 
 Example:

@@ -35,6 +35,7 @@ from fermion.table.operations import (
     REGISTRY,
     Append,
     CreateIndex,
+    DropIndex,
     Operation,
     Overwrite,
     Restore,
@@ -117,6 +118,10 @@ def _restore(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Oper
     return Restore(1)
 
 
+def _drop_index(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    return DropIndex("idx-c0")
+
+
 #: name -> (maker, variants); every registered operation type needs an entry
 MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "append": (_append, ("in-a", "in-b")),
@@ -126,6 +131,7 @@ MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "schema_change": (_schema_change, ("add",)),
     "overwrite": (_overwrite, ("all",)),
     "restore": (_restore, ("v1",)),
+    "drop_index": (_drop_index, ("idx-c0",)),
 }
 UNKNOWN = "unknown"
 PAIRS = [*itertools.product(REGISTRY, REGISTRY), *((mine, UNKNOWN) for mine in REGISTRY)]
@@ -208,7 +214,7 @@ def _documented() -> dict[tuple[str, str], set[Verdict]]:
     lines = [line.split() for line in (conflicts.__doc__ or "").splitlines()]
     start = next(i for i, line in enumerate(lines) if line and line[0] == "mine")
     header = lines[start][1:]
-    names = {"create_idx": "create_index", "schema": "schema_change"}
+    names = {"create_idx": "create_index", "schema": "schema_change", "drop_idx": "drop_index"}
     cells: dict[tuple[str, str], set[Verdict]] = {}
     for line in lines[start + 2 :]:
         if line[0].startswith("="):  # the end of the table

@@ -39,7 +39,17 @@ from fermion.table.scan import ROW_OFFSET, ScanStats, read_fragment
 from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
 from fermion.table.storage import TableStorage
 
-__all__ = ["index_column", "lookup_addresses", "plan_indexed_scan", "read_rows"]
+__all__ = [
+    "INDEX_READ_OPTIONS",
+    "index_column",
+    "lookup_addresses",
+    "plan_indexed_scan",
+    "read_rows",
+]
+
+#: How index files are opened for a lookup: a small tail read (an index file's metadata is
+#: a few KiB: two columns) and no merging of distant pages, so a lookup reads its pages.
+INDEX_READ_OPTIONS = {"prefetch_bytes": 64 << 10, "coalesce_gap": 64 << 10}
 
 
 def index_column(index: pb.IndexMetadata, schema: TableSchema) -> str | None:
@@ -67,7 +77,7 @@ def lookup_addresses(
     """
     found: list[np.ndarray] = []
     for path in index.files:
-        with FileReader(storage.target(path)) as reader:
+        with FileReader(storage.target(path), **INDEX_READ_OPTIONS) as reader:
             if reader.schema.names[:2] != [KEY, ROW_ADDRESS]:
                 raise InvalidFileError(f"{path}: not an index file ({reader.schema.names})")
             if not reader.schema.field(KEY).type.equals(key_type):
