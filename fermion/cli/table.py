@@ -104,8 +104,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         "fragments": fragments,
         "data_bytes": sum(d.size_bytes for f in m.fragments for d in f.files),
         "indices": [
-            {"name": i.name, "kind": i.kind, "columns": list(i.columns),
-             "fragments": len(i.fragment_ids), "entries": i.num_entries, "bytes": i.size_bytes}
+            {
+                "name": i.name,
+                "kind": i.kind,
+                "columns": list(i.columns),
+                "fragments": len(i.fragment_ids),
+                "entries": i.num_entries,
+                "bytes": i.size_bytes,
+            }
             for i in ds.indices()
         ],  # fmt: skip
         "config": dict(m.config),
