@@ -22,7 +22,7 @@ import fermion
 import fermion.table as ft
 from fermion.cli.app import main as cli_main
 from fermion.errors import ColumnNotFoundError, DatasetError, InvalidArgumentError
-from fermion.table.indices.api import create_index
+from fermion.table.indices.api import create_index, drop_index
 from fermion.table.versions import load_manifest
 
 
@@ -263,3 +263,55 @@ def test_is_null_on_empty_strings_and_nulls(tmp_path: Path) -> None:
     path = str(tmp_path / "f.fermion")
     fermion.write_table(pa.table({"k": pa.array(["", None, None], pa.string())}), path)
     assert fermion.read_table(path, filter=pc.field("k").is_null()).num_rows == 2
+
+
+def _theirs(ds: ft.Dataset, what: str) -> None:
+    """Commit one concurrent operation on ``ds`` (a table with an index ``old``)."""
+    if what == "append":
+        ds.append(_table(50, seed=3))
+    elif what == "delete_rows":
+        ds.delete("k = 7")
+    elif what == "delete_fragment":
+        ds.delete("v < 250")  # fragment 0 entirely
+    elif what == "rewrite":
+        ds.compact_files(target_rows_per_fragment=500)
+    elif what == "overwrite":
+        ft.write_dataset(_table(300, seed=4), ds.uri, mode="overwrite")
+    elif what == "restore":
+        ds.restore(1)
+    elif what == "drop_index":
+        ds.drop_index("old")
+
+
+#: their operation -> whether a CreateIndex read before it must re-plan (conflict matrix)
+REPLANS = {
+    "append": False, "delete_rows": False, "delete_fragment": True, "rewrite": True,
+    "overwrite": True, "restore": True, "drop_index": False,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("theirs", sorted(REPLANS))
+def test_create_and_drop_index_against_each_concurrent_operation(
+    ds: ft.Dataset, theirs: str
+) -> None:
+    ds.create_index("c", "BITMAP", name="old")
+    read = load_manifest(ds.storage, ds.version)
+    _theirs(ft.dataset(ds.uri), theirs)
+    result = create_index(ds.storage, read, "k", "BTREE")  # read before theirs
+    assert result.replanned == int(REPLANS[theirs])
+    present = {f.id for f in result.manifest.fragments}
+    index = next(i for i in result.manifest.indices if i.name == "k_idx")
+    expected = present & {0, 1, 2, 3}  # what it indexed, minus what left
+    assert set(index.fragment_ids) == expected
+    latest = ft.dataset(ds.uri)
+    for text in ("k = 7", "k IN (3, 9, 11)", "k IS NULL", "c = 'fr'"):
+        _both(latest, text)
+    latest.optimize_indices()
+    assert {i.name: set(i.fragment_ids) == present for i in latest.indices()}["k_idx"]
+    _both(latest, "k = 7")
+    # a drop read before a newer commit always commits, and the index is gone after it
+    read = load_manifest(ds.storage, latest.version)
+    _theirs(ft.dataset(ds.uri), "append")
+    result = drop_index(ds.storage, read, "k_idx")
+    assert result.replanned == 0 and result.manifest.version == read.version + 2
+    assert "k_idx" not in [i.name for i in result.manifest.indices]

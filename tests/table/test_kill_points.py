@@ -63,6 +63,10 @@ def _stats_rebuild(uri: str, store: Any) -> None:
     ft.dataset(uri, manifest_store=store).rebuild_stats()
 
 
+def _create_index(uri: str, store: Any) -> None:
+    ft.dataset(uri, manifest_store=store).create_index("x", "BTREE")
+
+
 OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "append": _append,
     "overwrite": _overwrite,
@@ -71,6 +75,7 @@ OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "schema_change": _schema_change,
     "restore": _restore,
     "stats_rebuild": _stats_rebuild,
+    "create_index": _create_index,
 }
 WRITES_DATA = {"append", "overwrite", "compaction"}
 
@@ -87,10 +92,12 @@ COMMON = [
 ]
 DATA = [("partial_write", "data/", False), ("after_data_write", "", False)]
 DELETION = [("partial_write", "_deletions/", False)]
+INDEX = [("partial_write", "_indices/", False)]  # a torn index file
 
 
 def _points(operation: str) -> list[tuple[str, str, bool]]:
     extra = DATA if operation in WRITES_DATA else DELETION if operation == "delete" else []
+    extra = INDEX if operation == "create_index" else extra
     return extra + COMMON
 
 
@@ -131,6 +138,8 @@ def _referenced(uri: str, store: Any) -> set[str]:
             found.update(f.path for f in fragment.files)
             if fragment.HasField("deletion_file"):
                 found.add(deletion_path(fragment.id, fragment.deletion_file))
+        for index in manifest.indices:
+            found.update(index.files)
     return found
 
 
