@@ -380,6 +380,7 @@ class Dataset:
         return Scanner(
             self._storage, self._manifest, self._schema, columns, filter,
             with_row_offsets=with_row_offsets, batch_size=batch_size, use_indices=use_indices,
+            readers=self._readers,
         )  # fmt: skip
 
     def to_table(

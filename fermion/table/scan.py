@@ -321,6 +321,7 @@ class Scanner:
         with_row_offsets: bool = False,
         batch_size: int | None = None,
         use_indices: bool = True,
+        readers: ReaderCache | None = None,
     ) -> None:
         names = schema.arrow.names
         if batch_size is not None and batch_size <= 0:
@@ -343,7 +344,9 @@ class Scanner:
         self._storage, self._manifest, self._schema = storage, manifest, schema
         self._with_row_offsets = with_row_offsets
         self.use_indices = use_indices
+        self._readers = readers  # data files kept open for indexed lookups (a Dataset's)
         self._index_hits: dict[int, np.ndarray] = {}  # fragment id -> candidate offsets
+        self._index_exact = False  # the candidates are exactly the filter's rows
 
     def fragments(self) -> list[pb.Fragment]:
         """The fragments left after pruning by manifest statistics."""
@@ -359,7 +362,7 @@ class Scanner:
         if self.filter is not None and self.use_indices and self._manifest.indices:
             from fermion.table.indices.lookup import plan_indexed_scan  # (it imports scan)
 
-            fragments, self._index_hits = plan_indexed_scan(
+            fragments, self._index_hits, self._index_exact = plan_indexed_scan(
                 self._storage, self._manifest, self._schema, self.filter, fragments, self.stats
             )
         self.stats.fragments_pruned = self.stats.fragments_total - len(fragments)
@@ -373,6 +376,7 @@ class Scanner:
             return read_rows(
                 self._storage, self._schema, fragment, self.columns, self.filter, offsets,
                 with_row_offsets=self._with_row_offsets, stats=self.stats,
+                exact=self._index_exact, readers=self._readers,
             )  # fmt: skip
         return read_fragment(
             self._storage,

@@ -69,6 +69,15 @@ def _filters(draw: Any, value: Any, t: pa.DataType) -> pc.Expression:
     return expr
 
 
+def _rows_of(table: pa.Table) -> list[tuple[Any, ...]]:
+    """The rows in order, NaN as a string (NaN != NaN for Table.equals)."""
+    columns = [
+        ["NaN" if isinstance(v, float) and v != v else v for v in c.to_pylist()]
+        for c in table.columns
+    ]
+    return list(zip(*columns, strict=True))
+
+
 STEPS = st.lists(st.sampled_from(["delete", "append", "compact", "optimize"]), max_size=4)
 
 
@@ -95,7 +104,8 @@ def test_indexed_scans_equal_unindexed_scans(
             scanner = ds.scanner(None, expr)
             indexed = scanner.to_table()
             plain = ds.scanner(None, expr, use_indices=False).to_table()
-            assert indexed.equals(plain), (str(expr), indexed.to_pydict(), plain.to_pydict())
+            assert indexed.schema.equals(plain.schema)
+            assert _rows_of(indexed) == _rows_of(plain), (str(expr), _rows_of(plain))
             assert ds.count_rows(expr) == plain.num_rows
 
     check()

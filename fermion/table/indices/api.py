@@ -86,11 +86,11 @@ def build_index(
         old = (list(previous.files), previous.kind, keep)
     entries = collect_entries(storage, schema, fragments, column, old)
     build = uuidlib.uuid4().hex
-    path, size = write_index_file(storage, build, kind, entries)
+    paths, size = write_index_file(storage, build, kind, entries)
     covered = sorted(keep | {f.id for f in fragments})
     index = pb.IndexMetadata(
         uuid=build, name=name, kind=kind, field_ids=[schema.id_of(column)],
-        fragment_ids=covered, dataset_version=manifest.version, files=[path],
+        fragment_ids=covered, dataset_version=manifest.version, files=paths,
         index_version=INDEX_LAYOUT_VERSION, num_entries=entries.num_rows, size_bytes=size,
     )  # fmt: skip
     return CreateIndex(index)

@@ -20,7 +20,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,13 +34,27 @@ from fermion.errors import InvalidFileError
 from fermion.format import FileReader
 from fermion.format.read.plan import filter_table
 from fermion.format.read.pruning import referenced_fields
-from fermion.table._datafile import open_data_file
-from fermion.table.deletions import keep_mask, read_deletion_file
-from fermion.table.indices.match import key_filter
-from fermion.table.indices.model import BITMAP, KEY, ROW_ADDRESS, is_scalar_index, split_addresses
+from fermion.table.indices.build import FENCE_ROW, fences_path, is_fences_path
+from fermion.table.indices.match import (
+    KeyPredicate,
+    evaluate,
+    intervals,
+    match_filter,
+    physical,
+    to_expression,
+)
+from fermion.table.indices.model import (
+    BITMAP,
+    BTREE,
+    KEY,
+    ROW_ADDRESS,
+    is_scalar_index,
+    split_addresses,
+)
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.readers import ReaderCache
 from fermion.table.scan import ROW_OFFSET, ScanStats, read_fragment
-from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
+from fermion.table.schema import TableSchema, project_file_table
 from fermion.table.storage import TableStorage
 
 __all__ = [
@@ -62,33 +80,136 @@ def index_column(index: pb.IndexMetadata, schema: TableSchema) -> str | None:
     return str(schema.arrow.names[top.index(index.field_ids[0])])
 
 
+def _cached_fences(storage: TableStorage, path: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """A fences file's ordered keys (as :func:`physical` values), rows, and bytes read;
+    kept per file (index files never change once written), so a lookup reads it once."""
+    cache_key = (storage.uri, path)
+    found = _FENCES.get(cache_key)
+    if found is not None:
+        _FENCES.move_to_end(cache_key)
+        return found[0], found[1], 0
+    with FileReader(storage.target(path), **INDEX_READ_OPTIONS) as reader:
+        table = reader.read(columns=[KEY, FENCE_ROW])
+        read = reader.source.stats.bytes_read
+    keys = table.column(KEY).combine_chunks()
+    fences = (physical(keys[:-1], keys.type), table.column(FENCE_ROW).to_numpy())
+    _FENCES[cache_key] = fences
+    while len(_FENCES) > _FENCES_KEPT:
+        _FENCES.popitem(last=False)
+    return fences[0], fences[1], read
+
+
+_FENCES: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_FENCES_KEPT = 64
+
+
+class _IndexReaders:
+    """Idle open readers of index files by (table, path), least recently used first, each
+    lent to one caller at a time (index files never change once written)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._idle: OrderedDict[tuple[str, str], FileReader] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lease(self, storage: TableStorage, path: str) -> Iterator[FileReader]:
+        key = (storage.uri, path)
+        with self._lock:
+            reader = self._idle.pop(key, None)
+        if reader is None:
+            reader = FileReader(storage.target(path), **INDEX_READ_OPTIONS)
+        try:
+            yield reader
+        except BaseException:
+            reader.close()
+            raise
+        evicted = []
+        with self._lock:
+            if key in self._idle:
+                evicted.append(reader)
+            else:
+                self._idle[key] = reader
+                while len(self._idle) > self.capacity:
+                    evicted.append(self._idle.popitem(last=False)[1])
+        for old in evicted:
+            old.close()
+
+
+#: Index files kept open between lookups.
+_INDEX_READERS = _IndexReaders(16)
+
+
+def _btree_positions(
+    storage: TableStorage, path: str, bounds: list[tuple[Any, Any]], stats: ScanStats
+) -> np.ndarray:
+    """Entry rows of a BTREE file that may hold keys within ``bounds`` (closed intervals),
+    found by binary search in its fences."""
+    keys, rows, read = _cached_fences(storage, path)
+    stats.index_bytes_read += read
+    blocks = np.zeros(len(keys) + 1, dtype=np.int8)  # +1/-1 at block range starts/ends
+    for lo, hi in bounds:
+        # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also
+        # end the block before it
+        first = 0 if lo is None else max(int(np.searchsorted(keys, lo, "left")) - 1, 0)
+        last = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
+        if last > first:
+            blocks[first] += 1
+            blocks[last] -= 1
+    wanted = np.flatnonzero(np.cumsum(blocks[:-1]) > 0)
+    if not len(wanted):
+        return np.empty(0, np.int64)
+    starts, stops = rows[wanted].astype(np.int64), rows[wanted + 1].astype(np.int64)
+    lengths = stops - starts
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+
+
 def lookup_addresses(
     storage: TableStorage,
     index: pb.IndexMetadata,
-    expression: pc.Expression,
+    predicate: KeyPredicate,
     key_type: pa.DataType,
     stats: ScanStats,
 ) -> np.ndarray | None:
-    """Sorted distinct row addresses whose key ``expression`` (over ``key``) keeps; None
-    when the files' key type is not ``key_type`` (the column was widened since the build).
+    """Sorted distinct row addresses whose key ``predicate`` keeps; None when the files'
+    key type is not ``key_type`` (the column was widened since the build).
+
+    A BTREE searches its fences for the entry rows that may match (when the predicate has
+    key intervals) and reads only those; otherwise, like a BITMAP, it reads the file with
+    the predicate as a filter (its pages are pruned by their key statistics).
 
     Raises:
         InvalidFileError: A file of the index is not an index file.
     """
     found: list[np.ndarray] = []
     for path in index.files:
-        with FileReader(storage.target(path), **INDEX_READ_OPTIONS) as reader:
+        if is_fences_path(path):
+            continue
+        with _INDEX_READERS.lease(storage, path) as reader:
+            before = reader.source.stats.bytes_read
             if reader.schema.names[:2] != [KEY, ROW_ADDRESS]:
                 raise InvalidFileError(f"{path}: not an index file ({reader.schema.names})")
             if not reader.schema.field(KEY).type.equals(key_type):
                 return None
-            table = reader.read(columns=[ROW_ADDRESS], filter=expression)
             stats.index_files_read += 1
-            stats.index_bytes_read += reader.source.stats.bytes_read
-        column = table.column(ROW_ADDRESS)
+            bounds = intervals(predicate, key_type) if index.kind == BTREE else None
+            fences = fences_path(path)
+            if bounds is not None and fences in index.files:
+                positions = _btree_positions(storage, fences, bounds, stats)
+                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            elif index.kind == BITMAP:  # one row per distinct key: evaluate them all
+                keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
+                positions = np.flatnonzero(evaluate(predicate, keys))
+                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            else:
+                table = reader.read(columns=[KEY, ROW_ADDRESS], filter=to_expression(predicate))
+            stats.index_bytes_read += reader.source.stats.bytes_read - before
+        keep = evaluate(predicate, table.column(KEY).combine_chunks())
+        column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
         if index.kind == BITMAP:
             column = pc.list_flatten(column)
-        found.append(column.to_numpy())
+        found.append(column.to_numpy(zero_copy_only=False))
     if not found:
         return np.empty(0, np.uint64)
     return np.unique(np.concatenate(found).astype(np.uint64, copy=False))
@@ -101,21 +222,21 @@ def plan_indexed_scan(
     filter: pc.Expression,
     fragments: Sequence[pb.Fragment],
     stats: ScanStats,
-) -> tuple[list[pb.Fragment], dict[int, np.ndarray]]:
-    """The fragments left to read and, for those an index answers, their candidate rows
-    (sorted physical offsets). Without a usable index: ``fragments`` and ``{}``."""
+) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool]:
+    """The fragments left to read, for those an index answers their candidate rows (sorted
+    physical offsets), and whether the candidates are exactly the filter's rows (the index
+    answered every conjunct). Without a usable index: ``fragments``, ``{}``, False."""
     present = {f.id for f in fragments}
     for index in manifest.indices:
         column = index_column(index, schema)
         if column is None:
             continue
         covered = set(index.fragment_ids) & present
-        expression = key_filter(filter, column) if covered else None
-        if expression is None:
+        predicate, exact = match_filter(filter, column) if covered else (None, False)
+        if predicate is None:
             continue
-        addresses = lookup_addresses(
-            storage, index, expression, schema.arrow.field(column).type, stats
-        )
+        key_type = schema.arrow.field(column).type
+        addresses = lookup_addresses(storage, index, predicate, key_type, stats)
         if addresses is None:
             continue
         ids, offsets = split_addresses(addresses)
@@ -126,8 +247,8 @@ def plan_indexed_scan(
                 hits[fragment_id] = offsets[lo:hi]
         stats.fragments_indexed += len(covered)
         kept = [f for f in fragments if f.id not in covered or f.id in hits]
-        return kept, hits
-    return list(fragments), {}
+        return kept, hits, exact
+    return list(fragments), {}, False
 
 
 def read_rows(
@@ -140,34 +261,38 @@ def read_rows(
     *,
     with_row_offsets: bool = False,
     stats: ScanStats | None = None,
+    exact: bool = False,
+    readers: ReaderCache | None = None,
 ) -> pa.Table:
     """The live rows at physical ``offsets`` (sorted) of ``fragment`` that ``filter``
     keeps, projected to ``columns`` (and ``_rowoffset`` with ``with_row_offsets``), in
     physical order: the rows :func:`~fermion.table.scan.read_fragment` returns, when
-    ``offsets`` hold every row it would keep."""
+    ``offsets`` hold every row it would keep. With ``exact`` the filter is known to keep
+    every row at ``offsets`` and is not evaluated again. ``readers`` keeps the data file
+    open (and its deletion mask) for the next lookups."""
     stats = stats if stats is not None else ScanStats()
-    used = referenced_fields(filter)
+    used = referenced_fields(filter) if not exact else set()
     needed = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
-    if fragment.HasField("deletion_file"):
-        deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
-        stats.deletion_files_read += 1
-        offsets = offsets[keep_mask(deleted, fragment.physical_rows)[offsets]]
+    needed = needed or [schema.arrow.names[0]]  # (no column asked: rows are still counted)
     if len(fragment.files) != 1:  # columns in several files: read the fragment whole
         table = read_fragment(
             storage, schema, fragment, needed, filter, with_row_offsets=True, stats=stats
         )
-        mask = np.isin(table.column(ROW_OFFSET).to_numpy(), offsets)
+        mask = np.isin(table.column(ROW_OFFSET).to_numpy(), offsets)  # (deletions applied)
         table = table.filter(pa.array(mask))
         return table.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
     path = fragment.files[0].path
     top_ids = schema.top_level_ids()
-    with open_data_file(storage.target(path)) as reader:
+    with (readers if readers is not None else ReaderCache(0)).lease(storage, path) as opened:
+        reader = opened.reader
         stats.files_opened += 1
-        if reader.num_rows != fragment.physical_rows:
-            raise InvalidFileError(
-                f"{path}: {reader.num_rows} rows, the manifest says {fragment.physical_rows}"
-            )
-        file_ids = top_level_field_ids(reader.schema, reader.field_ids)
+        stats.files_reused += not opened.fresh
+        opened.check_rows(fragment, path)
+        if fragment.HasField("deletion_file"):
+            keep, read_now = opened.keep_mask(storage, fragment)
+            stats.deletion_files_read += read_now
+            offsets = offsets[keep[offsets]]
+        file_ids = opened.top_ids
         wanted = {top_ids[schema.arrow.get_field_index(n)] for n in needed}
         got = [(reader.schema.field(i).name, f) for i, f in enumerate(file_ids) if f in wanted]
         names = [n for n, _ in got] or [reader.schema.field(0).name]
@@ -177,7 +302,8 @@ def read_rows(
         table = project_file_table(read.select([]), [], schema, needed)
     if with_row_offsets:
         table = table.append_column(ROW_OFFSET, pa.array(offsets.astype(np.uint64)))
-    table = filter_table(table, filter)
+    if not exact:
+        table = filter_table(table, filter)
     out = table.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
     stats.rows_returned += out.num_rows
     return out
