@@ -6,11 +6,13 @@ fragment's deletions only grow). :func:`fragment_entries` reads them from a frag
 :func:`read_entries` from existing index files (for :func:`write_index_file` to merge an old
 index with new fragments), and :func:`write_index_file` writes the file of one kind:
 
-- BTREE: one row per entry, sorted by key (nulls last), then by row address;
+- BTREE: one row per entry, sorted by key (nulls last), then by row address, and a
+  fences file with the key of every :data:`FENCE_ROWS`-th entry, which a lookup searches
+  to read only the entry rows that may match;
 - BITMAP: one row per distinct key (null included), its row addresses as a sorted list.
 
-Both are Fermion files (zstd, page statistics on ``key``), so a lookup reads only the
-pages whose key range may match (docs/TABLE_FORMAT.md, "Scalar indices").
+All are Fermion files (zstd, plain keys, page statistics on ``key``; docs/TABLE_FORMAT.md,
+"Scalar indices").
 
 Example:
     >>> import tempfile, pyarrow as pa
