@@ -23,6 +23,11 @@ import fermion.table as ft
 from fermion.cli.app import main as cli_main
 from fermion.errors import ColumnNotFoundError, DatasetError, InvalidArgumentError
 from fermion.table.indices.api import create_index, drop_index
+from fermion.table.indices.tasks import (
+    commit_index_build,
+    execute_index_build,
+    plan_index_build,
+)
 from fermion.table.versions import load_manifest
 
 
@@ -315,3 +320,34 @@ def test_create_and_drop_index_against_each_concurrent_operation(
     result = drop_index(ds.storage, read, "k_idx")
     assert result.replanned == 0 and result.manifest.version == read.version + 2
     assert "k_idx" not in [i.name for i in result.manifest.indices]
+
+
+def test_index_build_tasks_refresh_rebuild_and_race(ds: ft.Dataset) -> None:
+    plan = plan_index_build(ds.uri, "k", "btree", fragments_per_task=3)
+    assert [len(t.fragments) for t in plan.tasks] == [3, 1]
+    commit_index_build(plan, [execute_index_build(t) for t in plan.tasks])
+    ds = ft.dataset(ds.uri)
+    first = ds.indices()[0]
+    ds.append(_table(100, seed=8))
+    plan = plan_index_build(ds.uri, "k", "BTREE")  # a refresh: only the new fragment
+    assert [len(t.fragments) for t in plan.tasks] == [1]
+    results = [execute_index_build(t) for t in plan.tasks]
+    ft.dataset(ds.uri).compact_files(target_rows_per_fragment=500)  # rewrites 0-3 meanwhile
+    result = commit_index_build(plan, results)
+    assert result.replanned == 1
+    latest = ft.dataset(ds.uri)
+    (index,) = latest.indices()
+    assert index.fragment_ids == (4,) and index.uuid != first.uuid
+    assert not [p for p in Path(ds.uri, "_indices").rglob("run-*")]
+    _both(latest, "k IN (7, 8, 9)")
+    plan = plan_index_build(ds.uri, "k", "BTREE", rebuild=True)
+    assert len(plan.tasks) == len(latest.fragments)
+    commit_index_build(plan, [execute_index_build(t) for t in plan.tasks])
+    latest = ft.dataset(ds.uri)
+    assert set(latest.indices()[0].fragment_ids) == {f.id for f in latest.fragments}
+    _, stats = _both(latest, "k = 9")
+    assert stats.fragments_indexed == len(latest.fragments)
+    with pytest.raises(InvalidArgumentError, match="another column or kind"):
+        plan_index_build(ds.uri, "k", "BITMAP")
+    with pytest.raises(ColumnNotFoundError):
+        plan_index_build(ds.uri, "nope", "BTREE")

@@ -26,6 +26,8 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections.abc import Sequence
 
+import pyarrow as pa
+
 from fermion.errors import ColumnNotFoundError, DatasetError, InvalidArgumentError
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.indices.build import collect_entries, write_index_file
@@ -41,7 +43,15 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
 
-__all__ = ["build_index", "create_index", "drop_index", "list_indices", "optimize_indices"]
+__all__ = [
+    "build_index",
+    "create_index",
+    "drop_index",
+    "finish_build",
+    "list_indices",
+    "narrowed",
+    "optimize_indices",
+]
 
 
 def list_indices(manifest: pb.Manifest) -> list[IndexInfo]:
@@ -85,18 +95,34 @@ def build_index(
         keep = set(previous.fragment_ids) & present
         old = (list(previous.files), previous.kind, keep)
     entries = collect_entries(storage, schema, fragments, column, old)
-    build = uuidlib.uuid4().hex
+    covered = keep | {f.id for f in fragments}
+    return finish_build(
+        storage, manifest, column, kind, name, uuidlib.uuid4().hex, entries, covered
+    )
+
+
+def finish_build(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    column: str,
+    kind: str,
+    name: str,
+    build: str,
+    entries: pa.Table,
+    covered: set[int],
+) -> CreateIndex:
+    """Write the files of build ``build`` holding ``entries`` and return the
+    ``CreateIndex`` covering ``covered``, planned on ``manifest``."""
     paths, size = write_index_file(storage, build, kind, entries)
-    covered = sorted(keep | {f.id for f in fragments})
     index = pb.IndexMetadata(
-        uuid=build, name=name, kind=kind, field_ids=[schema.id_of(column)],
-        fragment_ids=covered, dataset_version=manifest.version, files=paths,
+        uuid=build, name=name, kind=kind, field_ids=[schema_of(manifest).id_of(column)],
+        fragment_ids=sorted(covered), dataset_version=manifest.version, files=paths,
         index_version=INDEX_LAYOUT_VERSION, num_entries=entries.num_rows, size_bytes=size,
     )  # fmt: skip
     return CreateIndex(index)
 
 
-def _narrowed(op: CreateIndex, manifest: pb.Manifest | None) -> CreateIndex:
+def narrowed(op: CreateIndex, manifest: pb.Manifest | None) -> CreateIndex:
     """``op`` re-planned on a newer manifest: it covers only fragments still there."""
     present = {f.id for f in manifest.fragments} if manifest is not None else set()
     index = pb.IndexMetadata()
@@ -136,7 +162,7 @@ def create_index(
     op = build_index(storage, manifest, column, kind, name, list(manifest.fragments))
     return commit_operation(
         storage, op, read_version=manifest.version, config=config,
-        planner=lambda latest: _narrowed(op, latest),
+        planner=lambda latest: narrowed(op, latest),
     )  # fmt: skip
 
 
@@ -178,7 +204,7 @@ def optimize_indices(
                 op,
                 read_version=current.version,
                 config=config,
-                planner=lambda latest, op=op: _narrowed(op, latest),  # type: ignore[misc]
+                planner=lambda latest, op=op: narrowed(op, latest),  # type: ignore[misc]
             )  # fmt: skip
         )
     return results

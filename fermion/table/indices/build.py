@@ -52,6 +52,7 @@ __all__ = [
     "is_fences_path",
     "index_file_path",
     "read_entries",
+    "sorted_entries",
     "write_index_file",
 ]
 
@@ -142,7 +143,8 @@ def read_entries(storage: TableStorage, paths: Iterable[str], kind: str) -> pa.T
     return pa.concat_tables(parts) if parts else pa.table({})
 
 
-def _sorted(entries: pa.Table) -> pa.Table:
+def sorted_entries(entries: pa.Table) -> pa.Table:
+    """Entries sorted by key (nulls last, NaN before them), then by row address."""
     keys = [(KEY, "ascending", "at_end"), (ROW_ADDRESS, "ascending", "at_end")]
     order = pc.sort_indices(entries, sort_keys=keys)
     return entries.take(order)
@@ -176,7 +178,7 @@ def write_index_file(
 ) -> tuple[list[str], int]:
     """Write the index files of ``kind`` holding ``entries`` (a BTREE's entries file and
     its fences file); their paths and total size in bytes."""
-    rows = _sorted(entries.select([KEY, ROW_ADDRESS]))
+    rows = sorted_entries(entries.select([KEY, ROW_ADDRESS]))
     if kind == BITMAP:
         rows = _bitmap_rows(rows)
     elif kind != BTREE:
