@@ -61,7 +61,7 @@ INDEX_PAGE_SIZE = 64 << 10
 #: Rows of a stripe of an index file: stripe statistics narrow a lookup before its pages.
 INDEX_STRIPE_ROWS = 1 << 18
 #: A BTREE's fences file holds the key of every this many-th entry.
-FENCE_ROWS = 1024
+FENCE_ROWS = 256
 #: Column of a fences file: the entry row each fence key starts.
 FENCE_ROW = "_row"
 
