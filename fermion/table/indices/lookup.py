@@ -84,23 +84,27 @@ def _cached_fences(storage: TableStorage, path: str) -> tuple[np.ndarray, np.nda
     """A fences file's ordered keys (as :func:`physical` values), rows, and bytes read;
     kept per file (index files never change once written), so a lookup reads it once."""
     cache_key = (storage.uri, path)
-    found = _FENCES.get(cache_key)
+    with _FENCES_LOCK:
+        found = _FENCES.get(cache_key)
+        if found is not None:
+            _FENCES.move_to_end(cache_key)
     if found is not None:
-        _FENCES.move_to_end(cache_key)
         return found[0], found[1], 0
     with FileReader(storage.target(path), **INDEX_READ_OPTIONS) as reader:
         table = reader.read(columns=[KEY, FENCE_ROW])
         read = reader.source.stats.bytes_read
     keys = table.column(KEY).combine_chunks()
     fences = (physical(keys[:-1], keys.type), table.column(FENCE_ROW).to_numpy())
-    _FENCES[cache_key] = fences
-    while len(_FENCES) > _FENCES_KEPT:
-        _FENCES.popitem(last=False)
+    with _FENCES_LOCK:
+        _FENCES[cache_key] = fences
+        while len(_FENCES) > _FENCES_KEPT:
+            _FENCES.popitem(last=False)
     return fences[0], fences[1], read
 
 
 _FENCES: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 _FENCES_KEPT = 64
+_FENCES_LOCK = threading.Lock()
 
 
 class _IndexReaders:
