@@ -34,6 +34,7 @@ from fermion.table.batches import (
 from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
+from fermion.table.indices.lookup import indexed_scan
 from fermion.table.indices.model import IndexInfo, IndexKind
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
@@ -379,8 +380,8 @@ class Dataset:
         """
         return Scanner(
             self._storage, self._manifest, self._schema, columns, filter,
-            with_row_offsets=with_row_offsets, batch_size=batch_size, use_indices=use_indices,
-            readers=self._readers,
+            with_row_offsets=with_row_offsets, batch_size=batch_size,
+            indices=indexed_scan if use_indices else None, readers=self._readers,
         )  # fmt: skip
 
     def to_table(

@@ -21,6 +21,7 @@ from fermion.table.operations import (
     Append,
     CreateIndex,
     Delete,
+    DropIndex,
     Overwrite,
     Restore,
     Rewrite,
@@ -44,6 +45,7 @@ EXAMPLES: list[Any] = [
     CreateIndex(pb.IndexMetadata(uuid="u", name="n", fragment_ids=[1]), (DELETED,)),
     SchemaChange(SCHEMA),
     Restore(2),
+    DropIndex("n"),
 ]
 
 

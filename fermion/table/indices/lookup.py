@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -60,6 +60,7 @@ from fermion.table.storage import TableStorage
 __all__ = [
     "INDEX_READ_OPTIONS",
     "index_column",
+    "indexed_scan",
     "lookup_addresses",
     "plan_indexed_scan",
     "read_rows",
@@ -253,6 +254,34 @@ def plan_indexed_scan(
         kept = [f for f in fragments if f.id not in covered or f.id in hits]
         return kept, hits, exact
     return list(fragments), {}, False
+
+
+def indexed_scan(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    schema: TableSchema,
+    filter: pc.Expression,
+    fragments: Sequence[pb.Fragment],
+    *,
+    stats: ScanStats,
+    columns: Sequence[str],
+    with_row_offsets: bool = False,
+    readers: ReaderCache | None = None,
+) -> tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]:
+    """A :data:`~fermion.table.scan.IndexedScan`: the fragments left to read, and a reader
+    of a fragment's rows through the index (None for a fragment to scan as usual)."""
+    kept, hits, exact = plan_indexed_scan(storage, manifest, schema, filter, fragments, stats)
+
+    def read(fragment: pb.Fragment) -> pa.Table | None:
+        offsets = hits.get(fragment.id)
+        if offsets is None:
+            return None
+        return read_rows(
+            storage, schema, fragment, columns, filter, offsets,
+            with_row_offsets=with_row_offsets, stats=stats, exact=exact, readers=readers,
+        )  # fmt: skip
+
+    return kept, read
 
 
 def read_rows(

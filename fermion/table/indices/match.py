@@ -28,9 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# the format layer's reading of an expression's serialised tree (what its own page pruning
-# uses); the table layer has no other view of a pyarrow expression's structure
-from fermion.format.read.pruning import _parse, _serialized
+from fermion.errors import InvalidArgumentError
+from fermion.table.indices.expression_tree import expression_tree
 from fermion.table.indices.model import KEY
 
 __all__ = ["KeyPredicate", "evaluate", "intervals", "match_filter", "to_expression"]
@@ -61,8 +60,8 @@ def match_filter(filter: pc.Expression, column: str) -> tuple[KeyPredicate | Non
     """The predicate an index on ``column`` answers (None: none), and whether it is the
     whole filter (then the rows it selects are exactly the filter's)."""
     try:
-        tree = _parse(*_serialized(filter))
-    except Exception:  # an expression Arrow serialises in a way we do not read: no index
+        tree = expression_tree(filter)
+    except InvalidArgumentError:  # an expression we do not read: no index
         return None, False
     conjuncts, stack = [], [tree]
     while stack:
