@@ -2,9 +2,11 @@
 
 - :mod:`~fermion.table.indices.model`: kinds, row addresses, what ``Dataset.indices()`` lists;
 - :mod:`~fermion.table.indices.build`: index files written from fragments (and merged);
+- :mod:`~fermion.table.indices.expression_tree`: a filter expression's tree;
 - :mod:`~fermion.table.indices.match`: which filter conjuncts an index answers;
 - :mod:`~fermion.table.indices.lookup`: the scan through an index;
-- :mod:`~fermion.table.indices.api`: create, drop and optimize (the ``Dataset`` methods).
+- :mod:`~fermion.table.indices.api`: create, drop and optimize (the ``Dataset`` methods);
+- :mod:`~fermion.table.indices.tasks`: a build as plan → execute → commit (the job's).
 
 The layout of the files is normative in docs/TABLE_FORMAT.md ("Scalar indices").
 
