@@ -10,6 +10,7 @@ with and without the index.
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fermion.table as ft
+from fermion.table.indices import lookup
 
 KEY_TYPES = {
     "int": (pa.int64(), st.integers(-5, 5)),
@@ -81,10 +83,25 @@ def _rows_of(table: pa.Table) -> list[tuple[Any, ...]]:
 STEPS = st.lists(st.sampled_from(["delete", "append", "compact", "optimize"]), max_size=4)
 
 
+@pytest.mark.parametrize("path", ["take", "read"])
 @pytest.mark.parametrize("key_type", sorted(KEY_TYPES))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), kind=st.sampled_from(["BTREE", "BITMAP"]), steps=STEPS)
 def test_indexed_scans_equal_unindexed_scans(
+    tmp_path_factory: pytest.TempPathFactory,
+    key_type: str,
+    path: str,
+    data: Any,
+    kind: str,
+    steps: list[str],
+) -> None:
+    # candidates read row by row (take), or picked from a read of the fragment's columns
+    ratio = 0 if path == "take" else 1 << 40
+    with mock.patch.object(lookup, "DENSE_READ_RATIO", ratio):
+        _history(tmp_path_factory, key_type, data, kind, steps)
+
+
+def _history(
     tmp_path_factory: pytest.TempPathFactory, key_type: str, data: Any, kind: str, steps: list[str]
 ) -> None:
     t, value = KEY_TYPES[key_type]
