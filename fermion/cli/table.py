@@ -104,8 +104,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         "fragments": fragments,
         "data_bytes": sum(d.size_bytes for f in m.fragments for d in f.files),
         "indices": [
-            {"name": i.name, "kind": i.kind, "fragments": len(i.fragment_ids)} for i in m.indices
-        ],
+            {
+                "name": i.name,
+                "kind": i.kind,
+                "columns": list(i.columns),
+                "fragments": len(i.fragment_ids),
+                "entries": i.num_entries,
+                "bytes": i.size_bytes,
+            }
+            for i in ds.indices()
+        ],  # fmt: skip
         "config": dict(m.config),
     }
     if args.json:
@@ -121,6 +129,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         files = ", ".join(f"{d['path']} ({d['bytes']} B)" for d in entry["files"])
         out.append(f"  #{entry['id']:<5} rows={entry['physical_rows']}{gone}  {files}")
     for index in info["indices"]:
-        out.append(f"index {index['name']} ({index['kind']}) over {index['fragments']} fragments")
+        on = f" on {', '.join(index['columns'])}" if index["columns"] else ""
+        out.append(
+            f"index {index['name']} ({index['kind']}){on} over {index['fragments']} fragments"
+        )
     sys.stdout.write("\n".join(out) + "\n")
     return 0

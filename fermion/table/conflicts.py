@@ -6,20 +6,21 @@ rows the operation types declare in their own modules (``CONFLICTS``, and
 have exactly one cell; :func:`build_matrix` refuses a gap or a double declaration. Each
 cell is a :class:`Verdict` or a rule that looks at the fragments both touch:
 
-========== ======= ======= ======= ========== ====== ========= ======= ======= ======= ======
-mine       append  delete  rewrite create_idx schema overwrite restore merge   update  addcol
-========== ======= ======= ======= ========== ====== ========= ======= ======= ======= ======
-append     OK***   OK      OK      OK         OK     NO        NO      OK      OK      OK
-delete     OK      rebase* R*      OK         OK     NO        NO      rebase* rebase* OK
-rewrite    OK      R*      R*      OK         OK     NO        NO      R*      R*      R
-create_idx OK      R**     R*      OK         OK     R         R       R**     R**     OK
-schema     OK      OK      OK      OK         R      NO        NO      OK      OK      R
-overwrite  OK      OK      OK      OK         OK     OK        OK      OK      OK      OK
-restore    OK      OK      OK      OK         OK     OK        OK      OK      OK      OK
-merge      R+      rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R
-update     R+      rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R
-addcol     R       OK      R       OK         R      NO        NO      R       R       R
-========== ======= ======= ======= ========== ====== ========= ======= ======= ======= ======
+========== ====== ======= ======= ========== ====== ========= ======= ======= ======= ====== =======
+mine       append delete  rewrite create_idx schema overwrite restore merge   update  addcol dropidx
+========== ====== ======= ======= ========== ====== ========= ======= ======= ======= ====== =======
+append     OK***  OK      OK      OK         OK     NO        NO      OK      OK      OK     OK
+delete     OK     rebase* R*      OK         OK     NO        NO      rebase* rebase* OK     OK
+rewrite    OK     R*      R*      OK         OK     NO        NO      R*      R*      R      OK
+create_idx OK     R**     R*      OK         OK     R         R       R**     R**     OK     OK
+schema     OK     OK      OK      OK         R      NO        NO      OK      OK      R      OK
+overwrite  OK     OK      OK      OK         OK     OK        OK      OK      OK      OK     OK
+restore    OK     OK      OK      OK         OK     OK        OK      OK      OK      OK     OK
+merge      R+     rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R      OK
+update     R+     rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R      OK
+addcol     R      OK      R       OK         R      NO        NO      R       R       R      OK
+dropidx    OK     OK      OK      OK         OK     OK        OK      OK      OK      OK     OK
+========== ====== ======= ======= ========== ====== ========= ======= ======= ======= ====== =======
 
 ``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
 both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
@@ -40,7 +41,9 @@ schema change would be undone, so all of these make it (or them) re-plan.
 ``R`` is retryable (re-plan on the new version), ``NO`` is incompatible (the transaction
 cannot happen). A compaction never commits over a delete of
 its fragments, so it cannot resurrect deleted rows; an index never covers fragments a
-concurrent rewrite removed. An unknown operation (``None``) is always incompatible: be
+concurrent rewrite removed (a scalar index's re-plan narrows its coverage to the fragments
+still there; docs/TABLE_FORMAT.md, "Scalar indices"). ``drop_index`` touches no fragment and
+commits over anything. An unknown operation (``None``) is always incompatible: be
 conservative.
 
 Example:

@@ -35,6 +35,8 @@ from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
+from fermion.table.indices.lookup import indexed_scan
+from fermion.table.indices.model import IndexInfo, IndexKind
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import MergeInsertBuilder
@@ -380,10 +382,13 @@ class Dataset:
         *,
         with_row_offsets: bool = False,
         batch_size: int | None = None,
+        use_indices: bool = True,
     ) -> Scanner:
         """A scan of this version (see :mod:`fermion.table.scan`); ``filter`` is an
         expression or a SQL predicate (:mod:`fermion.table.predicate`). DuckDB calls this
-        with the query's columns and filter, then reads ``scanner.to_reader()``.
+        with the query's columns and filter, then reads ``scanner.to_reader()``. A scalar
+        index answers the conjuncts on its column unless ``use_indices`` is false
+        (:mod:`fermion.table.indices.lookup`).
 
         Raises:
             ColumnNotFoundError: a projected or filtered column is not in the table.
@@ -397,6 +402,7 @@ class Dataset:
         return Scanner(
             self._storage, self._manifest, self._schema, columns, filter,
             with_row_offsets=with_row_offsets, batch_size=batch_size,
+            indices=indexed_scan if use_indices else None, readers=self._readers,
         )  # fmt: skip
 
     def to_table(
@@ -1025,6 +1031,89 @@ class Dataset:
             plan, [execute_index(t) for t in plan.tasks], **self._commit_options(None)
         )
         self._follow(summary)
+
+    # -- scalar indices (fermion.table.indices) ------------------------------------------------
+
+    def create_index(
+        self,
+        column: str,
+        kind: IndexKind = "BTREE",
+        *,
+        name: str | None = None,
+        replace: bool = False,
+    ) -> None:
+        """Build a scalar index on ``column`` over every fragment and commit it (named
+        ``{column}_idx`` unless ``name`` is given). Scans use it for the filter conjuncts
+        on that column; fragments written later are scanned as usual until
+        :meth:`optimize_indices`.
+
+        Raises:
+            ColumnNotFoundError: No such column.
+            InvalidArgumentError: An unknown kind, a type it cannot key, or the name is
+                taken and ``replace`` is false.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"k": [4, 2, 9]}), tempfile.mkdtemp())
+            >>> ds.create_index("k", "BTREE")
+            >>> ds.to_table(filter="k IN (2, 9)")["k"].to_pylist()
+            [2, 9]
+        """
+        from fermion.table.indices.api import create_index
+
+        self._moved(create_index(self._storage, self._manifest, column, kind, name=name,
+                                 replace=replace))  # fmt: skip
+
+    def indices(self) -> list[IndexInfo]:
+        """The indices of this version (scalar indices and the statistics rebuild).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"k": [1]}), tempfile.mkdtemp())
+            >>> ds.create_index("k", "BITMAP", name="by_k")
+            >>> [(i.name, i.kind, i.columns, i.fragment_ids) for i in ds.indices()]
+            [('by_k', 'BITMAP', ('k',), (0,))]
+        """
+        from fermion.table.indices.api import list_indices
+
+        return list_indices(self._manifest)
+
+    def drop_index(self, name: str) -> None:
+        """Remove the index ``name`` (its files go with the versions listing it, at cleanup).
+
+        Raises:
+            DatasetError: This version has no index of that name.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"k": [1]}), tempfile.mkdtemp())
+            >>> ds.create_index("k")
+            >>> ds.drop_index("k_idx")
+            >>> ds.indices()
+            []
+        """
+        from fermion.table.indices.api import drop_index
+
+        self._moved(drop_index(self._storage, self._manifest, name))
+
+    def optimize_indices(self) -> None:
+        """Add the fragments each scalar index does not cover (appended, or rewritten by
+        a compaction, since its build) to it: one commit per index that had some.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"k": [1]}), tempfile.mkdtemp())
+            >>> ds.create_index("k")
+            >>> ds.append(pa.table({"k": [2]}))
+            >>> ds.optimize_indices()
+            >>> ds.indices()[0].fragment_ids
+            (0, 1)
+        """
+        from fermion.table.indices.api import optimize_indices
+
+        results = optimize_indices(self._storage, self._manifest)
+        if results:
+            self._moved(results[-1])
 
     def cleanup_old_versions(
         self,

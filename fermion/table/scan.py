@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -49,6 +49,7 @@ from fermion.table.transition import live_rows
 
 __all__ = [
     "ROW_OFFSET",
+    "IndexedScan",
     "STREAM_READAHEAD",
     "ScanStats",
     "Scanner",
@@ -59,6 +60,10 @@ __all__ = [
 ]
 
 ROW_OFFSET = "_rowoffset"
+#: ``(storage, manifest, schema, filter, fragments, *, stats, columns, with_row_offsets,
+#: readers) -> (fragments to read, read(fragment) -> its rows, or None to scan it)``: a
+#: scan through a scalar index (``fermion.table.indices.lookup.indexed_scan``).
+IndexedScan = Callable[..., tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]]
 _SCAN_THREADS = 8
 # fragments a streaming scan reads ahead: memory stays a few fragments, not the table
 STREAM_READAHEAD = 2
@@ -74,6 +79,9 @@ class ScanStats:
     files_reused: int = 0  # of files_opened: readers a dataset kept open (batch lookups)
     deletion_files_read: int = 0
     rows_returned: int = 0
+    fragments_indexed: int = 0  # covered by the scalar index a filter conjunct used
+    index_files_read: int = 0
+    index_bytes_read: int = 0
 
 
 def _referenced(filter: pc.Expression | None, names: Sequence[str]) -> list[str]:
@@ -317,6 +325,8 @@ class Scanner:
         *,
         with_row_offsets: bool = False,
         batch_size: int | None = None,
+        indices: IndexedScan | None = None,
+        readers: ReaderCache | None = None,
     ) -> None:
         names = schema.arrow.names
         if batch_size is not None and batch_size <= 0:
@@ -338,6 +348,9 @@ class Scanner:
         self.stats = ScanStats()
         self._storage, self._manifest, self._schema = storage, manifest, schema
         self._with_row_offsets = with_row_offsets
+        self._indices = indices
+        self._readers = readers  # data files kept open for indexed lookups (a Dataset's)
+        self._indexed_read: Callable[[pb.Fragment], pa.Table | None] | None = None
 
     def fragments(self) -> list[pb.Fragment]:
         """The fragments left after pruning by manifest statistics."""
@@ -350,10 +363,20 @@ class Scanner:
             ]
             keep = prune(guarantees, self._schema.arrow, self.filter)
             fragments = [f for f, k in zip(fragments, keep, strict=True) if k]
+        if self.filter is not None and self._indices is not None and self._manifest.indices:
+            fragments, self._indexed_read = self._indices(
+                self._storage, self._manifest, self._schema, self.filter, fragments,
+                stats=self.stats, columns=self.columns,
+                with_row_offsets=self._with_row_offsets, readers=self._readers,
+            )  # fmt: skip
         self.stats.fragments_pruned = self.stats.fragments_total - len(fragments)
         return fragments
 
     def _read(self, fragment: pb.Fragment) -> pa.Table:
+        if self._indexed_read is not None:
+            table = self._indexed_read(fragment)
+            if table is not None:
+                return table
         return read_fragment(
             self._storage,
             self._schema,

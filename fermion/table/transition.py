@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from fermion.errors import DatasetError
 from fermion.table.codec import FLAG_DELETION_FILES, FLAG_INDICES
+from fermion.table.indices.model import KINDS as SCALAR_INDEX_KINDS
 from fermion.table.operations import Operation, Overwrite
 from fermion.table.operations.base import ApplyContext, live_rows
 from fermion.table.proto import manifest_pb2 as pb
@@ -38,12 +39,20 @@ WRITER_LIBRARY = "fermion"
 
 
 def _prune_indices(manifest: pb.Manifest) -> None:
-    """Indices never name fragments that left the manifest."""
+    """Indices never name fragments that left the manifest. A scalar index covering none
+    any more stays while its column exists (``optimize_indices`` indexes the fragments
+    that replaced them), and goes with its column; a statistics rebuild covering none
+    goes."""
     present = {f.id for f in manifest.fragments}
+    fields = set(manifest.schema.field_ids)
     kept = []
     for index in manifest.indices:
         covered = [i for i in index.fragment_ids if i in present]
-        if covered:
+        if index.kind in SCALAR_INDEX_KINDS:
+            keep = set(index.field_ids) <= fields
+        else:
+            keep = bool(covered)
+        if keep:
             copy = pb.IndexMetadata()
             copy.CopyFrom(index)
             del copy.fragment_ids[:]

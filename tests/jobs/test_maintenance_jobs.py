@@ -124,6 +124,40 @@ def test_rebuild_index_job_rebuilds_only_stale_fragments(spark: Any, tmp_path: P
     assert summary["committed_version"] is None
 
 
+def test_rebuild_index_job_builds_and_refreshes_scalar_indices(spark: Any, tmp_path: Path) -> None:
+    uri = tmp_path / "t"
+    _batched_table(uri, commits=3)
+    indices = [{"column": "v", "kind": "BTREE"}, {"column": "b", "kind": "BITMAP", "name": "by_b"}]
+    config = write_config(tmp_path / "r.yaml", table=str(uri), columns=["v"], indices=indices)
+    code, summary = _run(spark, "rebuild_index", config)
+    assert code == 0, summary
+    assert [(i["name"], i["fragments_indexed"]) for i in summary["indices"]] == [
+        ("v_idx", 3), ("by_b", 3),
+    ]  # fmt: skip
+    ds = fermion.dataset(str(uri))
+    assert {i.name: i.fragment_ids for i in ds.indices() if i.kind != "zonemap"} == {
+        "v_idx": (0, 1, 2), "by_b": (0, 1, 2),
+    }  # fmt: skip
+    scanner = ds.scanner(["v"], "v IN (5, 30)")
+    assert scanner.to_table()["v"].to_pylist() == [5, 30]
+    assert scanner.stats.index_files_read == 1 and scanner.stats.files_opened == 2
+    _batched_table(uri, commits=1)  # fragment 3, not covered yet
+    fermion.dataset(str(uri)).compact_files(target_rows_per_fragment=24)  # rewrites 0-3
+    code, summary = _run(spark, "rebuild_index", config)
+    assert code == 0, summary
+    ds = fermion.dataset(str(uri))
+    present = tuple(sorted(f.id for f in ds.fragments))
+    assert [i["fragments_indexed"] for i in summary["indices"]] == [len(present)] * 2
+    assert {i.name: i.fragment_ids for i in ds.indices() if i.kind != "zonemap"} == {
+        "v_idx": present, "by_b": present,
+    }  # fmt: skip
+    for text in ("v = 40", "b IN (2, 9)", "v > 44"):
+        assert ds.to_table(filter=text).equals(ds.scanner(None, text, use_indices=False).to_table())
+    code, summary = _run(spark, "rebuild_index", config)  # nothing left to index
+    assert code == 0 and [i["fragments_indexed"] for i in summary["indices"]] == [0, 0]
+    assert not [p for p in (uri / "_indices").rglob("run-*")]  # the runs are removed
+
+
 def test_delete_job_with_a_sql_predicate(tmp_path: Path) -> None:
     uri = tmp_path / "t"
     _batched_table(uri, commits=3)

@@ -38,6 +38,7 @@ from fermion.table.operations import (
     REGISTRY,
     Append,
     CreateIndex,
+    DropIndex,
     Operation,
     Overwrite,
     Restore,
@@ -168,6 +169,10 @@ def _add_columns(storage: TableStorage, manifest: pb.Manifest, variant: str) -> 
     return op
 
 
+def _drop_index(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    return DropIndex("idx-c0")
+
+
 #: name -> (maker, variants); every registered operation type needs an entry
 MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "append": (_append, ("in-a", "in-b")),
@@ -180,6 +185,7 @@ MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "merge_insert": (_merge_insert, tuple(MERGE_KEYS)),
     "update": (_update, tuple(UPDATE_ROWS)),
     "add_columns": (_add_columns, ("g",)),
+    "drop_index": (_drop_index, ("idx-c0",)),
 }
 UNKNOWN = "unknown"
 PAIRS = [*itertools.product(REGISTRY, REGISTRY), *((mine, UNKNOWN) for mine in REGISTRY)]
@@ -266,6 +272,7 @@ def _documented() -> dict[tuple[str, str], set[Verdict]]:
         "schema": "schema_change",
         "merge": "merge_insert",
         "addcol": "add_columns",
+        "dropidx": "drop_index",
     }
     cells: dict[tuple[str, str], set[Verdict]] = {}
     for line in lines[start + 2 :]:

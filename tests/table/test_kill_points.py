@@ -82,6 +82,10 @@ def _add_columns(uri: str, store: Any) -> None:
     ft.dataset(uri, manifest_store=store).add_columns({"g": "x * 2"})
 
 
+def _create_index(uri: str, store: Any) -> None:
+    ft.dataset(uri, manifest_store=store).create_index("x", "BTREE")
+
+
 OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "append": _append,
     "overwrite": _overwrite,
@@ -94,6 +98,7 @@ OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "update": _update,
     "replace_where": _replace_where,
     "add_columns": _add_columns,
+    "create_index": _create_index,
 }
 WRITES_DATA = {"append", "overwrite", "compaction", "add_columns"}
 WRITES_BOTH = {"merge_insert", "update", "replace_where"}  # data and deletion files
@@ -111,12 +116,14 @@ COMMON = [
 ]
 DATA = [("partial_write", "data/", False), ("after_data_write", "", False)]
 DELETION = [("partial_write", "_deletions/", False)]
+INDEX = [("partial_write", "_indices/", False)]  # a torn index file
 
 
 def _points(operation: str) -> list[tuple[str, str, bool]]:
     if operation in WRITES_BOTH:
         return DATA + DELETION + COMMON
     extra = DATA if operation in WRITES_DATA else DELETION if operation == "delete" else []
+    extra = INDEX if operation == "create_index" else extra
     return extra + COMMON
 
 
@@ -157,6 +164,8 @@ def _referenced(uri: str, store: Any) -> set[str]:
             found.update(f.path for f in fragment.files)
             if fragment.HasField("deletion_file"):
                 found.add(deletion_path(fragment.id, fragment.deletion_file))
+        for index in manifest.indices:
+            found.update(index.files)
     return found
 
 

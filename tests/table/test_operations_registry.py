@@ -22,6 +22,7 @@ from fermion.table.operations import (
     Append,
     CreateIndex,
     Delete,
+    DropIndex,
     MergeInsert,
     Overwrite,
     Restore,
@@ -51,6 +52,7 @@ EXAMPLES: list[Any] = [
     Update((DELETED,), (), (pb.Fragment(physical_rows=1),), "x = 1", ("x",)),
     Update(new_fragments=(pb.Fragment(physical_rows=1),), predicate="x = 1", replace_where=True),
     AddColumns(SCHEMA, (pb.Fragment(id=1, files=[pb.DataFile(path="p", field_ids=[1])]),)),
+    DropIndex("n"),
 ]
 
 

@@ -214,14 +214,31 @@ class MigrateParquetConfig(JobConfig):
 
 @dataclass(kw_only=True)
 class RebuildIndexConfig(JobConfig):
-    """``rebuild_index``: recompute fragment statistics where missing or stale."""
+    """``rebuild_index``: recompute fragment statistics where missing or stale, and build
+    or refresh the declared scalar indices."""
 
     columns: list[str] = _key("Columns whose statistics to rebuild ([]: all).", [])
     partitions: int = _key("Spark tasks (0: one per fragment).", 0)
+    indices: list[dict[str, str]] = _key(
+        "Scalar indices to build or refresh, each {column: c, kind: BTREE|BITMAP, name: n} "
+        "(name optional, default c_idx); only fragments an index does not cover yet are "
+        "indexed.",
+        [],
+    )
+    rebuild: bool = _key("Rebuild the declared indices over every fragment.", False)
 
     def check(self) -> None:
         super().check()
         _non_negative(self, "partitions")
+        for n, spec in enumerate(self.indices):
+            unknown = sorted(set(spec) - {"column", "kind", "name"})
+            if unknown or not spec.get("column"):
+                raise ConfigError(
+                    f"key 'indices' entry {n}: needs 'column' (and optionally 'kind', "
+                    f"'name'); unknown keys {unknown}"
+                )
+            if spec.get("kind", "BTREE").upper() not in ("BTREE", "BITMAP"):
+                raise ConfigError(f"key 'indices' entry {n}: kind must be BTREE or BITMAP")
 
 
 @dataclass(kw_only=True)

@@ -29,6 +29,11 @@ from fermion.spark.jobs.config import (
 )
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table.commit import CommitConfig
+from fermion.table.indices.tasks import (
+    commit_index_build,
+    execute_index_build,
+    plan_index_build,
+)
 from fermion.table.tasks import (
     CommitSummary,
     RewritePlan,
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPLAN_ROUNDS",
+    "build_scalar_indices",
     "compact",
     "delete",
     "materialize_deletions",
@@ -203,26 +209,65 @@ def materialize_deletions(context: JobContext, config: MaterializeDeletionsConfi
 
 
 def rebuild_index(context: JobContext, config: RebuildIndexConfig) -> JobResult:
-    """Recompute the statistics of fragments whose statistics are missing or stale."""
+    """Recompute the statistics of fragments whose statistics are missing or stale, then
+    build or refresh each declared scalar index (:func:`build_scalar_indices`)."""
     plan = plan_index(config.table, columns=config.columns or None, only_stale=True)
     fragments = sum(len(t.fragments) for t in plan.tasks)
     context.log.info("%d fragments need statistics at version %d", fragments, plan.read_version)
-    if not plan.tasks:
-        return JobResult(read_version=plan.read_version, extra={"fragments_rebuilt": 0})
-    results = run_tasks(context.spark, plan.tasks, execute_index, config.partitions)
-    summary = commit_index(plan, results, config=_commit_config(config.max_retries))
-    if summary.committed:
-        context.log.info("committed version %d", summary.version)
+    committed: int | None = None
+    extra: dict[str, object] = {"fragments_rebuilt": 0, "fragments_gone": 0}
+    retries = 0
+    if plan.tasks:
+        results = run_tasks(context.spark, plan.tasks, execute_index, config.partitions)
+        summary = commit_index(plan, results, config=_commit_config(config.max_retries))
+        if summary.committed:
+            context.log.info("committed version %d", summary.version)
+            committed = summary.version
+        retries = max(0, summary.attempts - 1)
+        extra["fragments_rebuilt"] = fragments - len(summary.skipped_tasks)
+        extra["fragments_gone"] = len(summary.skipped_tasks)
+    built, index_version, index_retries = build_scalar_indices(context, config)
+    extra["indices"] = built
     return JobResult(
         read_version=plan.read_version,
-        committed_version=summary.version if summary.committed else None,
+        committed_version=index_version if index_version is not None else committed,
         files_in=fragments,
-        retries=max(0, summary.attempts - 1),
-        extra={
-            "fragments_rebuilt": fragments - len(summary.skipped_tasks),
-            "fragments_gone": len(summary.skipped_tasks),
-        },
+        retries=retries + index_retries,
+        extra=extra,
     )
+
+
+def build_scalar_indices(
+    context: JobContext, config: RebuildIndexConfig
+) -> tuple[list[dict[str, object]], int | None, int]:
+    """Build or refresh each index of ``config.indices``: the executors index the fragments
+    it does not cover (all of them with ``rebuild``) into sorted runs, the driver merges
+    them and commits one ``CreateIndex`` per index. Returns what each index got, the last
+    committed version and the retries."""
+    built: list[dict[str, object]] = []
+    version: int | None = None
+    retries = 0
+    for spec in config.indices:
+        kind = spec.get("kind", "BTREE").upper()
+        plan = plan_index_build(
+            config.table, spec["column"], kind, name=spec.get("name") or None,
+            rebuild=config.rebuild,
+        )  # fmt: skip
+        entry: dict[str, object] = {"name": plan.name, "kind": kind, "column": plan.column}
+        indexed = sum(len(t.fragments) for t in plan.tasks)
+        entry["fragments_indexed"] = indexed
+        if plan.tasks:
+            results = run_tasks(context.spark, plan.tasks, execute_index_build, config.partitions)
+            result = commit_index_build(plan, results, config=_commit_config(config.max_retries))
+            version = result.manifest.version
+            retries += result.attempts - 1
+            index = next(i for i in result.manifest.indices if i.name == plan.name)
+            entry.update(committed_version=version, fragments_covered=len(index.fragment_ids),
+                         entries=index.num_entries, bytes=index.size_bytes)  # fmt: skip
+            context.log.info("index %s: %d fragments indexed, version %d", plan.name,
+                             indexed, version)  # fmt: skip
+        built.append(entry)
+    return built, version, retries
 
 
 def delete(context: JobContext, config: DeleteConfig) -> JobResult:

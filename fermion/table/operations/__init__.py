@@ -23,6 +23,7 @@ from fermion.table.operations.append import Append
 from fermion.table.operations.base import INPUT_KEY_PREFIX, REGISTRY
 from fermion.table.operations.create_index import CreateIndex
 from fermion.table.operations.delete import Delete
+from fermion.table.operations.drop_index import DropIndex
 from fermion.table.operations.merge_insert import MergeInsert
 from fermion.table.operations.overwrite import Overwrite
 from fermion.table.operations.restore import Restore
@@ -39,6 +40,7 @@ __all__ = [
     "Append",
     "CreateIndex",
     "Delete",
+    "DropIndex",
     "FragmentMetadata",
     "MergeInsert",
     "Operation",
@@ -66,6 +68,7 @@ Operation = (
     | MergeInsert
     | Update
     | AddColumns
+    | DropIndex
 )
 
 

@@ -86,7 +86,7 @@ class Fragment(_message.Message):
     def __init__(self, id: _Optional[int] = ..., files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., deletion_file: _Optional[_Union[DeletionFile, _Mapping]] = ..., physical_rows: _Optional[int] = ..., stats: _Optional[_Iterable[_Union[FieldStats, _Mapping]]] = ...) -> None: ...
 
 class IndexMetadata(_message.Message):
-    __slots__ = ("uuid", "name", "kind", "field_ids", "fragment_ids", "dataset_version", "files")
+    __slots__ = ("uuid", "name", "kind", "field_ids", "fragment_ids", "dataset_version", "files", "index_version", "num_entries", "size_bytes")
     UUID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +94,9 @@ class IndexMetadata(_message.Message):
     FRAGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     DATASET_VERSION_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
+    INDEX_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NUM_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     uuid: str
     name: str
     kind: str
@@ -101,7 +104,10 @@ class IndexMetadata(_message.Message):
     fragment_ids: _containers.RepeatedScalarFieldContainer[int]
     dataset_version: int
     files: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, uuid: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[str] = ..., field_ids: _Optional[_Iterable[int]] = ..., fragment_ids: _Optional[_Iterable[int]] = ..., dataset_version: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ...) -> None: ...
+    index_version: int
+    num_entries: int
+    size_bytes: int
+    def __init__(self, uuid: _Optional[str] = ..., name: _Optional[str] = ..., kind: _Optional[str] = ..., field_ids: _Optional[_Iterable[int]] = ..., fragment_ids: _Optional[_Iterable[int]] = ..., dataset_version: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., index_version: _Optional[int] = ..., num_entries: _Optional[int] = ..., size_bytes: _Optional[int] = ...) -> None: ...
 
 class OperationSummary(_message.Message):
     __slots__ = ("operation", "added_files", "removed_files", "added_rows", "removed_rows", "added_fragments", "removed_fragments", "deleted_rows", "properties")

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Transaction(_message.Message):
-    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update", "add_columns")
+    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update", "add_columns", "drop_index")
     class Append(_message.Message):
         __slots__ = ("fragments", "config")
         class ConfigEntry(_message.Message):
@@ -76,6 +76,11 @@ class Transaction(_message.Message):
         schema: _manifest_pb2.Schema
         max_field_id: int
         def __init__(self, schema: _Optional[_Union[_manifest_pb2.Schema, _Mapping]] = ..., max_field_id: _Optional[int] = ...) -> None: ...
+    class DropIndex(_message.Message):
+        __slots__ = ("name",)
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        def __init__(self, name: _Optional[str] = ...) -> None: ...
     class Restore(_message.Message):
         __slots__ = ("version",)
         VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +138,7 @@ class Transaction(_message.Message):
     MERGE_INSERT_FIELD_NUMBER: _ClassVar[int]
     UPDATE_FIELD_NUMBER: _ClassVar[int]
     ADD_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    DROP_INDEX_FIELD_NUMBER: _ClassVar[int]
     read_version: int
     uuid: str
     timestamp_us: int
@@ -146,4 +152,5 @@ class Transaction(_message.Message):
     merge_insert: Transaction.MergeInsert
     update: Transaction.Update
     add_columns: Transaction.AddColumns
-    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ..., add_columns: _Optional[_Union[Transaction.AddColumns, _Mapping]] = ...) -> None: ...
+    drop_index: Transaction.DropIndex
+    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ..., add_columns: _Optional[_Union[Transaction.AddColumns, _Mapping]] = ..., drop_index: _Optional[_Union[Transaction.DropIndex, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,350 @@
+"""Scans through a scalar index: which rows of the covered fragments to read.
+
+:func:`plan_indexed_scan` picks the first index of the version whose column a conjunct of
+the filter constrains (:func:`~fermion.table.indices.match.key_filter`), reads from its
+files only the pages whose key statistics may match, and returns, per covered fragment, the
+physical offsets of the candidate rows. Covered fragments without a candidate are not
+opened at all; :func:`read_rows` reads a fragment's candidates (only the data pages
+holding them), drops deleted rows and applies the whole filter, so the scan returns
+exactly what an unindexed one does. Fragments the index does not cover (appended or
+rewritten since the build) are scanned as usual.
+
+Example:
+    >>> import tempfile, pyarrow as pa, fermion.table as ft
+    >>> ds = ft.write_dataset(pa.table({"k": [5, 3, 9]}), tempfile.mkdtemp())
+    >>> ds.create_index("k", "BTREE")
+    >>> scanner = ds.scanner(filter="k = 3")
+    >>> scanner.to_table().to_pydict(), scanner.stats.fragments_indexed
+    ({'k': [3]}, 1)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fermion.errors import InvalidFileError
+from fermion.format import FileReader
+from fermion.format.read.plan import filter_table
+from fermion.format.read.pruning import referenced_fields
+from fermion.table.indices.build import FENCE_ROW, fences_path, is_fences_path
+from fermion.table.indices.match import (
+    KeyPredicate,
+    evaluate,
+    intervals,
+    match_filter,
+    physical,
+    to_expression,
+)
+from fermion.table.indices.model import (
+    BITMAP,
+    BTREE,
+    KEY,
+    ROW_ADDRESS,
+    is_scalar_index,
+    split_addresses,
+)
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.readers import ReaderCache
+from fermion.table.scan import ROW_OFFSET, ScanStats, read_fragment
+from fermion.table.schema import TableSchema, project_file_table
+from fermion.table.storage import TableStorage
+
+__all__ = [
+    "DENSE_READ_RATIO",
+    "INDEX_READ_OPTIONS",
+    "index_column",
+    "indexed_scan",
+    "lookup_addresses",
+    "plan_indexed_scan",
+    "read_rows",
+]
+
+#: Candidates above 1 / this of a fragment's rows are picked from a read of its columns
+#: (a 1% filter on a 1M-row fragment: 10K scattered rows cost more by ``take``).
+DENSE_READ_RATIO = 256
+#: How index files are opened for a lookup: a small tail read (an index file's metadata is
+#: a few KiB: two columns) and no merging of distant pages, so a lookup reads its pages.
+INDEX_READ_OPTIONS = {"prefetch_bytes": 64 << 10, "coalesce_gap": 64 << 10}
+
+
+def index_column(index: pb.IndexMetadata, schema: TableSchema) -> str | None:
+    """The current name of a scalar index's column (None: not a top-level column now)."""
+    if not is_scalar_index(index) or len(index.field_ids) != 1:
+        return None
+    top = schema.top_level_ids()
+    if index.field_ids[0] not in top:
+        return None
+    return str(schema.arrow.names[top.index(index.field_ids[0])])
+
+
+def _cached_fences(storage: TableStorage, path: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """A fences file's ordered keys (as :func:`physical` values), rows, and bytes read;
+    kept per file (index files never change once written), so a lookup reads it once."""
+    cache_key = (storage.uri, path)
+    with _FENCES_LOCK:
+        found = _FENCES.get(cache_key)
+        if found is not None:
+            _FENCES.move_to_end(cache_key)
+    if found is not None:
+        return found[0], found[1], 0
+    with FileReader(storage.target(path), **INDEX_READ_OPTIONS) as reader:
+        table = reader.read(columns=[KEY, FENCE_ROW])
+        read = reader.source.stats.bytes_read
+    keys = table.column(KEY).combine_chunks()
+    fences = (physical(keys[:-1], keys.type), table.column(FENCE_ROW).to_numpy())
+    with _FENCES_LOCK:
+        _FENCES[cache_key] = fences
+        while len(_FENCES) > _FENCES_KEPT:
+            _FENCES.popitem(last=False)
+    return fences[0], fences[1], read
+
+
+_FENCES: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_FENCES_KEPT = 64
+_FENCES_LOCK = threading.Lock()
+
+
+class _IndexReaders:
+    """Idle open readers of index files by (table, path), least recently used first, each
+    lent to one caller at a time (index files never change once written)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._idle: OrderedDict[tuple[str, str], FileReader] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lease(self, storage: TableStorage, path: str) -> Iterator[FileReader]:
+        key = (storage.uri, path)
+        with self._lock:
+            reader = self._idle.pop(key, None)
+        if reader is None:
+            reader = FileReader(storage.target(path), **INDEX_READ_OPTIONS)
+        try:
+            yield reader
+        except BaseException:
+            reader.close()
+            raise
+        evicted = []
+        with self._lock:
+            if key in self._idle:
+                evicted.append(reader)
+            else:
+                self._idle[key] = reader
+                while len(self._idle) > self.capacity:
+                    evicted.append(self._idle.popitem(last=False)[1])
+        for old in evicted:
+            old.close()
+
+
+#: Index files kept open between lookups.
+_INDEX_READERS = _IndexReaders(16)
+
+
+def _btree_positions(
+    storage: TableStorage, path: str, bounds: list[tuple[Any, Any]], stats: ScanStats
+) -> np.ndarray:
+    """Entry rows of a BTREE file that may hold keys within ``bounds`` (closed intervals),
+    found by binary search in its fences."""
+    keys, rows, read = _cached_fences(storage, path)
+    stats.index_bytes_read += read
+    blocks = np.zeros(len(keys) + 1, dtype=np.int8)  # +1/-1 at block range starts/ends
+    for lo, hi in bounds:
+        # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also
+        # end the block before it
+        first = 0 if lo is None else max(int(np.searchsorted(keys, lo, "left")) - 1, 0)
+        last = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
+        if last > first:
+            blocks[first] += 1
+            blocks[last] -= 1
+    wanted = np.flatnonzero(np.cumsum(blocks[:-1]) > 0)
+    if not len(wanted):
+        return np.empty(0, np.int64)
+    starts, stops = rows[wanted].astype(np.int64), rows[wanted + 1].astype(np.int64)
+    lengths = stops - starts
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+
+
+def lookup_addresses(
+    storage: TableStorage,
+    index: pb.IndexMetadata,
+    predicate: KeyPredicate,
+    key_type: pa.DataType,
+    stats: ScanStats,
+) -> np.ndarray | None:
+    """Sorted distinct row addresses whose key ``predicate`` keeps; None when the files'
+    key type is not ``key_type`` (the column was widened since the build).
+
+    A BTREE searches its fences for the entry rows that may match (when the predicate has
+    key intervals) and reads only those; otherwise, like a BITMAP, it reads the file with
+    the predicate as a filter (its pages are pruned by their key statistics).
+
+    Raises:
+        InvalidFileError: A file of the index is not an index file.
+    """
+    found: list[np.ndarray] = []
+    for path in index.files:
+        if is_fences_path(path):
+            continue
+        with _INDEX_READERS.lease(storage, path) as reader:
+            before = reader.source.stats.bytes_read
+            if reader.schema.names[:2] != [KEY, ROW_ADDRESS]:
+                raise InvalidFileError(f"{path}: not an index file ({reader.schema.names})")
+            if not reader.schema.field(KEY).type.equals(key_type):
+                return None
+            stats.index_files_read += 1
+            bounds = intervals(predicate, key_type) if index.kind == BTREE else None
+            fences = fences_path(path)
+            if bounds is not None and fences in index.files:
+                positions = _btree_positions(storage, fences, bounds, stats)
+                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            elif index.kind == BITMAP:  # one row per distinct key: evaluate them all
+                keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
+                positions = np.flatnonzero(evaluate(predicate, keys))
+                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            else:
+                table = reader.read(columns=[KEY, ROW_ADDRESS], filter=to_expression(predicate))
+            stats.index_bytes_read += reader.source.stats.bytes_read - before
+        keep = evaluate(predicate, table.column(KEY).combine_chunks())
+        column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
+        if index.kind == BITMAP:
+            column = pc.list_flatten(column)
+        found.append(column.to_numpy(zero_copy_only=False))
+    if not found:
+        return np.empty(0, np.uint64)
+    return np.unique(np.concatenate(found).astype(np.uint64, copy=False))
+
+
+def plan_indexed_scan(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    schema: TableSchema,
+    filter: pc.Expression,
+    fragments: Sequence[pb.Fragment],
+    stats: ScanStats,
+) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool]:
+    """The fragments left to read, for those an index answers their candidate rows (sorted
+    physical offsets), and whether the candidates are exactly the filter's rows (the index
+    answered every conjunct). Without a usable index: ``fragments``, ``{}``, False."""
+    present = {f.id for f in fragments}
+    for index in manifest.indices:
+        column = index_column(index, schema)
+        if column is None:
+            continue
+        covered = set(index.fragment_ids) & present
+        predicate, exact = match_filter(filter, column) if covered else (None, False)
+        if predicate is None:
+            continue
+        key_type = schema.arrow.field(column).type
+        addresses = lookup_addresses(storage, index, predicate, key_type, stats)
+        if addresses is None:
+            continue
+        ids, offsets = split_addresses(addresses)
+        hits: dict[int, np.ndarray] = {}
+        for fragment_id in covered:
+            lo, hi = np.searchsorted(ids, [fragment_id, fragment_id + 1])
+            if hi > lo:
+                hits[fragment_id] = offsets[lo:hi]
+        stats.fragments_indexed += len(covered)
+        kept = [f for f in fragments if f.id not in covered or f.id in hits]
+        return kept, hits, exact
+    return list(fragments), {}, False
+
+
+def indexed_scan(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    schema: TableSchema,
+    filter: pc.Expression,
+    fragments: Sequence[pb.Fragment],
+    *,
+    stats: ScanStats,
+    columns: Sequence[str],
+    with_row_offsets: bool = False,
+    readers: ReaderCache | None = None,
+) -> tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]:
+    """A :data:`~fermion.table.scan.IndexedScan`: the fragments left to read, and a reader
+    of a fragment's rows through the index (None for a fragment to scan as usual)."""
+    kept, hits, exact = plan_indexed_scan(storage, manifest, schema, filter, fragments, stats)
+
+    def read(fragment: pb.Fragment) -> pa.Table | None:
+        offsets = hits.get(fragment.id)
+        if offsets is None:
+            return None
+        return read_rows(
+            storage, schema, fragment, columns, filter, offsets,
+            with_row_offsets=with_row_offsets, stats=stats, exact=exact, readers=readers,
+        )  # fmt: skip
+
+    return kept, read
+
+
+def read_rows(
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    columns: Sequence[str],
+    filter: pc.Expression,
+    offsets: np.ndarray,
+    *,
+    with_row_offsets: bool = False,
+    stats: ScanStats | None = None,
+    exact: bool = False,
+    readers: ReaderCache | None = None,
+) -> pa.Table:
+    """The live rows at physical ``offsets`` (sorted) of ``fragment`` that ``filter``
+    keeps, projected to ``columns`` (and ``_rowoffset`` with ``with_row_offsets``), in
+    physical order: the rows :func:`~fermion.table.scan.read_fragment` returns, when
+    ``offsets`` hold every row it would keep. With ``exact`` the filter is known to keep
+    every row at ``offsets`` and is not evaluated again. ``readers`` keeps the data file
+    open (and its deletion mask) for the next lookups."""
+    stats = stats if stats is not None else ScanStats()
+    used = referenced_fields(filter) if not exact else set()
+    needed = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
+    needed = needed or [schema.arrow.names[0]]  # (no column asked: rows are still counted)
+    if len(fragment.files) != 1:  # columns in several files: read the fragment whole
+        table = read_fragment(
+            storage, schema, fragment, needed, filter, with_row_offsets=True, stats=stats
+        )
+        mask = np.isin(table.column(ROW_OFFSET).to_numpy(), offsets)  # (deletions applied)
+        table = table.filter(pa.array(mask))
+        return table.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
+    path = fragment.files[0].path
+    top_ids = schema.top_level_ids()
+    with (readers if readers is not None else ReaderCache(0)).lease(storage, path) as opened:
+        reader = opened.reader
+        stats.files_opened += 1
+        stats.files_reused += not opened.fresh
+        opened.check_rows(fragment, path)
+        if fragment.HasField("deletion_file"):
+            keep, read_now = opened.keep_mask(storage, fragment)
+            stats.deletion_files_read += read_now
+            offsets = offsets[keep[offsets]]
+        file_ids = opened.top_ids
+        wanted = {top_ids[schema.arrow.get_field_index(n)] for n in needed}
+        got = [(reader.schema.field(i).name, f) for i, f in enumerate(file_ids) if f in wanted]
+        names = [n for n, _ in got] or [reader.schema.field(0).name]
+        positions = offsets.astype(np.int64)
+        if len(positions) * DENSE_READ_RATIO > fragment.physical_rows:  # read, then pick
+            read = reader.read(columns=names).take(pa.array(positions))
+        else:
+            read = reader.take(positions, columns=names)
+    table = project_file_table(read, [f for _, f in got], schema, needed) if got else None
+    if table is None:  # every needed column is newer than the file: nulls
+        table = project_file_table(read.select([]), [], schema, needed)
+    if with_row_offsets:
+        table = table.append_column(ROW_OFFSET, pa.array(offsets.astype(np.uint64)))
+    if not exact:
+        table = filter_table(table, filter)
+    out = table.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
+    stats.rows_returned += out.num_rows
+    return out

@@ -1,0 +1,18 @@
+"""The index benchmark measures what it says (small data; no timing assertions)."""
+
+from __future__ import annotations
+
+from benchmarks import index_bench
+
+
+def test_index_lookup_rows() -> None:
+    rows: list[dict] = []
+    index_bench.run_index_lookups(rows, rows=20_000, runs=1)
+    got = {(r["variant"], r["system"], r["metric"]): r["value"] for r in rows}
+    for case in ("eq", "in100", "bitmap1pct"):
+        assert got[(case, "fermion", "lookup_ms")] > 0
+        # Lance's rows are there exactly when pylance (the bench extra) is installed
+        assert ((case, "lance", "lookup_ms") in got) == index_bench.lance_installed()
+    assert got[("eq", "fermion_noindex", "lookup_ms")] > 0
+    assert got[("build", "fermion", "index_bytes")] > 0
+    assert all(r["status"] == "ok" for r in rows)
