@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,6 +42,7 @@ from fermion.errors import (
 )
 from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
+from fermion.table.key_hash import row_hashes
 from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
@@ -86,9 +86,7 @@ def key_hashes(keys: pa.Table) -> np.ndarray:
         >>> len(a), len(np.intersect1d(a, b))
         (2, 1)
     """
-    frame = pd.DataFrame({f"c{i}": keys.column(i).to_pandas() for i in range(keys.num_columns)})
-    hashed = pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64)
-    return np.unique(hashed)
+    return np.unique(row_hashes(keys))
 
 
 def _described(keys: pa.Table) -> str:

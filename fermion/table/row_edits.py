@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow import acero
 
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.deletions import (
@@ -46,6 +45,9 @@ def evaluate(table: pa.Table, expressions: Mapping[str, pc.Expression]) -> pa.Ta
         >>> evaluate(pa.table({"f": [1, 2]}), {"g": pc.field("f") * 2}).to_pydict()
         {'g': [2, 4]}
     """
+    # imported here: it loads pyarrow.dataset and pandas (import fermion stays light)
+    from pyarrow import acero
+
     # data read from files may sit at unaligned offsets, which Acero warns about: a copy
     table = table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
     plan = acero.Declaration.from_sequence(
