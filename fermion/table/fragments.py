@@ -242,31 +242,55 @@ def _batch_runs(batches: Iterator[pa.RecordBatch], column: str) -> Iterator[tupl
         yield pending_id, pa.Table.from_batches(pending)
 
 
+#: Batch-mode statistics are merged once this many bytes of batches are pending (many
+#: small batches per merge; memory holds at most this much beyond the writer's stripe).
+_STATS_CHUNK_BYTES = 8 << 20
+
+
 def _write_batches(files: _FileMaker, runs: Iterator[tuple[int, pa.Table]], max_rows: int) -> None:
-    """Batch-mode files: whole batches only, ids increasing within a file."""
+    """Batch-mode files: whole batches only, ids increasing within a file.
+
+    Statistics are accumulated as the batches are written, a chunk of at most
+    :data:`_STATS_CHUNK_BYTES` at a time: memory holds the writer's stripe and that chunk,
+    never the whole file.
+    """
     writer: FileWriter | None = None
+    stats: StatsAccumulator | None = None
     path = ""
-    written: list[pa.Table] = []
+    pending: list[pa.Table] = []
+    pending_bytes = 0
     rows = 0
     last_id = 0
+
+    def merge_pending() -> None:
+        nonlocal pending, pending_bytes
+        assert stats is not None
+        if pending:
+            stats.add(pa.concat_tables(pending))
+        pending, pending_bytes = [], 0
 
     def finish() -> None:
         assert writer is not None
         writer.close()
-        files.describe(path, pa.concat_tables(written))
+        merge_pending()
+        files.describe(path, None, stats)
 
     try:
         for batch_id, table in runs:  # conformed by the caller
             if writer is not None and (rows + table.num_rows > max_rows or batch_id <= last_id):
                 finish()
-                writer, written, rows = None, [], 0
+                writer, rows = None, 0
             if writer is None:
                 path = files.new_path()
                 writer = open_data_writer(
                     files.storage.target(path), files.target, files.schema.field_ids
                 )
+                stats = StatsAccumulator(files.target, files.top_ids)
             writer.append_batch(batch_id, table)
-            written.append(table)
+            pending.append(table)
+            pending_bytes += table.nbytes
+            if pending_bytes >= _STATS_CHUNK_BYTES:
+                merge_pending()
             rows += table.num_rows
             last_id = batch_id
         if writer is not None:
