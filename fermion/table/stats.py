@@ -1,12 +1,18 @@
 """Per-fragment column statistics: computed at write time, used to prune fragments.
 
 Statistics are computed with ``pyarrow.compute`` on the data being written (never by
-peeking into file internals) and stored in the manifest per field id. At scan time each
-fragment's statistics become an Arrow *guarantee* expression — ``(x >= min) & (x <= max)``
-for columns without nulls or NaN, ``is_null(x)`` for all-null columns — and Arrow's own
-expression simplification decides whether the filter can match any row of the fragment
-(see :func:`prune`). Columns with some nulls or NaNs get no range guarantee: a range
-guarantee would claim the values are valid, which could wrongly prune ``is_null(x)``.
+peeking into file internals) and stored in the manifest per field id: the null count, and
+``min``/``max`` of the non-null values (none for a float column with a NaN). At scan time
+each fragment's statistics become an Arrow *guarantee* expression, the same one the file
+format builds for stripes and pages (:func:`fermion.format.read.pruning.guarantee_for`):
+``(x >= min) & (x <= max) & is_valid(x)`` without nulls, ``(min <= x <= max) or x is null``
+(as ``((x >= min) | is_null(x)) & ((x <= max) | is_null(x))``) with some nulls,
+``is_null(x)`` for an all-null column, ``is_valid(x)`` for a column without nulls or bounds.
+Arrow's own expression simplification then decides whether the filter can match any row of
+the fragment (see :func:`prune`), keeping SQL's three-valued logic: ``x > c`` never selects
+a null, so it prunes a nullable fragment whose range lies below ``c``, while ``is_null(x)``
+and ``NOT (x > c)`` keep it. A float column with a NaN has no bounds, so ``x > c``,
+``x != c`` and ``is_nan(x)`` never prune it.
 
 Example:
     >>> import pyarrow as pa, pyarrow.compute as pc
@@ -17,6 +23,12 @@ Example:
     >>> guarantee = fragment_guarantee(stats, schema, 3)
     >>> prune([guarantee], schema.arrow, pc.field("x") > 100)
     [False]
+    >>> nullable = pa.table({"x": [5, None, 9]})
+    >>> g = fragment_guarantee(compute_stats(nullable, schema.top_level_ids()), schema, 3)
+    >>> prune([g], schema.arrow, pc.field("x") > 100)  # the nulls never satisfy x > 100
+    [False]
+    >>> prune([g], schema.arrow, ~(pc.field("x") > 100))
+    [True]
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ from collections.abc import Collection, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.format.read.pruning import segments_that_may_match
+from fermion.format.read.pruning import guarantee_for, segments_that_may_match
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 
@@ -194,13 +206,14 @@ def fragment_guarantee(
         if name is None:
             continue
         kind = schema.arrow.field(name).type
-        ref = pc.field(name)
-        if physical_rows and item.null_count == physical_rows:
-            guarantee = guarantee & ref.is_null()
-        elif item.null_count == 0 and item.HasField("min") and item.HasField("max"):
+        bounds = None
+        if item.HasField("min") and item.HasField("max"):
             low, high = _from_value(item.min, kind), _from_value(item.max, kind)
             if low is not None and high is not None:
-                guarantee = guarantee & (ref >= low) & (ref <= high)
+                bounds = (low, high)
+        part = guarantee_for(name, kind, bounds, item.null_count, physical_rows)
+        if part is not None:
+            guarantee = guarantee & part
     return guarantee
 
 

@@ -1,6 +1,7 @@
 """Predicate pruning with Arrow's own expression simplifier.
 
-Statistics become *guarantees* — ``(x >= lo) & (x <= hi) & is_valid(x)`` and friends — and
+Statistics become *guarantees* — ``(x >= lo) & (x <= hi) & is_valid(x)``, for a column with
+some nulls ``((x >= lo) | is_null(x)) & ((x <= hi) | is_null(x))``, and friends — and
 Arrow decides which guarantees contradict the user's filter (the same machinery that prunes
 Hive partitions in ``pyarrow.dataset``). Pruning is therefore exactly as precise as Arrow's
 simplifier and never wrong: a segment is dropped only when Arrow proves no row can match.
@@ -214,7 +215,24 @@ def guarantee_for(
     null_count: int,
     rows: int,
 ) -> pc.Expression | None:
-    """What statistics guarantee about column ``name`` over ``rows`` rows (None: nothing)."""
+    """What statistics guarantee about column ``name`` over ``rows`` rows (None: nothing).
+
+    ``bounds`` cover the non-null values (docs/FORMAT.md §7). Without nulls the guarantee is
+    ``(x >= lo) & (x <= hi) & is_valid(x)``; with some nulls it is
+    ``(lo <= x <= hi) or x is null``, written as ``((x >= lo) | is_null(x)) & ((x <= hi) |
+    is_null(x))``: each conjunct is one comparison or-ed with ``is_null`` of its field, the
+    shape Arrow's simplifier reads as a nullable bound (the single disjunction
+    ``(lo <= x <= hi) | is_null(x)`` prunes nothing). Arrow then keeps SQL's three-valued
+    logic: ``x > c`` never selects the nulls, ``is_null(x)`` and ``NOT (x > c)`` are not
+    pruned wrongly.
+
+    Example:
+        >>> g = guarantee_for("x", pa.int64(), (0, 9), 3, 10)
+        >>> segments_that_may_match(pa.schema([("x", pa.int64())]), [g], pc.field("x") > 50)
+        []
+        >>> segments_that_may_match(pa.schema([("x", pa.int64())]), [g], pc.field("x").is_null())
+        [0]
+    """
     f = pc.field(name)
     if rows and null_count >= rows:
         return f.is_null()
@@ -223,10 +241,45 @@ def guarantee_for(
     lo, hi = bounds
     lo_s = lo if isinstance(lo, pa.Scalar) else pa.scalar(lo, type=t)
     hi_s = hi if isinstance(hi, pa.Scalar) else pa.scalar(hi, type=t)
-    in_range = (f >= lo_s) & (f <= hi_s)
     if null_count == 0:
-        return in_range & f.is_valid()
-    return in_range | f.is_null()
+        return (f >= lo_s) & (f <= hi_s) & f.is_valid()
+    null = f.is_null()
+    return ((f >= lo_s) | null) & ((f <= hi_s) | null)
+
+
+def _has_nan(values: pa.Array) -> bool:
+    """Whether ``values`` holds a floating-point NaN at any depth (True when unsure)."""
+    t = values.type
+    try:
+        if pa.types.is_floating(t):
+            return bool(pc.any(pc.is_nan(values)).as_py())
+        if pa.types.is_struct(t):
+            return any(_has_nan(values.field(i)) for i in range(t.num_fields))
+        if pa.types.is_dictionary(t):
+            return _has_nan(values.dictionary)
+        if hasattr(values, "flatten") and (
+            pa.types.is_list(t)
+            or pa.types.is_large_list(t)
+            or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t)
+            or pa.types.is_large_list_view(t)
+            or pa.types.is_map(t)
+        ):
+            return _has_nan(values.flatten())
+    except (pa.ArrowException, NotImplementedError, TypeError):
+        return True
+    return False
+
+
+def _mentions_nan(expr: pc.Expression) -> bool:
+    """Whether a literal of ``expr`` (or a value of an option such as ``isin``'s set) is NaN.
+
+    Example:
+        >>> _mentions_nan(pc.field("x") <= float("nan")), _mentions_nan(pc.field("x") <= 1.5)
+        (True, False)
+    """
+    _, batch = _serialized(expr)
+    return batch is not None and any(_has_nan(column) for column in batch.columns)
 
 
 @functools.cache
@@ -250,9 +303,15 @@ def segments_that_may_match(
 
     ``schema`` holds the fields the filter references. No file is opened: the dataset is
     built over placeholder paths only to reach Arrow's partition-expression pruning.
+
+    A filter with a NaN literal prunes nothing: Arrow's simplifier orders NaN above every
+    bound, so it would turn ``x <= NaN`` (false on every row) into true and prune
+    ``NOT (x <= NaN)``, which holds on every non-null row.
     """
     if not guarantees:
         return []
+    if _mentions_nan(filter):
+        return list(range(len(guarantees)))
     exprs = [g if g is not None else pc.scalar(True) for g in guarantees]
     paths = [f"/fermion-segment/{i}" for i in range(len(exprs))]
     pds, filesystem, file_format = _placeholder_dataset_parts()
