@@ -12,8 +12,8 @@ The rules:
    depends on the module ``fermion.a.b`` when that is a module, else on ``fermion.a``
    (its ``__init__``); importing a submodule does not count as importing its parent
    package's ``__init__``.
-2. **Layers point one way**: ``fermion.errors`` and ``fermion.version`` (0) < ``fermion.io``
-   (1) < ``fermion.format`` (2) < ``fermion.table`` (3) < ``fermion.spark`` and
+2. **Layers point one way**: ``fermion.errors``, ``fermion.version`` and ``fermion.extras``
+   (0) < ``fermion.io`` (1) < ``fermion.format`` (2) < ``fermion.table`` (3) < ``fermion.spark`` and
    ``fermion.quality`` (4) < the entry points ``fermion`` (the package ``__init__``),
    ``fermion.cli``, ``fermion.demo`` (5). A module may import its own layer and the layers
    below, never one above. A module with no layer fails the test: add it to ``LAYERS``.
@@ -66,6 +66,7 @@ GENERATED_SUFFIX = "_pb2.py"  # protobuf output: imports checked, attribute rule
 LAYERS: dict[str, int] = {
     "fermion.errors": 0,
     "fermion.version": 0,
+    "fermion.extras": 0,
     "fermion.io": 1,
     "fermion.format": 2,
     "fermion.table": 3,
