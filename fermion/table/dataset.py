@@ -33,6 +33,7 @@ from fermion.table.batches import (
 )
 from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
+from fermion.table.display import schema_preview
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
@@ -338,7 +339,7 @@ class Dataset:
         return list(self._manifest.fragments)
 
     def __repr__(self) -> str:
-        columns = ", ".join(f"{f.name}: {f.type}" for f in self.schema)
+        columns = schema_preview(self.schema)  # the first 10 columns, then how many more
         rows = sum(live_rows(f) for f in self._manifest.fragments)
         return (
             f"Dataset({self.uri!r}, version={self.version}, rows={rows}, "
