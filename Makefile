@@ -12,14 +12,14 @@ AIRFLOW_REQS  := airflow_dags/requirements.txt airflow_dags/constraints.txt
 AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed-$(shell cat $(AIRFLOW_REQS) | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
 
-.PHONY: all venv airflow-venv run test lint bench proto dist clean
+.PHONY: all venv airflow-venv run test test-fast lint bench proto dist clean
 
 all: test
 
 $(STAMP): pyproject.toml setup.py fermion/format/kernels.c fermion/io/preads.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip "setuptools>=77"
-	$(PIP) install --quiet -e ".[dev]"
+	$(PIP) install --quiet -e ".[all,dev]"
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -44,6 +44,12 @@ run: $(STAMP) $(AIRFLOW_STAMP)
 test: $(STAMP) $(AIRFLOW_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
+## make test-fast: the loop to run while working: everything but the tests marked spark,
+## airflow, cluster or slow (tests/conftest.py marks them), with the dev hypothesis profile
+FAST_MARKERS := not spark and not airflow and not cluster and not slow
+test-fast: $(STAMP)
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+
 ## make lint: ruff + mypy
 lint: $(STAMP)
 	$(VENV)/bin/ruff check fermion tests benchmarks jobs airflow_dags scripts
@@ -51,7 +57,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy fermion
 
 $(BENCH_STAMP): $(STAMP)
-	$(PIP) install --quiet -e ".[dev,bench]"
+	$(PIP) install --quiet -e ".[all,dev,bench]"
 	touch $@
 
 ## make bench: Fermion vs pyarrow.parquet vs pylance, results into docs/BENCHMARKS.md
@@ -62,7 +68,7 @@ bench: $(BENCH_STAMP)
 ## (bump the protobuf pin in pyproject.toml to the "Protobuf Python Version" they name)
 PROTOS := $(wildcard fermion/table/proto/*.proto)
 proto: $(STAMP)
-	$(PIP) install --quiet -e ".[dev,proto]"
+	$(PIP) install --quiet -e ".[all,dev,proto]"
 	$(PY) -m grpc_tools.protoc -I . --python_out=. --pyi_out=. $(PROTOS)
 
 ## make dist: dist/fermion-<version>-<python>-<platform>.whl, with the compiled kernels when

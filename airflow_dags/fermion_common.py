@@ -21,8 +21,8 @@ Settings read from the environment when the DAG files are parsed:
 ==========================  =====================================================
 
 Each job prints one JSON summary as its last stdout line and writes it to the file named by
-``--summary-file``; :class:`FermionJobOperator` passes a file of its own and returns the
-summary (the task's XCom) and fails without retrying when retrying cannot help (bad
+``--summary-file``; :class:`FermionJobOperator` passes a file of each try's own and returns
+the summary (the task's XCom) and fails without retrying when retrying cannot help (bad
 configuration, failed quality checks, incompatible transactions).
 """
 
@@ -61,6 +61,14 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_delay": timedelta(seconds=30),
     "retry_exponential_backoff": True,
 }
+
+# Where a try's job writes its summary (--summary-file): a Jinja template of the operator's
+# arguments, so each try of each task of each run has its own file.
+SUMMARY_DIR = Path(tempfile.gettempdir()) / "fermion-summaries"
+SUMMARY_FILE = str(
+    SUMMARY_DIR / "{{ ti.dag_id }}" / "{{ ti.run_id }}" / "{{ ti.task_id }}"
+    / "{{ ti.map_index }}-{{ ti.try_number }}.json"
+)  # fmt: skip
 
 # Errors of a job's summary line that no retry can fix.
 NOT_RETRYABLE = frozenset(
@@ -123,6 +131,8 @@ class FermionJobOperator(SparkSubmitOperator):
                 "--env",
                 FERMION_ENV,
                 *job_settings(settings or {}),
+                "--summary-file",
+                SUMMARY_FILE,  # rendered per try with the other templated arguments
             ],
             conn_id=SPARK_CONN_ID,
             spark_binary=SPARK_SUBMIT,
@@ -134,21 +144,22 @@ class FermionJobOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> dict[str, Any] | None:
         """Run the job; return its summary, or fail for good when a retry cannot help.
 
-        The job writes its summary to a file of this try's own (``--summary-file``), read
-        back here: the driver runs where spark-submit runs (client mode, as the DAGs submit).
+        The job writes its summary to this try's own file (``--summary-file``, the last
+        argument, rendered from :data:`SUMMARY_FILE` like every templated argument), read
+        back here: the driver runs where spark-submit runs (client mode, as the DAGs
+        submit). Only the operator's public arguments are used, none of its private state.
         """
-        base_args = list(self.application_args or [])
-        with tempfile.TemporaryDirectory(prefix="fermion-summary-") as tmp:
-            path = Path(tmp) / "summary.json"
-            self.application_args = [*base_args, "--summary-file", str(path)]
-            self._hook = None  # the hook takes the arguments when it is built
-            try:
-                super().execute(context)
-            except Exception as failure:
-                error = str((read_summary(path) or {}).get("error", ""))
-                if error.split(":", 1)[0] in NOT_RETRYABLE:
-                    raise AirflowFailException(f"{self.job}: {error}") from failure
-                raise
-            finally:
-                self.application_args = base_args
-            return read_summary(path)
+        path = Path(str((self.application_args or [SUMMARY_FILE])[-1]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)  # never a summary left by an earlier run
+        try:
+            super().execute(context)
+        except Exception as failure:
+            error = str((read_summary(path) or {}).get("error", ""))
+            if error.split(":", 1)[0] in NOT_RETRYABLE:
+                raise AirflowFailException(f"{self.job}: {error}") from failure
+            raise
+        finally:
+            summary = read_summary(path)
+            path.unlink(missing_ok=True)
+        return summary

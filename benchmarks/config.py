@@ -15,6 +15,7 @@ __all__ = [
     "QUICK",
     "READ_COLUMNS",
     "REPO_ROOT",
+    "RESULT_MARKER",
     "SEED",
     "TAKE_CHECK_ROWS",
     "WARMUP_RUNS",
@@ -34,6 +35,8 @@ DEFAULT_REPEAT = 5
 WARMUP_RUNS = 1
 #: A single (scenario, system) worker may not take longer than this.
 WORKER_TIMEOUT_S = 1800
+#: A worker prints its result as one line starting with this (benchmarks.launch reads it).
+RESULT_MARKER = "BENCH-RESULT "
 NULL_COLUMN_FRACTION = 0.3
 READ_COLUMNS = 10
 #: Rows taken when a written copy is verified (take path).

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import pkgutil
-import subprocess
 import sys
 import time
 import traceback
@@ -38,19 +36,14 @@ from benchmarks.config import (
     DEFAULT_REPEAT,
     FULL,
     QUICK,
-    REPO_ROOT,
     WARMUP_RUNS,
-    WORKER_TIMEOUT_S,
 )
-from benchmarks.prepare import cached_check, dataset_path, fingerprint
-from benchmarks.scenarios import SCENARIOS, Case, Dataset, cases
-from benchmarks.worker import RESULT_MARKER
+from benchmarks.launch import log as _log
+from benchmarks.launch import prepare_copy, run_worker
+from benchmarks.prepare import dataset_path, fingerprint
+from benchmarks.scenarios import SCENARIOS, Case, cases
 
 __all__ = ["extra_modules", "main", "parse_args", "prepare_copy", "run_worker"]
-
-
-def _log(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def extra_modules() -> list[str]:
@@ -81,20 +74,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def run_worker(spec: dict[str, Any], timeout: float = WORKER_TIMEOUT_S) -> dict[str, Any]:
-    """Run one worker subprocess; its result, or a row-ready error description."""
-    cmd = [sys.executable, "-m", "benchmarks.worker", json.dumps(spec)]
-    try:
-        done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "error", "note": f"timed out after {timeout:g} s"}
-    for line in reversed(done.stdout.splitlines()):
-        if line.startswith(RESULT_MARKER):
-            return json.loads(line[len(RESULT_MARKER) :])
-    tail = [ln for ln in done.stderr.strip().splitlines() if ln.strip()][-1:] or ["no output"]
-    return {"status": "error", "note": f"exit {done.returncode}: {tail[0][:300]}"}
-
-
 def _flag_check(row: dict[str, Any]) -> dict[str, Any]:
     """A row whose file failed its read-back check is ``wrong-result`` (value kept in JSON)."""
     check = row.pop("check", None)
@@ -102,29 +81,6 @@ def _flag_check(row: dict[str, Any]) -> dict[str, Any]:
         return row
     note = "; ".join(n for n in (row.get("note"), check) if n)
     return {**row, "status": "wrong-result", "note": note}
-
-
-def prepare_copy(data_dir: Path, dataset: Dataset, system: str, path: Path) -> dict[str, Any]:
-    """Make sure ``system``'s copy of ``dataset`` exists at ``path`` and was read back and
-    checked (in a worker process); ``{'status': ..., 'check': ...}``."""
-    check = cached_check(path) if path.exists() else None
-    if check is not None:
-        return {"status": "ok", "check": check}
-    verb = "verifying" if path.exists() else "writing + verifying"
-    _log(f"{verb} {dataset.id} with {system} -> {path.name}")
-    spec = {
-        "mode": "prepare",
-        "dataset": dataset.to_json(),
-        "system": system,
-        "data_dir": str(data_dir),
-        "path": str(path),
-    }
-    outcome = run_worker(spec)
-    if outcome.get("status") == "ok":
-        _log(f"  done in {outcome['seconds']:.1f} s, check: {outcome['check']}")
-    else:
-        _log(f"  FAILED: {outcome.get('note')}")
-    return outcome
 
 
 class Runner:

@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from benchmarks import datagen, systems
 from benchmarks.config import FULL, QUICK, WORKER_TIMEOUT_S, Sizes
+from benchmarks.launch import log, prepare_copy, run_worker
 from benchmarks.prepare import dataset_path, fingerprint
 from benchmarks.scenarios import Dataset
 from benchmarks.spark_cases import RSS_SAMPLE_S, SPARK_CONF, SPARK_SCENARIOS
@@ -62,8 +63,6 @@ TARGET_ROWS = 1_048_576
 
 
 def _log(msg: str) -> None:
-    from benchmarks.run import _log as log
-
     log(msg)
 
 
@@ -203,8 +202,6 @@ class _Inputs:
         self.failed: dict[str, str] = {}
 
     def parquet(self, dataset: Dataset) -> Path | None:
-        from benchmarks.run import prepare_copy
-
         path = dataset_path(self.data_dir, dataset, "parquet", fingerprint("parquet"))
         outcome = prepare_copy(self.data_dir, dataset, "parquet", path)
         if outcome.get("status") != "ok" or outcome.get("check") != "ok":
@@ -213,8 +210,6 @@ class _Inputs:
         return path
 
     def spark_input(self, dataset: Dataset, kind: str, fragments: int = 0) -> Path | None:
-        from benchmarks.run import run_worker
-
         path = _input_path(self.data_dir, dataset, kind)
         _log(f"{'checking' if path.exists() else 'writing'} {dataset.id} {kind} -> {path}")
         spec = {
@@ -291,8 +286,6 @@ def _row(case: _Case, system: str, outcome: dict[str, Any]) -> dict[str, Any]:
 
 def _measure(spark_cases: list[_Case], repeat: int) -> list[list[dict[str, Any]]]:
     """Both systems' rows of every case (one worker process per system), checks compared."""
-    from benchmarks.run import run_worker
-
     outcomes: dict[str, list[dict[str, Any]]] = {}
     for system in SYSTEMS:
         names = ", ".join(c.scenario for c in spark_cases)

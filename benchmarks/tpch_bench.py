@@ -141,7 +141,8 @@ def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[s
 
 def run(results: list[dict[str, Any]]) -> None:
     """Generate the tables, measure both systems, append the rows to ``results``."""
-    from benchmarks.run import _log, run_worker
+    from benchmarks.launch import log as _log
+    from benchmarks.launch import run_worker
 
     sizes = _sizes()
     repeat = int(os.environ.get("FERMION_BENCH_REPEAT", "5"))

@@ -20,13 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks import datagen, systems
-from benchmarks.config import WARMUP_RUNS
+from benchmarks.config import RESULT_MARKER, WARMUP_RUNS
 from benchmarks.prepare import write_dataset_copy
 from benchmarks.scenarios import Case, Dataset
 
 __all__ = ["RESULT_MARKER", "main", "measure"]
-
-RESULT_MARKER = "BENCH-RESULT "
 
 
 def _max_rss_mb() -> float:

@@ -19,6 +19,7 @@ working::
     │   ├── CommitConflictError              retryable; raised after retries ran out
     │   └── IncompatibleTransactionError     not retryable: rebasing cannot help
     ├── ManifestStoreError (OSError)         the external manifest store is unreachable
+    ├── MissingExtraError (ImportError)      an optional dependency is not installed
     └── DatasetError (ValueError)            table-level misuse (missing version, ...)
 
 Example:
@@ -41,6 +42,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFileError",
     "ManifestStoreError",
+    "MissingExtraError",
     "SchemaMismatchError",
     "SourceNotFoundError",
     "TruncatedFileError",
@@ -117,6 +119,11 @@ class ManifestStoreError(FermionError, OSError):
     An ``OSError``: a commit whose insert fails this way has an unknown outcome, and the
     commit loop checks whether it landed before trying again.
     """
+
+
+class MissingExtraError(FermionError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the
+    ``pip install 'fermion[...]'`` line (:mod:`fermion.extras`)."""
 
 
 class DatasetError(FermionError, ValueError):

@@ -1,12 +1,79 @@
-"""Fixtures shared by every test package: a real S3-compatible server on 127.0.0.1."""
+"""Fixtures and settings shared by every test package.
+
+- **Markers, given here by path and fixture** (so nobody has to remember them; ``make
+  test-fast`` deselects all four, ``make test`` runs everything):
+
+  - ``spark``: tests under ``tests/spark/`` and ``tests/jobs/``, modules named after Spark
+    or TPC-H (the Spark benchmarks), tests using a ``spark`` fixture, and the docstring
+    examples of ``fermion.spark``;
+  - ``airflow``: tests under ``tests/airflow_dags/`` or using the ``airflow`` fixture;
+  - ``cluster``: the standalone-cluster test (``tests/jobs/test_standalone_cluster.py``);
+  - ``slow``: tests marked so by hand, and tests using the ``dist`` fixture (``make dist``).
+
+- **Hypothesis profiles**: ``ci`` (the default, what ``make test`` runs) and ``dev`` (a tenth
+  of the examples, what ``make test-fast`` runs), chosen by ``HYPOTHESIS_PROFILE``. A
+  property test states its budget under ``ci`` with :func:`tests.support.budget.examples`.
+
+- A real S3-compatible server on 127.0.0.1 and ``make dist``'s output, each built once.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
+from tests.jobs.helpers import build_dist
 from tests.support.s3server import S3Server, start_s3_server
+
+settings.register_profile("ci", deadline=None)  # hypothesis's own 100 examples per test
+settings.register_profile(
+    "dev", deadline=None, max_examples=10, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+TESTS = Path(__file__).resolve().parent
+SPARK_DIRS = ("spark", "jobs")
+SPARK_NAMES = ("spark", "tpch")  # benchmarks/ modules that start Spark
+CLUSTER_MODULES = ("jobs/test_standalone_cluster.py",)
+
+
+def markers_for(relative: str, fixtures: set[str], node_id: str) -> set[str]:
+    """The markers a test gets from its path (relative to ``tests/``) and its fixtures.
+
+    Example:
+        >>> sorted(markers_for("jobs/test_standalone_cluster.py", set(), "x"))
+        ['cluster', 'spark']
+        >>> sorted(markers_for("format/test_roundtrip.py", {"tmp_path"}, "x"))
+        []
+    """
+    parts = relative.split("/")
+    found: set[str] = set()
+    if (
+        parts[0] in SPARK_DIRS
+        or any(name in parts[-1] for name in SPARK_NAMES)
+        or "spark" in fixtures
+        or "[fermion.spark" in node_id
+    ):
+        found.add("spark")
+    if parts[0] == "airflow_dags" or "airflow" in fixtures:
+        found.add("airflow")
+    if relative in CLUSTER_MODULES:
+        found.add("cluster")
+    if "dist" in fixtures:
+        found.add("slow")
+    return found
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = Path(str(item.path)).resolve().relative_to(TESTS).as_posix()
+        fixtures = set(getattr(item, "fixturenames", ()))
+        for name in sorted(markers_for(relative, fixtures, item.nodeid)):
+            item.add_marker(name)
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +98,10 @@ def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
 def s3_bucket(s3_env: S3Server) -> str:
     """A fresh, empty bucket on the server (with the environment set)."""
     return s3_env.create_bucket()
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``make dist`` run in a copy of the checkout: its ``dist/`` (wheel, ``fermion.zip``),
+    built once for the jobs' tests and the bare-wheel test."""
+    return build_dist(tmp_path_factory.mktemp("dist"))

@@ -12,8 +12,8 @@ The rules:
    depends on the module ``fermion.a.b`` when that is a module, else on ``fermion.a``
    (its ``__init__``); importing a submodule does not count as importing its parent
    package's ``__init__``.
-2. **Layers point one way**: ``fermion.errors`` and ``fermion.version`` (0) < ``fermion.io``
-   (1) < ``fermion.format`` (2) < ``fermion.table`` (3) < ``fermion.spark`` and
+2. **Layers point one way**: ``fermion.errors``, ``fermion.version`` and ``fermion.extras``
+   (0) < ``fermion.io`` (1) < ``fermion.format`` (2) < ``fermion.table`` (3) < ``fermion.spark`` and
    ``fermion.quality`` (4) < the entry points ``fermion`` (the package ``__init__``),
    ``fermion.cli``, ``fermion.demo`` (5). A module may import its own layer and the layers
    below, never one above. A module with no layer fails the test: add it to ``LAYERS``.
@@ -46,6 +46,10 @@ The rules:
    fails like one against the order. So neither depends on the other even indirectly.
    And the map of ``fermion/format/`` in docs/ARCHITECTURE.md lists exactly its files.
 
+6. **Beside the package**: ``benchmarks/`` has no import cycle either (rule 1 applied to its
+   modules), and ``airflow_dags/`` touches no private attribute (``x._name``) at all: the
+   Airflow provider's private state can change in any release.
+
 There is no allowlist: every rule holds for the whole package.
 """
 
@@ -61,11 +65,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "fermion"
+BENCHMARKS_DIR = PACKAGE_DIR.parent / "benchmarks"
+DAGS_DIR = PACKAGE_DIR.parent / "airflow_dags"
 GENERATED_SUFFIX = "_pb2.py"  # protobuf output: imports checked, attribute rule skipped
 
 LAYERS: dict[str, int] = {
     "fermion.errors": 0,
     "fermion.version": 0,
+    "fermion.extras": 0,
     "fermion.io": 1,
     "fermion.format": 2,
     "fermion.table": 3,
@@ -158,13 +165,13 @@ def _defined_private_names(tree: ast.Module) -> set[str]:
     return out
 
 
-def _load_modules() -> dict[str, Module]:
+def _load_modules(package_dir: Path = PACKAGE_DIR) -> dict[str, Module]:
     modules: dict[str, Module] = {}
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+    for path in sorted(package_dir.rglob("*.py")):
         name, is_package = _module_name(path)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         modules[name] = Module(name, path, tree, is_package)
-    for path in sorted(PACKAGE_DIR.rglob("*.c")):  # compiled extension modules (setup.py):
+    for path in sorted(package_dir.rglob("*.c")):  # compiled extension modules (setup.py):
         name = ".".join(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
         modules[name] = Module(name, path, ast.parse(""), False)  # leaves: no fermion imports
     for module in modules.values():
@@ -221,11 +228,12 @@ def _collect_imports(module: Module, modules: dict[str, Module]) -> None:
 MODULES = _load_modules()
 
 
-def _graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {name: set() for name in MODULES}
-    for module in MODULES.values():
+def _graph(modules: dict[str, Module] | None = None) -> dict[str, set[str]]:
+    modules = MODULES if modules is None else modules
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for module in modules.values():
         for target, _ in module.imports:
-            dep = _internal(target, MODULES)
+            dep = _internal(target, modules)
             if dep is not None and dep != module.name:
                 graph[module.name].add(dep)
     return graph
@@ -373,6 +381,27 @@ def test_no_import_cycles() -> None:
         for c in _strongly_connected(graph)
     ]
     assert not messages, "import cycles:\n" + "\n".join(messages)
+
+
+def test_no_import_cycles_in_benchmarks() -> None:
+    """The same rule for ``benchmarks/`` (``make bench``): its modules, lazy imports
+    included, form no cycle either (run -> worker -> spark_bench -> run was one)."""
+    modules = _load_modules(BENCHMARKS_DIR)
+    assert "benchmarks.run" in modules and "benchmarks.spark_bench" in modules
+    graph = _graph(modules)
+    messages = [" -> ".join(_cycle_path(graph, c)) for c in _strongly_connected(graph)]
+    assert not messages, "import cycles in benchmarks/:\n" + "\n".join(messages)
+
+
+def test_the_dags_touch_no_private_attribute() -> None:
+    """``airflow_dags/`` uses its providers through their public API only: no ``x._name``
+    anywhere (an Airflow provider may change its private state in any release)."""
+    bad = []
+    for path in sorted(DAGS_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and _is_private(node.attr):
+                bad.append(f"{path.name}:{node.lineno}: .{node.attr}")
+    assert not bad, "private attributes in airflow_dags/:\n" + "\n".join(bad)
 
 
 def test_every_module_has_a_layer() -> None:

@@ -68,6 +68,7 @@ _MODULES = sorted(
     for m in pkgutil.walk_packages(fermion.__path__, "fermion.")
     if not m.name.endswith("_pb2")
 )
+# Every module's docstring examples run here, once (no other test module repeats them).
 # Modules with nothing to demonstrate: generated protobuf code, the ``python -m`` entry.
 _WITHOUT_EXAMPLES = {"fermion.table.proto", "fermion.cli.__main__"}
 

@@ -32,6 +32,7 @@ import fsspec
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, SourceNotFoundError, TruncatedFileError
+from fermion.extras import require
 from fermion.io.coalesce import MAX_READ, MergedRead, coalesce_ranges
 
 _PREADS: Any
@@ -415,6 +416,7 @@ def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
     Raises:
         InvalidArgumentError: not a path or URL; an unknown URL protocol, or one whose
             fsspec backend is not installed.
+        MissingExtraError: an ``s3://`` URL without s3fs (``fermion[s3]``).
     """
     if isinstance(where, Path):
         return None, str(where)
@@ -422,6 +424,8 @@ def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
         raise InvalidArgumentError(f"expected a path or URL, got {type(where).__name__}")
     if "://" not in where or where.startswith("file://"):
         return None, where.removeprefix("file://")
+    if where.startswith(("s3://", "s3a://")):
+        require("s3fs", "s3")  # a one-line install hint rather than fsspec's
     try:
         fs, path = fsspec.core.url_to_fs(where)
     except (ValueError, ImportError) as exc:  # an unknown protocol, a backend not installed

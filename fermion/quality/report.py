@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fermion.errors import FermionError
-from fermion.quality.gx_run import run_suite
+from fermion.extras import require
 from fermion.quality.integrity import check_batch_integrity
 from fermion.quality.suite import load_suite
 
@@ -130,12 +130,16 @@ def validate(
     Raises:
         SuiteError: The suite file is missing or invalid.
         DatasetError: ``table_uri`` names no table.
+        MissingExtraError: great_expectations is not installed (``fermion[quality]``).
 
     Example (needs a SparkSession ``spark``)::
 
         report = validate(df, "conf/quality/features.yaml", output_dir="/tmp/q")
         report.raise_for_failure()  # QualityCheckError naming the failed checks
     """
+    require("great_expectations", "quality")
+    from fermion.quality.gx_run import run_suite  # imports GX: only when checks run
+
     suite = load_suite(suite_path)
     out = Path(output_dir)
     run = run_name or _run_name(suite.name)

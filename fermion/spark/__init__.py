@@ -13,7 +13,13 @@ Example:
     2
 """
 
+# ruff: noqa: E402 - pyspark is checked for before the submodules import it
+
 from __future__ import annotations
+
+from fermion.extras import require
+
+require("pyspark", "spark")  # a one-line install hint, not a ModuleNotFoundError
 
 from fermion.spark.options import ReadOptions, WriteOptions
 from fermion.spark.read import FermionReader, FragmentSlice

@@ -34,6 +34,7 @@ from fermion.table.batches import (
 from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
+from fermion.table.display import schema_preview
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.indices.lookup import indexed_scan
 from fermion.table.indices.model import IndexInfo, IndexKind
@@ -361,7 +362,7 @@ class Dataset:
         return list(self._manifest.fragments)
 
     def __repr__(self) -> str:
-        columns = ", ".join(f"{f.name}: {f.type}" for f in self.schema)
+        columns = schema_preview(self.schema)  # the first 10 columns, then how many more
         rows = sum(live_rows(f) for f in self._manifest.fragments)
         return (
             f"Dataset({self.uri!r}, version={self.version}, rows={rows}, "

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from fermion.errors import DatasetError, InvalidArgumentError, ManifestStoreError
+from fermion.extras import require
 from fermion.io import failpoints
 from fermion.io.store import Store
 
@@ -185,7 +186,7 @@ class PostgresManifestStore(ManifestStore):
     raises :class:`~fermion.errors.ManifestStoreError`, an ``OSError``, which the commit
     loop treats as an unknown outcome. The table ``fermion_manifests`` is created on first use
     (idempotent, also when several processes start at once). The driver, psycopg 3
-    (``pip install 'psycopg[binary]'``), is imported only here.
+    (``pip install 'fermion[postgres]'``), is imported only here.
 
     Args:
         dsn: A libpq connection string, ``postgresql://user:password@host:port/dbname`` or
@@ -360,14 +361,8 @@ _LOCK_KEY = zlib.crc32(POSTGRES_TABLE.encode())  # the advisory lock of the tabl
 
 
 def _import_psycopg() -> Any:
-    """The psycopg module, or a one-line hint to install it."""
-    try:
-        import psycopg
-    except ImportError:
-        raise InvalidArgumentError(
-            "the PostgreSQL manifest store needs the psycopg driver: pip install 'psycopg[binary]'"
-        ) from None
-    return psycopg
+    """The psycopg module, or a one-line hint to install it (``fermion[postgres]``)."""
+    return require("psycopg", "postgres")
 
 
 def _describe_dsn(dsn: str) -> tuple[str, str | None]:

@@ -25,6 +25,7 @@ from fermion.format.metadata.layout import Kind, Node
 from fermion.format.metadata.structs import FORMAT_VERSION_MAJOR, DescType, minor_version
 from fermion.format.read.batch_lookup import _MAPPED_GRAIN
 from tests.format.test_roundtrip import assert_same as _assert_same
+from tests.support.budget import examples
 
 SCHEMA = pa.schema(
     [
@@ -221,9 +222,7 @@ def test_thousands_of_batches_never_split_across_pages(tmp_path: Path) -> None:
         assert_same(got, pa.concat_tables([tables[i] for i in order]))
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     sizes=st.lists(st.integers(1, 120), min_size=1, max_size=60),
     page_size=st.sampled_from([64, 100, 256, 1024]),

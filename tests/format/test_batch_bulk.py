@@ -31,6 +31,7 @@ import fermion.format.write.writer as writer_module
 from fermion.format.options import PAGE_SIZE_DEFAULT
 from fermion.format.write.writer import _block_columns
 from tests.format.test_batch import prove_aligned
+from tests.support.budget import examples
 
 
 def wide_schema(block: pa.DataType, width: int) -> pa.Schema:
@@ -116,7 +117,7 @@ def test_bulk_path_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.Mon
     check_file(tmp_path / "bulk.fermion", tables, 2048, rng)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow])
 @given(
     block=st.sampled_from([pa.float32(), pa.int16(), pa.float64()]),
     width=st.integers(8, 20),

@@ -31,6 +31,7 @@ from fermion.format.metadata.structs import Compression, Encoding, StreamType
 from fermion.format.options import BATCH_BLOCK_SIZE
 from fermion.format.read import batch_lookup
 from fermion.format.read.batch_lookup import fast_columns
+from tests.support.budget import examples
 
 TYPES = [
     pa.float32(),
@@ -80,7 +81,7 @@ def expected_rows(table: pa.Table, sizes: list[int], ids: list[int], asked: list
     return table.take(pa.array(rows, pa.int64()))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**31),
     batches=st.integers(1, 60),
@@ -359,7 +360,7 @@ def test_unknown_id_raises(tmp_path: Path) -> None:
         r.read_batches([ids[3], 1], columns=["f0"])
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**31),
     batches=st.integers(1, 50),

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.format.encoding import bitpack
+from tests.support.budget import examples
 
 WIDTHS = [*range(1, 57), 64]
 BAD_WIDTHS = [-1, 0, 57, 63, 65, 255]
@@ -69,7 +70,7 @@ def test_every_width_matches_the_reference_and_round_trips(w: int) -> None:
             np.testing.assert_array_equal(out, values)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     w=st.sampled_from(WIDTHS),
     n=st.integers(0, 2000),
@@ -88,7 +89,7 @@ def test_round_trip_inside_a_larger_buffer(w: int, n: int, offset: int, tail: in
         assert packed[-1] >> ((n * w) % 8) == 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     w=st.sampled_from(WIDTHS),
     n=st.integers(0, 300),
@@ -131,7 +132,7 @@ def test_pack_accepts_signed_input_within_range() -> None:
 # -- gather -------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     w=st.sampled_from(WIDTHS),
     n=st.integers(1, 2000),

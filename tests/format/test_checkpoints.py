@@ -37,6 +37,7 @@ from fermion.format.encoding.pages import (
 )
 from fermion.format.metadata.structs import Encoding, EncodingFlag, RequiredFeature, StreamType
 from tests.format.test_points import check_take, page_spans
+from tests.support.budget import examples
 
 C = CHECKPOINT_INTERVAL
 SIZES = [0, 1, 2, 255, 256, 257, 511, 512, 513, 1000, 4096, 5000]
@@ -127,7 +128,7 @@ def test_the_format_md_example_layout() -> None:
     assert sums == [int(deltas[: j * C].sum()) for j in (1, 2, 3)]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(
     n=st.integers(1, 3000),
     step_bits=st.sampled_from([1, 3, 12, 40, 63]),
@@ -287,7 +288,7 @@ def test_the_writer_checkpoints_point_readable_delta_and_length_pages(tmp_path: 
     assert fermion.read_table(path).equals(table)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15))
 @given(idx=st.lists(st.integers(0, 59_999), max_size=80))
 def test_point_reads_through_checkpoints_agree(tmp_path_factory, idx: list[int]) -> None:
     path = tmp_path_factory.getbasetemp() / "ck_points.fermion"
@@ -321,7 +322,7 @@ def test_checkpoint_page_payload_offsets() -> None:
     assert len(page) == PAGE_HEADER_SIZE + len(payload)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(
     n=st.integers(1, 3000),
     width=st.sampled_from([0, 1, 5, 17, 40]),

@@ -24,6 +24,7 @@ from fermion.errors import InvalidFileError
 from fermion.format.encoding import encodings
 from fermion.format.read import assemble
 from tests.format.test_encodings import encodings_of
+from tests.support.budget import examples
 
 OFFSET_TYPES = [np.dtype("<i4"), np.dtype("<i8")]
 
@@ -52,7 +53,7 @@ def pages(draw: st.DrawFn) -> list[tuple[np.ndarray, pa.Array]]:
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(parts=pages(), dtype=st.sampled_from(OFFSET_TYPES))
 def test_property_equals_pages_materialised_one_by_one(parts, dtype) -> None:
     offsets, data = encodings.materialize_dictionaries(parts, dtype)

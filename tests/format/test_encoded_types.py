@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.errors import ColumnNotFoundError, UnsupportedTypeError
+from tests.support.budget import examples
 
 N = 9  # rows of every case
 
@@ -323,7 +324,7 @@ def test_an_unregistered_extension_type_from_parquet_is_kept_as_it_comes(tmp_pat
 
 
 _SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 

@@ -38,6 +38,7 @@ from fermion.format.metadata.structs import (
     StreamType,
 )
 from tests.format.test_roundtrip import assert_same
+from tests.support.budget import examples
 
 # -- kernels ----------------------------------------------------------------------------
 
@@ -59,7 +60,7 @@ def make_ints(shape: str, n: int, seed: int) -> np.ndarray:
     return rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120))
 @given(shape=shapes, n=st.integers(1, 3000), seed=st.integers(0, 10**6), compressed=st.booleans())
 def test_integer_codec_round_trips(shape: str, n: int, seed: int, compressed: bool) -> None:
     values = make_ints(shape, n, seed)
@@ -426,7 +427,7 @@ def test_for_rounds_widths_just_below_16_and_32_bits_up(span_bits: int, width: i
     np.testing.assert_array_equal(encodings.decode_ints(payload, Encoding.FOR), values)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250))
 @given(
     shape=shapes64,
     n=st.integers(0, 3000),
@@ -485,7 +486,7 @@ def for_payload(values: np.ndarray, out_width: int, flags: int = 0) -> bytes:
     return h.tobytes() + bitpack.pack(packed, w)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     shape=shapes64,
     n=st.integers(0, 2000),
@@ -511,7 +512,7 @@ def test_for_straight_into_plain_bytes_equals_decoding_to_int64(
         encodings.decode_for_into(payload[:-1] if n else payload + b"x", out, "p")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     n=st.integers(1, 3000),
     distinct=st.integers(1, 40),

@@ -63,6 +63,7 @@ from fermion.format.read import points
 from tests.format.test_encodings import encodings_of
 from tests.format.test_points import check_take, page_spans
 from tests.format.test_roundtrip import assert_same
+from tests.support.budget import examples
 
 _H = ENCODING_HEADER_DTYPE.itemsize
 _FLOATS = {4: np.float32, 8: np.float64}
@@ -201,7 +202,7 @@ def _exponent_all_at_once(sample: np.ndarray, width: int, slack: int, kernel: in
     return None if best is not None and best_cost > 0.9 * m * 8 * width else best
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(
     places=st.integers(0, 18),
     scale=st.sampled_from([1e-9, 1e-3, 1.0, 1e3, 1e9, 1e15]),
@@ -327,7 +328,7 @@ def decimal_values(
     return values, valid, width, e, kernel
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(drawn=decimal_values(kernels=(0, 1)), compressed=st.booleans())
 def test_property_kernel_round_trips(drawn, compressed: bool) -> None:
     values, valid, width, e, kernel = drawn
@@ -373,9 +374,7 @@ def decimal_tables(draw) -> pa.Table:
     return pa.table(columns)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     table=decimal_tables(),
     page_size=st.sampled_from([512, 2048, 8192]),

@@ -33,6 +33,7 @@ from fermion.format.encoding import bitpack, encodings
 from fermion.format.encoding.pages import CrcBlockedBody, encode_page
 from fermion.format.metadata.structs import Compression
 from tests.format.test_encodings import encodings_of
+from tests.support.budget import examples
 
 KERNELS = native.KERNELS
 needs_kernels = pytest.mark.skipif(KERNELS is None, reason="compiled kernels not built here")
@@ -78,7 +79,7 @@ def test_the_kernels_are_built_wherever_a_compiler_and_the_headers_are() -> None
 
 
 @needs_kernels
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400))
 @given(data=st.binary(min_size=0, max_size=3000), start=st.integers(0, 15))
 def test_kernel_crc32_is_zlibs(data: bytes, start: int) -> None:
     """Every length from empty to a few KiB (the folding path from 64 bytes, the tables
@@ -142,7 +143,7 @@ def _verdict(
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     size=st.integers(1025, 6000),  # more than one block: stored as CRC_BLOCKS
     block=st.sampled_from([256, 300, 512, 1024]),
@@ -216,7 +217,7 @@ def _packed_outcome(body: CrcBlockedBody, offset, bits, rows, kernels) -> tuple[
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     size=st.integers(1025, 6000),
     block=st.sampled_from([256, 300, 512, 1024]),
@@ -343,7 +344,7 @@ def _gather_outcome(buf: bytes, offset: int, w: int, idx: np.ndarray, kernels) -
 
 @needs_kernels
 @pytest.mark.parametrize("w", [*range(1, 57), 64])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(
     n=st.integers(1, 300),
     offset=st.integers(0, 9),
@@ -378,7 +379,7 @@ def _unpack_outcome(buf: bytes, offset: int, w: int, out: np.ndarray, kernels: A
 
 @needs_kernels
 @pytest.mark.parametrize("w", [*range(3, 57), 64])
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20))
 @given(
     n=st.integers(1, 400),
     offset=st.integers(0, 9),
@@ -431,7 +432,7 @@ def _materialized(parts: list[tuple[np.ndarray, pa.Array]], width: int, kernels:
 
 
 @needs_kernels
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     pages=st.lists(
         st.tuples(
@@ -509,7 +510,7 @@ def test_gather_kernel_refuses_bad_arguments() -> None:
 
 @needs_kernels
 @pytest.mark.parametrize("w", [1, 3, 6, 8, 13, 31, 32, 47, 56, 64])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(
     n=st.integers(1, 700),
     interval=st.sampled_from([8, 256, 1000]),
@@ -573,7 +574,7 @@ def test_strided_arguments_take_a_path_that_reads_them() -> None:
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     width=st.sampled_from([1, 2, 3, 4, 8, 16, 32]),
     n=st.integers(0, 2000),
@@ -653,7 +654,7 @@ def _trial_counts(
 
 
 @needs_kernels
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 300),
@@ -756,7 +757,7 @@ def _stream(batches: list[pa.RecordBatch], schema: pa.Schema | None = None) -> o
 
 
 @needs_kernels
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     t=st.sampled_from(sorted(_GATHER_TYPES, key=str)),
     columns=st.integers(1, 12),

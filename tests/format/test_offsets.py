@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 
 import fermion
 from fermion.format.encoding.offsets import join_run, lengths_into, plain_into, sums_fit
+from tests.support.budget import examples
 
 I32_MAX = 2**31 - 1
 I64_MAX = 2**63 - 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     lengths=st.lists(st.integers(0, 1000), max_size=300),
     width=st.sampled_from([4, 8]),

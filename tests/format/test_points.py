@@ -39,6 +39,7 @@ from tests.format.test_batch import assert_same as assert_same_decoded
 from tests.format.test_batch import decoded, write_batches
 from tests.format.test_encodings import encodings_of, shapes_table
 from tests.format.test_roundtrip import assert_same
+from tests.support.budget import examples
 
 ALWAYS_BLOCKS = float("inf")  # keep zstd blocks even where one frame is smaller
 
@@ -458,9 +459,7 @@ def small_tables(draw) -> pa.Table:
     )
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     table=small_tables(),
     page_size=st.sampled_from([64, 300, 1024, 8192]),

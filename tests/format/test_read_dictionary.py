@@ -29,6 +29,7 @@ from fermion.format.metadata.structs import Encoding
 from fermion.format.read import assemble
 from tests.format.test_encodings import encodings_of
 from tests.format.test_points import page_spans
+from tests.support.budget import examples
 
 
 def decoded(table: pa.Table) -> pa.Table:
@@ -170,7 +171,7 @@ def test_a_lying_dictionary_page_raises(tmp_path: Path) -> None:
         fermion.read_table(path)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25))
 @given(
     values=st.lists(
         st.one_of(st.none(), st.sampled_from(["", "a", "bb", "ccc", "é"])), max_size=400

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import fermion
 from tests.format.conftest import all_types_table
+from tests.support.budget import examples
 
 _FLOAT_AS_INT = {pa.float16(): pa.int16(), pa.float32(): pa.int32(), pa.float64(): pa.int64()}
 
@@ -222,9 +223,7 @@ def _random_array(t: pa.DataType, n: int, seed: int, pat) -> pa.Array:
     return pa.array([value(t) for _ in range(n)], type=t)
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     table=tables(),
     page_size=st.sampled_from([64, 200, 4096]),

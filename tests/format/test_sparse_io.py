@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import fermion
 from tests.format.test_byte_flips import MemorySource
+from tests.support.budget import examples
 
 
 def point_table(n: int) -> pa.Table:
@@ -165,7 +166,7 @@ def test_a_sparse_take_reads_under_a_tenth_of_the_file(tmp_path: Path) -> None:
     assert read <= 0.10 * size, (read, size)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @example(calls=[[(k, 5) for k in range(100, 4_000, 100)]], head=0, pread=True)  # 39 runs
 @example(calls=[[(k, 5) for k in range(3_900, 0, -100)], [(0, 5_000)]], head=20, pread=False)
 @given(

@@ -23,6 +23,7 @@ from fermion.format.metadata.stats import (
     stats_kind,
 )
 from fermion.format.metadata.structs import StatsFlag
+from tests.support.budget import examples
 
 
 def _pages(values: pa.Array, cuts: list[int]) -> list[pa.Array]:
@@ -43,14 +44,14 @@ def _ints(nullable: bool = True) -> st.SearchStrategy[list[int | None]]:
     return st.lists(st.one_of(st.none(), value) if nullable else value, min_size=1, max_size=60)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(_ints(), st.lists(st.integers(0, 100), max_size=6))
 def test_merged_integer_bounds_equal_whole_chunk(values: list[int | None], cuts: list[int]):
     arr = pa.array(values, type=pa.int64())
     assert _merged(arr, cuts) == compute_stats(arr, StatsKind.SIGNED)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     st.lists(st.one_of(st.none(), st.integers(0, 2**64 - 1)), min_size=1, max_size=40),
     st.lists(st.integers(0, 100), max_size=6),
@@ -60,7 +61,7 @@ def test_merged_unsigned_bounds_equal_whole_chunk(values: list[int | None], cuts
     assert _merged(arr, cuts) == compute_stats(arr, StatsKind.UNSIGNED)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     st.lists(
         st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True)),
@@ -78,7 +79,7 @@ def test_merged_float_bounds_equal_whole_chunk(values: list[float | None], cuts:
         assert as_float[0] == as_float[2] and as_float[1] == as_float[3]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     st.lists(st.one_of(st.none(), st.text(max_size=14)), min_size=1, max_size=40),
     st.lists(st.integers(0, 100), max_size=6),
@@ -157,7 +158,7 @@ def test_written_chunk_bounds_equal_the_stripe(tmp_path: Path) -> None:
             assert (chunk["min"], chunk["max"]) == (lo, hi)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=1, max_size=50),
     st.sampled_from([pa.float32(), pa.float64()]),

@@ -29,6 +29,7 @@ from fermion.format.metadata.structs import (
 from fermion.format.read.plan import take_values
 from tests.format.test_batch import prove_aligned
 from tests.format.test_points import page_spans
+from tests.support.budget import examples
 
 STRIPE = {"STRIPE_DICTIONARY", "DICTIONARY_INDICES"}
 
@@ -245,7 +246,7 @@ def _assert_reads(path: Path, table: pa.Table, rng: np.random.Generator) -> None
     assert v.cast(v.type.value_type).equals(expected)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow])
 @given(
     n=st.integers(2_000, 9_000),
     per_value=st.integers(3, 40),
@@ -272,7 +273,7 @@ def test_property_round_trips(
     _assert_reads(path, table, np.random.default_rng(seed))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), suppress_health_check=[HealthCheck.too_slow])
 @given(
     sizes=st.lists(st.integers(1, 600), min_size=3, max_size=40),
     page_size=st.sampled_from([512, 2048, 16384]),

@@ -31,6 +31,7 @@ from fermion.format.metadata.structs import (
     SIMPLE_CHUNK_DESC_DTYPE,
     STREAM_META_DTYPE,
 )
+from tests.support.budget import examples
 
 TWINS = [
     (_ENTRY_STRUCT, COLUMN_ENTRY_DTYPE, 1),
@@ -49,7 +50,7 @@ def test_twin_has_the_dtype_size(twin, dtype, count) -> None:
     assert twin.size == dtype.itemsize * count
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(data=st.data())
 def test_twin_reads_what_the_dtype_reads(data) -> None:
     twin, dtype, count = data.draw(st.sampled_from(TWINS))

@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fermion.io import coalesce_ranges
+from tests.support.budget import examples
 
 RANGES = st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 400)), min_size=0, max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     ranges=RANGES,
     max_gap=st.sampled_from([0, 1, 16, 256]),

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import fermion
 import fermion.io.source as source_module
 from fermion.io.source import LocalSource, open_source
+from tests.support.budget import examples
 
 
 @pytest.fixture
@@ -131,7 +132,7 @@ def test_close_unmaps_the_file_unless_a_returned_array_uses_it(tmp_path: Path) -
     assert r.schema == schema
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60))
 @given(
     ranges=st.lists(
         st.tuples(st.integers(0, 99_999), st.integers(0, 3000)), min_size=0, max_size=40

@@ -1,17 +1,14 @@
 """Session-scoped fixtures of the job tests: one local Spark session (local[2]) for the
-in-process runs, and ``make dist``'s output (built once, in a copy of the checkout)."""
+in-process runs (``make dist``'s output, ``dist``, is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.jobs.helpers import build_dist
 
 
 @pytest.fixture(scope="session")
@@ -26,9 +23,3 @@ def spark() -> Iterator[Any]:
     )  # fmt: skip
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``make dist`` run in a copy of the checkout: its ``dist/`` (wheel, ``fermion.zip``)."""
-    return build_dist(tmp_path_factory.mktemp("dist"))

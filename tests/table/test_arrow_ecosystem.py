@@ -254,3 +254,20 @@ def test_tags_mapping_restore_retention_create_and_repr(tmp_path: Path) -> None:
     )
     appended = ft.write_dataset(TABLE, str(tmp_path / "a"), mode="append")
     assert appended.versions()[0].operation == "create"  # append to nothing creates
+
+
+def test_the_repr_of_a_wide_table_shows_ten_columns_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    """A 2,000-column table prints one short line, cut like pyarrow's ``Table`` preview."""
+    wide = pa.table({f"c{i}": pa.array([i], pa.int16()) for i in range(2_000)})
+    ds = ft.write_dataset(wide, str(tmp_path / "wide"))
+    shown = ", ".join(f"c{i}: int16" for i in range(10))
+    assert repr(ds) == (
+        f"Dataset({ds.uri!r}, version=1, rows=1, fragments=1, "
+        f"schema=({shown}, ... 1990 more columns))"
+    )
+    eleven = ft.write_dataset(wide.select(range(11)), str(tmp_path / "eleven"))
+    assert repr(eleven).endswith(f"schema=({shown}, ... 1 more column))")
+    ten = ft.write_dataset(wide.select(range(10)), str(tmp_path / "ten"))
+    assert repr(ten).endswith(f"schema=({shown}))")

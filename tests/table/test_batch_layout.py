@@ -37,6 +37,7 @@ from fermion.table.tasks import (
     plan_write,
 )
 from fermion.table.tasks.merge import merge_batch_runs
+from tests.support.budget import examples
 from tests.table.test_batches import CountingOpens
 
 
@@ -231,7 +232,7 @@ def _layouts(draw: Any) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 @given(layout=_layouts())
 def test_merged_compaction_keeps_every_batch_and_the_layout(
     tmp_path_factory: pytest.TempPathFactory, layout: dict[str, Any]
@@ -292,7 +293,7 @@ def _chunked(values: list[int], cuts: list[int], source: int) -> Iterator[pa.Tab
         yield table.slice(start, stop - start)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     inputs=st.lists(
         st.tuples(

@@ -36,6 +36,7 @@ from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentE
 from fermion.format import FileReader
 from fermion.table import Append, Dataset, dataset, write_dataset, write_fragments
 from fermion.table.tasks import commit_write, execute_write, plan_write
+from tests.support.budget import examples
 
 BATCHES = 400  # 2 batches of 2 rows per fragment: 200 fragments
 ROWS_PER_BATCH = 2
@@ -443,7 +444,7 @@ def batch_tables(draw: Any) -> tuple[np.ndarray, np.ndarray, int, list[int], lis
     return ids, sizes, max_rows, wanted, deleted
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.too_slow])
 @given(case=batch_tables())
 def test_lookup_matches_a_filtered_scan(
     tmp_path_factory: pytest.TempPathFactory,

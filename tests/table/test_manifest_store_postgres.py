@@ -24,7 +24,12 @@ import pytest
 from fsspec.implementations.dirfs import DirFileSystem
 
 import fermion.table as ft
-from fermion.errors import FermionError, InvalidArgumentError, ManifestStoreError
+from fermion.errors import (
+    FermionError,
+    InvalidArgumentError,
+    ManifestStoreError,
+    MissingExtraError,
+)
 from fermion.table.manifest_store import (
     ENV_VAR,
     POSTGRES_TABLE,
@@ -182,7 +187,7 @@ def test_missing_driver_is_a_one_line_hint_and_sqlite_still_works(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` now fails
-    with pytest.raises(InvalidArgumentError, match=r"pip install 'psycopg\[binary\]'") as exc:
+    with pytest.raises(MissingExtraError, match=r"pip install 'fermion\[postgres\]'") as exc:
         open_manifest_store("postgresql://u:pw@127.0.0.1:5432/meta")
     assert "pw" not in _one_line(exc).replace("psycopg", "")
     store = open_manifest_store(str(tmp_path / "m.db"))

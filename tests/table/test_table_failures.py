@@ -35,6 +35,7 @@ from fermion.table.codec import encode_manifest
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.manifest_store import PostgresManifestStore, is_staging_path
 from fermion.table.storage import TableStorage, manifest_name
+from tests.support.budget import examples
 
 WRITER = """
 import sys, pyarrow as pa, fermion.table as ft
@@ -330,7 +331,7 @@ def test_torn_or_corrupt_latest_manifest_is_a_loud_typed_error(
     assert TableStorage(uri).versions() == [1, 2]  # nothing committed
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(position=st.integers(min_value=0, max_value=10**6), value=st.integers(1, 255))
 def test_any_single_byte_change_of_a_manifest_is_detected(
     tmp_path_factory: pytest.TempPathFactory, position: int, value: int

@@ -23,6 +23,7 @@ import fermion.table.readers as readers_module
 from fermion.errors import InvalidArgumentError
 from fermion.format import FileReader
 from fermion.table import Dataset, dataset, write_dataset
+from tests.support.budget import examples
 
 
 def table_of(n: int, seed: int) -> pa.Table:
@@ -42,9 +43,7 @@ def expected(ds: Dataset, positions: list[int], columns: list[str] | None) -> pa
     return whole.take(pa.array(positions, pa.int64())) if positions else whole.slice(0, 0)
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     n=st.integers(1, 300),
     per_file=st.integers(7, 120),

@@ -62,6 +62,7 @@ from fermion.table.tasks import (
     resolve_write_schema,
     write_committed,
 )
+from tests.support.budget import examples
 from tests.table.conftest import CTX
 
 
@@ -82,7 +83,7 @@ def _small_fragments(uri: str, fragments: int = 6, rows: int = 10) -> ft.Dataset
 # -- plain data ----------------------------------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40))
 @given(
     fid=st.one_of(st.none(), st.integers(0, 2**63 - 1)),
     rows=st.integers(0, 2**40),
