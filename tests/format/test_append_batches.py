@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import fermion
 from fermion.errors import BatchModeError, SchemaMismatchError
 from tests.format.test_batch import prove_aligned
+from tests.support.budget import examples
 
 SMALL = {"page_size": 64, "max_stripe_rows": 300, "max_stripe_bytes": 6_000}
 
@@ -62,7 +63,9 @@ def _bulk(path: Path, table: pa.Table, ids: np.ndarray, pieces: int) -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     lengths=st.lists(st.integers(1, 120), min_size=1, max_size=60),
@@ -78,7 +81,9 @@ def test_bulk_file_is_the_file_of_one_call_per_batch(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(lengths=st.lists(st.integers(1, 90), min_size=1, max_size=50))
 def test_bulk_with_lists_reads_back_and_keeps_batches_whole(

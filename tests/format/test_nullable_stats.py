@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import fermion
 from fermion.format.read.filters import FilterInfo
 from fermion.format.read.pruning import guarantee_for, segments_that_may_match
+from tests.support.budget import examples
 from tests.support.filters import filters, same_rows, segments
 
 N = 100_000
@@ -221,7 +222,7 @@ def test_golden_file_statistics_prune_nullable_columns_correctly(path: Path) -> 
 # -- hypothesis: stripes and pages --------------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     segments(max_segments=5, max_rows=40),
     st.lists(filters(), min_size=1, max_size=6),

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import fermion.table as ft
 from fermion.table.indices import lookup
+from tests.support.budget import examples
 
 KEY_TYPES = {
     "int": (pa.int64(), st.integers(-5, 5)),
@@ -85,7 +86,7 @@ STEPS = st.lists(st.sampled_from(["delete", "append", "compact", "optimize"]), m
 
 @pytest.mark.parametrize("path", ["take", "read"])
 @pytest.mark.parametrize("key_type", sorted(KEY_TYPES))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), kind=st.sampled_from(["BTREE", "BITMAP"]), steps=STEPS)
 def test_indexed_scans_equal_unindexed_scans(
     tmp_path_factory: pytest.TempPathFactory,

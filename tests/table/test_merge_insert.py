@@ -22,6 +22,7 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
+from tests.support.budget import examples
 
 Runner = Callable[..., list[tuple[str, Any]]]
 SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64()), ("s", pa.string())])
@@ -67,7 +68,7 @@ target_rows = st.lists(st.tuples(st.one_of(st.none(), keys), values, strings), m
 source_rows = st.lists(st.tuples(keys, values, strings), max_size=15, unique_by=lambda r: r[0])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     target=target_rows,
     source=source_rows,

@@ -17,10 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion.table as ft
+from tests.support.budget import examples
 from tests.support.filters import filters, same_rows, segments
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(segments(max_segments=4), st.lists(filters(), min_size=1, max_size=5))
 def test_pruned_scan_equals_unpruned_scan(
     parts: list[pa.Table], exprs: list[pc.Expression]

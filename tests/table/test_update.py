@@ -24,6 +24,7 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
+from tests.support.budget import examples
 
 Runner = Callable[..., list[tuple[str, Any]]]
 
@@ -44,7 +45,7 @@ def _sorted(table: pa.Table) -> list[dict[str, Any]]:
     return sorted(table.to_pylist(), key=lambda r: r["k"])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     values=st.lists(st.one_of(st.none(), st.integers(-1000, 1000)), min_size=1, max_size=30),
     threshold=st.integers(-1000, 1000),
