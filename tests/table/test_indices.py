@@ -261,13 +261,8 @@ def test_fermion_show_lists_indices(ds: ft.Dataset, capsys: pytest.CaptureFixtur
     assert "index k_idx (BTREE) on k over 4 fragments" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="format bug, not the index: a string column whose non-null values are all '' "
-    "has no DATA stream statistics, and the reader's pruning then drops every row of an "
-    "IS NULL filter (fermion.read_table too); left to the owner of fermion/format",
-)
 def test_is_null_on_empty_strings_and_nulls(tmp_path: Path) -> None:
+    # a stripe of '' and nulls has no DATA chunk; its statistics must not claim "no nulls"
     path = str(tmp_path / "f.fermion")
     fermion.write_table(pa.table({"k": pa.array(["", None, None], pa.string())}), path)
     assert fermion.read_table(path, filter=pc.field("k").is_null()).num_rows == 2

@@ -23,7 +23,7 @@ from fermion.errors import InvalidFileError
 from fermion.format.encoding.bloom import hash_values, may_contain
 from fermion.format.encoding.pages import decode_page
 from fermion.format.metadata.batch import VIRTUAL_COLUMNS
-from fermion.format.metadata.cmb import ColumnMeta
+from fermion.format.metadata.cmb import ColumnMeta, StreamDesc
 from fermion.format.metadata.stats import bound_scalars, stats_kind
 from fermion.format.metadata.structs import CHUNK_ALL_NULL, DescType, StreamType
 from fermion.format.read.batch_read import BatchIndex, virtual_fields
@@ -139,11 +139,12 @@ class Pruner:
         dk = p.tree.stream(StreamType.DATA)
         assert vk is not None and dk is not None
         vdesc, ddesc = m.streams[vk.index], m.streams[dk.index]
-        if ddesc.full is None:
-            nulls = n if vdesc.desc_type == DescType.FORCE_NULL else 0
-            if vdesc.simple is not None and int(vdesc.simple[s]["length"]) == CHUNK_ALL_NULL:
-                nulls = n
-            return guarantee_for(name, t, None, nulls, n) if nulls in (0, n) else None
+        if ddesc.full is None:  # no DATA chunk: every value null or empty (docs/FORMAT.md §6)
+            return (
+                guarantee_for(name, t, None, nulls, n)
+                if (nulls := _known_nulls(vdesc, s, n)) is not None
+                else None
+            )
         d = ddesc.full[s]
         bounds = bound_scalars(
             t, stats_kind(t), int(d["chunk_min"]), int(d["chunk_max"]), int(d["stats_flags"])
@@ -278,3 +279,21 @@ class Pruner:
             page_of = np.searchsorted(ends, seg_starts, side="right")
             excluded.update(i for i, pg in enumerate(page_of) if not maybe[int(pg)])
         return excluded
+
+
+def _known_nulls(vdesc: StreamDesc, s: int, n: int) -> int | None:
+    """Nulls among stripe ``s``'s ``n`` values when its VALIDITY descriptor alone tells
+    (all valid: 0, all null: ``n``); ``None`` when a bitmap is stored (some nulls, count
+    unknown without reading it), so no guarantee may be drawn.
+
+    A stripe of empty strings and nulls has no DATA chunk: taking it for null-free
+    pruned every row of ``IS NULL``.
+    """
+    if vdesc.desc_type == DescType.FORCE_NULL:
+        return n
+    if vdesc.desc_type == DescType.USE_DEFAULT:
+        return 0
+    if vdesc.simple is not None:
+        length = int(vdesc.simple[s]["length"])
+        return n if length == CHUNK_ALL_NULL else 0 if length == 0 else None
+    return None
