@@ -235,7 +235,9 @@ def test_plan_refuses_what_it_cannot_read_exactly(spark: Any, tmp_path: Path) ->
     files = df.inputFiles()
     assert "reader options" in str(plan_file_tasks(df, files, schema, options={"x": "1"}))
     assert plan_file_tasks(df, [], schema) == "no input files"
-    planned = plan_file_tasks(df, files, schema, partitions=4)
+    one_group = plan_file_tasks(df, files, schema, partitions=4)  # 1 row group, 4 tasks asked
+    assert "1 task(s) of the 4 asked for" in str(one_group)
+    planned = plan_file_tasks(df, files, schema, partitions=1)
     assert isinstance(planned, FileTaskPlan) and planned.rows == 50
 
 

@@ -211,7 +211,8 @@ def plan_file_tasks(
             id ranges (footer statistics) are disjoint, so each task holds one range of ids
             and no batch is split (no statistics, or ranges that overlap too much: not this
             path).
-        partitions: Tasks to make (0: splits of ``spark.sql.files.maxPartitionBytes``).
+        partitions: Tasks to make (0: splits of ``spark.sql.files.maxPartitionBytes``); when
+            the row groups cannot make that many, Spark reads the files.
 
     Returns:
         The plan, or a sentence saying why Spark must read the files.
@@ -264,6 +265,11 @@ def plan_file_tasks(
     )
     if isinstance(packed, str):
         return packed
+    if partitions and len(packed) < partitions:
+        return (
+            f"the row groups make {len(packed)} task(s) of the {partitions} asked for "
+            f"(partitions); Spark splits the rows"
+        )
     tasks = packed
     return FileTaskPlan(tasks, schema, sum(p.rows for p, _ in pieces), batch_column)
 
@@ -288,30 +294,47 @@ def _pack_ranges(
 ) -> tuple[tuple[FilePiece, ...], ...] | str:
     """Row groups ordered by their id ranges, cut into tasks only where every id before the
     cut is below every id after it (so tasks hold disjoint id ranges and no batch is
-    split), each task about ``budget`` bytes (or ``partitions`` tasks)."""
+    split): ``partitions`` tasks (or one per ``budget`` bytes), each cut at the allowed
+    boundary nearest to an equal share of the bytes.
+
+    Example:
+        >>> p = [(FilePiece(str(k), (0,), 1), 10) for k in range(4)]
+        >>> [len(t) for t in _pack_ranges(p, [(0, 9), (5, 12), (20, 29), (30, 39)], 10, 3)]
+        [2, 1, 1]
+    """
     order = sorted(range(len(pieces)), key=lambda k: ranges[k])
-    total = sum(size for _, size in pieces)
-    target = -(-total // partitions) if partitions else budget
-    tasks: list[list[FilePiece]] = [[]]
-    sizes = [0]
+    sizes = [pieces[k][1] for k in order]
+    total = sum(sizes)
+    wanted = partitions or max(1, -(-total // max(1, budget)))
+    allowed: list[tuple[int, int]] = []  # (bytes before the cut, position in order)
     highest: int | None = None
-    for k in order:
-        piece, size = pieces[k]
+    before = 0
+    for position, k in enumerate(order):
         low, high = ranges[k]
-        can_cut = highest is not None and highest < low
-        room = not partitions or len(tasks) < partitions
-        if tasks[-1] and sizes[-1] + size > target and can_cut and room:
-            tasks.append([])
-            sizes.append(0)
-        tasks[-1].append(piece)
-        sizes[-1] += size
+        if highest is not None and highest < low:
+            allowed.append((before, position))
         highest = high if highest is None else max(highest, high)
-    if len(pieces) > 1 and max(sizes) > 2 * target:
+        before += sizes[position]
+    cuts: list[int] = []
+    for j in range(1, wanted):
+        share = total * j / wanted
+        candidates = [c for c in allowed if not cuts or c[1] > cuts[-1]]
+        if not candidates:
+            break
+        best = min(candidates, key=lambda c: abs(c[0] - share))
+        if best[1] not in cuts:
+            cuts.append(best[1])
+    bounds = [0, *cuts, len(order)]
+    tasks = [
+        tuple(pieces[k][0] for k in order[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
+    largest = max(sum(sizes[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+    if len(pieces) > 1 and largest > 2 * -(-total // wanted):
         return (
             "the row groups' batch-id ranges overlap: they cannot be split into tasks of "
             "disjoint ranges without Spark's range partitioning"
         )
-    return tuple(tuple(t) for t in tasks if t)
+    return tuple(t for t in tasks if t)
 
 
 def parquet_tasks(
