@@ -95,7 +95,7 @@ def run_index_lookups(
         started = time.perf_counter()
         ds.create_index("key", "BTREE")
         add("build", "fermion", "build_s", time.perf_counter() - started, "s")
-        add("build", "fermion", "index_bytes", ds.indices()[0].size_bytes, "B")
+        add("index bytes", "fermion", "index_bytes", ds.indices()[0].size_bytes, "B")
         ds.create_index("label", "BITMAP")
         for case, text in filters.items():
             systems[case]["fermion"] = checked(lambda t=text: ds.to_table(filter=t), case)
@@ -107,7 +107,7 @@ def run_index_lookups(
             started = time.perf_counter()
             lds.create_scalar_index("key", "BTREE")
             add("build", "lance", "build_s", time.perf_counter() - started, "s")
-            add("build", "lance", "index_bytes", _size(path / "_indices"), "B")
+            add("index bytes", "lance", "index_bytes", _size(path / "_indices"), "B")
             lds.create_scalar_index("label", "BITMAP")
             lds = lance.dataset(str(path))
             for case, text in filters.items():

@@ -14,5 +14,7 @@ def test_index_lookup_rows() -> None:
         # Lance's rows are there exactly when pylance (the bench extra) is installed
         assert ((case, "lance", "lookup_ms") in got) == index_bench.lance_installed()
     assert got[("eq", "fermion_noindex", "lookup_ms")] > 0
-    assert got[("build", "fermion", "index_bytes")] > 0
+    assert got[("index bytes", "fermion", "index_bytes")] > 0
+    # one metric per (scenario, variant): the report compares time with time, bytes with bytes
+    assert len({(r["variant"], r["system"]) for r in rows}) == len(rows)
     assert all(r["status"] == "ok" for r in rows)
