@@ -229,17 +229,7 @@ class FileWriter:
             >>> w.num_batches, w.num_rows
             (2, 5)
         """
-        self._check_open()
-        if self._mode == "rows":
-            raise BatchModeError("this file is written with write(); append_batch() cannot mix")
-        if not isinstance(data, pa.Table | pa.RecordBatch):
-            raise InvalidArgumentError(
-                f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
-            )
-        if self._virtual_clash:
-            raise BatchModeError(
-                f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
-            )
+        self._check_batch_input(data)
         batch_id = check_batch_id(batch_id, self._last_batch_id)
         if not data.schema.equals(self.schema, check_metadata=False):
             raise SchemaMismatchError(
@@ -288,17 +278,7 @@ class FileWriter:
             >>> w.num_batches, w.num_rows
             (3, 4)
         """
-        self._check_open()
-        if self._mode == "rows":
-            raise BatchModeError("this file is written with write(); append_batch() cannot mix")
-        if not isinstance(data, pa.Table | pa.RecordBatch):
-            raise InvalidArgumentError(
-                f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
-            )
-        if self._virtual_clash:
-            raise BatchModeError(
-                f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
-            )
+        self._check_batch_input(data)
         if not data.schema.equals(self.schema, check_metadata=False):
             raise SchemaMismatchError(
                 f"batches do not match the file schema:\n{data.schema}\n!=\n{self.schema}"
@@ -326,6 +306,20 @@ class FileWriter:
         self._last_batch_id = int(run_ids[-1])
         self.num_batches += len(run_ids)
         self._place_runs(data, run_ids, bounds, self._run_nbytes(data, bounds))
+
+    def _check_batch_input(self, data: Any) -> None:
+        """What :meth:`append_batch` and :meth:`append_batches` refuse before any id check."""
+        self._check_open()
+        if self._mode == "rows":
+            raise BatchModeError("this file is written with write(); append_batch() cannot mix")
+        if not isinstance(data, pa.Table | pa.RecordBatch):
+            raise InvalidArgumentError(
+                f"expected a pyarrow Table or RecordBatch, got {type(data).__name__}"
+            )
+        if self._virtual_clash:
+            raise BatchModeError(
+                f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
+            )
 
     def _run_nbytes(self, data: pa.Table | pa.RecordBatch, bounds: np.ndarray) -> np.ndarray:
         """Arrow bytes of each run ``bounds[k]:bounds[k + 1]`` of ``data``, measured as
