@@ -52,3 +52,32 @@ def test_read_table_with_a_key_filter(spark: SparkSession, indexed_uri: str) -> 
     assert sorted(r.v for r in frame.collect()) == [10, 3990]
     frame = read_table(spark, indexed_uri, filter=f"k = {keys[1]}")
     assert [(r.k, r.v) for r in frame.collect()] == [(keys[1], 3990)]
+
+
+def test_an_indexed_frame_reused_answers_as_spark_parquet(
+    spark: SparkSession, indexed_uri: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """One indexed load() scanned several times (count, filter, count; a self-join; a
+    scalar subquery) gives the answers of Spark's Parquet source over the same rows."""
+    keys = [_key_of(indexed_uri, v) for v in (10, 500, 1500, 3990)]
+    text = f"k IN ({', '.join(map(str, keys))})"
+    path = str(tmp_path_factory.mktemp("pq") / "t.parquet")
+    spark.createDataFrame(ft.dataset(indexed_uri).to_table().to_pandas()).write.parquet(path)
+    frames = {
+        "fermion": read_table(spark, indexed_uri, filter=text),
+        "parquet": spark.read.parquet(path).filter(text),
+    }
+    answers = {}
+    for system, frame in frames.items():
+        frame.createOrReplaceTempView(f"t_{system}")
+        first = frame.count()
+        narrowed = frame.filter("v > 1000").count()
+        again = frame.count()
+        joined = spark.sql(
+            f"select count(*) from t_{system} a join t_{system} b on a.k = b.k and a.v <= b.v"
+        ).collect()[0][0]
+        sub = spark.sql(
+            f"select count(*) from t_{system} where v > (select avg(v) from t_{system})"
+        ).collect()[0][0]
+        answers[system] = (first, narrowed, again, joined, sub)
+    assert answers["fermion"] == answers["parquet"] == (4, 2, 4, 4, 1)  # avg(v) = 1500
