@@ -345,16 +345,17 @@ def parquet_tasks(
     options: dict[str, str] | None = None,
     batch_column: str | None = None,
     partitions: int = 0,
+    paths: Sequence[str] | None = None,
 ) -> FileTaskPlan | None:
     """A job's Parquet source ``df`` cut into tasks that read it with pyarrow, or ``None``
     (Spark reads it) when ``file_reader`` is ``"spark"`` or :func:`plan_file_tasks` gives a
-    reason, which is logged."""
+    reason, which is logged. ``paths``: ``df.inputFiles()`` if the caller has it already."""
     if file_reader == "spark":
         return None
     from fermion.spark.jobs.distributed import arrow_schema_of
 
     planned = plan_file_tasks(
-        df, df.inputFiles(), arrow_schema_of(df),
+        df, df.inputFiles() if paths is None else paths, arrow_schema_of(df),
         options=options, batch_column=batch_column, partitions=partitions,
     )  # fmt: skip
     if isinstance(planned, str):

@@ -105,7 +105,9 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
         plan.write_id,
     )  # fmt: skip
     record = json.dumps({"source": config.source, "files": len(paths)}, sort_keys=True)
-    files = parquet_tasks(df, config.file_reader, context.log, partitions=config.partitions)
+    files = parquet_tasks(
+        df, config.file_reader, context.log, partitions=config.partitions, paths=paths
+    )
 
     def work(results: list[WriteResult]) -> CommitSummary:
         if files is not None:
