@@ -116,6 +116,20 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "zstd), `spark.read.parquet(dir).coalesce(n).write.parquet(out)` with n = the "
             "number of fragments the compaction makes",
         ),
+        (
+            "spark_compact (batch mode)",
+            f"lineitem SF{sizes.lineitem_scale:g} written in batch mode (`batch_id_column="
+            f"{BATCH_ID}`) as {BATCH_APPENDS} appends x {BATCH_TASKS} tasks "
+            "(`plan_write` / `execute_write` / `commit_write`), task `g` of the 18 holding "
+            "the order keys whose rank is `g` mod 18, so every fragment spans the whole id "
+            "range; `compact` (target: the smaller of "
+            f"{TARGET_ROWS:,} rows and rows / 3.5) merges them by batch id into "
+            "fragments of disjoint id ranges; "
+            "parquet: the same 18 pieces as files (pyarrow, zstd), "
+            "`spark.read.parquet(dir).repartitionByRange(n, id).sortWithinPartitions(id)"
+            ".write.parquet(out)`, the same layout (each output sorted by id, the files' id "
+            "ranges disjoint); both checks verify that layout on what was written",
+        ),
     ]
 
 
@@ -133,10 +147,54 @@ def _input_path(data_dir: Path, dataset: Dataset, kind: str) -> Path:
     return data_dir / "spark" / dataset.id / f"{kind}-{fingerprint('fermion')}"
 
 
+#: Batch-mode compaction input: appends x tasks per append, every task holding every
+#: (appends * tasks)-th order key, so each fragment spans the whole id range (interleaved).
+BATCH_APPENDS, BATCH_TASKS = 3, 6
+#: The batch-id column of the batch-mode cases.
+BATCH_ID = "l_orderkey"
+
+
+def interleaved_groups(table: pa.Table) -> list[pa.Table]:
+    """The batch-mode pieces: piece ``g`` holds the order keys whose rank is ``g`` modulo
+    ``BATCH_APPENDS * BATCH_TASKS``, in the source's (increasing key) order.
+
+    Example:
+        >>> t = pa.table({"l_orderkey": list(range(40)), "x": list(range(40))})
+        >>> [p.num_rows for p in interleaved_groups(t)][:5], interleaved_groups(t)[1]["x"][1]
+        ([3, 3, 3, 3, 2], <pyarrow.Int64Scalar: 19>)
+    """
+    import numpy as np
+
+    pieces = BATCH_APPENDS * BATCH_TASKS
+    _, rank = np.unique(table[BATCH_ID].to_numpy(), return_inverse=True)
+    group = rank % pieces
+    return [table.filter(pa.array(group == g)) for g in range(pieces)]
+
+
+def _write_batch_fragments(table: pa.Table, path: Path) -> None:
+    """3 appends of 6 tasks each (plan -> execute per task -> commit), interleaved ids."""
+    from fermion.table.tasks import commit_write, execute_write, plan_write
+
+    pieces = interleaved_groups(table)
+    for append in range(BATCH_APPENDS):
+        plan = plan_write(str(path), table.schema, batch_id_column=BATCH_ID)
+        results = []
+        for task in range(BATCH_TASKS):
+            piece = pieces[append * BATCH_TASKS + task]
+            results.append(execute_write(plan, piece, task_id=task))
+        commit_write(plan, results)
+
+
 def _write_input(dataset: Dataset, kind: str, table: pa.Table, tmp: Path, fragments: int) -> None:
     import fermion.table as ft
 
-    if kind == "table":
+    if kind == "batch-fragments":
+        _write_batch_fragments(table, tmp)
+    elif kind == "batch-files":
+        tmp.mkdir(parents=True)
+        for i, piece in enumerate(interleaved_groups(table)):
+            pq.write_table(piece, tmp / f"part-{i:05d}.parquet", compression="zstd")
+    elif kind == "table":
         ft.write_dataset(table, str(tmp))
     elif kind == "fragments":
         ft.write_dataset(table, str(tmp), max_rows_per_file=math.ceil(table.num_rows / fragments))
@@ -152,7 +210,7 @@ def _write_input(dataset: Dataset, kind: str, table: pa.Table, tmp: Path, fragme
 
 def _count(kind: str, path: Path) -> tuple[int, int]:
     """(rows, files) of a written input."""
-    if kind == "files":
+    if kind in ("files", "batch-files"):
         files = sorted(path.glob("*.parquet"))
         return sum(pq.ParquetFile(f).metadata.num_rows for f in files), len(files)
     import fermion.table as ft
@@ -183,7 +241,7 @@ def prepare_input(spec: dict[str, Any]) -> dict[str, Any]:
     problems = []
     if rows != table.num_rows:
         problems.append(f"{rows} rows, expected {table.num_rows}")
-    if kind != "table" and files != fragments:
+    if kind not in ("table", "batch-fragments") and files != fragments:
         problems.append(f"{files} pieces, expected {fragments}")
     return {
         "status": "ok" if not problems else "error",
@@ -376,6 +434,9 @@ def _cases(sizes: Sizes, data_dir: Path) -> tuple[list[_Case], list[dict[str, An
     wide_table = inputs.spark_input(wide, "table")
     fragments = inputs.spark_input(lineitem, "fragments", n)
     files = inputs.spark_input(lineitem, "files", n)
+    pieces = BATCH_APPENDS * BATCH_TASKS
+    batch_fragments = inputs.spark_input(lineitem, "batch-fragments", pieces)
+    batch_files = inputs.spark_input(lineitem, "batch-files", pieces)
 
     def case(
         scenario: str,
@@ -447,6 +508,19 @@ def _cases(sizes: Sizes, data_dir: Path) -> tuple[list[_Case], list[dict[str, An
         {"table": fragments}, {"parquet_files": files},
         target_rows=TARGET_ROWS, files_out=files_out,
     ))  # fmt: skip
+    # at least 4 outputs, so the layout check compares id ranges in --quick too; the
+    # target leaves slack, as whole batches make fragments a little under the target
+    batch_target = min(TARGET_ROWS, math.ceil(lineitem_rows / 3.5))
+    batch_out = math.ceil(lineitem_rows / batch_target)
+    variant = (
+        f"{sf}, batch mode: {BATCH_APPENDS} appends x {BATCH_TASKS} tasks of interleaved "
+        f"{BATCH_ID}s -> {batch_out}, local[2]"
+    )
+    add("spark_compact", variant, case(
+        "spark_compact", variant, lineitem_rows,
+        {"table": batch_fragments}, {"parquet_files": batch_files},
+        target_rows=batch_target, files_out=batch_out, batch_id_column=BATCH_ID,
+    ))  # fmt: skip
 
     ready = [c for c in wanted if isinstance(c, _Case)]
     failed = []
@@ -467,6 +541,7 @@ def run(results: list[dict[str, Any]]) -> None:
         if case.scenario in ("spark_ingest", "spark_migrate"):
             _rows_per_s(rows, case.expected_rows)
         if case.scenario == "spark_compact":
-            _files_note(rows, sizes.compact_fragments)
+            batch = "batch mode" in case.variant
+            _files_note(rows, BATCH_APPENDS * BATCH_TASKS if batch else sizes.compact_fragments)
         results += rows
     results += failed

@@ -35,6 +35,7 @@ __all__ = [
     "SPARK_SCENARIOS",
     "TreeRss",
     "aggregate_check",
+    "id_layout",
     "measure",
 ]
 
@@ -149,6 +150,53 @@ def aggregate_check(df: Any) -> dict[str, Any]:
     return {name: _plain(value) for name, value in zip(names, row, strict=True)}
 
 
+def id_layout(runs: list[Any]) -> str:
+    """``"sorted, disjoint"`` if every run of ids (one per output file, an array-like of
+    integers) is non-decreasing and the runs' ranges do not overlap, else what is wrong.
+
+    Example:
+        >>> id_layout([[1, 2, 2], [5, 9], []])
+        'sorted, disjoint'
+        >>> id_layout([[1, 5], [3, 9]])
+        'ranges overlap: [1, 5] and [3, 9]'
+    """
+    import numpy as np
+
+    spans = []
+    for k, run in enumerate(runs):
+        ids = np.asarray(run)
+        if ids.size == 0:
+            continue
+        if np.any(ids[1:] < ids[:-1]):
+            return f"file {k} is not sorted by id"
+        spans.append((int(ids[0]), int(ids[-1])))
+    spans.sort()
+    for a, b in zip(spans, spans[1:], strict=False):
+        if b[0] <= a[1]:
+            return f"ranges overlap: [{a[0]}, {a[1]}] and [{b[0]}, {b[1]}]"
+    return "sorted, disjoint"
+
+
+def _fermion_layout(uri: str, column: str) -> str:
+    from fermion.table import dataset
+    from fermion.table.scan import read_fragment
+
+    ds = dataset(uri)
+    return id_layout(
+        [
+            read_fragment(ds.storage, ds.table_schema, f, [column])[column].to_numpy()
+            for f in ds.fragments
+        ]
+    )
+
+
+def _parquet_layout(directory: Path, column: str) -> str:
+    import pyarrow.parquet as pq
+
+    files = sorted(directory.glob("*.parquet"))
+    return id_layout([pq.read_table(f, columns=[column])[column].to_numpy() for f in files])
+
+
 def _fresh(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
@@ -241,6 +289,7 @@ def _operation(spark: Any, spec: dict[str, Any]) -> Operation:
         return copy_parquet, (lambda: _fresh(work)), check_copy
 
     if scenario == "spark_compact":
+        batch_id = spec.get("batch_id_column")
         if system == "fermion":
             from fermion.spark.jobs.config import CompactConfig
             from fermion.spark.jobs.maintenance import compact
@@ -263,17 +312,27 @@ def _operation(spark: Any, spec: dict[str, Any]) -> Operation:
 
             def check_compact() -> dict[str, Any]:
                 out = aggregate_check(spark.read.format("fermion").load(str(work)))
-                return {**out, "files_out": len(dataset(str(work)).fragments)}
+                out["files_out"] = len(dataset(str(work)).fragments)
+                if batch_id:
+                    out["layout"] = _fermion_layout(str(work), batch_id)
+                return out
 
             return run_compact, restore, check_compact
 
         def rewrite() -> None:
             frame = spark.read.parquet(paths["parquet_files"])
-            frame.coalesce(spec["files_out"]).write.parquet(str(work))
+            if batch_id:
+                frame = frame.repartitionByRange(spec["files_out"], batch_id)
+                frame.sortWithinPartitions(batch_id).write.parquet(str(work))
+            else:
+                frame.coalesce(spec["files_out"]).write.parquet(str(work))
 
         def check_rewrite() -> dict[str, Any]:
             out = aggregate_check(spark.read.parquet(str(work)))
-            return {**out, "files_out": len(list(work.glob("*.parquet")))}
+            out["files_out"] = len(list(work.glob("*.parquet")))
+            if batch_id:
+                out["layout"] = _parquet_layout(work, batch_id)
+            return out
 
         return rewrite, (lambda: _fresh(work)), check_rewrite
 

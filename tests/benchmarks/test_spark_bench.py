@@ -28,9 +28,9 @@ def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Pat
     assert done.returncode == 0, done.stderr
 
     rows = json.loads((out / JSON_NAME).read_text())["results"]
-    cases = [  # ingest: plain and batch mode
+    cases = [  # ingest and compaction: plain and batch mode
         "spark_lineitem_agg", "spark_wide_read10", "spark_ingest", "spark_ingest",
-        "spark_migrate", "spark_compact",
+        "spark_migrate", "spark_compact", "spark_compact",
     ]  # fmt: skip
     assert set(cases) == set(SCENARIOS)
     assert [(r["scenario"], r["system"]) for r in rows] == [
@@ -47,9 +47,15 @@ def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Pat
         assert fermion["vs_parquet"] == pytest.approx(fermion["value"] / parquet["value"])
         assert fermion["io"]["check"] == parquet["io"]["check"]
         assert int(fermion["io"]["check"]["rows"]) > 0
-    by_scenario = {r["scenario"]: r for r in rows if r["system"] == "fermion"}
+    fermion_rows = [r for r in rows if r["system"] == "fermion"]
+    by_scenario = {r["scenario"]: r for r in fermion_rows}
     assert "rows/s" in by_scenario["spark_ingest"]["note"]
-    assert by_scenario["spark_compact"]["note"].startswith("100 files -> 1")
+    plain, batch = (r for r in fermion_rows if r["scenario"] == "spark_compact")
+    assert plain["note"].startswith("100 files -> 1")
+    # the interleaved batch-mode fragments become 4 of disjoint id ranges, as Spark's
+    # range-partitioned, sorted Parquet rewrite of the same rows
+    assert batch["note"].startswith("18 files -> 4")
+    assert batch["io"]["check"]["layout"] == "sorted, disjoint"
 
     text = (out / MARKDOWN_NAME).read_text()
     for scenario in SCENARIOS:
