@@ -15,13 +15,18 @@ compare the same way in Spark and in Arrow.
 - ``col [NOT] LIKE 'pattern'`` on a string column, without ``\\`` or ``ESCAPE``;
 - ``NOT``, ``AND``, ``OR`` and parentheses of the above.
 
+- on a decimal column, number literals without an exponent that the column's type holds
+  exactly (no more fraction digits than its scale, at most 15 significant digits):
+  ``price < 24``, ``discount BETWEEN 0.05 AND 0.07``.
+
 Everything else stays with Spark alone: floating point (Spark orders NaN above every number
-and equal to itself, IEEE does not), decimals (Spark compares decimal literals exactly, a
-cast to the column's scale may round), timestamps (Spark reads their literals in the session
-time zone), arithmetic, functions, a literal of another kind than its column (Spark casts
-the column, e.g. ``s = 3`` compares strings as numbers), and names in another case than the
-table's. A conjunct kept here is then checked by :func:`fermion.table.predicate.parse_predicate`
-and dropped if that refuses it (a literal that does not fit the column, for example).
+and equal to itself, IEEE does not), other decimal literals (Spark compares them exactly, a
+cast to the column's scale may round: ``d > 0.055`` is not ``d > 0.06``), timestamps
+(Spark reads their literals in the session time zone), arithmetic, functions, a literal
+of another kind than its column (Spark casts the column, e.g. ``s = 3`` compares strings
+as numbers), and names in another case than the table's. A conjunct kept here is then
+checked by :func:`fermion.table.predicate.parse_predicate` and dropped if that refuses it
+(a literal that does not fit the column, for example).
 
 Example:
     >>> import pyarrow as pa
@@ -153,7 +158,7 @@ class _Exact:
             return False
         if isinstance(literal, exp.Neg):
             literal = literal.this
-            if not pat.is_integer(kind):
+            if not (pat.is_integer(kind) or pat.is_decimal(kind)):
                 return False
         if pat.is_integer(kind):
             return isinstance(literal, exp.Literal) and literal.is_int
@@ -169,7 +174,43 @@ class _Exact:
             )
         if pat.is_boolean(kind):
             return isinstance(literal, exp.Boolean)
+        if pat.is_decimal(kind):
+            return (
+                isinstance(literal, exp.Literal)
+                and not literal.is_string
+                and _exact_decimal(str(literal.this), kind)
+            )
         return False
+
+
+_PLAIN_NUMBER = re.compile(r"(\d+)(?:\.(\d*))?")
+#: Digits a double holds exactly: the predicate reads ``0.05`` as a float, then casts it.
+_DOUBLE_DIGITS = 15
+
+
+def _exact_decimal(text: str, kind: pa.DataType) -> bool:
+    """A literal that becomes the same decimal in Spark and in Fermion's predicate.
+
+    Spark reads ``24`` and ``0.05`` as exact decimals; the predicate reads them as an
+    integer or a float and casts to the column's type. That is exact when the literal has no
+    exponent, no more fraction digits than the column's scale, fits the column's integer
+    digits, and has at most 15 significant digits (a double rounds back to it).
+
+    Example:
+        >>> kind = pa.decimal128(15, 2)
+        >>> [_exact_decimal(t, kind) for t in ("24", "0.05", "0.055", "1e3", "1" * 14)]
+        [True, True, False, False, False]
+    """
+    match = _PLAIN_NUMBER.fullmatch(text)
+    if match is None:
+        return False
+    whole, fraction = match.group(1).lstrip("0"), (match.group(2) or "").rstrip("0")
+    scale, precision = kind.scale, kind.precision
+    return (
+        len(fraction) <= scale
+        and len(whole) <= precision - scale
+        and len(whole) + len(fraction) <= _DOUBLE_DIGITS
+    )
 
 
 def _is_string(kind: pa.DataType) -> bool:

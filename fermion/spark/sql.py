@@ -38,6 +38,7 @@ from fermion.errors import InvalidArgumentError
 from fermion.spark.options import ReadOptions
 from fermion.spark.read import open_table
 from fermion.spark.source import register
+from fermion.spark.sql_views import plan_views
 
 __all__ = ["query_columns", "sql"]
 
@@ -75,17 +76,24 @@ def sql(
     tables: Mapping[str, str],
     *,
     versions: Mapping[str, int] | None = None,
+    filters: bool = True,
 ) -> DataFrame:
     """Run ``query`` with each name of ``tables`` a view of that Fermion table's columns.
 
     Each view (``createOrReplaceTempView(name)``, replacing a view of that name) reads the
-    columns :func:`query_columns` keeps, at the latest version or at ``versions[name]``.
+    columns :func:`query_columns` keeps, at the latest version or at ``versions[name]``,
+    and skips the rows the ``WHERE`` conjuncts of its only reference rule out (``filters``).
 
     Args:
         spark: The session (the data source is registered on it).
         query: Spark SQL text.
         tables: View name → table URI, for every Fermion table the query reads.
         versions: View name → version to read (default: the latest).
+        filters: Give a view the ``WHERE`` conjuncts that only its reference's rows
+            decide, as its ``filter`` option (:func:`fermion.spark.sql_views.plan_views`:
+            inner joins only, shapes Fermion evaluates as Spark does; a table read twice
+            gets a view per reference). Spark still applies the whole query; ``False``
+            reads every row of every view.
 
     Raises:
         InvalidArgumentError: ``versions`` names a view not in ``tables``, or a view name
@@ -106,11 +114,16 @@ def sql(
     if unknown:
         raise InvalidArgumentError(f"versions names {unknown}, which are not in tables")
     register(spark)
+    schemas = {}
     for name, uri in tables.items():
         if not name.strip():
             raise InvalidArgumentError("a view name must not be empty")
-        version = versions.get(name)
-        schema = open_table(ReadOptions(uri, version)).schema
+        schemas[name] = open_table(ReadOptions(uri, versions.get(name))).schema
+    plan = plan_views(query, schemas) if filters else None
+    views = plan.filters if plan is not None else dict.fromkeys(tables)
+    for view, condition in views.items():
+        name = plan.sources[view] if plan is not None else view
+        version, schema = versions.get(name), schemas[name]
         columns = query_columns(query, schema.names)
         reader = spark.read.format("fermion")
         if version is not None:
@@ -119,5 +132,7 @@ def sql(
         plain = all("," not in c and c == c.strip() for c in columns)
         if plain and len(columns) != len(schema.names):
             reader = reader.option("columns", ",".join(columns))
-        reader.load(uri).createOrReplaceTempView(name)
-    return spark.sql(query)
+        if condition is not None:
+            reader = reader.option("filter", condition)
+        reader.load(tables[name]).createOrReplaceTempView(view)
+    return spark.sql(plan.query if plan is not None and plan.query else query)

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import datetime
+import decimal
 from collections.abc import Callable
 from typing import Any
 
@@ -215,6 +216,8 @@ class _Builder:
         return self.convert(literal.value, kind).as_py()
 
     def convert(self, value: Any, kind: pa.DataType) -> pa.Scalar:
+        if pa.types.is_decimal(kind) and isinstance(value, int) and not isinstance(value, bool):
+            value = decimal.Decimal(value)  # an int64 scalar does not fit decimal(p<21, s)
         try:
             return pa.scalar(value).cast(kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:

@@ -93,7 +93,11 @@ PREDICATES = [
     ("ts >= TIMESTAMP '2024-01-01 00:01:20Z'", 4),  # timestamps: the session time zone
     ("ntz < TIMESTAMP_NTZ '2024-01-01 00:00:10'", 4),
     ("d = DATE '2024-01-05'", 1),
-    ("dec > 20.00", 4),  # decimals stay with Spark
+    # a literal the decimal(10, 2) column holds exactly is pushed (rows filtered at the
+    # source), but decimal columns have no manifest statistics to prune fragments by
+    ("dec > 20.00", 4),
+    ("dec > 20.125", 4),  # more fraction digits than the scale: Spark alone
+    ("dec BETWEEN 2 AND 4.5 OR dec < -1", 4),
     ("b", 4),
     ("NOT b", 4),
     ("bin = X'0102'", 4),
@@ -199,6 +203,12 @@ def test_exact_conjuncts_keep_only_what_arrow_evaluates_as_spark() -> None:
     assert exact_conjuncts("nope = 1", schema) is None
     assert exact_conjuncts("this is not sql (", schema) is None
     assert exact_conjuncts("b = true AND NOT b", schema) == "b = TRUE AND NOT b"
+    # decimals: literals the decimal(10, 2) column holds exactly, no exponent
+    assert exact_conjuncts("dec < 24 AND dec >= -0.5", schema) == "dec < 24 AND dec >= -0.5"
+    assert exact_conjuncts("dec > 0.055", schema) is None  # would round to 0.06
+    assert exact_conjuncts("dec = 1e2", schema) is None
+    assert exact_conjuncts("dec = 123456789", schema) is None  # 9 integer digits > 8
+    assert exact_conjuncts("dec = '1.5'", schema) is None  # Spark casts the string
 
 
 def _error(action: object) -> str:
