@@ -8,7 +8,9 @@ writes it, builds its index, and answers, in the same run:
   index; Lance with a BTREE index);
 - ``in100``: ``key IN (100 keys)`` (BTREE);
 - ``bitmap1pct``: ``label = 'l042'`` (a BITMAP index on ``label``);
-- the build time and bytes of the BTREE index.
+- the build time and bytes of the BTREE index;
+- ``eq`` and ``in100`` again after 20 appends, a compaction and ``optimize_indices``
+  (:func:`run_after_maintenance`).
 
 Every answer is checked against the unindexed Fermion scan. Medians of
 ``FERMION_BENCH_REPEAT`` runs (default 5), the systems timed round-robin after one warm-up
@@ -38,7 +40,7 @@ import fermion
 from benchmarks.timing import interleaved_ms
 
 SCENARIO = "index_lookup"
-__all__ = ["index_table", "lance_installed", "run", "run_index_lookups"]
+__all__ = ["index_table", "lance_installed", "run", "run_after_maintenance", "run_index_lookups"]
 
 
 def lance_installed() -> bool:
@@ -119,11 +121,92 @@ def run_index_lookups(
         shutil.rmtree(root, ignore_errors=True)
 
 
+#: The maintained-table case: appends after the index build, then one compaction.
+APPENDS = 20
+
+
+def run_after_maintenance(
+    results: list[dict[str, Any]], *, rows: int = 5_000_000, runs: int = 5, seed: int = 0
+) -> None:
+    """A key lookup after 20 appends and a compaction, the index brought up to date.
+
+    Each system writes the first three quarters of the table in fragments of ``rows / 5``
+    rows and builds a BTREE index on ``key``, then appends the last quarter in 20 commits,
+    compacts (``target_rows_per_fragment = rows / 5``) and updates the index (Fermion
+    ``Dataset.optimize_indices``, Lance ``optimize.optimize_indices``). Timed: ``key = k``
+    for a key of an appended row, and ``key IN`` 100 keys from the whole table. The untimed
+    maintenance sequence's seconds are reported as rows of their own.
+    """
+    table = index_table(rows, seed)
+    keys = table.column("key").to_numpy()
+    rng = np.random.default_rng(seed + 2)
+    base_rows = rows * 3 // 4
+    probe = int(keys[rng.integers(base_rows, rows)])
+    many = ", ".join(str(int(k)) for k in keys[rng.choice(rows, 100, replace=False)])
+    filters = {"eq": f"key = {probe}", "in100": f"key IN ({many})"}
+    per_append = -(-(rows - base_rows) // APPENDS)
+    target = rows // 5
+    root = Path(tempfile.mkdtemp(prefix="fermion-index-maint-"))
+    variant = f"after {APPENDS} appends + compaction, optimize_indices"
+
+    def add(case: str, system: str, metric: str, value: float, unit: str) -> None:
+        row = {"scenario": SCENARIO, "variant": f"{case}, {variant}", "system": system}
+        results.append({**row, "metric": metric, "value": value, "unit": unit, "status": "ok"})
+
+    try:
+        started = time.perf_counter()
+        ds = fermion.write_dataset(
+            table.slice(0, base_rows), str(root / "f"), max_rows_per_file=target
+        )
+        ds.create_index("key", "BTREE")
+        for k in range(APPENDS):
+            ds.append(table.slice(base_rows + k * per_append, per_append))
+        ds.compact_files(target_rows_per_fragment=target)
+        ds.optimize_indices()
+        ds = fermion.dataset(str(root / "f"))
+        add("maintenance", "fermion", "maintenance_s", time.perf_counter() - started, "s")
+        unindexed = {
+            c: ds.scanner(None, f, use_indices=False).to_table() for c, f in filters.items()
+        }
+        if unindexed["eq"].num_rows < 1:
+            raise AssertionError("the probe key is not in the table")
+        fns: dict[str, dict[str, Callable[[], Any]]] = {c: {} for c in filters}
+        for case, text in filters.items():
+            fns[case]["fermion"] = lambda t=text: ds.to_table(filter=t)
+        if lance_installed():
+            import lance
+
+            started = time.perf_counter()
+            path = str(root / "l")
+            lds = lance.write_dataset(table.slice(0, base_rows), path, max_rows_per_file=target)
+            lds.create_scalar_index("key", "BTREE")
+            for k in range(APPENDS):
+                part = table.slice(base_rows + k * per_append, per_append)
+                lds = lance.write_dataset(part, path, mode="append")
+            lds.optimize.compact_files(target_rows_per_fragment=target)
+            lds = lance.dataset(path)
+            lds.optimize.optimize_indices()
+            lds = lance.dataset(path)
+            add("maintenance", "lance", "maintenance_s", time.perf_counter() - started, "s")
+            for case, text in filters.items():
+                fns[case]["lance"] = lambda t=text: lds.to_table(filter=t)
+        for case, systems in fns.items():
+            for name, fn in systems.items():  # every answer checked once, untimed
+                if fn().num_rows != unindexed[case].num_rows:
+                    raise AssertionError(f"{case}: {name} disagrees with the unindexed scan")
+            for system, times in interleaved_ms(systems, runs, warmup=True).items():
+                add(case, system, "lookup_ms", statistics.median(times), "ms")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def run(results: list[dict[str, Any]]) -> None:
     """The ``make bench`` entry point (``benchmarks/run.py`` extra module)."""
     quick = os.environ.get("FERMION_BENCH_QUICK") == "1"
     runs = int(os.environ.get("FERMION_BENCH_REPEAT", "5"))
-    run_index_lookups(results, rows=200_000 if quick else 5_000_000, runs=runs)
+    rows = 200_000 if quick else 5_000_000
+    run_index_lookups(results, rows=rows, runs=runs)
+    run_after_maintenance(results, rows=rows, runs=runs)
 
 
 if __name__ == "__main__":

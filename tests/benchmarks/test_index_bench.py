@@ -18,3 +18,16 @@ def test_index_lookup_rows() -> None:
     # one metric per (scenario, variant): the report compares time with time, bytes with bytes
     assert len({(r["variant"], r["system"]) for r in rows}) == len(rows)
     assert all(r["status"] == "ok" for r in rows)
+
+
+def test_lookup_rows_after_appends_and_a_compaction() -> None:
+    rows: list[dict] = []
+    index_bench.run_after_maintenance(rows, rows=20_000, runs=1)
+    suffix = f", after {index_bench.APPENDS} appends + compaction, optimize_indices"
+    got = {(r["variant"], r["system"], r["metric"]): r["value"] for r in rows}
+    systems = ["fermion"] + (["lance"] if index_bench.lance_installed() else [])
+    assert {(v, s) for v, s, _ in got} == {
+        (case + suffix, s) for case in ("eq", "in100", "maintenance") for s in systems
+    }
+    assert all(value > 0 for value in got.values())
+    assert all(r["status"] == "ok" for r in rows)
