@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
-from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.errors import DatasetError, InvalidArgumentError, InvalidFileError
 from fermion.format.read.plan import cast_table, take_table
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.proto import manifest_pb2 as pb
@@ -121,11 +121,18 @@ def take_rowids(
     with_ids = ROW_ID in names and ROW_ID not in schema.arrow.names
     read_names = [n for n in names if n != ROW_ID] if with_ids else names
     fragments = list(manifest.fragments)
-    owner, offset = RowIdLookup.build(fragments).locate(wanted)
+    query, owner_of, offset = RowIdLookup.build(fragments).candidates(wanted)
+    live = np.full(query.size, -1, dtype=np.int64)
+    for index in np.unique(owner_of):
+        picked = np.flatnonzero(owner_of == index)
+        live[picked] = _live_positions(storage, fragments[int(index)], offset[picked])
+    alive = live >= 0
+    query, owner_of, live = query[alive], owner_of[alive], live[alive]
+    if np.unique(query).size != query.size:
+        raise InvalidFileError(f"version {manifest.version}: a row id held by two live rows")
+    owner = np.full(wanted.size, -1, dtype=np.int64)
     position = np.full(wanted.size, -1, dtype=np.int64)
-    for index in np.unique(owner[owner >= 0]):
-        picked = np.flatnonzero(owner == index)
-        position[picked] = _live_positions(storage, fragments[index], offset[picked])
+    owner[query], position[query] = owner_of, live
     found = position >= 0
     if not bool(found.all()):
         if missing == "error":

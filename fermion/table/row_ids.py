@@ -429,23 +429,44 @@ class RowIdLookup:
             cat(i_off),
         )
 
-    def locate(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(fragment position, physical offset)`` of each id; -1 for ids not found."""
+    def candidates(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every physical row holding one of the ``wanted`` ids, as ``(index into wanted,
+        fragment position, physical offset)`` arrays.
+
+        An id may sit on several physical rows: a rewritten row (an update, a merge) keeps
+        its id in its new fragment while its old row, deleted, still holds it. At most one
+        of them is live; the caller tells which from the deletion files.
+        """
         wanted = np.asarray(wanted, dtype=np.int64)
-        fragment = np.full(wanted.size, -1, dtype=np.int64)
-        offset = np.full(wanted.size, -1, dtype=np.int64)
-        if self.range_starts.size:
-            at = np.searchsorted(self.range_starts, wanted, side="right") - 1
-            valid = at >= 0
-            hit = np.zeros(wanted.size, dtype=bool)
-            hit[valid] = wanted[valid] < self.range_ends[at[valid]]
-            fragment[hit] = self.range_fragment[at[hit]]
-            offset[hit] = self.range_offset[at[hit]] + wanted[hit] - self.range_starts[at[hit]]
-        if self.ids.size:
-            at = np.searchsorted(self.ids, wanted, side="left")
-            inside = at < self.ids.size
-            hit = np.zeros(wanted.size, dtype=bool)
-            hit[inside] = self.ids[at[inside]] == wanted[inside]
-            fragment[hit] = self.ids_fragment[at[hit]]
-            offset[hit] = self.ids_offset[at[hit]]
-        return fragment, offset
+        order = np.argsort(wanted, kind="stable")
+        ordered = wanted[order]
+        queries, fragments, offsets = [], [], []
+        if self.range_starts.size and ordered.size:
+            lo = np.searchsorted(ordered, self.range_starts, side="left")
+            hi = np.searchsorted(ordered, self.range_ends, side="left")
+            hits = hi - lo
+            ranges = np.repeat(np.arange(self.range_starts.size), hits)
+            # the positions lo[r] .. hi[r]-1 of the ordered ids, for every range r
+            within = np.arange(int(hits.sum())) - np.repeat(np.cumsum(hits) - hits, hits)
+            at = np.repeat(lo, hits) + within
+            queries.append(order[at])
+            fragments.append(self.range_fragment[ranges])
+            offsets.append(self.range_offset[ranges] + ordered[at] - self.range_starts[ranges])
+        if self.ids.size and ordered.size:
+            lo = np.searchsorted(self.ids, wanted, side="left")
+            hi = np.searchsorted(self.ids, wanted, side="right")
+            hits = hi - lo
+            query = np.repeat(np.arange(wanted.size), hits)
+            within = np.arange(int(hits.sum())) - np.repeat(np.cumsum(hits) - hits, hits)
+            at = np.repeat(lo, hits) + within
+            queries.append(query)
+            fragments.append(self.ids_fragment[at])
+            offsets.append(self.ids_offset[at])
+        if not queries:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return (
+            np.concatenate(queries).astype(np.int64),
+            np.concatenate(fragments).astype(np.int64),
+            np.concatenate(offsets).astype(np.int64),
+        )

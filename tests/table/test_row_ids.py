@@ -172,6 +172,10 @@ def test_update_keeps_ids_and_replace_where_gives_new_ones(tmp_path: Path) -> No
     ds = ft.write_dataset(_rows(range(10)), uri, max_rows_per_file=4)
     assert ds.update("id >= 6", set={"v": "'u'"}) == 4
     assert _by_rowid(ds) == {i: (i, "u" if i >= 6 else f"a{i}") for i in range(10)}
+    # the old rows, deleted, still hold ids 6..9 in their fragments: take finds the live ones
+    assert ds.take_rowids([9, 6, 0])["v"].to_pylist() == ["u", "u", "a0"]
+    ds.update("id = 1", set={"v": "'w'"})  # id 1 now in a new fragment, [0, 4) still holds it
+    assert ds.take_rowids([2, 1, 3])["v"].to_pylist() == ["a2", "w", "a3"]
     ds = ft.write_dataset(_rows([2], "r"), uri, mode="overwrite", replace_where="id = 2")
     rows = _by_rowid(ds)
     assert 2 not in rows and rows[10] == (2, "r2")  # replaced rows are new rows
