@@ -305,3 +305,12 @@ def test_stripped_helper_makes_the_old_format(tmp_path: Path) -> None:
     assert ds.manifest.reader_feature_flags == 0 and ds.to_table().num_rows == 3
     ds.append(_rows([3]))
     assert not ft.dataset(uri).manifest.reader_feature_flags & FLAG_ROW_IDS
+
+
+def test_rowid_through_a_scalar_index_lookup(tmp_path: Path) -> None:
+    ds = ft.write_dataset(_rows(range(90)), str(tmp_path / "t"), max_rows_per_file=30)
+    ds.delete("id = 50")
+    ds.create_index("id", "BTREE")
+    scanner = ds.scanner(["_rowid", "v"], "id IN (5, 50, 51, 89)")
+    assert scanner.to_table().to_pydict() == {"_rowid": [5, 51, 89], "v": ["a5", "a51", "a89"]}
+    assert scanner.stats.fragments_indexed == 3
