@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 import fermion.table as ft
 from fermion.table.codec import FLAG_ROW_IDS, decode_manifest, encode_manifest
+from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.row_ids import ROW_ID, attach_row_ids
 
 #: A table written by Fermion before row ids (tests/table/golden/make_no_row_ids.py).
 GOLDEN = Path(__file__).parent / "golden" / "no_row_ids"
@@ -40,3 +44,13 @@ def write_table_without_row_ids(where: Path, data: pa.Table, **options: object) 
     ft.write_dataset(data, uri, **options)  # type: ignore[arg-type]
     strip_row_ids(uri)
     return uri
+
+
+def write_moved_rows(rows: pa.Table, uri: str, **options: Any) -> list[pb.Fragment]:
+    """New fragments for rows a hand-built ``Rewrite`` moves, read with their ``_rowid``
+    column: the rows are written without it and each fragment gets their ids
+    (docs/TABLE_FORMAT.md, "Row ids": a rewrite keeps the ids of the rows it moves)."""
+    ids = rows.column(ROW_ID).to_numpy().astype(np.int64)
+    fragments = ft.write_fragments(rows.drop_columns([ROW_ID]), uri, **options)
+    attach_row_ids(fragments, ids)
+    return fragments

@@ -314,3 +314,16 @@ def test_rowid_through_a_scalar_index_lookup(tmp_path: Path) -> None:
     scanner = ds.scanner(["_rowid", "v"], "id IN (5, 50, 51, 89)")
     assert scanner.to_table().to_pydict() == {"_rowid": [5, 51, 89], "v": ["a5", "a51", "a89"]}
     assert scanner.stats.fragments_indexed == 3
+
+
+def test_appended_fragments_never_bring_their_own_ids(tmp_path: Path) -> None:
+    """Rows read with their ``_rowid`` and written to a table again are new rows there."""
+    ds = ft.write_dataset(_rows(range(3)), str(tmp_path / "t"))
+    claimed = ft.write_fragments(_rows([7]), ds.uri)
+    claimed[0].row_ids.CopyFrom(encode(np.array([0])))  # the id of a live row
+    ds = ft.Dataset.commit(ds.uri, Append(tuple(claimed)), read_version=ds.version)
+    assert sorted(_by_rowid(ds)) == [0, 1, 2, 3]
+    again = ft.write_fragments(_rows([8]), ds.uri)
+    again[0].row_ids.CopyFrom(encode(np.array([1])))
+    ds = ft.Dataset.commit(ds.uri, Overwrite(tuple(again), None), read_version=ds.version)
+    assert list(_by_rowid(ds)) == [4]
