@@ -61,8 +61,10 @@ __all__ = [
 ROW_ID = "_rowid"
 #: In an id array: a row whose id the commit assigns.
 UNASSIGNED = -1
-#: An array segment is used instead of many small increasing runs past this many runs.
-_MAX_RUNS_FRACTION = 64
+#: A sequence is cut into its increasing runs (a range or bitmap each) while it has at most
+#: ``max(_MAX_RUNS, ids // _IDS_PER_RUN)`` of them; past that it is one array segment.
+_MAX_RUNS = 64
+_IDS_PER_RUN = 1024
 _SPAN_32 = 1 << 32
 
 
@@ -98,12 +100,12 @@ def _segment(ids: np.ndarray) -> pb.RowIdSegment:
 
 def _assigned_segments(ids: np.ndarray) -> list[pb.RowIdSegment]:
     """Segments for assigned ids: increasing runs as ranges or bitmaps, unless there are
-    so many runs that one array is smaller."""
+    so many runs that one array is smaller (and the manifest stays short)."""
     if ids.size == 0:
         return []
     breaks = np.flatnonzero(ids[1:] <= ids[:-1]) + 1
-    if breaks.size + 1 > max(1, ids.size // _MAX_RUNS_FRACTION):
-        return [_segment(ids)] if breaks.size == 0 else [_array_segment(ids)]
+    if breaks.size + 1 > max(_MAX_RUNS, ids.size // _IDS_PER_RUN):
+        return [_array_segment(ids)]
     return [_segment(run) for run in np.split(ids, breaks)]
 
 
@@ -294,7 +296,11 @@ def assign_row_ids(base: pb.Manifest | None, manifest: pb.Manifest) -> bool:
         manifest.next_row_id = 0
         return False
     next_row_id = max(manifest.next_row_id, base.next_row_id if base is not None else 0)
+    # fragments of the base keep the sequences that were checked when they were added
+    kept = {f.id for f in base.fragments if f.HasField("row_ids")} if base is not None else set()
     for fragment in manifest.fragments:
+        if fragment.id in kept and fragment.HasField("row_ids"):
+            continue
         if not fragment.HasField("row_ids"):
             fragment.row_ids.segments.add(
                 range=pb.RowIdSegment.Range(
