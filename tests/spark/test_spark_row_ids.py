@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType
 
 import fermion.table as ft
+from tests.table.row_id_support import write_table_without_row_ids
 
 
 def test_rowid_column_reads_the_ids_the_dataset_reads(spark: SparkSession, tmp_path: Path) -> None:
@@ -42,8 +43,6 @@ def test_rowid_column_reads_the_ids_the_dataset_reads(spark: SparkSession, tmp_p
 def test_rowid_of_a_table_without_row_ids_is_an_unknown_column(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    from tests.table.row_id_support import write_table_without_row_ids
-
     uri = write_table_without_row_ids(tmp_path / "old", pa.table({"id": [1, 2]}))
     with pytest.raises((PySparkException, KeyError), match="row ids"):
         spark.read.format("fermion").option("columns", "id,_rowid").load(uri).collect()
