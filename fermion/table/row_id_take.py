@@ -19,6 +19,8 @@ Example:
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -39,6 +41,26 @@ __all__ = ["MissingRowIds", "parse_row_ids", "take_rowids"]
 
 MissingRowIds = Literal["error", "skip"]
 _SHOWN = 5
+#: Lookups of the last few versions read, by (table, version, transaction): a version's
+#: manifest never changes, so its lookup is built once for repeated ``take_rowids``.
+_LOOKUPS: OrderedDict[tuple[str, int, str], RowIdLookup] = OrderedDict()
+_LOOKUPS_KEPT = 4
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def _lookup(storage: TableStorage, manifest: pb.Manifest) -> RowIdLookup:
+    key = (storage.uri, manifest.version, manifest.transaction_uuid)
+    with _LOOKUPS_LOCK:
+        found = _LOOKUPS.get(key)
+        if found is not None:
+            _LOOKUPS.move_to_end(key)
+            return found
+    built = RowIdLookup.build(manifest.fragments)
+    with _LOOKUPS_LOCK:
+        _LOOKUPS[key] = built
+        while len(_LOOKUPS) > _LOOKUPS_KEPT:
+            _LOOKUPS.popitem(last=False)
+    return built
 
 
 def parse_row_ids(ids: Any) -> np.ndarray:
@@ -121,7 +143,7 @@ def take_rowids(
     with_ids = ROW_ID in names and ROW_ID not in schema.arrow.names
     read_names = [n for n in names if n != ROW_ID] if with_ids else names
     fragments = list(manifest.fragments)
-    query, owner_of, offset = RowIdLookup.build(fragments).candidates(wanted)
+    query, owner_of, offset = _lookup(storage, manifest).candidates(wanted)
     live = np.full(query.size, -1, dtype=np.int64)
     for index in np.unique(owner_of):
         picked = np.flatnonzero(owner_of == index)
