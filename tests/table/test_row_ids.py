@@ -16,6 +16,7 @@ from fermion.errors import (
     ColumnNotFoundError,
     DatasetError,
     InvalidArgumentError,
+    InvalidFileError,
     UnsupportedVersionError,
 )
 from fermion.table import codec
@@ -327,3 +328,39 @@ def test_appended_fragments_never_bring_their_own_ids(tmp_path: Path) -> None:
     again[0].row_ids.CopyFrom(encode(np.array([1])))
     ds = ft.Dataset.commit(ds.uri, Overwrite(tuple(again), None), read_version=ds.version)
     assert list(_by_rowid(ds)) == [4]
+
+
+@pytest.mark.parametrize(
+    ("segment", "rows", "message"),
+    [
+        (pb.RowIdSegment(), 0, "unknown kind"),
+        (pb.RowIdSegment(range=pb.RowIdSegment.Range(start=5, end=3)), 0, "ends before"),
+        (pb.RowIdSegment(sorted=pb.RowIdSegment.Sorted(bitmap=b"junk", count=2)), 2, "bitmap"),
+        (pb.RowIdSegment(array=pb.RowIdSegment.Array(deltas=b"junk", count=1)), 1, "array"),
+        (pb.RowIdSegment(range=pb.RowIdSegment.Range(start=0, end=4)), 3, "4 row ids for 3"),
+        (pb.RowIdSegment(unassigned=2), 2, "unassigned"),
+    ],
+)
+def test_damaged_sequences_are_typed_errors(
+    segment: pb.RowIdSegment, rows: int, message: str
+) -> None:
+    fragment = pb.Fragment(id=1, physical_rows=rows)
+    fragment.row_ids.segments.append(segment)
+    with pytest.raises(InvalidFileError, match=message):
+        fragment_row_ids(fragment)
+
+
+def test_a_sorted_segment_must_hold_its_count() -> None:
+    good = encode(np.array([10, 12, 13, 20] * 1 + list(range(30, 90, 2))))
+    assert good.segments[0].WhichOneof("kind") == "sorted"
+    good.segments[0].sorted.count += 1
+    with pytest.raises(InvalidFileError, match="header says"):
+        decode(good)
+
+
+def test_compacting_untouched_fragments_keeps_one_range(tmp_path: Path) -> None:
+    ds = ft.write_dataset(_rows(range(30)), str(tmp_path / "t"), max_rows_per_file=7)
+    ds.compact_files(target_rows_per_fragment=100)
+    (fragment,) = ds.fragments
+    assert [s.WhichOneof("kind") for s in fragment.row_ids.segments] == ["range"]
+    assert fragment.row_ids.ByteSize() < 16
