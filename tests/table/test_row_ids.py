@@ -25,7 +25,14 @@ from fermion.table.operations import Append, Overwrite, Rewrite, RewriteGroup
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_ids import decode, encode, fragment_row_ids
 from fermion.table.schema import TableSchema
-from fermion.table.tasks import commit_write, execute_write, plan_write
+from fermion.table.tasks import (
+    commit_rewrite,
+    commit_write,
+    execute_rewrite,
+    execute_write,
+    plan_compaction,
+    plan_write,
+)
 from fermion.table.transition import apply_operation
 from tests.table.row_id_support import golden_copy, write_table_without_row_ids
 
@@ -166,6 +173,27 @@ def test_batch_mode_compaction_moves_ids_with_their_rows(tmp_path: Path) -> None
     # the merge reordered rows by batch id: the sequences are not plain ranges any more
     kinds = {s.WhichOneof("kind") for f in ds.fragments for s in f.row_ids.segments}
     assert kinds - {"range"}
+
+
+def test_a_compaction_split_by_batch_id_range_keeps_ids(tmp_path: Path) -> None:
+    """A batch-mode compaction whose tasks each rewrite one id range of the same fragments
+    (one commit unit): each task's new fragments carry the ids of the rows of its range."""
+    uri = str(tmp_path / "t")
+    for append in range(3):
+        ids = np.arange(200) + append * 50
+        data = pa.table({"b": ids, "x": ids * 10 + append})
+        plan = plan_write(uri, data.schema, batch_id_column="b")
+        parts = [data.filter(pa.array(ids % 2 == k)) for k in range(2)]
+        commit_write(plan, [execute_write(plan, p, task_id=k) for k, p in enumerate(parts)])
+    ds = ft.dataset(uri)
+    ds.delete(pc.field("x").isin([int(v) for v in range(0, 3000, 7)]))
+    before = ds.to_table(columns=["_rowid", "b", "x"]).sort_by("_rowid")
+    plan = plan_compaction(uri, target_rows_per_fragment=100, max_tasks=3)
+    assert len(plan.tasks) == 3 and len(plan.units()) == 1
+    summary = commit_rewrite(plan, [execute_rewrite(t) for t in plan.tasks])
+    assert summary.committed
+    after = ft.dataset(uri).to_table(columns=["_rowid", "b", "x"]).sort_by("_rowid")
+    assert after.equals(before)
 
 
 def test_update_keeps_ids_and_replace_where_gives_new_ones(tmp_path: Path) -> None:
