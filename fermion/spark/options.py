@@ -62,7 +62,8 @@ class ReadOptions:
         uri: The table location (``load(uri)``).
         version: Read this version (default: the latest).
         tag: Read the version this tag names.
-        columns: Read only these columns (``columns="a,b"``), in this order.
+        columns: Read only these columns (``columns="a,b"``), in this order; ``_rowid``
+            among them reads each row's stable row id (a LongType; tables with row ids).
         rows_per_partition: Fragments with more rows are split between stripes into
             partitions of about this many rows.
         filter: A row condition in Spark SQL syntax, evaluated by Fermion

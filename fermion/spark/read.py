@@ -41,12 +41,16 @@ from fermion.spark.options import ReadOptions
 from fermion.spark.types import arrow_schema, conform, spark_schema
 from fermion.table import Dataset, dataset
 from fermion.table.predicate import parse_predicate
-from fermion.table.scan import ScanStats, fragment_stripe_rows, read_fragment
+from fermion.table.row_ids import ROW_ID, add_row_id_column, row_id_request
+from fermion.table.scan import ROW_OFFSET, ScanStats, fragment_stripe_rows, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import FragmentInfo
 
 __all__ = ["FermionReader", "FragmentSlice", "check_columns", "open_table", "table_schema"]
+
+#: ``_rowid`` in a Spark frame: a LongType (ids stay below 2**63).
+SPARK_ROW_ID = pa.field(ROW_ID, pa.int64(), nullable=False)
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,14 @@ def table_schema(options: ReadOptions) -> StructType:
     Raises:
         ColumnNotFoundError: A name of the ``columns`` option is not a column.
     """
-    arrow = open_table(options).schema
+    table = open_table(options)
+    arrow = table.schema
     if options.columns is not None:
-        check_columns(options.columns, arrow)
-        arrow = pa.schema([arrow.field(c) for c in options.columns])
+        _, row_ids = row_id_request(table.manifest, arrow.names, options.columns)
+        check_columns([c for c in options.columns if not (row_ids and c == ROW_ID)], arrow)
+        arrow = pa.schema(
+            [SPARK_ROW_ID if row_ids and c == ROW_ID else arrow.field(c) for c in options.columns]
+        )
     return spark_schema(arrow)
 
 
@@ -121,7 +129,10 @@ class FermionReader(DataSourceReader):
         self.table_schema: TableSchema = table.table_schema
         self.schema = schema
         self.columns = list(schema.fieldNames())
-        check_columns(self.columns, table.schema)
+        # "_rowid" among the columns (docs/TABLE_FORMAT.md, "Row ids"): read as a LongType
+        _, self.row_ids = row_id_request(table.manifest, table.schema.names, self.columns)
+        self.read_columns = [c for c in self.columns if not (self.row_ids and c == ROW_ID)]
+        check_columns(self.read_columns, table.schema)
         self.target = arrow_schema(schema)
         self.rows_per_partition = options.rows_per_partition
         self.filter: pc.Expression | None = None
@@ -131,7 +142,7 @@ class FermionReader(DataSourceReader):
     def partitions(self) -> list[FragmentSlice]:
         """One partition per fragment left after manifest pruning (large ones split)."""
         table = dataset(self.uri, self.version)
-        scanner = table.scanner(self.columns, self.filter)
+        scanner = table.scanner(self.read_columns, self.filter)
         out: list[FragmentSlice] = []
         for fragment in scanner.fragments():
             data = FragmentInfo.from_proto(fragment, committed=True).to_bytes()
@@ -162,10 +173,13 @@ class FermionReader(DataSourceReader):
             TableStorage(self.uri),
             self.table_schema,
             fragment,
-            self.columns,
+            self.read_columns,
             self.filter,
             stats=stats,
             stripes=stripes,
+            with_row_offsets=self.row_ids,
         )
+        if self.row_ids:
+            table = add_row_id_column(table, fragment, self.columns, ROW_OFFSET, keep_offsets=False)
         for batch in table.to_batches():
             yield conform(batch, self.target)

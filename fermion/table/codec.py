@@ -46,6 +46,7 @@ from fermion.table.proto import transaction_pb2 as txpb
 __all__ = [
     "FLAG_DELETION_FILES",
     "FLAG_INDICES",
+    "FLAG_ROW_IDS",
     "KNOWN_READER_FLAGS",
     "KNOWN_WRITER_FLAGS",
     "check_reader_flags",
@@ -69,8 +70,11 @@ assert HEADER.itemsize == 16 and TRAILER.itemsize == 8
 FLAG_DELETION_FILES = 1
 #: Reader feature flag: the manifest lists secondary indices / statistics rebuilds.
 FLAG_INDICES = 2
-KNOWN_READER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES
-KNOWN_WRITER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES
+#: Reader and writer feature flag: every fragment has row ids and the manifest keeps
+#: ``next_row_id`` (docs/TABLE_FORMAT.md, "Row ids").
+FLAG_ROW_IDS = 4
+KNOWN_READER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES | FLAG_ROW_IDS
+KNOWN_WRITER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES | FLAG_ROW_IDS
 
 
 def _frame(kind: int, payload: bytes) -> bytes:

@@ -583,6 +583,34 @@ class Dataset:
         inverse[np.concatenate(order)] = np.arange(wanted.size)
         return take_table(combined, inverse)
 
+    def take_rowids(
+        self,
+        ids: Sequence[int] | np.ndarray | pa.Array,
+        columns: Sequence[str] | None = None,
+        *,
+        missing: Literal["error", "skip"] = "error",
+    ) -> pa.Table:
+        """Rows of this version by stable row id, in the order asked (``_rowid`` may be
+        one of ``columns``); see :mod:`fermion.table.row_id_take`.
+
+        Raises:
+            DatasetError: The table has no row ids (created before they existed).
+            InvalidArgumentError: Ids that are not non-negative integers; with
+                ``missing="error"``, ids no live row has (``"skip"`` leaves them out).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [10, 11, 12]}), tempfile.mkdtemp())
+            >>> ds.take_rowids([1], columns=["_rowid", "x"]).to_pydict()
+            {'_rowid': [1], 'x': [11]}
+        """
+        from fermion.table.row_id_take import take_rowids
+
+        return take_rowids(
+            self._storage, self._schema, self._manifest, ids, columns,
+            missing=missing, readers=self._readers,
+        )  # fmt: skip
+
     # -- batches (batch mode, see fermion.table.batches) --------------------------------------
 
     def _ranges(self, column: str) -> BatchRanges:

@@ -47,6 +47,7 @@ from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_edits import commit_planned, mark_deleted, write_new_rows
+from fermion.table.row_ids import UNASSIGNED, keep_row_ids, row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
@@ -290,6 +291,7 @@ class MergeInsertBuilder:
             for key in on:
                 prune = prune & pc.field(key).isin(source.column(key).unique())
         updates, removed, new_tables = [], [], []
+        moved: list[np.ndarray | None] = []  # updated rows keep their ids, inserted get new
         matched_rows = np.zeros(source.num_rows, dtype=bool)
         updated = deleted = 0
         for fragment in Scanner(storage, manifest, schema, [], prune).fragments():
@@ -301,6 +303,7 @@ class MergeInsertBuilder:
             if self._update is not None and matched.num_rows:
                 gone.append(matched.column(ROW_OFFSET).to_numpy())
                 new_tables.append(_updated_rows(matched, source, names, set_columns, partial))
+                moved.append(row_ids_at(fragment, matched.column(ROW_OFFSET).to_numpy()))
                 updated += matched.num_rows
             if self._delete_unmatched:
                 unmatched = target.join(keys.select(on), on, join_type="left anti")
@@ -323,11 +326,13 @@ class MergeInsertBuilder:
                     kind = schema.arrow.field(name).type
                     fresh = fresh.append_column(name, pa.nulls(fresh.num_rows, kind))
             new_tables.append(fresh)
+            moved.append(np.full(fresh.num_rows, UNASSIGNED, dtype=np.int64))
             inserted = fresh.num_rows
         stats = (updated, inserted, deleted)
         if not updates and not removed and not any(t.num_rows for t in new_tables):
             return None, stats
         fragments = write_new_rows(storage, schema, new_tables, max_rows_per_file)
+        keep_row_ids(fragments, moved)
         op = MergeInsert(
             updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
             new_fragments=tuple(fragments), on=self._on,

@@ -42,6 +42,7 @@ from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
+from fermion.table.row_ids import ROW_ID, add_row_id_column, row_id_request
 from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
 from fermion.table.stats import fragment_guarantee, prune
 from fermion.table.storage import TableStorage
@@ -335,6 +336,10 @@ class Scanner:
         if isinstance(columns, str):
             raise InvalidArgumentError("columns must be a list of column names")
         self.columns = list(names) if columns is None else list(columns)
+        # "_rowid" asked for (and not a column of the table): read offsets, map them to ids
+        self._requested, self._row_ids = row_id_request(manifest, names, self.columns)
+        if self._row_ids:
+            self.columns = [c for c in self.columns if c != ROW_ID]
         missing = [c for c in self.columns if c not in names]
         if missing:
             raise ColumnNotFoundError(f"no such columns: {missing}")
@@ -348,6 +353,7 @@ class Scanner:
         self.stats = ScanStats()
         self._storage, self._manifest, self._schema = storage, manifest, schema
         self._with_row_offsets = with_row_offsets
+        self._offsets = with_row_offsets or self._row_ids  # what the fragment reads return
         self._indices = indices
         self._readers = readers  # data files kept open for indexed lookups (a Dataset's)
         self._indexed_read: Callable[[pb.Fragment], pa.Table | None] | None = None
@@ -367,25 +373,28 @@ class Scanner:
             fragments, self._indexed_read = self._indices(
                 self._storage, self._manifest, self._schema, self.filter, fragments,
                 stats=self.stats, columns=self.columns,
-                with_row_offsets=self._with_row_offsets, readers=self._readers,
+                with_row_offsets=self._offsets, readers=self._readers,
             )  # fmt: skip
         self.stats.fragments_pruned = self.stats.fragments_total - len(fragments)
         return fragments
 
     def _read(self, fragment: pb.Fragment) -> pa.Table:
-        if self._indexed_read is not None:
-            table = self._indexed_read(fragment)
-            if table is not None:
-                return table
-        return read_fragment(
-            self._storage,
-            self._schema,
-            fragment,
-            self.columns,
-            self.filter,
-            with_row_offsets=self._with_row_offsets,
-            stats=self.stats,
-        )
+        table = self._indexed_read(fragment) if self._indexed_read is not None else None
+        if table is None:
+            table = read_fragment(
+                self._storage,
+                self._schema,
+                fragment,
+                self.columns,
+                self.filter,
+                with_row_offsets=self._offsets,
+                stats=self.stats,
+            )
+        if self._row_ids:
+            table = add_row_id_column(
+                table, fragment, self._requested, ROW_OFFSET, keep_offsets=self._with_row_offsets
+            )
+        return table
 
     def to_tables(self, readahead: int = _SCAN_THREADS) -> Iterator[tuple[pb.Fragment, pa.Table]]:
         """Each surviving fragment with its rows, in fragment order.
@@ -464,6 +473,16 @@ class Scanner:
         return sum(t.num_rows for _, t in self.to_tables())
 
     def _output_schema(self) -> pa.Schema:
+        if self._row_ids:
+            fields = [
+                pa.field(ROW_ID, pa.uint64(), nullable=False)
+                if c == ROW_ID
+                else self._schema.arrow.field(c).with_nullable(True)
+                for c in self._requested
+            ]
+            if self._with_row_offsets:
+                fields.append(pa.field(ROW_OFFSET, pa.uint64()))
+            return pa.schema(fields)
         fields = [self._schema.arrow.field(c).with_nullable(True) for c in self.columns]
         if self._with_row_offsets:
             fields.append(pa.field(ROW_OFFSET, pa.uint64()))

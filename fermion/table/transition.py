@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fermion.errors import DatasetError
-from fermion.table.codec import FLAG_DELETION_FILES, FLAG_INDICES
+from fermion.table.codec import FLAG_DELETION_FILES, FLAG_INDICES, FLAG_ROW_IDS
 from fermion.table.indices.model import KINDS as SCALAR_INDEX_KINDS
 from fermion.table.operations import Operation, Overwrite
 from fermion.table.operations.base import ApplyContext, live_rows
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.row_ids import assign_row_ids
 from fermion.version import __version__
 
 __all__ = ["WRITER_LIBRARY", "apply_operation", "live_rows"]
@@ -118,7 +119,7 @@ def apply_operation(
     op.apply(manifest, context)
 
     _prune_indices(manifest)
-    flags = 0
+    flags = FLAG_ROW_IDS if assign_row_ids(base, manifest) else 0
     if any(f.HasField("deletion_file") for f in manifest.fragments):
         flags |= FLAG_DELETION_FILES
     if manifest.indices:

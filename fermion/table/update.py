@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,6 +44,7 @@ from fermion.table.operations import Update
 from fermion.table.predicate import parse_expression, parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_edits import commit_planned, evaluate, mark_deleted, write_new_rows
+from fermion.table.row_ids import keep_row_ids, row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -138,21 +140,25 @@ def plan_rows(
     compiled = _compiled(assignments, schema) if assignments is not None else None
     columns = list(schema.arrow.names) if compiled is not None else []
     updates, removed, new_tables, matched = [], [], [], 0
+    moved: list[np.ndarray | None] = []  # the updated rows' ids (an update keeps them)
     for fragment in Scanner(storage, manifest, schema, [], predicate).fragments():
         rows = read_fragment(storage, schema, fragment, columns, predicate, with_row_offsets=True)
         if not rows.num_rows:
             continue
         matched += rows.num_rows
+        offsets = rows.column(ROW_OFFSET).to_numpy()
         if compiled is not None:
             new_tables.append(_updated(rows, compiled, schema))
-        offsets = rows.column(ROW_OFFSET).to_numpy()
+            moved.append(row_ids_at(fragment, offsets))
         update, emptied = mark_deleted(storage, fragment, offsets, manifest.version)
         if emptied:
             removed.append(fragment.id)
         elif update is not None:
             updates.append(update)
     if compiled is not None:
-        new_fragments = tuple(write_new_rows(storage, schema, new_tables, max_rows_per_file))
+        written = write_new_rows(storage, schema, new_tables, max_rows_per_file)
+        keep_row_ids(written, moved)
+        new_fragments = tuple(written)
     if not updates and not removed and not new_fragments:
         return None, matched
     op = Update(

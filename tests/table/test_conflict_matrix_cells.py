@@ -52,6 +52,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks.delete import delete_now
 from fermion.table.update import plan_rows
 from fermion.table.versions import load_manifest, schema_of, write_transaction
+from tests.table.row_id_support import write_moved_rows
 
 READ_VERSION = 2
 Maker = Callable[[TableStorage, pb.Manifest, str], Operation]
@@ -105,10 +106,13 @@ def _delete(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Opera
 def _rewrite(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
     ids = _covering(storage, manifest, set(REWRITE_RANGES[variant]))
     values = _fragment_values(storage, manifest)
-    live = ft.dataset(storage.uri, version=manifest.version).to_table()
+    schema = schema_of(manifest)
+    live = ft.dataset(storage.uri, version=manifest.version).to_table(
+        columns=[*schema.arrow.names, "_rowid"]  # the moved rows keep their row ids
+    )
     keep = sorted(set().union(*(values[i] for i in ids)))
     rows = live.filter(pc.field("x").isin(keep))
-    new = ft.write_fragments(rows, storage.uri, schema=schema_of(manifest)) if len(rows) else []
+    new = write_moved_rows(rows, storage.uri, schema=schema) if len(rows) else []
     return Rewrite((RewriteGroup(tuple(ids), tuple(new)),))
 
 

@@ -24,6 +24,7 @@ from fermion.io.atomic import is_temp_name
 from fermion.table.manifest_store import PostgresManifestStore, is_staging_path
 from fermion.table.storage import manifest_name
 from fermion.table.tasks import STATS_INDEX_NAME
+from tests.table.row_id_support import write_moved_rows
 
 Runner = Callable[..., list[tuple[str, Any]]]
 
@@ -280,9 +281,9 @@ def test_compaction_planned_before_a_delete_is_retryable_not_resurrecting(tmp_pa
     from fermion.table.operations import Rewrite, RewriteGroup
 
     old = ds.fragments[:3]
-    merged = ds.to_table(filter=pc.field("id") < 30)
+    merged = ds.to_table(columns=[*ds.schema.names, "_rowid"], filter=pc.field("id") < 30)
     rewrite = Rewrite(
-        (RewriteGroup(tuple(f.id for f in old), tuple(ft.write_fragments(merged, uri))),)
+        (RewriteGroup(tuple(f.id for f in old), tuple(write_moved_rows(merged, uri))),)
     )
     ft.dataset(uri).delete(pc.field("id") == 5)  # version 2 touches fragment 0
     with pytest.raises(CommitConflictError):
@@ -291,9 +292,11 @@ def test_compaction_planned_before_a_delete_is_retryable_not_resurrecting(tmp_pa
     # the same compaction against an append-only race commits
     ds = ft.dataset(uri)
     old = ds.fragments[3:6]
-    merged = ds.to_table(filter=(pc.field("id") >= 30) & (pc.field("id") < 60))
+    merged = ds.to_table(
+        columns=[*ds.schema.names, "_rowid"], filter=(pc.field("id") >= 30) & (pc.field("id") < 60)
+    )
     rewrite = Rewrite(
-        (RewriteGroup(tuple(f.id for f in old), tuple(ft.write_fragments(merged, uri))),)
+        (RewriteGroup(tuple(f.id for f in old), tuple(write_moved_rows(merged, uri))),)
     )
     ft.write_dataset(_rows([1000]), uri, mode="append")
     after = ft.Dataset.commit(uri, rewrite, read_version=ds.version)
@@ -307,10 +310,9 @@ def _commit_planned_rewrite(uri: str, worker: int) -> str:
     from fermion.table.operations import Rewrite, RewriteGroup
 
     old = ds.fragments[: 4 + worker % 2]  # every compaction includes fragments 0-3
-    data = pa.concat_tables([ds.take(list(range(0, 10 * len(old))))])
-    rewrite = Rewrite(
-        (RewriteGroup(tuple(f.id for f in old), tuple(ft.write_fragments(data, uri))),)
-    )
+    # version 1 wrote ids 0..99 in fragment order: these are the rows of the fragments
+    data = ds.take_rowids(list(range(0, 10 * len(old))), columns=[*ds.schema.names, "_rowid"])
+    rewrite = Rewrite((RewriteGroup(tuple(f.id for f in old), tuple(write_moved_rows(data, uri))),))
     try:
         ft.Dataset.commit(uri, rewrite, read_version=1)
         return "won"

@@ -79,6 +79,8 @@ class Append(OperationBase):
     def apply(self, manifest: pb.Manifest, context: ApplyContext) -> None:
         """New fragments at the end, with fresh ids; config entries set."""
         added = with_new_ids(manifest, self.fragments)
+        for fragment in added:  # new rows: the commit gives them fresh row ids
+            fragment.ClearField("row_ids")
         manifest.fragments.extend(added)
         manifest.config.update(self.config)
         summarise(manifest.summary, added, [])

@@ -73,6 +73,8 @@ class Overwrite(OperationBase):
         """Every fragment and index replaced; the schema too when given."""
         removed = list(manifest.fragments)
         added = with_new_ids(manifest, self.fragments)
+        for fragment in added:  # new rows: the commit gives them fresh row ids
+            fragment.ClearField("row_ids")
         replace_fragments(manifest, added)
         if self.schema is not None:
             manifest.schema.CopyFrom(self.schema.to_proto())

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from fermion.errors import DatasetError, InvalidArgumentError
 from fermion.table.operations.base import (
     NO,
@@ -31,6 +33,7 @@ from fermion.table.operations.base import (
     with_new_ids,
 )
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.row_ids import UNASSIGNED, decode, has_row_ids
 
 __all__ = ["Rewrite", "RewriteGroup"]
 
@@ -47,6 +50,20 @@ class RewriteGroup:
         object.__setattr__(self, "new_fragments", copy_fragments(self.new_fragments))
         if not self.old_fragment_ids:
             raise InvalidArgumentError("a RewriteGroup must replace at least one fragment")
+
+
+def _check_moved_row_ids(groups: tuple[RewriteGroup, ...]) -> None:
+    """A rewrite of a table with row ids moves rows with their ids: every new fragment
+    carries a complete sequence (docs/TABLE_FORMAT.md, "Row ids")."""
+    for group in groups:
+        for fragment in group.new_fragments:
+            if not fragment.HasField("row_ids") or bool(
+                np.any(decode(fragment.row_ids) == UNASSIGNED)
+            ):
+                raise DatasetError(
+                    f"rewrite of fragments {list(group.old_fragment_ids)}: a new fragment "
+                    "lacks the row ids of the rows it holds"
+                )
 
 
 @register
@@ -101,6 +118,8 @@ class Rewrite(OperationBase):
             raise DatasetError(
                 f"rewrite names fragments not in version {context.base_version}: {missing}"
             )
+        if has_row_ids(manifest):
+            _check_moved_row_ids(self.groups)
         first_of_group = {g.old_fragment_ids[0]: g for g in self.groups}
         fragments: list[pb.Fragment] = []
         added, removed = [], []

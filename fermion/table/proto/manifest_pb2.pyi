@@ -71,19 +71,62 @@ class DeletionFile(_message.Message):
     num_deleted_rows: int
     def __init__(self, file_type: _Optional[_Union[DeletionFile.Kind, str]] = ..., read_version: _Optional[int] = ..., id: _Optional[int] = ..., num_deleted_rows: _Optional[int] = ...) -> None: ...
 
+class RowIdSegment(_message.Message):
+    __slots__ = ("range", "sorted", "array", "unassigned")
+    class Range(_message.Message):
+        __slots__ = ("start", "end")
+        START_FIELD_NUMBER: _ClassVar[int]
+        END_FIELD_NUMBER: _ClassVar[int]
+        start: int
+        end: int
+        def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+    class Sorted(_message.Message):
+        __slots__ = ("base", "bitmap", "count")
+        BASE_FIELD_NUMBER: _ClassVar[int]
+        BITMAP_FIELD_NUMBER: _ClassVar[int]
+        COUNT_FIELD_NUMBER: _ClassVar[int]
+        base: int
+        bitmap: bytes
+        count: int
+        def __init__(self, base: _Optional[int] = ..., bitmap: _Optional[bytes] = ..., count: _Optional[int] = ...) -> None: ...
+    class Array(_message.Message):
+        __slots__ = ("deltas", "count")
+        DELTAS_FIELD_NUMBER: _ClassVar[int]
+        COUNT_FIELD_NUMBER: _ClassVar[int]
+        deltas: bytes
+        count: int
+        def __init__(self, deltas: _Optional[bytes] = ..., count: _Optional[int] = ...) -> None: ...
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    SORTED_FIELD_NUMBER: _ClassVar[int]
+    ARRAY_FIELD_NUMBER: _ClassVar[int]
+    UNASSIGNED_FIELD_NUMBER: _ClassVar[int]
+    range: RowIdSegment.Range
+    sorted: RowIdSegment.Sorted
+    array: RowIdSegment.Array
+    unassigned: int
+    def __init__(self, range: _Optional[_Union[RowIdSegment.Range, _Mapping]] = ..., sorted: _Optional[_Union[RowIdSegment.Sorted, _Mapping]] = ..., array: _Optional[_Union[RowIdSegment.Array, _Mapping]] = ..., unassigned: _Optional[int] = ...) -> None: ...
+
+class RowIdSequence(_message.Message):
+    __slots__ = ("segments",)
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    segments: _containers.RepeatedCompositeFieldContainer[RowIdSegment]
+    def __init__(self, segments: _Optional[_Iterable[_Union[RowIdSegment, _Mapping]]] = ...) -> None: ...
+
 class Fragment(_message.Message):
-    __slots__ = ("id", "files", "deletion_file", "physical_rows", "stats")
+    __slots__ = ("id", "files", "deletion_file", "physical_rows", "stats", "row_ids")
     ID_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     DELETION_FILE_FIELD_NUMBER: _ClassVar[int]
     PHYSICAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    ROW_IDS_FIELD_NUMBER: _ClassVar[int]
     id: int
     files: _containers.RepeatedCompositeFieldContainer[DataFile]
     deletion_file: DeletionFile
     physical_rows: int
     stats: _containers.RepeatedCompositeFieldContainer[FieldStats]
-    def __init__(self, id: _Optional[int] = ..., files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., deletion_file: _Optional[_Union[DeletionFile, _Mapping]] = ..., physical_rows: _Optional[int] = ..., stats: _Optional[_Iterable[_Union[FieldStats, _Mapping]]] = ...) -> None: ...
+    row_ids: RowIdSequence
+    def __init__(self, id: _Optional[int] = ..., files: _Optional[_Iterable[_Union[DataFile, _Mapping]]] = ..., deletion_file: _Optional[_Union[DeletionFile, _Mapping]] = ..., physical_rows: _Optional[int] = ..., stats: _Optional[_Iterable[_Union[FieldStats, _Mapping]]] = ..., row_ids: _Optional[_Union[RowIdSequence, _Mapping]] = ...) -> None: ...
 
 class IndexMetadata(_message.Message):
     __slots__ = ("uuid", "name", "kind", "field_ids", "fragment_ids", "dataset_version", "files", "index_version", "num_entries", "size_bytes")
@@ -139,7 +182,7 @@ class OperationSummary(_message.Message):
     def __init__(self, operation: _Optional[str] = ..., added_files: _Optional[int] = ..., removed_files: _Optional[int] = ..., added_rows: _Optional[int] = ..., removed_rows: _Optional[int] = ..., added_fragments: _Optional[int] = ..., removed_fragments: _Optional[int] = ..., deleted_rows: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Manifest(_message.Message):
-    __slots__ = ("schema", "fragments", "version", "parent_version", "timestamp_us", "tag", "reader_feature_flags", "writer_feature_flags", "max_fragment_id", "transaction_file", "transaction_uuid", "summary", "config", "indices", "max_field_id", "writer_library", "writer_version")
+    __slots__ = ("schema", "fragments", "version", "parent_version", "timestamp_us", "tag", "reader_feature_flags", "writer_feature_flags", "max_fragment_id", "transaction_file", "transaction_uuid", "summary", "config", "indices", "max_field_id", "writer_library", "writer_version", "next_row_id")
     class ConfigEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +207,7 @@ class Manifest(_message.Message):
     MAX_FIELD_ID_FIELD_NUMBER: _ClassVar[int]
     WRITER_LIBRARY_FIELD_NUMBER: _ClassVar[int]
     WRITER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ROW_ID_FIELD_NUMBER: _ClassVar[int]
     schema: Schema
     fragments: _containers.RepeatedCompositeFieldContainer[Fragment]
     version: int
@@ -181,4 +225,5 @@ class Manifest(_message.Message):
     max_field_id: int
     writer_library: str
     writer_version: str
-    def __init__(self, schema: _Optional[_Union[Schema, _Mapping]] = ..., fragments: _Optional[_Iterable[_Union[Fragment, _Mapping]]] = ..., version: _Optional[int] = ..., parent_version: _Optional[int] = ..., timestamp_us: _Optional[int] = ..., tag: _Optional[str] = ..., reader_feature_flags: _Optional[int] = ..., writer_feature_flags: _Optional[int] = ..., max_fragment_id: _Optional[int] = ..., transaction_file: _Optional[str] = ..., transaction_uuid: _Optional[str] = ..., summary: _Optional[_Union[OperationSummary, _Mapping]] = ..., config: _Optional[_Mapping[str, str]] = ..., indices: _Optional[_Iterable[_Union[IndexMetadata, _Mapping]]] = ..., max_field_id: _Optional[int] = ..., writer_library: _Optional[str] = ..., writer_version: _Optional[str] = ...) -> None: ...
+    next_row_id: int
+    def __init__(self, schema: _Optional[_Union[Schema, _Mapping]] = ..., fragments: _Optional[_Iterable[_Union[Fragment, _Mapping]]] = ..., version: _Optional[int] = ..., parent_version: _Optional[int] = ..., timestamp_us: _Optional[int] = ..., tag: _Optional[str] = ..., reader_feature_flags: _Optional[int] = ..., writer_feature_flags: _Optional[int] = ..., max_fragment_id: _Optional[int] = ..., transaction_file: _Optional[str] = ..., transaction_uuid: _Optional[str] = ..., summary: _Optional[_Union[OperationSummary, _Mapping]] = ..., config: _Optional[_Mapping[str, str]] = ..., indices: _Optional[_Iterable[_Union[IndexMetadata, _Mapping]]] = ..., max_field_id: _Optional[int] = ..., writer_library: _Optional[str] = ..., writer_version: _Optional[str] = ..., next_row_id: _Optional[int] = ...) -> None: ...

@@ -34,7 +34,8 @@ from fermion.errors import BatchModeError
 from fermion.format.read.plan import take_table
 from fermion.table._datafile import open_data_file
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.scan import read_fragment
+from fermion.table.row_ids import ROW_ID, add_row_id_column
+from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 
@@ -77,9 +78,11 @@ def fragment_id_chunks(
     *,
     ids_from: int | None = None,
     ids_below: int | None = None,
+    with_row_ids: bool = False,
 ) -> Iterator[pa.Table]:
     """The live rows of ``fragment`` with a batch id in ``[ids_from, ids_below)`` (``None``:
     unbounded), every column of ``schema``, as chunks whose ids never decrease.
+    ``with_row_ids`` adds the rows' ``_rowid`` column (a rewrite moves rows with their ids).
 
     A fragment of one batch-mode data file is read stripe by stripe, skipping the stripes
     whose id range (the file's batch index) lies outside the range; any other fragment is
@@ -96,6 +99,17 @@ def fragment_id_chunks(
         [[2, 3]]
     """
     names = schema.arrow.names
+
+    def read(stripes: range | None = None) -> pa.Table:
+        table = read_fragment(
+            storage, schema, fragment, names, stripes=stripes, with_row_offsets=with_row_ids
+        )
+        if with_row_ids:
+            table = add_row_id_column(
+                table, fragment, [*names, ROW_ID], ROW_OFFSET, keep_offsets=False
+            )
+        return table
+
     if len(fragment.files) == 1:
         with open_data_file(storage.target(fragment.files[0].path)) as reader:
             stripes: list[int] | None = None
@@ -110,7 +124,7 @@ def fragment_id_chunks(
         if stripes is not None:
             last: int | None = None
             for s in stripes:
-                chunk = read_fragment(storage, schema, fragment, names, stripes=range(s, s + 1))
+                chunk = read(range(s, s + 1))
                 chunk = _in_range(chunk, column, ids_from, ids_below)
                 if not chunk.num_rows:
                     continue
@@ -122,7 +136,7 @@ def fragment_id_chunks(
                 last = int(ids[-1])
                 yield chunk
             return
-    table = _sorted(read_fragment(storage, schema, fragment, names), column)
+    table = _sorted(read(), column)
     table = _in_range(table, column, ids_from, ids_below)
     if table.num_rows:
         yield table

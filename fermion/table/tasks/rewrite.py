@@ -43,7 +43,8 @@ from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Rewrite, RewriteGroup
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.scan import read_fragment
+from fermion.table.row_ids import ROW_ID, attach_row_ids, fragment_row_ids
+from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.common import open_table, remove_unreferenced, summarise
@@ -430,6 +431,9 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
         InvalidFileError: The rows read differ from what the manifest promises.
     """
     storage = TableStorage(task.uri)
+    # a table with row ids: the rows move with their ids (docs/TABLE_FORMAT.md, "Row ids")
+    carry = bool(task.fragments) and all(f.to_proto().HasField("row_ids") for f in task.fragments)
+    moved: list[np.ndarray] = []
     if task.batch_id_column is not None:
         column = task.batch_id_column
         streams = [
@@ -440,6 +444,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
                 column,
                 ids_from=task.ids_from,
                 ids_below=task.ids_below,
+                with_row_ids=carry,
             )  # fmt: skip
             for f in task.fragments
         ]
@@ -449,6 +454,9 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
         def merged() -> Iterator[pa.RecordBatch]:
             for table in merge_batch_runs(streams, column):
                 counted[0] += table.num_rows
+                if carry:
+                    moved.append(table.column(ROW_ID).to_numpy().astype(np.int64))
+                    table = table.drop_columns([ROW_ID])
                 for batch in table.to_batches():
                     yield batch if batch.schema.equals(target) else batch.cast(target)
 
@@ -463,7 +471,15 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
         rows = counted[0]
     else:
         names = task.schema.arrow.names
-        tables = [read_fragment(storage, task.schema, f.to_proto(), names) for f in task.fragments]
+        tables = []
+        for info in task.fragments:
+            fragment = info.to_proto()
+            table = read_fragment(storage, task.schema, fragment, names, with_row_offsets=carry)
+            if carry:
+                offsets = table.column(ROW_OFFSET).to_numpy().astype(np.int64)
+                moved.append(fragment_row_ids(fragment)[offsets])  # type: ignore[index]
+                table = table.drop_columns([ROW_OFFSET])
+            tables.append(table)
         data = pa.concat_tables(tables) if tables else task.schema.arrow.empty_table()
         rows = data.num_rows
         new = (
@@ -482,6 +498,8 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
             f"rewrite task {task.task_id}: read {rows} live rows, "
             f"the manifest says {task.live_rows}"
         )
+    if carry:
+        attach_row_ids(new, np.concatenate(moved) if moved else np.zeros(0, np.int64))
     old_ids = tuple(f.id for f in task.fragments if f.id is not None)
     infos = tuple(FragmentInfo.from_proto(f, committed=False) for f in new)
     return RewriteResult(task.task_id, old_ids, infos, rows)
