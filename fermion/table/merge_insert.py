@@ -50,6 +50,7 @@ from fermion.table.row_edits import commit_planned, mark_deleted, write_new_rows
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
+from fermion.table.write_properties import write_properties_of
 
 __all__ = ["MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
 
@@ -327,7 +328,9 @@ class MergeInsertBuilder:
         stats = (updated, inserted, deleted)
         if not updates and not removed and not any(t.num_rows for t in new_tables):
             return None, stats
-        fragments = write_new_rows(storage, schema, new_tables, max_rows_per_file)
+        fragments = write_new_rows(
+            storage, schema, new_tables, max_rows_per_file, write_properties_of(manifest.config)
+        )
         op = MergeInsert(
             updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
             new_fragments=tuple(fragments), on=self._on,

@@ -47,6 +47,7 @@ from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
+from fermion.table.write_properties import write_properties_of
 
 __all__ = ["plan_rows", "replace_where", "update_rows"]
 
@@ -152,7 +153,10 @@ def plan_rows(
         elif update is not None:
             updates.append(update)
     if compiled is not None:
-        new_fragments = tuple(write_new_rows(storage, schema, new_tables, max_rows_per_file))
+        properties = write_properties_of(manifest.config)
+        new_fragments = tuple(
+            write_new_rows(storage, schema, new_tables, max_rows_per_file, properties)
+        )
     if not updates and not removed and not new_fragments:
         return None, matched
     op = Update(
@@ -244,6 +248,7 @@ def replace_where(
         write_fragments(
             stream, storage.uri, schema=schema, max_rows_per_file=max_rows_per_file,
             manifest_store=storage.manifest_store,
+            properties=write_properties_of(manifest.config),
         )
     )  # fmt: skip
     result, _ = commit_planned(

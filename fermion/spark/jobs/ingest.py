@@ -115,6 +115,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         mode="append",
         max_rows_per_file=config.max_rows_per_file,
         batch_id_column=config.batch_id_column,
+        write_properties=config.write_properties or None,
     )
     files = None
     if config.source_format == "parquet":

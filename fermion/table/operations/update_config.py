@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -28,9 +28,10 @@ from fermion.table.operations.base import (
     register,
 )
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.schema import TableSchema
 from fermion.table.write_properties import WRITE_KEY_PREFIX, WriteProperties
 
-__all__ = ["UpdateConfig"]
+__all__ = ["UpdateConfig", "plan_update_config"]
 
 
 def _same_keys(mine: Any, theirs: Any) -> Verdict:
@@ -113,3 +114,34 @@ class UpdateConfig(OperationBase):
         for key in self.remove:
             manifest.config.pop(key, None)
         manifest.summary.properties["config"] = ",".join(sorted(self.keys()))
+
+
+def plan_update_config(
+    manifest: pb.Manifest,
+    values: WriteProperties | Mapping[str, Any] | None,
+    unset: Sequence[str] = (),
+) -> UpdateConfig:
+    """The ``UpdateConfig`` setting write properties ``values`` (names or full keys) and
+    removing those named in ``unset``, checked against the table version ``manifest``
+    (bloom filter columns must be columns of its schema with bloom filter support).
+
+    Raises:
+        InvalidArgumentError: An unknown property, a bad value, a bloom column not in the
+            table, nothing to change, or a property both set and unset.
+        UnsupportedTypeError: A bloom column of a type without bloom filters.
+
+    Example:
+        >>> plan_update_config(pb.Manifest(), {"page_size": 4096}, ["compression"])
+        UpdateConfig(upsert={'fermion.write.page_size': '4096'}, \
+remove=('fermion.write.compression',))
+    """
+    wanted = WriteProperties.parse(values)
+    if wanted.bloom_filter_columns:
+        schema = TableSchema.from_proto(manifest.schema, manifest.max_field_id)
+        wanted.check_schema(schema.arrow)
+    if isinstance(unset, str):
+        raise InvalidArgumentError("unset is a list of property names")
+    remove = tuple(k if k.startswith(WRITE_KEY_PREFIX) else WRITE_KEY_PREFIX + k for k in unset)
+    if not wanted.to_config() and not remove:
+        raise InvalidArgumentError("no write property to set or unset")
+    return UpdateConfig(wanted.to_config(), remove)

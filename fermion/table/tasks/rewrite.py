@@ -51,6 +51,7 @@ from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
+    PROPERTIES,
     SCHEMA,
     Codec,
     CommitSummary,
@@ -61,6 +62,7 @@ from fermion.table.tasks.model import (
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
 from fermion.table.transition import live_rows
 from fermion.table.versions import load_manifest, schema_of
+from fermion.table.write_properties import WriteProperties, write_properties_of
 
 __all__ = [
     "MATERIALIZE_THRESHOLD_DEFAULT",
@@ -94,6 +96,8 @@ class RewriteTask(JsonMixin):
         ids_from: With ``ids_below``, the batch ids ``[ids_from, ids_below)`` this task
             rewrites (``None``: unbounded on that side; both ``None``: every row).
         ids_below: See ``ids_from``.
+        properties: The table's write properties (of the read version) the new files
+            are written with.
     """
 
     task_id: str
@@ -107,8 +111,13 @@ class RewriteTask(JsonMixin):
     unit: str | None = None
     ids_from: int | None = None
     ids_below: int | None = None
+    properties: WriteProperties = WriteProperties()
 
-    _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA, "fragments": FRAGMENTS}
+    _codecs: ClassVar[dict[str, Codec]] = {
+        "schema": SCHEMA,
+        "fragments": FRAGMENTS,
+        "properties": PROPERTIES,
+    }
 
     @property
     def live_rows(self) -> int:
@@ -298,6 +307,7 @@ def _plan(
                     unit=f"u{i}" if len(ranges) > 1 else None,
                     ids_from=ids[0],
                     ids_below=ids[1],
+                    properties=write_properties_of(manifest.config),
                 )
             )
     return RewritePlan(storage.uri, kind, manifest.version, write_id, tuple(tasks))
@@ -459,6 +469,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
             max_rows_per_file=task.target_rows_per_file,
             prefix=f"data/{task.write_id}",
             batch_id_column=column,
+            properties=task.properties,
         )
         rows = counted[0]
     else:
@@ -473,6 +484,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
                 schema=task.schema,
                 max_rows_per_file=task.target_rows_per_file,
                 prefix=f"data/{task.write_id}",
+                properties=task.properties,
             )
             if data.num_rows
             else []
