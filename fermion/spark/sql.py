@@ -36,7 +36,7 @@ from sqlglot import expressions as exp
 
 from fermion.errors import InvalidArgumentError
 from fermion.spark.options import ReadOptions
-from fermion.spark.read import open_table
+from fermion.spark.read import open_dataset
 from fermion.spark.source import register
 
 __all__ = ["query_columns", "sql"]
@@ -110,7 +110,7 @@ def sql(
         if not name.strip():
             raise InvalidArgumentError("a view name must not be empty")
         version = versions.get(name)
-        schema = open_table(ReadOptions(uri, version)).schema
+        schema = open_dataset(ReadOptions(uri, version)).schema
         columns = query_columns(query, schema.names)
         reader = spark.read.format("fermion")
         if version is not None:

@@ -30,7 +30,7 @@ from fermion.table._datafile import open_data_writer
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
-from fermion.table.stats import StatsAccumulator, compute_stats
+from fermion.table.stats import StatsAccumulator, compute_field_stats
 from fermion.table.storage import TableStorage
 from fermion.table.versions import latest_manifest, schema_of
 from fermion.table.write_properties import WriteProperties, write_properties_of
@@ -176,7 +176,7 @@ class _FileMaker:
             rows, field_stats = stats.rows, stats.result()
         else:
             assert table is not None
-            rows, field_stats = table.num_rows, compute_stats(table, self.top_ids)
+            rows, field_stats = table.num_rows, compute_field_stats(table, self.top_ids)
         fragment = pb.Fragment(physical_rows=rows)
         fragment.files.add(
             path=path,

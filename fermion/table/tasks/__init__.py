@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from fermion.table.tasks.common import open_table
+from fermion.table.tasks.common import open_table as open_table  # deprecated name
+from fermion.table.tasks.common import open_version
 from fermion.table.tasks.delete import (
     DeletePlan,
     DeleteResult,
@@ -98,7 +99,7 @@ __all__ = [
     "execute_rewrite",
     "execute_write",
     "input_recorded",
-    "open_table",
+    "open_version",
     "plan_compaction",
     "plan_delete",
     "plan_index",

@@ -46,7 +46,7 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import open_table, remove_unreferenced, summarise
+from fermion.table.tasks.common import open_version, remove_unreferenced, summarise
 from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
@@ -362,7 +362,7 @@ def plan_compaction(
         raise InvalidArgumentError("materialize_deletions_threshold must be in [0, 1]")
     if max_tasks < 1:
         raise InvalidArgumentError(f"max_tasks must be >= 1, got {max_tasks}")
-    storage, manifest = open_table(uri, version, manifest_store)
+    storage, manifest = open_version(uri, version, manifest_store)
     target = target_rows_per_fragment
 
     def needs_rewrite(fragment: pb.Fragment) -> bool:
@@ -417,7 +417,7 @@ def plan_materialization(
     """
     if not 0 <= threshold < 1:
         raise InvalidArgumentError(f"threshold must be in [0, 1), got {threshold}")
-    storage, manifest = open_table(uri, version, manifest_store)
+    storage, manifest = open_version(uri, version, manifest_store)
     groups = [
         [f]
         for f in manifest.fragments
