@@ -7,7 +7,7 @@ system with one ``local[2]`` SparkSession runs them in turn
 - ``spark_lineitem_agg``: ``spark.read.format("fermion").load(table)`` vs
   ``spark.read.parquet(file)`` of TPC-H lineitem, then count + sum/max of every column;
 - ``spark_wide_read10``: 10 of the wide table's columns, the projection given
-  (``fermion.spark.read_table(spark, uri, columns=...)`` vs
+  (``fermion.spark.read_dataset(spark, uri, columns=...)`` vs
   ``spark.read.parquet(file).select(...)``), then count + sums;
 - ``spark_ingest`` (plain, and batch mode by ``l_orderkey``): the ingest job library
   (``fermion.spark.jobs.ingest.ingest``, in the worker's session) vs

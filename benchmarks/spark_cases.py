@@ -221,7 +221,7 @@ def _operation(spark: Any, spec: dict[str, Any]) -> Operation:
             if system == "fermion" and columns is None:
                 return spark.read.format("fermion").load(paths["table"])
             if system == "fermion":
-                return fermion.spark.read_table(spark, paths["table"], columns=columns)
+                return fermion.spark.read_dataset(spark, paths["table"], columns=columns)
             frame = spark.read.parquet(paths["parquet"])
             return frame if columns is None else frame.select(*columns)
 

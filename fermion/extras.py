@@ -7,7 +7,7 @@ DuckDB and Polars paths. Everything else is an extra (``pyproject.toml``):
 extra          brings                  needed by
 =============  ======================  =====================================
 ``spark``      pyspark                 ``fermion.spark`` and the Spark jobs
-``quality``    great_expectations      ``fermion.quality.validate``
+``quality``    great_expectations      ``fermion.quality`` (running suites)
 ``postgres``   psycopg                 the PostgreSQL manifest store
 ``s3``         s3fs                    ``s3://`` tables and files
 ``all``        all of the above

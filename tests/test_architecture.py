@@ -12,11 +12,12 @@ The rules:
    depends on the module ``fermion.a.b`` when that is a module, else on ``fermion.a``
    (its ``__init__``); importing a submodule does not count as importing its parent
    package's ``__init__``.
-2. **Layers point one way**: ``fermion.errors``, ``fermion.version`` and ``fermion.extras``
-   (0) < ``fermion.io`` (1) < ``fermion.format`` (2) < ``fermion.table`` (3) < ``fermion.spark`` and
-   ``fermion.quality`` (4) < the entry points ``fermion`` (the package ``__init__``),
-   ``fermion.cli``, ``fermion.demo`` (5). A module may import its own layer and the layers
-   below, never one above. A module with no layer fails the test: add it to ``LAYERS``.
+2. **Layers point one way**: ``fermion.errors``, ``fermion.version``, ``fermion.extras``
+   and ``fermion.deprecation`` (0) < ``fermion.io`` (1) < ``fermion.format`` (2) <
+   ``fermion.table`` (3) < ``fermion.spark`` and ``fermion.quality`` (4) < the entry
+   points ``fermion`` (the package ``__init__``), ``fermion.cli``, ``fermion.demo`` (5).
+   A module may import its own layer and the layers below, never one above. A module with
+   no layer fails the test: add it to ``LAYERS``.
 3. **Third-party boundaries**: only ``fermion.spark`` imports ``pyspark``; nothing under
    ``fermion/`` imports ``jobs`` or ``airflow_dags``.
 4. **No reading another module's private attributes.** A private name starts with ``_``
@@ -73,6 +74,7 @@ LAYERS: dict[str, int] = {
     "fermion.errors": 0,
     "fermion.version": 0,
     "fermion.extras": 0,
+    "fermion.deprecation": 0,
     "fermion.io": 1,
     "fermion.format": 2,
     "fermion.table": 3,

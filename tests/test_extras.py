@@ -18,7 +18,8 @@ CASES = [
     (
         "quality",
         "great_expectations",
-        "import fermion.quality as q; q.validate(None, 'conf/quality/x.yaml', output_dir='.')",
+        "import fermion.quality as q; "
+        "q.validate_dataframe(None, 'conf/quality/x.yaml', output_dir='.')",
     ),
     (
         "postgres",

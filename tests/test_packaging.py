@@ -101,7 +101,7 @@ except MissingExtraError as exc:
     hints["spark"] = str(exc)
 import fermion.quality  # suites and integrity checks need no extra
 try:
-    fermion.quality.validate(None, "no/such.yaml", output_dir=str(root / "q"))
+    fermion.quality.validate_dataframe(None, "no/such.yaml", output_dir=str(root / "q"))
 except MissingExtraError as exc:
     hints["quality"] = str(exc)
 from fermion.table.manifest_store import open_manifest_store

@@ -1,8 +1,9 @@
 """Data quality: suites declared in ``conf/quality/*.yaml``, checked with great_expectations.
 
-- :func:`validate` runs a suite on a Spark DataFrame (GX expectations: row count, not
-  null, unique keys, value ranges) and, given the table, checks its batch integrity;
-  it keeps the result as JSON and GX data docs (HTML) under ``output_dir``.
+- :func:`validate_dataframe` (``validate`` before) runs a suite on a Spark DataFrame (GX
+  expectations: row count, not null, unique keys, value ranges) and, given the table,
+  checks its batch integrity; it keeps the result as JSON and GX data docs (HTML) under
+  ``output_dir``.
 - :func:`check_batch_integrity` — every batch id's rows in one fragment, contiguous.
 - :func:`check_rows_conserved` — a compaction's new fragments hold exactly the live rows
   they replace (checked before the rewrite commits).
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 from fermion.quality.conservation import ConservationResult, check_rows_conserved
 from fermion.quality.integrity import IntegrityResult, check_batch_integrity
-from fermion.quality.report import QualityCheckError, QualityReport, validate
+from fermion.quality.report import QualityCheckError, QualityReport, validate_dataframe
+from fermion.quality.report import validate as validate  # deprecated name
 from fermion.quality.suite import RowCount, Suite, SuiteError, ValueRange, load_suite
 
 __all__ = [
@@ -37,5 +39,5 @@ __all__ = [
     "check_batch_integrity",
     "check_rows_conserved",
     "load_suite",
-    "validate",
+    "validate_dataframe",
 ]

@@ -5,7 +5,7 @@ data source with one DataFrame asset, the suite's expectations, a validation def
 a checkpoint whose one action builds the data docs (HTML) into ``<output_dir>/data_docs``.
 The DataFrame is only handed to GX: this module does not import pyspark itself.
 
-Example (needs a SparkSession; see :func:`fermion.quality.validate`)::
+Example (needs a SparkSession; see :func:`fermion.quality.validate_dataframe`)::
 
     outcome = run_suite(df, load_suite("conf/quality/features.yaml"),
                         docs_dir=Path("reports/data_docs"), run_name="ingest-2026-11-23")

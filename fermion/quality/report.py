@@ -1,4 +1,6 @@
-"""Data-quality runs: :func:`validate` a DataFrame (and a table) against a suite, keep the result.
+"""Data-quality runs: :func:`validate_dataframe` against a suite (and a table), keep the result.
+
+(``validate`` before: the ``validate`` job, :mod:`fermion.spark.jobs.validate`, has that name.)
 
 A run checks the suite's expectations with great_expectations on the DataFrame and, when a
 table and a batch-id column are known, the table's batch integrity
@@ -9,8 +11,8 @@ table and a batch-id column are known, the table's batch integrity
 
 Example (needs a SparkSession ``spark``)::
 
-    report = validate(spark.read.parquet("day.parquet"), "conf/quality/features.yaml",
-                      output_dir="reports")
+    report = validate_dataframe(spark.read.parquet("day.parquet"),
+                                "conf/quality/features.yaml", output_dir="reports")
     report.success, report.json_path, report.docs_path
 """
 
@@ -23,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fermion.deprecation import deprecated_alias
 from fermion.errors import FermionError
 from fermion.extras import require
 from fermion.quality.integrity import check_batch_integrity
 from fermion.quality.suite import load_suite
 
-__all__ = ["QualityCheckError", "QualityReport", "validate"]
+__all__ = ["QualityCheckError", "QualityReport", "validate_dataframe"]
 
 
 class QualityCheckError(FermionError):
@@ -37,7 +40,7 @@ class QualityCheckError(FermionError):
 
 @dataclass(frozen=True)
 class QualityReport:
-    """The outcome of :func:`validate`.
+    """The outcome of :func:`validate_dataframe`.
 
     Attributes:
         suite: The suite's name.
@@ -100,7 +103,7 @@ def _run_name(suite: str) -> str:
     return f"{suite}-{stamp}-{uuid.uuid4().hex[:8]}"
 
 
-def validate(
+def validate_dataframe(
     df: Any,
     suite_path: str | Path,
     *,
@@ -134,7 +137,7 @@ def validate(
 
     Example (needs a SparkSession ``spark``)::
 
-        report = validate(df, "conf/quality/features.yaml", output_dir="/tmp/q")
+        report = validate_dataframe(df, "conf/quality/features.yaml", output_dir="/tmp/q")
         report.raise_for_failure()  # QualityCheckError naming the failed checks
     """
     require("great_expectations", "quality")
@@ -165,3 +168,9 @@ def validate(
     }
     json_path.write_text(json.dumps(document, indent=2, default=str))
     return QualityReport(suite.name, success, results, str(json_path), outcome.docs_path)
+
+
+#: Deprecated name of :func:`validate_dataframe`.
+validate = deprecated_alias(
+    validate_dataframe, "fermion.quality.validate", "fermion.quality.validate_dataframe"
+)

@@ -65,7 +65,7 @@ class ValueRange:
 
 @dataclass(frozen=True)
 class Suite:
-    """A declared quality suite: what :func:`fermion.quality.validate` checks."""
+    """A declared quality suite: what :func:`fermion.quality.validate_dataframe` checks."""
 
     name: str
     path: str

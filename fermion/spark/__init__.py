@@ -9,7 +9,7 @@ Example:
     >>> spark = fermion.spark.session("doc")
     >>> uri = tempfile.mkdtemp()
     >>> spark.range(4).write.format("fermion").mode("append").save(uri)
-    >>> fermion.spark.read_table(spark, uri, filter="id > 1").count()
+    >>> fermion.spark.read_dataset(spark, uri, filter="id > 1").count()
     2
 """
 
@@ -26,7 +26,8 @@ from fermion.spark.read import FermionReader, FragmentSlice
 from fermion.spark.session import session
 from fermion.spark.source import FORMAT_NAME, FermionDataSource, register
 from fermion.spark.sql import sql
-from fermion.spark.table import read_table
+from fermion.spark.table import read_dataset
+from fermion.spark.table import read_table as read_table  # deprecated name
 from fermion.spark.types import arrow_schema, spark_schema
 from fermion.spark.write import FermionCommitMessage, FermionWriter
 
@@ -40,7 +41,7 @@ __all__ = [
     "ReadOptions",
     "WriteOptions",
     "arrow_schema",
-    "read_table",
+    "read_dataset",
     "register",
     "session",
     "spark_schema",

@@ -1,6 +1,6 @@
 """The conjuncts of a Spark SQL condition that Fermion evaluates exactly as Spark does.
 
-:func:`fermion.spark.read_table` applies its ``filter`` with Spark, so the rows are Spark's
+:func:`fermion.spark.read_dataset` applies its ``filter`` with Spark, so the rows are Spark's
 own answer. To read less, it also hands the reader the part of the condition whose answer
 at the source cannot differ from Spark's (the ``filter`` option, fixed for that ``load()``,
 which prunes fragments, stripes, pages and bloom filters). This module picks that part: the

@@ -15,10 +15,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fermion.errors import InvalidArgumentError
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
+from fermion.table.write_properties import WRITE_KEY_PREFIX, WriteProperties
 
 __all__ = ["ROWS_PER_PARTITION_DEFAULT", "ReadOptions", "WriteOptions"]
 
@@ -125,10 +126,14 @@ class WriteOptions:
     Attributes:
         uri: The table location (``save(uri)``).
         max_rows_per_file: Rows per data file (one fragment each).
+        write_properties: Options ``fermion.write.<name>``: the table's write properties
+            (docs/TABLE_FORMAT.md, "Write properties"), recorded when the write creates
+            or overwrites the table; an append must give the table's own values.
     """
 
     uri: str
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
+    write_properties: dict[str, str] = field(default_factory=dict)
 
     KEYS = frozenset({"path", "max_rows_per_file"})
 
@@ -139,8 +144,12 @@ class WriteOptions:
         Raises:
             InvalidArgumentError: An unknown option or a bad row count.
         """
-        _check_keys(options, set(cls.KEYS), "write")
+        properties = {k: v for k, v in options.items() if k.lower().startswith(WRITE_KEY_PREFIX)}
+        rest = {k: v for k, v in options.items() if k not in properties}
+        _check_keys(rest, set(cls.KEYS), "write")
+        WriteProperties.parse(properties)  # unknown names, bad values: before any task runs
         return cls(
             uri=_uri(options),
             max_rows_per_file=_positive(options, "max_rows_per_file", MAX_ROWS_PER_FILE_DEFAULT),
+            write_properties=properties,
         )

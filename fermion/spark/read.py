@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from fermion.deprecation import deprecated_alias
 from fermion.errors import ColumnNotFoundError
 from fermion.spark.options import ReadOptions
 from fermion.spark.types import arrow_schema, conform, spark_schema
@@ -47,7 +48,7 @@ from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import FragmentInfo
 
-__all__ = ["FermionReader", "FragmentSlice", "check_columns", "open_table", "table_schema"]
+__all__ = ["FermionReader", "FragmentSlice", "check_columns", "open_dataset", "table_schema"]
 
 #: ``_rowid`` in a Spark frame: a LongType (ids stay below 2**63).
 SPARK_ROW_ID = pa.field(ROW_ID, pa.int64(), nullable=False)
@@ -66,9 +67,23 @@ class FragmentSlice(InputPartition):
     stripes: tuple[int, int] | None = None
 
 
-def open_table(options: ReadOptions) -> Dataset:
-    """The table version the options name."""
+def open_dataset(options: ReadOptions) -> Dataset:
+    """The ``Dataset`` of the table version the options name (``open_table`` before).
+
+    Example:
+        >>> import tempfile, pyarrow as pa, fermion.table as ft
+        >>> uri = tempfile.mkdtemp()
+        >>> _ = ft.write_dataset(pa.table({"x": [1]}), uri)
+        >>> open_dataset(ReadOptions(uri)).version
+        1
+    """
     return dataset(options.uri, options.version, tag=options.tag)
+
+
+#: Deprecated name of :func:`open_dataset`.
+open_table = deprecated_alias(
+    open_dataset, "fermion.spark.read.open_table", "fermion.spark.read.open_dataset"
+)
 
 
 def table_schema(options: ReadOptions) -> StructType:
@@ -77,7 +92,7 @@ def table_schema(options: ReadOptions) -> StructType:
     Raises:
         ColumnNotFoundError: A name of the ``columns`` option is not a column.
     """
-    table = open_table(options)
+    table = open_dataset(options)
     arrow = table.schema
     if options.columns is not None:
         _, row_ids = row_id_request(table.manifest, arrow.names, options.columns)
@@ -123,7 +138,7 @@ class FermionReader(DataSourceReader):
     """
 
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
-        table = open_table(options)
+        table = open_dataset(options)
         self.uri = table.uri
         self.version = table.version
         self.table_schema: TableSchema = table.table_schema

@@ -36,7 +36,7 @@ from sqlglot import expressions as exp
 
 from fermion.errors import InvalidArgumentError
 from fermion.spark.options import ReadOptions
-from fermion.spark.read import open_table
+from fermion.spark.read import open_dataset
 from fermion.spark.source import register
 from fermion.spark.sql_views import plan_views
 
@@ -118,7 +118,7 @@ def sql(
     for name, uri in tables.items():
         if not name.strip():
             raise InvalidArgumentError("a view name must not be empty")
-        schemas[name] = open_table(ReadOptions(uri, versions.get(name))).schema
+        schemas[name] = open_dataset(ReadOptions(uri, versions.get(name))).schema
     plan = plan_views(query, schemas) if filters else None
     views = plan.filters if plan is not None else dict.fromkeys(tables)
     for view, condition in views.items():

@@ -1,11 +1,14 @@
-"""``read_table``: a DataFrame of a Fermion table reading only the columns it needs.
+"""``read_dataset``: a DataFrame of a Fermion table reading only the columns it needs.
+
+(``read_table`` before: ``fermion.read_table`` reads one Fermion *file* into an Arrow table,
+so the name now says that this reads a table — a dataset, as ``fermion.dataset`` opens.)
 
 Example:
     >>> import tempfile, pyarrow as pa, fermion.table as ft
     >>> from fermion.spark.session import session
     >>> uri = tempfile.mkdtemp()
     >>> _ = ft.write_dataset(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}), uri)
-    >>> read_table(session("doc"), uri, columns=["v"], filter="id >= 2").collect()
+    >>> read_dataset(session("doc"), uri, columns=["v"], filter="id >= 2").collect()
     [Row(v='b'), Row(v='c')]
 """
 
@@ -16,12 +19,13 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from fermion.deprecation import deprecated_alias
 from fermion.spark.filters import exact_conjuncts
 from fermion.spark.options import ReadOptions
-from fermion.spark.read import check_columns, open_table
+from fermion.spark.read import check_columns, open_dataset
 from fermion.spark.source import register
 
-__all__ = ["read_table"]
+__all__ = ["read_dataset"]
 
 _IDENTIFIER = re.compile(r"`((?:[^`]|``)+)`|([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -34,7 +38,7 @@ def _mentioned(text: str, names: Sequence[str]) -> list[str]:
     return [n for n in names if n.lower() in tokens]
 
 
-def read_table(
+def read_dataset(
     spark: SparkSession,
     uri: str,
     columns: Sequence[str] | None = None,
@@ -71,12 +75,12 @@ def read_table(
         >>> from fermion.spark.session import session
         >>> uri = tempfile.mkdtemp()
         >>> _ = ft.write_dataset(pa.table({"a": [1, 2], "b": [3.0, 4.0]}), uri)
-        >>> read_table(session("doc"), uri, ["b"], version=1).columns
+        >>> read_dataset(session("doc"), uri, ["b"], version=1).columns
         ['b']
     """
     register(spark)
     options = ReadOptions(uri, version, tag)
-    schema = open_table(options).schema
+    schema = open_dataset(options).schema
     names = schema.names
     wanted = list(names) if columns is None else list(columns)
     check_columns(wanted, schema)
@@ -101,3 +105,9 @@ def read_table(
     if needed != wanted:
         frame = frame.select(*wanted)
     return frame
+
+
+#: Deprecated name of :func:`read_dataset` (``fermion.read_table`` reads a file).
+read_table = deprecated_alias(
+    read_dataset, "fermion.spark.read_table", "fermion.spark.read_dataset"
+)

@@ -101,6 +101,7 @@ def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool)
         _write_schema(options.uri, schema, overwrite),
         mode="overwrite" if overwrite else "append",
         max_rows_per_file=options.max_rows_per_file,
+        write_properties=options.write_properties or None,
     )
 
 

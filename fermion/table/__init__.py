@@ -32,10 +32,12 @@ from fermion.table.operations import (
     RewriteGroup,
     SchemaChange,
     Update,
+    UpdateConfig,
 )
 from fermion.table.scan import Scanner, ScanStats
 from fermion.table.schema import TableSchema
 from fermion.table.versions import VersionInfo
+from fermion.table.write_properties import WriteProperties
 
 __all__ = [
     "AddColumns",
@@ -58,8 +60,10 @@ __all__ = [
     "SchemaChange",
     "TableSchema",
     "Update",
+    "UpdateConfig",
     "VersionInfo",
     "WriteMode",
+    "WriteProperties",
     "dataset",
     "write_dataset",
     "write_fragments",

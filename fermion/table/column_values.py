@@ -40,6 +40,7 @@ from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
+from fermion.table.write_properties import write_properties_of
 
 __all__ = ["BATCH_SIZE_DEFAULT", "ColumnValues", "add_column_values", "plan_add_columns"]
 
@@ -201,6 +202,7 @@ def plan_add_columns(
         written = write_fragments(
             table, storage.uri, schema=part, max_rows_per_file=max(1, fragment.physical_rows),
             manifest_store=storage.manifest_store,
+            properties=write_properties_of(manifest.config),
         )  # fmt: skip
         if len(written) != 1:
             raise InvalidArgumentError(

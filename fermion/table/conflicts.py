@@ -4,23 +4,25 @@ One table, :data:`MATRIX`, keyed by (my operation, their operation), assembled f
 rows the operation types declare in their own modules (``CONFLICTS``, and
 ``CONFLICTS_AS_THEIRS`` for cells of older types' rows against a newer one). Every pair must
 have exactly one cell; :func:`build_matrix` refuses a gap or a double declaration. Each
-cell is a :class:`Verdict` or a rule that looks at the fragments both touch:
+cell is a :class:`Verdict` or a rule that looks at the fragments both touch (``index``:
+create_index, ``cfg``: update_config):
 
-========== ====== ======= ======= ========== ====== ========= ======= ======= ======= ====== =======
-mine       append delete  rewrite create_idx schema overwrite restore merge   update  addcol dropidx
-========== ====== ======= ======= ========== ====== ========= ======= ======= ======= ====== =======
-append     OK***  OK      OK      OK         OK     NO        NO      OK      OK      OK     OK
-delete     OK     rebase* R*      OK         OK     NO        NO      rebase* rebase* OK     OK
-rewrite    OK     R*      R*      OK         OK     NO        NO      R*      R*      R      OK
-create_idx OK     R**     R*      OK         OK     R         R       R**     R**     OK     OK
-schema     OK     OK      OK      OK         R      NO        NO      OK      OK      R      OK
-overwrite  OK     OK      OK      OK         OK     OK        OK      OK      OK      OK     OK
-restore    OK     OK      OK      OK         OK     OK        OK      OK      OK      OK     OK
-merge      R+     rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R      OK
-update     R+     rebase* R*      OK         OK     NO        NO      rebase+ rebase+ R      OK
-addcol     R      OK      R       OK         R      NO        NO      R       R       R      OK
-dropidx    OK     OK      OK      OK         OK     OK        OK      OK      OK      OK     OK
-========== ====== ======= ======= ========== ====== ========= ======= ======= ======= ====== =======
+========= ====== ======= ======= ===== ====== ========= ======= ======= ======= ====== ======= ===
+mine      append delete  rewrite index schema overwrite restore merge   update  addcol dropidx cfg
+========= ====== ======= ======= ===== ====== ========= ======= ======= ======= ====== ======= ===
+append    OK***  OK      OK      OK    OK     NO        NO      OK      OK      OK     OK      OK
+delete    OK     rebase* R*      OK    OK     NO        NO      rebase* rebase* OK     OK      OK
+rewrite   OK     R*      R*      OK    OK     NO        NO      R*      R*      R      OK      OK
+index     OK     R**     R*      OK    OK     R         R       R**     R**     OK     OK      OK
+schema    OK     OK      OK      OK    R      NO        NO      OK      OK      R      OK      OK
+overwrite OK     OK      OK      OK    OK     OK        OK      OK      OK      OK     OK      OK
+restore   OK     OK      OK      OK    OK     OK        OK      OK      OK      OK     OK      OK
+merge     R+     rebase* R*      OK    OK     NO        NO      rebase+ rebase+ R      OK      OK
+update    R+     rebase* R*      OK    OK     NO        NO      rebase+ rebase+ R      OK      OK
+addcol    R      OK      R       OK    R      NO        NO      R       R       R      OK      OK
+dropidx   OK     OK      OK      OK    OK     OK        OK      OK      OK      OK     OK      OK
+cfg       OK     OK      OK      OK    OK     OK        OK      OK      OK      OK     OK      R*
+========= ====== ======= ======= ===== ====== ========= ======= ======= ======= ====== ======= ===
 
 ``*``: only when both touch a common fragment, otherwise OK. ``***``: incompatible when
 both record the same input (a configuration key with ``INPUT_KEY_PREFIX``, set by an
@@ -43,8 +45,10 @@ cannot happen). A compaction never commits over a delete of
 its fragments, so it cannot resurrect deleted rows; an index never covers fragments a
 concurrent rewrite removed (a scalar index's re-plan narrows its coverage to the fragments
 still there; docs/TABLE_FORMAT.md, "Scalar indices"). ``drop_index`` touches no fragment and
-commits over anything. An unknown operation (``None``) is always incompatible: be
-conservative.
+commits over anything; so does ``update_config`` (the write properties: data written under
+the old ones stays valid), except that for two ``update_config`` commits ``*`` means: when
+both change a common key to different outcomes. An unknown operation (``None``) is always
+incompatible: be conservative.
 
 Example:
     >>> from fermion.table.operations import Restore, SchemaChange

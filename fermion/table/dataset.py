@@ -42,6 +42,7 @@ from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import MergeInsertBuilder
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
+from fermion.table.operations.update_config import plan_update_config
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.scan import Scanner, take_fragment
@@ -54,12 +55,14 @@ from fermion.table.tasks import (
     commit_delete,
     commit_index,
     commit_rewrite,
+    default_batch_column,
     execute_delete,
     execute_index,
     execute_rewrite,
     plan_compaction,
     plan_delete,
     plan_index,
+    plan_properties,
     resolve_write_schema,
 )
 from fermion.table.transition import live_rows
@@ -76,6 +79,7 @@ from fermion.table.versions import (
     schema_of,
     version_info,
 )
+from fermion.table.write_properties import WriteProperties, write_properties_of
 
 __all__ = ["Dataset", "Tags", "WriteMode", "dataset", "write_dataset"]
 
@@ -91,6 +95,7 @@ def write_dataset(
     commit_config: CommitConfig | None = None,
     manifest_store: ManifestStore | str | None = None,
     replace_where: str | pc.Expression | None = None,
+    write_properties: WriteProperties | Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Write ``data`` as a new version of the table at ``uri``.
 
@@ -110,6 +115,11 @@ def write_dataset(
         replace_where: With ``mode="overwrite"``: replace only the rows matching this
             predicate (SQL text or an Arrow expression) by ``data``, in one version; every
             row of ``data`` must match it (see :mod:`fermion.table.update`).
+        write_properties: The table's write properties (bloom filter columns,
+            compression, page and stripe sizes, batch mode; see
+            :mod:`fermion.table.write_properties`), recorded when the table is created or
+            overwritten; every later writer uses them. Not with an append to an existing
+            table: change those with :meth:`Dataset.update_write_properties`.
 
     Raises:
         DatasetError: ``create`` on an existing table, unknown ``mode``, ``replace_where``
@@ -129,6 +139,8 @@ def write_dataset(
     latest = latest_manifest(storage)
     if mode == "create" and latest is not None:
         raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
+    wanted = "overwrite" if mode == "overwrite" and replace_where is None else "append"
+    properties = plan_properties(latest, write_properties, mode=wanted)
     if replace_where is not None:
         if mode != "overwrite" or latest is None:
             raise DatasetError(f"{storage.uri}: replace_where needs mode='overwrite' on a table")
@@ -144,13 +156,15 @@ def write_dataset(
     schema = resolve_write_schema(
         latest, data_schema, mode="overwrite" if mode == "overwrite" else "append"
     )
+    properties.check_schema(schema.arrow)
     fragments = write_fragments(
         stream, uri, schema=schema, max_rows_per_file=max_rows_per_file,
-        manifest_store=storage.manifest_store,
+        manifest_store=storage.manifest_store, properties=properties,
+        batch_id_column=default_batch_column(latest, properties, data_schema),
     )  # fmt: skip
     op: Operation
     if latest is None or mode == "overwrite":
-        op = Overwrite(tuple(fragments), schema)
+        op = Overwrite(tuple(fragments), schema, properties.to_config())
     elif not fragments:
         return Dataset(storage, latest)
     else:
@@ -979,6 +993,44 @@ class Dataset:
         """Widen column types (int -> long, float -> double); old files are cast on read."""
         types = dict(types)
         self._change_schema(lambda s: s.widen_columns(types))
+
+    @property
+    def write_properties(self) -> WriteProperties:
+        """The write properties this version records (``fermion.write.*``; see
+        :mod:`fermion.table.write_properties`): every writer of the table uses them."""
+        return write_properties_of(self._manifest.config)
+
+    def update_write_properties(
+        self,
+        values: WriteProperties | Mapping[str, Any] | None = None,
+        *,
+        unset: Sequence[str] = (),
+        max_retries: int | None = None,
+    ) -> None:
+        """Set write properties (``values``: names or ``fermion.write.*`` keys to values)
+        and remove those named in ``unset`` (back to the format's defaults), in one
+        configuration commit (an ``UpdateConfig``); files already written keep theirs.
+
+        Raises:
+            InvalidArgumentError: An unknown property, a bad value, or a bloom filter
+                column that is not in the table.
+            UnsupportedTypeError: A bloom filter column of a type without bloom filters.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"id": [1, 2]}), tempfile.mkdtemp())
+            >>> ds.update_write_properties({"bloom_filter_columns": ["id"], "page_size": 4096})
+            >>> ds.version, ds.write_properties.bloom_filter_columns
+            (2, ('id',))
+            >>> ds.update_write_properties(unset=["page_size"])
+            >>> ds.write_properties.page_size is None
+            True
+        """
+
+        def plan(manifest: pb.Manifest) -> Operation:
+            return plan_update_config(manifest, values, unset)
+
+        self._commit(plan(self._manifest), plan, max_retries)
 
     def compact_files(
         self,

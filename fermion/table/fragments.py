@@ -30,9 +30,10 @@ from fermion.table._datafile import open_data_writer
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
-from fermion.table.stats import StatsAccumulator, compute_stats
+from fermion.table.stats import StatsAccumulator, compute_field_stats
 from fermion.table.storage import TableStorage
 from fermion.table.versions import latest_manifest, schema_of
+from fermion.table.write_properties import WriteProperties, write_properties_of
 
 __all__ = ["MAX_ROWS_PER_FILE_DEFAULT", "TableData", "as_batches", "write_fragments"]
 
@@ -74,6 +75,7 @@ def write_fragments(
     manifest_store: ManifestStore | None = None,
     prefix: str = "data",
     batch_id_column: str | None = None,
+    properties: WriteProperties | None = None,
 ) -> list[pb.Fragment]:
     """Write data files for ``data`` under ``uri`` without committing anything.
 
@@ -90,6 +92,9 @@ def write_fragments(
             integer column form one ``append_batch`` call, so a batch never crosses a page,
             a file or a fragment. Rows of one batch must arrive together; a batch id lower
             than the previous one starts a new file (ids increase within a file).
+        properties: The table's write properties the files are written with (bloom
+            filter columns, compression, page and stripe sizes). Default: those the latest
+            version records (a caller holding the manifest it planned on passes its own).
 
     Returns:
         One fragment message per data file (ids are assigned when committed).
@@ -104,12 +109,17 @@ def write_fragments(
         raise InvalidArgumentError(f"data files live under data/, not {prefix!r}")
     storage = TableStorage(uri, manifest_store=manifest_store)
     data_schema, batches = as_batches(data)
-    if schema is None:
+    if schema is None or properties is None:
         latest = latest_manifest(storage)
-        schema = schema_of(latest) if latest is not None else TableSchema.from_arrow(data_schema)
+        if properties is None:
+            properties = write_properties_of(latest.config if latest is not None else {})
+        if schema is None:
+            schema = (
+                schema_of(latest) if latest is not None else TableSchema.from_arrow(data_schema)
+            )
     target = schema.check_data(data_schema)
     storage.ensure_directory(prefix)
-    files = _FileMaker(storage, schema, target, prefix)
+    files = _FileMaker(storage, schema, target, prefix, properties)
     if batch_id_column is None:
         _write_rows(files, batches, max_rows_per_file)
     else:
@@ -125,9 +135,15 @@ class _FileMaker:
     """Writes data files of one schema and describes each as a fragment."""
 
     def __init__(
-        self, storage: TableStorage, schema: TableSchema, target: pa.Schema, prefix: str
+        self,
+        storage: TableStorage,
+        schema: TableSchema,
+        target: pa.Schema,
+        prefix: str,
+        properties: WriteProperties,
     ) -> None:
         self.storage, self.schema, self.target, self.prefix = storage, schema, target, prefix
+        self.properties = properties
         self.top_ids = schema.top_level_ids()
         self.fragments: list[pb.Fragment] = []
 
@@ -160,7 +176,7 @@ class _FileMaker:
             rows, field_stats = stats.rows, stats.result()
         else:
             assert table is not None
-            rows, field_stats = table.num_rows, compute_stats(table, self.top_ids)
+            rows, field_stats = table.num_rows, compute_field_stats(table, self.top_ids)
         fragment = pb.Fragment(physical_rows=rows)
         fragment.files.add(
             path=path,
@@ -187,7 +203,10 @@ def _write_rows(files: _FileMaker, batches: Iterator[pa.RecordBatch], max_rows: 
                 if writer is None:
                     path = files.new_path()
                     writer = open_data_writer(
-                        files.storage.target(path), files.target, files.schema.field_ids
+                        files.storage.target(path),
+                        files.target,
+                        files.schema.field_ids,
+                        files.properties,
                     )
                     stats = StatsAccumulator(files.target, files.top_ids)
                 assert stats is not None
@@ -295,7 +314,10 @@ def _write_batches(
                 if writer is None:
                     path = files.new_path()
                     writer = open_data_writer(
-                        files.storage.target(path), files.target, files.schema.field_ids
+                        files.storage.target(path),
+                        files.target,
+                        files.schema.field_ids,
+                        files.properties,
                     )
                     stats = StatsAccumulator(files.target, files.top_ids)
                     cut = _file_cut(ids, max_rows, None)

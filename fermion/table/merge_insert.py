@@ -51,6 +51,7 @@ from fermion.table.row_ids import UNASSIGNED, keep_row_ids, row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
+from fermion.table.write_properties import write_properties_of
 
 __all__ = ["MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
 
@@ -331,7 +332,9 @@ class MergeInsertBuilder:
         stats = (updated, inserted, deleted)
         if not updates and not removed and not any(t.num_rows for t in new_tables):
             return None, stats
-        fragments = write_new_rows(storage, schema, new_tables, max_rows_per_file)
+        fragments = write_new_rows(
+            storage, schema, new_tables, max_rows_per_file, write_properties_of(manifest.config)
+        )
         keep_row_ids(fragments, moved)
         op = MergeInsert(
             updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),

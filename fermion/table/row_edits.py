@@ -33,6 +33,7 @@ from fermion.table.fragments import write_fragments
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
+from fermion.table.write_properties import WriteProperties
 
 __all__ = ["commit_planned", "evaluate", "mark_deleted", "write_new_rows"]
 
@@ -83,16 +84,21 @@ def mark_deleted(
 
 
 def write_new_rows(
-    storage: TableStorage, schema: TableSchema, tables: list[pa.Table], max_rows_per_file: int
+    storage: TableStorage,
+    schema: TableSchema,
+    tables: list[pa.Table],
+    max_rows_per_file: int,
+    properties: WriteProperties,
 ) -> list[pb.Fragment]:
-    """The new rows as fragments of ``schema`` (none for no rows)."""
+    """The new rows as fragments of ``schema`` (none for no rows), written with the
+    table's write ``properties`` (those of the version the edit is planned on)."""
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return []
     rows = pa.concat_tables([t.select(schema.arrow.names).cast(schema.arrow) for t in tables])
     return write_fragments(
         rows, storage.uri, schema=schema, max_rows_per_file=max_rows_per_file,
-        manifest_store=storage.manifest_store,
+        manifest_store=storage.manifest_store, properties=properties,
     )  # fmt: skip
 
 

@@ -19,12 +19,12 @@ Example:
     >>> from fermion.table.schema import TableSchema
     >>> t = pa.table({"x": [5, 7, 9]})
     >>> schema = TableSchema.from_arrow(t.schema)
-    >>> stats = compute_stats(t, schema.top_level_ids())
+    >>> stats = compute_field_stats(t, schema.top_level_ids())
     >>> guarantee = fragment_guarantee(stats, schema, 3)
     >>> prune([guarantee], schema.arrow, pc.field("x") > 100)
     [False]
     >>> nullable = pa.table({"x": [5, None, 9]})
-    >>> g = fragment_guarantee(compute_stats(nullable, schema.top_level_ids()), schema, 3)
+    >>> g = fragment_guarantee(compute_field_stats(nullable, schema.top_level_ids()), schema, 3)
     >>> prune([g], schema.arrow, pc.field("x") > 100)  # the nulls never satisfy x > 100
     [False]
     >>> prune([g], schema.arrow, ~(pc.field("x") > 100))
@@ -38,11 +38,12 @@ from collections.abc import Collection, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fermion.deprecation import deprecated_alias
 from fermion.format.read.pruning import guarantee_for, segments_that_may_match
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 
-__all__ = ["StatsAccumulator", "compute_stats", "fragment_guarantee", "prune"]
+__all__ = ["StatsAccumulator", "compute_field_stats", "fragment_guarantee", "prune"]
 
 
 def _ordered(kind: pa.DataType) -> bool:
@@ -105,8 +106,10 @@ def _set_bounds(stats: pb.FieldStats, low: pa.Scalar, high: pa.Scalar) -> None:
         stats.max.CopyFrom(high_value)
 
 
-def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.FieldStats]:
-    """Null count for every top-level column; min/max where defined and NaN-free.
+def compute_field_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.FieldStats]:
+    """A fragment's manifest statistics (``FieldStats``): null count for every top-level
+    column; min/max where defined and NaN-free (``compute_stats`` before; not the file
+    format's page statistics).
 
     Args:
         table: The rows of one fragment, columns in table-schema order.
@@ -127,9 +130,17 @@ def compute_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[pb.Fiel
     return out
 
 
+#: Deprecated name of :func:`compute_field_stats` (the file format has a ``compute_stats``).
+compute_stats = deprecated_alias(
+    compute_field_stats,
+    "fermion.table.stats.compute_stats",
+    "fermion.table.stats.compute_field_stats",
+)
+
+
 class StatsAccumulator:
-    """:func:`compute_stats` of rows that arrive batch by batch (a streamed fragment):
-    the result equals ``compute_stats`` of all of them at once.
+    """:func:`compute_field_stats` of rows that arrive batch by batch (a streamed fragment):
+    the result equals ``compute_field_stats`` of all of them at once.
 
     Example:
         >>> import pyarrow as pa
@@ -175,7 +186,7 @@ class StatsAccumulator:
             self._low[i], self._high[i] = low, high
 
     def result(self) -> list[pb.FieldStats]:
-        """One ``FieldStats`` per column, as :func:`compute_stats` makes them."""
+        """One ``FieldStats`` per column, as :func:`compute_field_stats` makes them."""
         out = []
         for i, field_id in enumerate(self._ids):
             stats = pb.FieldStats(field_id=field_id, null_count=self._nulls[i])

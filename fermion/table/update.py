@@ -49,6 +49,7 @@ from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
+from fermion.table.write_properties import write_properties_of
 
 __all__ = ["plan_rows", "replace_where", "update_rows"]
 
@@ -156,7 +157,8 @@ def plan_rows(
         elif update is not None:
             updates.append(update)
     if compiled is not None:
-        written = write_new_rows(storage, schema, new_tables, max_rows_per_file)
+        properties = write_properties_of(manifest.config)
+        written = write_new_rows(storage, schema, new_tables, max_rows_per_file, properties)
         keep_row_ids(written, moved)
         new_fragments = tuple(written)
     if not updates and not removed and not new_fragments:
@@ -250,6 +252,7 @@ def replace_where(
         write_fragments(
             stream, storage.uri, schema=schema, max_rows_per_file=max_rows_per_file,
             manifest_store=storage.manifest_store,
+            properties=write_properties_of(manifest.config),
         )
     )  # fmt: skip
     result, _ = commit_planned(

@@ -1,5 +1,6 @@
-"""fermion.quality.validate on a real local Spark session: each kind of check passes on good
-data and fails on bad data; the JSON result and the data docs name what failed."""
+"""fermion.quality.validate_dataframe on a real local Spark session: each kind of check
+passes on good data and fails on bad data; the JSON result and the data docs name what
+failed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import fermion.table as ft
-from fermion.quality import QualityCheckError, validate
+from fermion.quality import QualityCheckError, validate_dataframe
 
 SUITE = """\
 suite: orders
@@ -47,7 +48,7 @@ def _df(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
 
 
 def test_good_data_passes(spark: Any, suite_path: Path, tmp_path: Path) -> None:
-    report = validate(_df(spark, GOOD), suite_path, output_dir=tmp_path / "out")
+    report = validate_dataframe(_df(spark, GOOD), suite_path, output_dir=tmp_path / "out")
     assert report.success, report.failed
     checks = sorted(r["check"] for r in report.results)
     assert checks == [
@@ -80,7 +81,7 @@ def test_good_data_passes(spark: Any, suite_path: Path, tmp_path: Path) -> None:
 def test_bad_data_fails_and_is_named(
     spark: Any, suite_path: Path, tmp_path: Path, rows: list[Any], failing: str, shown: str
 ) -> None:
-    report = validate(_df(spark, rows), suite_path, output_dir=tmp_path / "out")
+    report = validate_dataframe(_df(spark, rows), suite_path, output_dir=tmp_path / "out")
     assert not report.success
     assert [r["check"] for r in report.failed] == [failing]
     saved = json.loads(Path(report.json_path).read_text())
@@ -99,11 +100,11 @@ def test_batch_integrity_of_the_table(spark: Any, suite_path: Path, tmp_path: Pa
     table = pa.table({name: [row[i] for row in GOOD] for i, name in enumerate(COLUMNS)})
     ft.write_dataset(table, uri, max_rows_per_file=1)
     df = _df(spark, GOOD)
-    report = validate(df, suite_path, table_uri=uri, output_dir=tmp_path / "out")
+    report = validate_dataframe(df, suite_path, table_uri=uri, output_dir=tmp_path / "out")
     assert [r["check"] for r in report.failed] == ["batch_integrity"]
     assert report.failed[0]["split_batches"] == ["a"]
     whole = str(tmp_path / "whole")
     ft.write_dataset(table, whole)
-    assert validate(df, suite_path, table_uri=whole, output_dir=tmp_path / "out").success
+    assert validate_dataframe(df, suite_path, table_uri=whole, output_dir=tmp_path / "out").success
     # without a table (or with the column unset) the integrity check does not run
-    assert validate(df, suite_path, output_dir=tmp_path / "out").success
+    assert validate_dataframe(df, suite_path, output_dir=tmp_path / "out").success

@@ -1,5 +1,5 @@
 """A key lookup through Spark uses the table's scalar index: the driver plans only the
-fragments holding the key (``read_table(filter=...)`` and the ``filter`` option)."""
+fragments holding the key (``read_dataset(filter=...)`` and the ``filter`` option)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import fermion.table as ft
-from fermion.spark import FermionReader, ReadOptions, read_table
+from fermion.spark import FermionReader, ReadOptions, read_dataset
 from fermion.spark.types import spark_schema
 from fermion.table.scan import ScanStats
 
@@ -50,7 +50,7 @@ def test_read_table_with_a_key_filter(spark: SparkSession, indexed_uri: str) -> 
     frame = spark.read.format("fermion").option("filter", text).load(indexed_uri)
     assert frame.rdd.getNumPartitions() == 2  # the first and the last fragment
     assert sorted(r.v for r in frame.collect()) == [10, 3990]
-    frame = read_table(spark, indexed_uri, filter=f"k = {keys[1]}")
+    frame = read_dataset(spark, indexed_uri, filter=f"k = {keys[1]}")
     assert [(r.k, r.v) for r in frame.collect()] == [(keys[1], 3990)]
 
 
@@ -64,7 +64,7 @@ def test_an_indexed_frame_reused_answers_as_spark_parquet(
     path = str(tmp_path_factory.mktemp("pq") / "t.parquet")
     spark.createDataFrame(ft.dataset(indexed_uri).to_table().to_pandas()).write.parquet(path)
     frames = {
-        "fermion": read_table(spark, indexed_uri, filter=text),
+        "fermion": read_dataset(spark, indexed_uri, filter=text),
         "parquet": spark.read.parquet(path).filter(text),
     }
     answers = {}

@@ -2,7 +2,7 @@
 
 Spark's filters are never taken by the reader (docs/SPARK.md, "Why nothing is pushed
 implicitly"): a filtered frame reads every fragment and Spark keeps the rows. The
-``filter`` option and :func:`fermion.spark.read_table` prune fragments; their answers are
+``filter`` option and :func:`fermion.spark.read_dataset` prune fragments; their answers are
 compared with Spark's own evaluation of the same predicate.
 """
 
@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 import fermion.table as ft
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError
-from fermion.spark import FermionReader, ReadOptions, read_table
+from fermion.spark import FermionReader, ReadOptions, read_dataset
 from fermion.spark.filters import exact_conjuncts
 from fermion.spark.types import spark_schema
 from fermion.table.scan import ScanStats
@@ -68,7 +68,7 @@ def reference(spark: SparkSession, table_uri: str) -> dict[str, list[int]]:
     }
 
 
-#: (predicate, fragments read_table reads: its exact conjuncts prune, the rest is Spark's)
+#: (predicate, fragments read_dataset reads: its exact conjuncts prune, the rest is Spark's)
 PREDICATES = [
     ("id = 7", 1),
     ("id <=> 7", 4),  # null-safe equality stays with Spark
@@ -129,7 +129,7 @@ def test_read_table_gives_spark_answers_and_prunes_by_exact_conjuncts(
     spark: SparkSession, table_uri: str, reference: dict[str, list[int]], predicate: str,
     partitions: int,
 ) -> None:  # fmt: skip
-    frame = read_table(spark, table_uri, ["id"], predicate)
+    frame = read_dataset(spark, table_uri, ["id"], predicate)
     assert _ids(frame) == reference[predicate]
     assert frame.rdd.getNumPartitions() == partitions
 

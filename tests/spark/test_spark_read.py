@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 import fermion.table as ft
 from fermion.errors import InvalidArgumentError
 from fermion.format import FileWriter
-from fermion.spark import FermionReader, FragmentSlice, ReadOptions, read_table
+from fermion.spark import FermionReader, FragmentSlice, ReadOptions, read_dataset
 from fermion.spark.read import _stripe_groups
 from fermion.spark.table import _mentioned
 from fermion.table.scan import ScanStats
@@ -85,12 +85,12 @@ def test_user_schema_reads_only_its_columns_and_casts(spark: SparkSession, versi
 
 
 def test_read_table_projects_and_pushes_the_filter(spark: SparkSession, versioned: str) -> None:
-    frame = read_table(spark, versioned, ["name"], "id >= 18 AND name IS NOT NULL", version=2)
+    frame = read_dataset(spark, versioned, ["name"], "id >= 18 AND name IS NOT NULL", version=2)
     assert frame.columns == ["name"]
     assert sorted(r.name for r in frame.collect()) == ["n18", "n19"]
-    frame = read_table(spark, versioned, filter=pc_free_filter(spark))
+    frame = read_dataset(spark, versioned, filter=pc_free_filter(spark))
     assert _ids(frame) == [20, 21]
-    assert read_table(spark, versioned, tag="full").count() == 20
+    assert read_dataset(spark, versioned, tag="full").count() == 20
 
 
 def pc_free_filter(spark: SparkSession) -> object:
@@ -118,7 +118,9 @@ def striped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """One fragment of 1,000 rows in 10 stripes, 100 of its rows deleted."""
     import fermion.table.fragments as fragments
 
-    def small_stripes(target: object, schema: pa.Schema, field_ids: list[int]) -> FileWriter:
+    def small_stripes(
+        target: object, schema: pa.Schema, field_ids: list[int], _props: object = None
+    ) -> FileWriter:
         return FileWriter(target, schema, field_ids=list(field_ids), max_stripe_rows=100)
 
     monkeypatch.setattr(fragments, "open_data_writer", small_stripes)

@@ -233,8 +233,8 @@ def test_parquet_copy_is_the_reference(tmp_path: Path, spark: SparkSession) -> N
 
 
 def test_pruned_frames_reused(spark_conf: SparkSession, tables: dict[str, str]) -> None:
-    """read_table's and the filter option's pruning is the load()'s own: reuse keeps it."""
-    from fermion.spark import read_table
+    """read_dataset's and the filter option's pruning is the load()'s own: reuse keeps it."""
+    from fermion.spark import read_dataset
 
     def reuse(frame: DataFrame) -> list[int]:
         return [frame.count(), frame.filter("k = 3").count(), frame.count()]
@@ -242,7 +242,7 @@ def test_pruned_frames_reused(spark_conf: SparkSession, tables: dict[str, str]) 
     parquet = spark_conf.read.parquet(tables["parquet"]).filter("id >= 50 AND s IS NOT NULL")
     expected = reuse(parquet)
     assert expected == [43, 4, 43]
-    pruned = read_table(spark_conf, tables["fermion"], filter="id >= 50 AND s IS NOT NULL")
+    pruned = read_dataset(spark_conf, tables["fermion"], filter="id >= 50 AND s IS NOT NULL")
     assert reuse(pruned) == expected
     option = spark_conf.read.format("fermion").option("filter", "id >= 50 AND s IS NOT NULL")
     assert reuse(option.load(tables["fermion"])) == expected

@@ -44,7 +44,9 @@ from tests.table.test_batches import CountingOpens
 def _small_stripes(stripe_rows: int) -> Any:
     """An ``open_data_writer`` cutting stripes after ``stripe_rows`` rows."""
 
-    def open_writer(target: Any, schema: pa.Schema, field_ids: Any) -> FileWriter:
+    def open_writer(
+        target: Any, schema: pa.Schema, field_ids: Any, _props: Any = None
+    ) -> FileWriter:
         return FileWriter(target, schema, field_ids=list(field_ids), max_stripe_rows=stripe_rows)
 
     return open_writer

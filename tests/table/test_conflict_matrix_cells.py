@@ -45,6 +45,7 @@ from fermion.table.operations import (
     Rewrite,
     RewriteGroup,
     SchemaChange,
+    UpdateConfig,
 )
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
@@ -177,6 +178,10 @@ def _drop_index(storage: TableStorage, manifest: pb.Manifest, variant: str) -> O
     return DropIndex("idx-c0")
 
 
+def _update_config(storage: TableStorage, manifest: pb.Manifest, variant: str) -> Operation:
+    return UpdateConfig({"fermion.write.compression": variant})
+
+
 #: name -> (maker, variants); every registered operation type needs an entry
 MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "append": (_append, ("in-a", "in-b")),
@@ -190,6 +195,7 @@ MAKERS: dict[str, tuple[Maker, tuple[str, ...]]] = {
     "update": (_update, tuple(UPDATE_ROWS)),
     "add_columns": (_add_columns, ("g",)),
     "drop_index": (_drop_index, ("idx-c0",)),
+    "update_config": (_update_config, ("zstd", "none")),
 }
 UNKNOWN = "unknown"
 PAIRS = [*itertools.product(REGISTRY, REGISTRY), *((mine, UNKNOWN) for mine in REGISTRY)]
@@ -272,11 +278,12 @@ def _documented() -> dict[tuple[str, str], set[Verdict]]:
     start = next(i for i, line in enumerate(lines) if line and line[0] == "mine")
     header = lines[start][1:]
     names = {
-        "create_idx": "create_index",
+        "index": "create_index",
         "schema": "schema_change",
         "merge": "merge_insert",
         "addcol": "add_columns",
         "dropidx": "drop_index",
+        "cfg": "update_config",
     }
     cells: dict[tuple[str, str], set[Verdict]] = {}
     for line in lines[start + 2 :]:

@@ -30,6 +30,7 @@ from fermion.table.operations import (
     RewriteGroup,
     SchemaChange,
     Update,
+    UpdateConfig,
     operation_from_proto,
     operation_to_proto,
 )
@@ -53,6 +54,7 @@ EXAMPLES: list[Any] = [
     Update(new_fragments=(pb.Fragment(physical_rows=1),), predicate="x = 1", replace_where=True),
     AddColumns(SCHEMA, (pb.Fragment(id=1, files=[pb.DataFile(path="p", field_ids=[1])]),)),
     DropIndex("n"),
+    UpdateConfig({"fermion.write.page_size": "65536"}, ("fermion.write.compression",)),
 ]
 
 

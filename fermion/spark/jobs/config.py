@@ -129,6 +129,12 @@ class IngestConfig(JobConfig):
         "Where quality results (JSON) and great_expectations data docs (HTML) go.",
         QUALITY_DIR_DEFAULT,
     )
+    write_properties: dict[str, str] = _key(
+        "Table write properties recorded when the ingest creates the table, e.g. "
+        "{bloom_filter_columns: '[\"id\"]', compression: zstd} (docs/TABLE_FORMAT.md, "
+        "'Write properties'); an existing table must record the same values.",
+        {},
+    )
 
     def check(self) -> None:
         super().check()

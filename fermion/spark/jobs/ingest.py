@@ -19,7 +19,7 @@ import json
 from typing import TYPE_CHECKING
 
 from fermion.errors import IncompatibleTransactionError
-from fermion.quality import validate as run_suite
+from fermion.quality import validate_dataframe
 from fermion.spark.jobs.config import IngestConfig
 from fermion.spark.jobs.distributed import (
     arrow_schema_of,
@@ -80,7 +80,7 @@ def _check_input(context: JobContext, df: DataFrame, config: IngestConfig) -> di
     """Run ``config.suite`` on the input; a failed check raises before anything is written."""
     if config.suite is None:
         return {}
-    report = run_suite(
+    report = validate_dataframe(
         df,
         config.suite,
         output_dir=config.quality_dir,
@@ -115,6 +115,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         mode="append",
         max_rows_per_file=config.max_rows_per_file,
         batch_id_column=config.batch_id_column,
+        write_properties=config.write_properties or None,
     )
     files = None
     if config.source_format == "parquet":

@@ -12,8 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from fermion.quality import load_suite
-from fermion.quality import validate as run_suite
+from fermion.quality import load_suite, validate_dataframe
 from fermion.spark.jobs.config import ValidateConfig
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table import dataset
@@ -34,13 +33,13 @@ def run_name(suite: str, what: str) -> str:
 
 def validate(context: JobContext, config: ValidateConfig) -> JobResult:
     """Run the suite on the table (see the module docstring)."""
-    from fermion.spark import read_table
+    from fermion.spark import read_dataset
 
     table = dataset(config.table, config.version)  # pins "latest" once
     context.log.info("validate %s version %d with %s", config.table, table.version, config.suite)
     columns = load_suite(config.suite).columns or None  # the data source reads only these
-    report = run_suite(
-        read_table(context.spark, config.table, columns=columns, version=table.version),
+    report = validate_dataframe(
+        read_dataset(context.spark, config.table, columns=columns, version=table.version),
         config.suite,
         table_uri=config.table,
         table_version=table.version,

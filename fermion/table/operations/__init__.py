@@ -30,6 +30,7 @@ from fermion.table.operations.restore import Restore
 from fermion.table.operations.rewrite import Rewrite, RewriteGroup
 from fermion.table.operations.schema_change import SchemaChange
 from fermion.table.operations.update import Update
+from fermion.table.operations.update_config import UpdateConfig
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
 
@@ -50,6 +51,7 @@ __all__ = [
     "RewriteGroup",
     "SchemaChange",
     "Update",
+    "UpdateConfig",
     "operation_from_proto",
     "operation_to_proto",
     "touched_fragment_ids",
@@ -69,6 +71,7 @@ Operation = (
     | Update
     | AddColumns
     | DropIndex
+    | UpdateConfig
 )
 
 

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from fermion.table.proto import manifest_pb2 as fermion_dot_table_dot_proto_dot_manifest__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%fermion/table/proto/transaction.proto\x12\rfermion.table\x1a\"fermion/table/proto/manifest.proto\"\xf0\x10\n\x0bTransaction\x12\x14\n\x0cread_version\x18\x01 \x01(\x04\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x14\n\x0ctimestamp_us\x18\x03 \x01(\x03\x12\x33\n\x06\x61ppend\x18\n \x01(\x0b\x32!.fermion.table.Transaction.AppendH\x00\x12\x33\n\x06\x64\x65lete\x18\x0b \x01(\x0b\x32!.fermion.table.Transaction.DeleteH\x00\x12\x39\n\toverwrite\x18\x0c \x01(\x0b\x32$.fermion.table.Transaction.OverwriteH\x00\x12\x35\n\x07rewrite\x18\r \x01(\x0b\x32\".fermion.table.Transaction.RewriteH\x00\x12>\n\x0c\x63reate_index\x18\x0e \x01(\x0b\x32&.fermion.table.Transaction.CreateIndexH\x00\x12@\n\rschema_change\x18\x0f \x01(\x0b\x32\'.fermion.table.Transaction.SchemaChangeH\x00\x12\x35\n\x07restore\x18\x10 \x01(\x0b\x32\".fermion.table.Transaction.RestoreH\x00\x12>\n\x0cmerge_insert\x18\x11 \x01(\x0b\x32&.fermion.table.Transaction.MergeInsertH\x00\x12\x33\n\x06update\x18\x12 \x01(\x0b\x32!.fermion.table.Transaction.UpdateH\x00\x12<\n\x0b\x61\x64\x64_columns\x18\x13 \x01(\x0b\x32%.fermion.table.Transaction.AddColumnsH\x00\x12:\n\ndrop_index\x18\x14 \x01(\x0b\x32$.fermion.table.Transaction.DropIndexH\x00\x1a\xa2\x01\n\x06\x41ppend\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12=\n\x06\x63onfig\x18\x02 \x03(\x0b\x32-.fermion.table.Transaction.Append.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1am\n\x06\x44\x65lete\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14\x64\x65leted_fragment_ids\x18\x02 \x03(\x04\x12\x11\n\tpredicate\x18\x03 \x01(\t\x1a\xe5\x01\n\tOverwrite\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12%\n\x06schema\x18\x02 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x03 \x01(\x05\x12@\n\x06\x63onfig\x18\x04 \x03(\x0b\x32\x30.fermion.table.Transaction.Overwrite.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x0cRewriteGroup\x12\x18\n\x10old_fragment_ids\x18\x01 \x03(\x04\x12.\n\rnew_fragments\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1a\x42\n\x07Rewrite\x12\x37\n\x06groups\x18\x01 \x03(\x0b\x32\'.fermion.table.Transaction.RewriteGroup\x1ak\n\x0b\x43reateIndex\x12+\n\x05index\x18\x01 \x01(\x0b\x32\x1c.fermion.table.IndexMetadata\x12/\n\x0e\x66ragment_stats\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1aK\n\x0cSchemaChange\x12%\n\x06schema\x18\x01 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x02 \x01(\x05\x1a\x19\n\tDropIndex\x12\x0c\n\x04name\x18\x01 \x01(\t\x1a\x1a\n\x07Restore\x12\x0f\n\x07version\x18\x01 \x01(\x04\x1a\xc6\x01\n\x0bMergeInsert\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14removed_fragment_ids\x18\x02 \x03(\x04\x12.\n\rnew_fragments\x18\x03 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\n\n\x02on\x18\x04 \x03(\t\x12\x12\n\nkey_hashes\x18\x05 \x03(\x06\x12\x15\n\rinserted_rows\x18\x06 \x01(\x04\x1a\xc5\x01\n\x06Update\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14removed_fragment_ids\x18\x02 \x03(\x04\x12.\n\rnew_fragments\x18\x03 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x11\n\tpredicate\x18\x04 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x05 \x03(\t\x12\x15\n\rreplace_where\x18\x06 \x01(\x08\x1az\n\nAddColumns\x12%\n\x06schema\x18\x01 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x02 \x01(\x05\x12/\n\x0e\x66ragment_files\x18\x03 \x03(\x0b\x32\x17.fermion.table.FragmentB\x0b\n\toperationb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%fermion/table/proto/transaction.proto\x12\rfermion.table\x1a\"fermion/table/proto/manifest.proto\"\xc7\x12\n\x0bTransaction\x12\x14\n\x0cread_version\x18\x01 \x01(\x04\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x14\n\x0ctimestamp_us\x18\x03 \x01(\x03\x12\x33\n\x06\x61ppend\x18\n \x01(\x0b\x32!.fermion.table.Transaction.AppendH\x00\x12\x33\n\x06\x64\x65lete\x18\x0b \x01(\x0b\x32!.fermion.table.Transaction.DeleteH\x00\x12\x39\n\toverwrite\x18\x0c \x01(\x0b\x32$.fermion.table.Transaction.OverwriteH\x00\x12\x35\n\x07rewrite\x18\r \x01(\x0b\x32\".fermion.table.Transaction.RewriteH\x00\x12>\n\x0c\x63reate_index\x18\x0e \x01(\x0b\x32&.fermion.table.Transaction.CreateIndexH\x00\x12@\n\rschema_change\x18\x0f \x01(\x0b\x32\'.fermion.table.Transaction.SchemaChangeH\x00\x12\x35\n\x07restore\x18\x10 \x01(\x0b\x32\".fermion.table.Transaction.RestoreH\x00\x12>\n\x0cmerge_insert\x18\x11 \x01(\x0b\x32&.fermion.table.Transaction.MergeInsertH\x00\x12\x33\n\x06update\x18\x12 \x01(\x0b\x32!.fermion.table.Transaction.UpdateH\x00\x12<\n\x0b\x61\x64\x64_columns\x18\x13 \x01(\x0b\x32%.fermion.table.Transaction.AddColumnsH\x00\x12:\n\ndrop_index\x18\x14 \x01(\x0b\x32$.fermion.table.Transaction.DropIndexH\x00\x12@\n\rupdate_config\x18\x15 \x01(\x0b\x32\'.fermion.table.Transaction.UpdateConfigH\x00\x1a\xa2\x01\n\x06\x41ppend\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12=\n\x06\x63onfig\x18\x02 \x03(\x0b\x32-.fermion.table.Transaction.Append.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1am\n\x06\x44\x65lete\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14\x64\x65leted_fragment_ids\x18\x02 \x03(\x04\x12\x11\n\tpredicate\x18\x03 \x01(\t\x1a\xe5\x01\n\tOverwrite\x12*\n\tfragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12%\n\x06schema\x18\x02 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x03 \x01(\x05\x12@\n\x06\x63onfig\x18\x04 \x03(\x0b\x32\x30.fermion.table.Transaction.Overwrite.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aX\n\x0cRewriteGroup\x12\x18\n\x10old_fragment_ids\x18\x01 \x03(\x04\x12.\n\rnew_fragments\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1a\x42\n\x07Rewrite\x12\x37\n\x06groups\x18\x01 \x03(\x0b\x32\'.fermion.table.Transaction.RewriteGroup\x1ak\n\x0b\x43reateIndex\x12+\n\x05index\x18\x01 \x01(\x0b\x32\x1c.fermion.table.IndexMetadata\x12/\n\x0e\x66ragment_stats\x18\x02 \x03(\x0b\x32\x17.fermion.table.Fragment\x1aK\n\x0cSchemaChange\x12%\n\x06schema\x18\x01 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x02 \x01(\x05\x1a\x19\n\tDropIndex\x12\x0c\n\x04name\x18\x01 \x01(\t\x1a\x1a\n\x07Restore\x12\x0f\n\x07version\x18\x01 \x01(\x04\x1a\xc6\x01\n\x0bMergeInsert\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14removed_fragment_ids\x18\x02 \x03(\x04\x12.\n\rnew_fragments\x18\x03 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\n\n\x02on\x18\x04 \x03(\t\x12\x12\n\nkey_hashes\x18\x05 \x03(\x06\x12\x15\n\rinserted_rows\x18\x06 \x01(\x04\x1a\xc5\x01\n\x06Update\x12\x32\n\x11updated_fragments\x18\x01 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x1c\n\x14removed_fragment_ids\x18\x02 \x03(\x04\x12.\n\rnew_fragments\x18\x03 \x03(\x0b\x32\x17.fermion.table.Fragment\x12\x11\n\tpredicate\x18\x04 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x05 \x03(\t\x12\x15\n\rreplace_where\x18\x06 \x01(\x08\x1az\n\nAddColumns\x12%\n\x06schema\x18\x01 \x01(\x0b\x32\x15.fermion.table.Schema\x12\x14\n\x0cmax_field_id\x18\x02 \x01(\x05\x12/\n\x0e\x66ragment_files\x18\x03 \x03(\x0b\x32\x17.fermion.table.Fragment\x1a\x92\x01\n\x0cUpdateConfig\x12\x43\n\x06upsert\x18\x01 \x03(\x0b\x32\x33.fermion.table.Transaction.UpdateConfig.UpsertEntry\x12\x0e\n\x06remove\x18\x02 \x03(\t\x1a-\n\x0bUpsertEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\toperationb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,34 +36,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_options = b'8\001'
   _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._loaded_options = None
   _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_options = b'8\001'
+  _globals['_TRANSACTION_UPDATECONFIG_UPSERTENTRY']._loaded_options = None
+  _globals['_TRANSACTION_UPDATECONFIG_UPSERTENTRY']._serialized_options = b'8\001'
   _globals['_TRANSACTION']._serialized_start=93
-  _globals['_TRANSACTION']._serialized_end=2253
-  _globals['_TRANSACTION_APPEND']._serialized_start=811
-  _globals['_TRANSACTION_APPEND']._serialized_end=973
-  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_start=928
-  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_end=973
-  _globals['_TRANSACTION_DELETE']._serialized_start=975
-  _globals['_TRANSACTION_DELETE']._serialized_end=1084
-  _globals['_TRANSACTION_OVERWRITE']._serialized_start=1087
-  _globals['_TRANSACTION_OVERWRITE']._serialized_end=1316
-  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_start=928
-  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_end=973
-  _globals['_TRANSACTION_REWRITEGROUP']._serialized_start=1318
-  _globals['_TRANSACTION_REWRITEGROUP']._serialized_end=1406
-  _globals['_TRANSACTION_REWRITE']._serialized_start=1408
-  _globals['_TRANSACTION_REWRITE']._serialized_end=1474
-  _globals['_TRANSACTION_CREATEINDEX']._serialized_start=1476
-  _globals['_TRANSACTION_CREATEINDEX']._serialized_end=1583
-  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_start=1585
-  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_end=1660
-  _globals['_TRANSACTION_DROPINDEX']._serialized_start=1662
-  _globals['_TRANSACTION_DROPINDEX']._serialized_end=1687
-  _globals['_TRANSACTION_RESTORE']._serialized_start=1689
-  _globals['_TRANSACTION_RESTORE']._serialized_end=1715
-  _globals['_TRANSACTION_MERGEINSERT']._serialized_start=1718
-  _globals['_TRANSACTION_MERGEINSERT']._serialized_end=1916
-  _globals['_TRANSACTION_UPDATE']._serialized_start=1919
-  _globals['_TRANSACTION_UPDATE']._serialized_end=2116
-  _globals['_TRANSACTION_ADDCOLUMNS']._serialized_start=2118
-  _globals['_TRANSACTION_ADDCOLUMNS']._serialized_end=2240
+  _globals['_TRANSACTION']._serialized_end=2468
+  _globals['_TRANSACTION_APPEND']._serialized_start=877
+  _globals['_TRANSACTION_APPEND']._serialized_end=1039
+  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_start=994
+  _globals['_TRANSACTION_APPEND_CONFIGENTRY']._serialized_end=1039
+  _globals['_TRANSACTION_DELETE']._serialized_start=1041
+  _globals['_TRANSACTION_DELETE']._serialized_end=1150
+  _globals['_TRANSACTION_OVERWRITE']._serialized_start=1153
+  _globals['_TRANSACTION_OVERWRITE']._serialized_end=1382
+  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_start=994
+  _globals['_TRANSACTION_OVERWRITE_CONFIGENTRY']._serialized_end=1039
+  _globals['_TRANSACTION_REWRITEGROUP']._serialized_start=1384
+  _globals['_TRANSACTION_REWRITEGROUP']._serialized_end=1472
+  _globals['_TRANSACTION_REWRITE']._serialized_start=1474
+  _globals['_TRANSACTION_REWRITE']._serialized_end=1540
+  _globals['_TRANSACTION_CREATEINDEX']._serialized_start=1542
+  _globals['_TRANSACTION_CREATEINDEX']._serialized_end=1649
+  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_start=1651
+  _globals['_TRANSACTION_SCHEMACHANGE']._serialized_end=1726
+  _globals['_TRANSACTION_DROPINDEX']._serialized_start=1728
+  _globals['_TRANSACTION_DROPINDEX']._serialized_end=1753
+  _globals['_TRANSACTION_RESTORE']._serialized_start=1755
+  _globals['_TRANSACTION_RESTORE']._serialized_end=1781
+  _globals['_TRANSACTION_MERGEINSERT']._serialized_start=1784
+  _globals['_TRANSACTION_MERGEINSERT']._serialized_end=1982
+  _globals['_TRANSACTION_UPDATE']._serialized_start=1985
+  _globals['_TRANSACTION_UPDATE']._serialized_end=2182
+  _globals['_TRANSACTION_ADDCOLUMNS']._serialized_start=2184
+  _globals['_TRANSACTION_ADDCOLUMNS']._serialized_end=2306
+  _globals['_TRANSACTION_UPDATECONFIG']._serialized_start=2309
+  _globals['_TRANSACTION_UPDATECONFIG']._serialized_end=2455
+  _globals['_TRANSACTION_UPDATECONFIG_UPSERTENTRY']._serialized_start=2410
+  _globals['_TRANSACTION_UPDATECONFIG_UPSERTENTRY']._serialized_end=2455
 # @@protoc_insertion_point(module_scope)

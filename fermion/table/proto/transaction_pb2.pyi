@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Transaction(_message.Message):
-    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update", "add_columns", "drop_index")
+    __slots__ = ("read_version", "uuid", "timestamp_us", "append", "delete", "overwrite", "rewrite", "create_index", "schema_change", "restore", "merge_insert", "update", "add_columns", "drop_index", "update_config")
     class Append(_message.Message):
         __slots__ = ("fragments", "config")
         class ConfigEntry(_message.Message):
@@ -125,6 +125,20 @@ class Transaction(_message.Message):
         max_field_id: int
         fragment_files: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
         def __init__(self, schema: _Optional[_Union[_manifest_pb2.Schema, _Mapping]] = ..., max_field_id: _Optional[int] = ..., fragment_files: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ...) -> None: ...
+    class UpdateConfig(_message.Message):
+        __slots__ = ("upsert", "remove")
+        class UpsertEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+        UPSERT_FIELD_NUMBER: _ClassVar[int]
+        REMOVE_FIELD_NUMBER: _ClassVar[int]
+        upsert: _containers.ScalarMap[str, str]
+        remove: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, upsert: _Optional[_Mapping[str, str]] = ..., remove: _Optional[_Iterable[str]] = ...) -> None: ...
     READ_VERSION_FIELD_NUMBER: _ClassVar[int]
     UUID_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_US_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +153,7 @@ class Transaction(_message.Message):
     UPDATE_FIELD_NUMBER: _ClassVar[int]
     ADD_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     DROP_INDEX_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_CONFIG_FIELD_NUMBER: _ClassVar[int]
     read_version: int
     uuid: str
     timestamp_us: int
@@ -153,4 +168,5 @@ class Transaction(_message.Message):
     update: Transaction.Update
     add_columns: Transaction.AddColumns
     drop_index: Transaction.DropIndex
-    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ..., add_columns: _Optional[_Union[Transaction.AddColumns, _Mapping]] = ..., drop_index: _Optional[_Union[Transaction.DropIndex, _Mapping]] = ...) -> None: ...
+    update_config: Transaction.UpdateConfig
+    def __init__(self, read_version: _Optional[int] = ..., uuid: _Optional[str] = ..., timestamp_us: _Optional[int] = ..., append: _Optional[_Union[Transaction.Append, _Mapping]] = ..., delete: _Optional[_Union[Transaction.Delete, _Mapping]] = ..., overwrite: _Optional[_Union[Transaction.Overwrite, _Mapping]] = ..., rewrite: _Optional[_Union[Transaction.Rewrite, _Mapping]] = ..., create_index: _Optional[_Union[Transaction.CreateIndex, _Mapping]] = ..., schema_change: _Optional[_Union[Transaction.SchemaChange, _Mapping]] = ..., restore: _Optional[_Union[Transaction.Restore, _Mapping]] = ..., merge_insert: _Optional[_Union[Transaction.MergeInsert, _Mapping]] = ..., update: _Optional[_Union[Transaction.Update, _Mapping]] = ..., add_columns: _Optional[_Union[Transaction.AddColumns, _Mapping]] = ..., drop_index: _Optional[_Union[Transaction.DropIndex, _Mapping]] = ..., update_config: _Optional[_Union[Transaction.UpdateConfig, _Mapping]] = ...) -> None: ...

@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from fermion.table.tasks.common import open_table
+from fermion.table.tasks.common import open_table as open_table  # deprecated name
+from fermion.table.tasks.common import open_version
 from fermion.table.tasks.delete import (
     DeletePlan,
     DeleteResult,
@@ -58,8 +59,10 @@ from fermion.table.tasks.write import (
     WriteResult,
     abort_write,
     commit_write,
+    default_batch_column,
     execute_write,
     input_recorded,
+    plan_properties,
     plan_write,
     resolve_write_schema,
     write_committed,
@@ -89,17 +92,19 @@ __all__ = [
     "commit_index",
     "commit_rewrite",
     "commit_write",
+    "default_batch_column",
     "delete_now",
     "execute_delete",
     "execute_index",
     "execute_rewrite",
     "execute_write",
     "input_recorded",
-    "open_table",
+    "open_version",
     "plan_compaction",
     "plan_delete",
     "plan_index",
     "plan_materialization",
+    "plan_properties",
     "plan_write",
     "resolve_write_schema",
     "unit_live_rows",

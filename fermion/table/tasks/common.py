@@ -6,7 +6,7 @@ Example:
     >>> from fermion.table import write_dataset
     >>> uri = tempfile.mkdtemp()
     >>> _ = write_dataset(pa.table({"x": [1]}), uri)
-    >>> storage, manifest = open_table(uri)
+    >>> storage, manifest = open_version(uri)
     >>> manifest.version
     1
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from fermion.deprecation import deprecated_alias
 from fermion.errors import DatasetError
 from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitResult
@@ -28,7 +29,7 @@ from fermion.table.versions import latest_manifest, load_manifest
 __all__ = [
     "data_files_of_versions",
     "fragment_groups",
-    "open_table",
+    "open_version",
     "remove_unreferenced",
     "summarise",
 ]
@@ -47,10 +48,12 @@ def fragment_groups(
     return [tuple(infos[i : i + per_task]) for i in range(0, len(infos), per_task)]
 
 
-def open_table(
+def open_version(
     uri: Any, version: int | None = None, manifest_store: ManifestStore | None = None
 ) -> tuple[TableStorage, pb.Manifest]:
-    """The table's storage and the manifest of ``version`` (default: the latest).
+    """The table's storage and the manifest of ``version`` (default: the latest), checked
+    writable by this library (``open_table`` before; not a ``Dataset``: see
+    :func:`fermion.table.dataset`).
 
     Raises:
         DatasetError: No table at ``uri``, or no such version.
@@ -61,6 +64,12 @@ def open_table(
         raise DatasetError(f"{storage.uri}: not a Fermion table (no versions)")
     check_writer_flags(manifest)
     return storage, manifest
+
+
+#: Deprecated name of :func:`open_version` (it opened no table object, unlike ``dataset``).
+open_table = deprecated_alias(
+    open_version, "fermion.table.tasks.open_table", "fermion.table.tasks.open_version"
+)
 
 
 def summarise(

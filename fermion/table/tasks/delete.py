@@ -45,7 +45,7 @@ from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_table, summarise
+from fermion.table.tasks.common import fragment_groups, open_version, summarise
 from fermion.table.tasks.model import (
     EXPRESSION,
     FRAGMENTS,
@@ -143,7 +143,7 @@ def plan_delete(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    storage, manifest = open_table(uri, version, manifest_store)
+    storage, manifest = open_version(uri, version, manifest_store)
     schema = schema_of(manifest)
     expression, text = _expression(filter, schema.arrow)
     candidates = Scanner(storage, manifest, schema, [], expression).fragments()

@@ -36,9 +36,9 @@ from fermion.table.operations import CreateIndex
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.stats import compute_stats
+from fermion.table.stats import compute_field_stats
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_table, summarise
+from fermion.table.tasks.common import fragment_groups, open_version, summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
@@ -128,7 +128,7 @@ def plan_index(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    storage, manifest = open_table(uri, version, manifest_store)
+    storage, manifest = open_version(uri, version, manifest_store)
     schema = schema_of(manifest)
     names = tuple(schema.arrow.names) if columns is None else tuple(columns)
     unknown = [n for n in names if n not in schema.arrow.names]
@@ -158,7 +158,7 @@ def execute_index(task: IndexTask) -> IndexResult:
     for info in task.fragments:
         fragment = info.to_proto()
         table = read_fragment(storage, task.schema, fragment, list(task.columns))
-        fresh = {s.field_id: s for s in compute_stats(table, ids)}
+        fresh = {s.field_id: s for s in compute_field_stats(table, ids)}
         update = pb.Fragment(id=fragment.id)
         update.stats.extend(fresh.get(s.field_id, s) for s in fragment.stats)
         known = {s.field_id for s in fragment.stats}

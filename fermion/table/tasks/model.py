@@ -35,6 +35,7 @@ from google.protobuf.message import DecodeError
 from fermion.errors import InvalidArgumentError
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
+from fermion.table.write_properties import WriteProperties
 
 __all__ = [
     "CommitSummary",
@@ -232,6 +233,11 @@ FRAGMENTS: Codec = (fragments_to_json, fragments_from_json)
 EXPRESSION: Codec = (encode_expression, decode_expression)
 INTS: Codec = (list, lambda v: tuple(int(i) for i in v))
 STRS: Codec = (list, lambda v: tuple(str(i) for i in v))
+#: Write properties as their table configuration entries.
+PROPERTIES: Codec = (
+    lambda p: p.to_config(),
+    lambda v: WriteProperties.from_config(v, strict=False),
+)
 
 
 def tasks_codec(cls: Any) -> Codec:

@@ -47,11 +47,12 @@ from fermion.table.row_ids import ROW_ID, attach_row_ids, fragment_row_ids
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import open_table, remove_unreferenced, summarise
+from fermion.table.tasks.common import open_version, remove_unreferenced, summarise
 from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
+    PROPERTIES,
     SCHEMA,
     Codec,
     CommitSummary,
@@ -62,6 +63,7 @@ from fermion.table.tasks.model import (
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
 from fermion.table.transition import live_rows
 from fermion.table.versions import load_manifest, schema_of
+from fermion.table.write_properties import WriteProperties, write_properties_of
 
 __all__ = [
     "MATERIALIZE_THRESHOLD_DEFAULT",
@@ -95,6 +97,8 @@ class RewriteTask(JsonMixin):
         ids_from: With ``ids_below``, the batch ids ``[ids_from, ids_below)`` this task
             rewrites (``None``: unbounded on that side; both ``None``: every row).
         ids_below: See ``ids_from``.
+        properties: The table's write properties (of the read version) the new files
+            are written with.
     """
 
     task_id: str
@@ -108,8 +112,13 @@ class RewriteTask(JsonMixin):
     unit: str | None = None
     ids_from: int | None = None
     ids_below: int | None = None
+    properties: WriteProperties = WriteProperties()
 
-    _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA, "fragments": FRAGMENTS}
+    _codecs: ClassVar[dict[str, Codec]] = {
+        "schema": SCHEMA,
+        "fragments": FRAGMENTS,
+        "properties": PROPERTIES,
+    }
 
     @property
     def live_rows(self) -> int:
@@ -299,6 +308,7 @@ def _plan(
                     unit=f"u{i}" if len(ranges) > 1 else None,
                     ids_from=ids[0],
                     ids_below=ids[1],
+                    properties=write_properties_of(manifest.config),
                 )
             )
     return RewritePlan(storage.uri, kind, manifest.version, write_id, tuple(tasks))
@@ -353,7 +363,7 @@ def plan_compaction(
         raise InvalidArgumentError("materialize_deletions_threshold must be in [0, 1]")
     if max_tasks < 1:
         raise InvalidArgumentError(f"max_tasks must be >= 1, got {max_tasks}")
-    storage, manifest = open_table(uri, version, manifest_store)
+    storage, manifest = open_version(uri, version, manifest_store)
     target = target_rows_per_fragment
 
     def needs_rewrite(fragment: pb.Fragment) -> bool:
@@ -408,7 +418,7 @@ def plan_materialization(
     """
     if not 0 <= threshold < 1:
         raise InvalidArgumentError(f"threshold must be in [0, 1), got {threshold}")
-    storage, manifest = open_table(uri, version, manifest_store)
+    storage, manifest = open_version(uri, version, manifest_store)
     groups = [
         [f]
         for f in manifest.fragments
@@ -467,6 +477,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
             max_rows_per_file=task.target_rows_per_file,
             prefix=f"data/{task.write_id}",
             batch_id_column=column,
+            properties=task.properties,
         )
         rows = counted[0]
     else:
@@ -489,6 +500,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
                 schema=task.schema,
                 max_rows_per_file=task.target_rows_per_file,
                 prefix=f"data/{task.write_id}",
+                properties=task.properties,
             )
             if data.num_rows
             else []

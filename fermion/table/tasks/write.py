@@ -48,6 +48,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks.common import data_files_of_versions, remove_unreferenced, summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
+    PROPERTIES,
     SCHEMA,
     Codec,
     CommitSummary,
@@ -56,6 +57,11 @@ from fermion.table.tasks.model import (
     check_arrow_schema,
 )
 from fermion.table.versions import latest_manifest, schema_of
+from fermion.table.write_properties import (
+    WRITE_KEY_PREFIX,
+    WriteProperties,
+    write_properties_of,
+)
 
 __all__ = [
     "BATCH_ID_COLUMN_KEY",
@@ -64,8 +70,10 @@ __all__ = [
     "WriteResult",
     "abort_write",
     "commit_write",
+    "default_batch_column",
     "execute_write",
     "input_recorded",
+    "plan_properties",
     "plan_write",
     "resolve_write_schema",
     "write_committed",
@@ -89,6 +97,9 @@ class WritePlan(JsonMixin):
         schema: The table schema the files are written with (field ids included).
         max_rows_per_file: Rows per data file (one fragment per file).
         batch_id_column: Write in batch mode, grouping rows by this integer column.
+        properties: The table's write properties every worker writes its files with
+            (those of the read version; a plan creating or overwriting the table records
+            them in the new version).
     """
 
     uri: str
@@ -98,13 +109,14 @@ class WritePlan(JsonMixin):
     schema: TableSchema
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
     batch_id_column: str | None = None
+    properties: WriteProperties = WriteProperties()
 
     @property
     def prefix(self) -> str:
         """Where this write's files go, relative to the table root."""
         return f"data/{self.write_id}"
 
-    _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA}
+    _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA, "properties": PROPERTIES}
 
 
 @dataclass(frozen=True)
@@ -177,6 +189,7 @@ def plan_write(
     batch_id_column: str | None = None,
     write_id: str | None = None,
     manifest_store: ManifestStore | None = None,
+    write_properties: WriteProperties | Mapping[str, Any] | None = None,
 ) -> WritePlan:
     """Plan a write of data with Arrow schema ``schema`` (driver side; reads one manifest).
 
@@ -190,11 +203,17 @@ def plan_write(
         batch_id_column: Write in batch mode grouped by this integer column.
         write_id: Name of the write (default: a random one).
         manifest_store: The table's external manifest store, if it uses one.
+        write_properties: Write properties (:mod:`fermion.table.write_properties`) the
+            new version records when the write creates the table or overwrites it (over
+            the table's own); an append to an existing table writes with the table's and
+            refuses other values (change them with ``Dataset.update_write_properties``). With
+            the table's ``batch_mode`` property and no ``batch_id_column``, the write is
+            in batch mode by the table's recorded batch-id column.
 
     Raises:
         SchemaMismatchError: ``append`` of data that does not fit the table (raised here,
             before any worker writes a byte).
-        InvalidArgumentError: Bad mode, row count or batch id column.
+        InvalidArgumentError: Bad mode, row count, batch id column or write properties.
     """
     check_arrow_schema(schema)
     if mode not in ("append", "overwrite"):
@@ -210,6 +229,10 @@ def plan_write(
     storage = TableStorage(uri, manifest_store=manifest_store)
     latest = latest_manifest(storage)
     table_schema = resolve_write_schema(latest, schema, mode=mode)
+    properties = plan_properties(latest, write_properties, mode=mode)
+    properties.check_schema(table_schema.arrow)
+    if batch_id_column is None:
+        batch_id_column = default_batch_column(latest, properties, schema)
     return WritePlan(
         uri=storage.uri,
         mode=mode,
@@ -218,7 +241,58 @@ def plan_write(
         schema=table_schema,
         max_rows_per_file=max_rows_per_file,
         batch_id_column=batch_id_column,
+        properties=properties,
     )
+
+
+def plan_properties(
+    latest: pb.Manifest | None,
+    given: WriteProperties | Mapping[str, Any] | None,
+    *,
+    mode: str = "append",
+) -> WriteProperties:
+    """The write properties a write planned on ``latest`` writes its files with: the
+    table's, with ``given`` over them when the write creates or overwrites the table.
+
+    Raises:
+        InvalidArgumentError: ``given`` has unknown properties or bad values, or, for an
+            append to an existing table, values the table does not record already (a job
+            that creates its table with them may keep them in its configuration).
+
+    Example:
+        >>> plan_properties(None, {"compression": "none"}).compression
+        'none'
+    """
+    table = write_properties_of(latest.config) if latest is not None else WriteProperties()
+    if given is None:
+        return table
+    wanted = table.updated(WriteProperties.parse(given))
+    if latest is not None and mode == "append" and wanted != table:
+        raise InvalidArgumentError(
+            f"write properties {given} differ from the table's ({table.to_config()}): they "
+            "are set when a table is created or overwritten; change an existing table's "
+            "with Dataset.update_write_properties"
+        )
+    return wanted
+
+
+def default_batch_column(
+    latest: pb.Manifest | None, properties: WriteProperties, data: pa.Schema
+) -> str | None:
+    """The batch-id column a write naming none uses: with the ``batch_mode`` write
+    property, the table's recorded one (``fermion.batch_id_column``) if the data has it
+    as an integer column; else ``None`` (rows mode).
+
+    Example:
+        >>> default_batch_column(None, WriteProperties(batch_mode=True), pa.schema([]))
+    """
+    if latest is None or not properties.batch_mode:
+        return None
+    recorded = latest.config.get(BATCH_ID_COLUMN_KEY)
+    index = data.get_field_index(recorded) if recorded else -1
+    if index < 0 or not pa.types.is_integer(data.field(index).type):
+        return None
+    return recorded
 
 
 def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> WriteResult:
@@ -240,6 +314,7 @@ def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> Wr
         max_rows_per_file=plan.max_rows_per_file,
         prefix=plan.prefix,
         batch_id_column=plan.batch_id_column,
+        properties=plan.properties,
     )
     infos = tuple(FragmentInfo.from_proto(f, committed=False) for f in fragments)
     return WriteResult(str(task_id), plan.write_id, infos)
@@ -291,6 +366,9 @@ def commit_write(
     storage = TableStorage(plan.uri, manifest_store=manifest_store)
     fragments = tuple(f.to_proto() for r in results for f in r.fragments)
     entries = dict(table_config or {})
+    if plan.read_version == 0 or plan.mode == "overwrite":
+        for key, value in plan.properties.to_config().items():
+            entries.setdefault(key, value)
     if plan.batch_id_column is not None and (plan.read_version == 0 or plan.mode == "overwrite"):
         entries.setdefault(BATCH_ID_COLUMN_KEY, plan.batch_id_column)
     elif plan.batch_id_column is not None and fragments:
@@ -346,6 +424,8 @@ def _append_to_created(
     if not fragments:
         return None
     entries.pop(BATCH_ID_COLUMN_KEY, None)  # set by whoever created the table
+    for key in [k for k in entries if k.startswith(WRITE_KEY_PREFIX)]:
+        del entries[key]  # so are the write properties
     return commit_operation(
         storage,
         Append(fragments, entries),
