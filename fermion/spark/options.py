@@ -124,22 +124,31 @@ class WriteOptions:
     Attributes:
         uri: The table location (``save(uri)``).
         max_rows_per_file: Rows per data file (one fragment each).
+        replace_where: With ``mode("overwrite")``: replace only the rows matching this
+            Spark SQL condition, in one version (:mod:`fermion.table.update`); every new
+            row must match it, or the write fails and commits nothing.
     """
 
     uri: str
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
+    replace_where: str | None = None
 
-    KEYS = frozenset({"path", "max_rows_per_file"})
+    KEYS = frozenset({"path", "max_rows_per_file", "replace_where"})
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
         """Check and convert the options Spark passed.
 
         Raises:
-            InvalidArgumentError: An unknown option or a bad row count.
+            InvalidArgumentError: An unknown option, a bad row count or an empty
+                replace_where.
         """
         _check_keys(options, set(cls.KEYS), "write")
+        replace_where = options.get("replace_where")
+        if replace_where is not None and not replace_where.strip():
+            raise InvalidArgumentError("option replace_where is empty: give a SQL condition")
         return cls(
             uri=_uri(options),
             max_rows_per_file=_positive(options, "max_rows_per_file", MAX_ROWS_PER_FILE_DEFAULT),
+            replace_where=replace_where,
         )

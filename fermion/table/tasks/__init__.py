@@ -40,6 +40,7 @@ from fermion.table.tasks.index import (
     plan_index,
 )
 from fermion.table.tasks.model import CommitSummary, DataFileInfo, FragmentInfo
+from fermion.table.tasks.replace import check_replace_rows, commit_replace_where
 from fermion.table.tasks.rewrite import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     RewritePlan,
@@ -85,8 +86,10 @@ __all__ = [
     "WriteResult",
     "abort_rewrite",
     "abort_write",
+    "check_replace_rows",
     "commit_delete",
     "commit_index",
+    "commit_replace_where",
     "commit_rewrite",
     "commit_write",
     "delete_now",
