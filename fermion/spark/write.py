@@ -165,7 +165,7 @@ class FermionWriter(DataSourceArrowWriter):
             InvalidArgumentError: With ``replace_where``, a row that does not match it.
         """
         target = self.plan.schema.arrow
-        batches = (conform(b, target) for b in iterator)
+        batches: Iterator[pa.RecordBatch] = (conform(b, target) for b in iterator)
         if self.replace_where is not None:
             batches = _checked(batches, check_replace_rows(self.plan, self.replace_where))
         stream = pa.RecordBatchReader.from_batches(target, batches)

@@ -20,6 +20,15 @@ Example:
 
 from __future__ import annotations
 
+from fermion.table.tasks.columns import (
+    AddColumnsPlan,
+    AddColumnsResult,
+    AddColumnsTask,
+    abort_add_columns,
+    commit_add_columns,
+    execute_add_columns,
+    plan_add_columns_tasks,
+)
 from fermion.table.tasks.common import open_table
 from fermion.table.tasks.delete import (
     DeletePlan,
@@ -53,6 +62,15 @@ from fermion.table.tasks.rewrite import (
     plan_materialization,
     unit_live_rows,
 )
+from fermion.table.tasks.upsert import (
+    UpsertMatch,
+    UpsertPlan,
+    UpsertTask,
+    abort_upsert,
+    commit_upsert,
+    execute_upsert_match,
+    plan_upsert,
+)
 from fermion.table.tasks.write import (
     BATCH_ID_COLUMN_KEY,
     WritePlan,
@@ -67,6 +85,9 @@ from fermion.table.tasks.write import (
 )
 
 __all__ = [
+    "AddColumnsPlan",
+    "AddColumnsResult",
+    "AddColumnsTask",
     "BATCH_ID_COLUMN_KEY",
     "MATERIALIZE_THRESHOLD_DEFAULT",
     "STATS_INDEX_NAME",
@@ -82,27 +103,38 @@ __all__ = [
     "RewritePlan",
     "RewriteResult",
     "RewriteTask",
+    "UpsertMatch",
+    "UpsertPlan",
+    "UpsertTask",
     "WritePlan",
     "WriteResult",
+    "abort_add_columns",
     "abort_rewrite",
+    "abort_upsert",
     "abort_write",
     "check_replace_rows",
+    "commit_add_columns",
     "commit_delete",
     "commit_index",
     "commit_replace_where",
     "commit_rewrite",
+    "commit_upsert",
     "commit_write",
     "delete_now",
+    "execute_add_columns",
     "execute_delete",
     "execute_index",
     "execute_rewrite",
+    "execute_upsert_match",
     "execute_write",
     "input_recorded",
     "open_table",
+    "plan_add_columns_tasks",
     "plan_compaction",
     "plan_delete",
     "plan_index",
     "plan_materialization",
+    "plan_upsert",
     "plan_write",
     "resolve_write_schema",
     "unit_live_rows",
