@@ -228,7 +228,7 @@ def _checked_keys(schema: TableSchema, keys: pa.Table, on: Sequence[str]) -> pa.
     if duplicated.num_rows:
         raise InvalidArgumentError(
             f"upsert: {duplicated.num_rows} keys occur more than once in the source: "
-            f"{_described(duplicated)}"
+            f"{_described(duplicated.select(list(on)))}"
         )
     return keys
 
