@@ -147,8 +147,6 @@ class IngestConfig(JobConfig):
             raise ConfigError("key 'input_key': required when source_format is table")
         if self.replace_where is not None and not self.replace_where.strip():
             raise ConfigError("key 'replace_where': must not be empty (null: append)")
-        if self.replace_where is not None and self.batch_id_column is not None:
-            raise ConfigError("key 'replace_where': not with batch_id_column (batch appends only)")
 
 
 @dataclass(kw_only=True)

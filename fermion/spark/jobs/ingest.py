@@ -199,7 +199,7 @@ def _replace(context: JobContext, df: DataFrame, config: IngestConfig) -> JobRes
     quality = _check_input(context, df, config)
     plan = plan_write(
         config.table, arrow_schema_of(df), mode="append",
-        max_rows_per_file=config.max_rows_per_file,
+        max_rows_per_file=config.max_rows_per_file, batch_id_column=config.batch_id_column,
     )  # fmt: skip
     check = check_replace_rows(plan, where)  # parses the condition before any task runs
     context.log.info(
