@@ -30,7 +30,7 @@ def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Pat
     rows = json.loads((out / JSON_NAME).read_text())["results"]
     cases = [  # ingest: plain and batch mode
         "spark_lineitem_agg", "spark_wide_read10", "spark_ingest", "spark_ingest",
-        "spark_migrate", "spark_compact",
+        "spark_migrate", "spark_compact", "spark_backfill",
     ]  # fmt: skip
     assert set(cases) == set(SCENARIOS)
     assert [(r["scenario"], r["system"]) for r in rows] == [
@@ -50,6 +50,7 @@ def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Pat
     by_scenario = {r["scenario"]: r for r in rows if r["system"] == "fermion"}
     assert "rows/s" in by_scenario["spark_ingest"]["note"]
     assert by_scenario["spark_compact"]["note"].startswith("100 files -> 1")
+    assert "sum(l_rowkey)" in by_scenario["spark_backfill"]["io"]["check"]
 
     text = (out / MARKDOWN_NAME).read_text()
     for scenario in SCENARIOS:

@@ -198,6 +198,25 @@ def _described(keys: pa.Table) -> str:
     return shown + (", ..." if keys.num_rows > _KEYS_SHOWN else "")
 
 
+_KINDS = (
+    ("integer", pa.types.is_integer),
+    ("floating", pa.types.is_floating),
+    ("decimal", pa.types.is_decimal),
+    ("string", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t)
+     or pa.types.is_string_view(t)),
+    ("binary", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t)
+     or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t)),
+    ("timestamp", pa.types.is_timestamp),
+    ("date", pa.types.is_date),
+    ("boolean", pa.types.is_boolean),
+)  # fmt: skip
+
+
+def _kind(kind: pa.DataType) -> str:
+    """The family of a key type (a key converts only within its family)."""
+    return next((name for name, test in _KINDS if test(kind)), str(kind))
+
+
 def _checked_keys(schema: TableSchema, keys: pa.Table, on: Sequence[str]) -> pa.Table:
     """``keys`` (the source's key columns) checked and cast to the table's key types."""
     arrow = schema.arrow
@@ -214,6 +233,10 @@ def _checked_keys(schema: TableSchema, keys: pa.Table, on: Sequence[str]) -> pa.
     arrays = []
     for key in on:
         column, kind = keys.column(key), arrow.field(key).type
+        if _kind(column.type) != _kind(kind):
+            raise SchemaMismatchError(
+                f"upsert: source key {key!r} has type {column.type}, the table has {kind}"
+            )
         try:
             arrays.append(column if column.type.equals(kind) else column.cast(kind, safe=True))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
