@@ -16,7 +16,7 @@ import fermion.table as ft
 from fermion.spark.jobs.backfill_columns import backfill_columns
 from fermion.spark.jobs.config import BackfillColumnsConfig
 from fermion.spark.jobs.runner import EXIT_CONFIG, EXIT_FAILURE, run
-from tests.jobs.helpers import write_config
+from tests.jobs.helpers import run_job, write_config
 
 COLUMNS = {"g": "f0 * 2 + f1", "big": "n > 40"}
 
@@ -111,3 +111,12 @@ def test_some_columns_present_is_an_error(spark: Any, tmp_path: Path) -> None:
     assert code == EXIT_FAILURE, summary
     assert summary["error"].startswith("InvalidArgumentError: backfill_columns: the table has")
     assert ft.dataset(job).version == 3
+
+
+def test_the_entry_point_exits_2_on_an_unknown_key(tmp_path: Path) -> None:
+    """``python jobs/backfill_columns.py`` with an unknown key: exit 2 before Spark starts."""
+    config = write_config(
+        tmp_path / "b.yaml", table=str(tmp_path / "t"), columns={"g": "f0"}, expression="f0"
+    )
+    done = run_job("backfill_columns", "--config", config)
+    assert done.code == EXIT_CONFIG and "key 'expression': unknown key" in done.summary["error"]

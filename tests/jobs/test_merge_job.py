@@ -18,7 +18,7 @@ import fermion.table as ft
 from fermion.spark.jobs.config import MergeConfig
 from fermion.spark.jobs.merge import merge
 from fermion.spark.jobs.runner import EXIT_CONFIG, EXIT_FAILURE, run
-from tests.jobs.helpers import write_config
+from tests.jobs.helpers import run_job, write_config
 
 SCHEMA = pa.schema([("id", pa.int64()), ("g", pa.string()), ("v", pa.float64())])
 
@@ -224,3 +224,17 @@ def test_a_failure_after_the_match_removes_its_deletion_files(spark: Any, tmp_pa
     assert summary["error"].startswith("SchemaMismatchError: column 'u': cannot convert"), summary
     assert fermion.dataset(str(job)).version == 1
     assert _files(job) == before  # the deletion files of fragments 0 and 1 are gone too
+
+
+def test_the_entry_point_exits_2_on_an_unknown_key(tmp_path: Path) -> None:
+    """``python jobs/merge.py`` with an unknown key: exit 2 before Spark starts."""
+    config = write_config(
+        tmp_path / "merge.yaml", table=str(tmp_path / "t"), source=str(tmp_path / "in"),
+        key_columns=["id"], keys=["id"],
+    )  # fmt: skip
+    done = run_job("merge", "--config", config)
+    assert done.code == EXIT_CONFIG
+    assert (
+        done.summary["error"].startswith("ConfigError: ")
+        and "key 'keys': unknown key" in (done.summary["error"])
+    )
