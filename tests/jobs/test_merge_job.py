@@ -238,3 +238,35 @@ def test_the_entry_point_exits_2_on_an_unknown_key(tmp_path: Path) -> None:
         done.summary["error"].startswith("ConfigError: ")
         and "key 'keys': unknown key" in (done.summary["error"])
     )
+
+
+def test_two_concurrent_runs_of_one_input_commit_once(spark: Any, tmp_path: Path) -> None:
+    """Whichever order the two runs take (the second sees the record, or both race to the
+    commit and the loser conflicts on the common keys, then finds the record), the input
+    is merged exactly once."""
+    import threading
+
+    job, local = _pair(tmp_path)
+    source_rows = _table([*range(0, 2_000, 250), *range(7_000, 7_010)], "c")
+    config = write_config(
+        tmp_path / "merge.yaml", table=str(job), source=_source(tmp_path / "in", source_rows),
+        key_columns=["id"], input_key="labels-2026-11-20",
+    )  # fmt: skip
+    outcomes: list[tuple[int, dict[str, Any]]] = []
+    threads = [threading.Thread(target=lambda: outcomes.append(_merge(spark, config)))
+               for _ in range(2)]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [code for code, _ in outcomes] == [0, 0], outcomes
+    committed = [s for _, s in outcomes if s["committed_version"] is not None]
+    skipped = [s for _, s in outcomes if s["skipped"]]
+    assert len(committed) == 1 and len(skipped) == 1, outcomes
+    assert "merged" in skipped[0]["reason"]
+    assert fermion.dataset(str(job)).version == 2
+    (
+        ft.dataset(local).merge_insert("id").when_matched_update_all()
+        .when_not_matched_insert_all().execute(source_rows)
+    )  # fmt: skip
+    assert _rows(ft.dataset(job).to_table()) == _rows(ft.dataset(local).to_table())
