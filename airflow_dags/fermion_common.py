@@ -78,6 +78,8 @@ NOT_RETRYABLE = frozenset(
         "QualityCheckError",
         "IncompatibleTransactionError",
         "SchemaMismatchError",
+        "InvalidArgumentError",
+        "ColumnNotFoundError",
     }
 )
 

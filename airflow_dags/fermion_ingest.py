@@ -1,4 +1,5 @@
-"""fermion_ingest: one run per day ingests that day's input partition, then validates.
+"""fermion_ingest: one run per day ingests (or replaces) that day's input partition, then
+validates.
 
 ``{{ params.input_root }}/ds=<YYYY-MM-DD>`` (Parquet) is appended to ``{{ params.table }}``
 by ``jobs/ingest.py``, one ``append_batch`` per batch id. The job first checks the input
@@ -8,6 +9,11 @@ that already committed commits nothing, and a day that failed committed nothing,
 re-run ingests it once. Then ``jobs/validate.py`` checks the new table version (the suite's
 expectations and batch integrity). Results (JSON) and data docs (HTML) go to
 ``{{ params.reports_dir }}``.
+
+``mode: replace`` (a corrected day, e.g. ``airflow dags test fermion_ingest 2026-11-20 --conf
+'{"mode": "replace"}'``): the day's input replaces the table's rows where
+``{{ params.day_column }} = '<date>'``, in one version (the job's ``replace_where``); every
+input row must belong to that day, or the task fails without retrying and commits nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ from fermion_common import (
     FermionJobOperator,
 )
 
+# The ingest job's replace_where: the day's rows in replace mode, null (append) otherwise.
+REPLACE_WHERE = (
+    "{% if params.mode == 'replace' %}{{ params.day_column }} = '{{ ds }}'{% else %}null{% endif %}"
+)
+
 with DAG(
     dag_id="fermion_ingest",
     description="Ingest each day's partition into a Fermion table, then validate it",
@@ -38,6 +49,12 @@ with DAG(
         "max_rows_per_file": Param(1_048_576, type="integer", minimum=1),
         "suite": Param(DEFAULT_SUITE, type="string", description="conf/quality suite"),
         "reports_dir": Param(DEFAULT_REPORTS, type="string", description="quality results"),
+        "mode": Param(
+            "append",
+            enum=["append", "replace"],
+            description="append the day, or replace the day's rows (a corrected day)",
+        ),
+        "day_column": Param("ds", type="string", description="replace: the column of the day"),
     },
     tags=["fermion"],
 ) as dag:
@@ -51,6 +68,7 @@ with DAG(
             "max_rows_per_file": "{{ params.max_rows_per_file }}",
             "suite": "{{ params.suite }}",
             "quality_dir": "{{ params.reports_dir }}",
+            "replace_where": REPLACE_WHERE,
         },
     )
     validate = FermionJobOperator(

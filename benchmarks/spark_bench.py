@@ -1,6 +1,6 @@
 """Spark benchmarks (issue 12): Fermion through Spark vs Spark with Parquet, in one run.
 
-Six cases, measured for both systems one after the other: one fresh worker process per
+Seven cases, measured for both systems one after the other: one fresh worker process per
 system with one ``local[2]`` SparkSession runs them in turn
 (see ``benchmarks.spark_cases``):
 
@@ -15,7 +15,11 @@ system with one ``local[2]`` SparkSession runs them in turn
 - ``spark_migrate``: the migrate_parquet job library, verified, vs the same Parquet copy;
 - ``spark_compact``: the compact job library on a table of small fragments vs Spark reading
   the same rows as as many small Parquet files, ``coalesce`` to the count of fragments the
-  compaction makes, ``write.parquet``.
+  compaction makes, ``write.parquet``;
+- ``spark_backfill``: the backfill_columns job library adding one column computed from two
+  others (one column-only file per fragment, no existing file rewritten) to a copy of the
+  lineitem table vs ``spark.read.parquet(file).withColumn(...).write.parquet(dir)``
+  (issue 41's goal: at most 0.3x).
 
 The inputs are the harness's own files: the Parquet copies ``benchmarks.run`` writes and
 verifies (pyarrow, zstd), and Fermion tables written here from the same generated tables.
@@ -44,7 +48,7 @@ from benchmarks.config import FULL, QUICK, WORKER_TIMEOUT_S, Sizes
 from benchmarks.launch import log, prepare_copy, run_worker
 from benchmarks.prepare import dataset_path, fingerprint
 from benchmarks.scenarios import Dataset
-from benchmarks.spark_cases import RSS_SAMPLE_S, SPARK_CONF, SPARK_SCENARIOS
+from benchmarks.spark_cases import BACKFILL_COLUMN, RSS_SAMPLE_S, SPARK_CONF, SPARK_SCENARIOS
 
 __all__ = [
     "SCENARIOS",
@@ -80,7 +84,7 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "default snappy compression for what it writes), pyspark "
             f"{_pyspark_version()}; each system in one fresh process with one SparkSession "
             f"({', '.join(f'{k}={v}' for k, v in SPARK_CONF.items())}, the project's "
-            "`fermion.spark.session` settings) that runs the six cases in turn, in the same "
+            "`fermion.spark.session` settings) that runs the seven cases in turn, in the same "
             "order for both systems. Session and JVM start-up are NOT timed (started before "
             "the first warm-up run). Read inputs: the verified Parquet copies above and "
             "Fermion tables written from the same tables (`fermion.table.write_dataset` "
@@ -129,6 +133,17 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "`spark.read.parquet(dir).repartitionByRange(n, id).sortWithinPartitions(id)"
             ".write.parquet(out)`, the same layout (each output sorted by id, the files' id "
             "ranges disjoint); both checks verify that layout on what was written",
+        ),
+        (
+            "spark_backfill",
+            f"a copy of the lineitem SF{sizes.lineitem_scale:g} table (`write_dataset` "
+            "defaults), restored before each run (untimed); fermion: `backfill_columns("
+            "JobContext(spark), BackfillColumnsConfig(table, columns={"
+            f"{BACKFILL_COLUMN[0]}: '{BACKFILL_COLUMN[1]}'}}))`: one Spark task per fragment "
+            "reads the two columns and writes one column-only file, then one AddColumns "
+            "commit; parquet: `spark.read.parquet(source).withColumn(name, F.expr(same "
+            "text)).write.parquet(out)`; the check covers every column, the new one included; "
+            "goal (issue 41): fermion at most 0.3x parquet",
         ),
     ]
 
@@ -522,6 +537,12 @@ def _cases(sizes: Sizes, data_dir: Path) -> tuple[list[_Case], list[dict[str, An
         target_rows=batch_target, files_out=batch_out, batch_id_column=BATCH_ID,
     ))  # fmt: skip
 
+    variant = f"{sf} ({lineitem_rows:,} rows), 1 new int64 column, local[2]"
+    add("spark_backfill", variant, case(
+        "spark_backfill", variant, lineitem_rows,
+        {"table": lineitem_table}, {"parquet": lineitem_parquet},
+    ))  # fmt: skip
+
     ready = [c for c in wanted if isinstance(c, _Case)]
     failed = []
     for (scenario, variant), made in zip(names, wanted, strict=True):
@@ -531,7 +552,7 @@ def _cases(sizes: Sizes, data_dir: Path) -> tuple[list[_Case], list[dict[str, An
 
 
 def run(results: list[dict[str, Any]]) -> None:
-    """Prepare the inputs, measure the six cases, append their rows to ``results``."""
+    """Prepare the inputs, measure the seven cases, append their rows to ``results``."""
     sizes = _sizes()
     repeat = int(os.environ.get("FERMION_BENCH_REPEAT", "5"))
     data_dir = Path(os.environ.get("FERMION_BENCH_DATA_DIR", f".bench-data/{sizes.name}"))

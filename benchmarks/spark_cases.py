@@ -30,6 +30,7 @@ from typing import Any
 from benchmarks.config import WARMUP_RUNS
 
 __all__ = [
+    "BACKFILL_COLUMN",
     "RSS_SAMPLE_S",
     "SPARK_CONF",
     "SPARK_SCENARIOS",
@@ -54,7 +55,12 @@ SPARK_SCENARIOS: dict[str, str] = {
     "spark_migrate": "Spark: the migrate_parquet job, verified (fermion) vs read + "
     "df.write.parquet (parquet)",
     "spark_compact": "Spark: the compact job (fermion) vs read small files + coalesce + write",
+    "spark_backfill": "Spark: the backfill_columns job adding 1 column (fermion) vs read + "
+    "withColumn + df.write.parquet (parquet)",
 }
+
+#: The column the backfill case adds, as SQL (the same text for both systems).
+BACKFILL_COLUMN = ("l_rowkey", "l_orderkey * 8 + l_linenumber")
 
 #: Seconds between two samples of the process tree's resident memory.
 RSS_SAMPLE_S = 0.2
@@ -335,6 +341,43 @@ def _operation(spark: Any, spec: dict[str, Any]) -> Operation:
             return out
 
         return rewrite, (lambda: _fresh(work)), check_rewrite
+
+    if scenario == "spark_backfill":
+        name, expression = BACKFILL_COLUMN
+        if system == "fermion":
+            from fermion.spark.jobs.backfill_columns import backfill_columns
+            from fermion.spark.jobs.config import BackfillColumnsConfig
+            from fermion.spark.jobs.runner import JobContext
+
+            backfill = BackfillColumnsConfig(table=str(work), columns={name: expression})
+            backfill.check()
+            job = JobContext("backfill_columns", {}, spark)
+
+            def restore_table() -> None:
+                _fresh(work)
+                shutil.copytree(paths["table"], work)
+
+            def run_backfill() -> Any:
+                result = backfill_columns(job, backfill)
+                if result.committed_version is None:
+                    raise RuntimeError(f"the backfill committed nothing: {result.extra}")
+                return result
+
+            def check_backfill() -> dict[str, Any]:
+                return aggregate_check(spark.read.format("fermion").load(str(work)))
+
+            return run_backfill, restore_table, check_backfill
+
+        def rewrite_with_column() -> None:
+            from pyspark.sql import functions as F
+
+            frame = spark.read.parquet(paths["parquet"])
+            frame.withColumn(name, F.expr(expression)).write.parquet(str(work))
+
+        def check_rewrite_with_column() -> dict[str, Any]:
+            return aggregate_check(spark.read.parquet(str(work)))
+
+        return rewrite_with_column, (lambda: _fresh(work)), check_rewrite_with_column
 
     raise ValueError(f"unknown Spark scenario {scenario!r}")
 

@@ -129,27 +129,36 @@ class WriteOptions:
         write_properties: Options ``fermion.write.<name>``: the table's write properties
             (docs/TABLE_FORMAT.md, "Write properties"), recorded when the write creates
             or overwrites the table; an append must give the table's own values.
+        replace_where: With ``mode("overwrite")``: replace only the rows matching this
+            Spark SQL condition, in one version (:mod:`fermion.table.update`); every new
+            row must match it, or the write fails and commits nothing.
     """
 
     uri: str
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
     write_properties: dict[str, str] = field(default_factory=dict)
+    replace_where: str | None = None
 
-    KEYS = frozenset({"path", "max_rows_per_file"})
+    KEYS = frozenset({"path", "max_rows_per_file", "replace_where"})
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> WriteOptions:
         """Check and convert the options Spark passed.
 
         Raises:
-            InvalidArgumentError: An unknown option or a bad row count.
+            InvalidArgumentError: An unknown option, a bad row count or an empty
+                replace_where.
         """
         properties = {k: v for k, v in options.items() if k.lower().startswith(WRITE_KEY_PREFIX)}
         rest = {k: v for k, v in options.items() if k not in properties}
         _check_keys(rest, set(cls.KEYS), "write")
         WriteProperties.parse(properties)  # unknown names, bad values: before any task runs
+        replace_where = options.get("replace_where")
+        if replace_where is not None and not replace_where.strip():
+            raise InvalidArgumentError("option replace_where is empty: give a SQL condition")
         return cls(
             uri=_uri(options),
             max_rows_per_file=_positive(options, "max_rows_per_file", MAX_ROWS_PER_FILE_DEFAULT),
             write_properties=properties,
+            replace_where=replace_where,
         )

@@ -44,7 +44,8 @@ class FermionDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> FermionWriter:
         """A writer with its plan made here, once, on the driver."""
-        return FermionWriter(plan_spark_write(WriteOptions.parse(self.options), schema, overwrite))
+        options = WriteOptions.parse(self.options)
+        return FermionWriter(plan_spark_write(options, schema, overwrite), options.replace_where)
 
 
 def register(spark: SparkSession) -> None:

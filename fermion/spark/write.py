@@ -11,6 +11,13 @@ files of the tasks that reported and, by the write id, those of the tasks that f
 (:func:`~fermion.table.tasks.abort_write`, which leaves any file a version references).
 Whether the write committed is :func:`~fermion.table.tasks.write_committed`'s answer.
 
+With ``mode("overwrite")`` and the option ``replace_where`` the write replaces only the
+rows matching that condition: the plan is an append plan (the DataFrame must fit the
+table), every task checks that each of its rows matches the condition
+(:func:`~fermion.table.tasks.check_replace_rows`; a row that does not fails the task, so
+the write aborts and commits nothing), and ``commit`` makes one Update
+(:func:`~fermion.table.tasks.commit_replace_where`).
+
 Example:
     >>> import tempfile, fermion.table as ft
     >>> from fermion.spark.session import session
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -32,7 +39,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from fermion.errors import DatasetError, SchemaMismatchError
+from fermion.errors import DatasetError, InvalidArgumentError, SchemaMismatchError
 from fermion.spark.options import WriteOptions
 from fermion.spark.types import arrow_schema, conform, loose, spark_schema
 from fermion.table import dataset
@@ -40,6 +47,8 @@ from fermion.table.tasks import (
     WritePlan,
     WriteResult,
     abort_write,
+    check_replace_rows,
+    commit_replace_where,
     commit_write,
     execute_write,
     plan_write,
@@ -93,9 +102,31 @@ def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
 def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool) -> WritePlan:
     """The write plan of a DataFrame of Spark ``schema`` (driver side).
 
+    A ``replace_where`` write is planned as an append (the rows must fit the table) and
+    its condition is parsed here, so a bad one fails before any task runs.
+
     Raises:
-        SchemaMismatchError: An append whose columns or types differ from the table's.
+        SchemaMismatchError: An append (or replace_where) whose columns or types differ
+            from the table's.
+        InvalidArgumentError: ``replace_where`` without ``mode("overwrite")``, or a
+            condition that does not parse.
+        DatasetError: ``replace_where`` on a table that does not exist.
     """
+    if options.replace_where is not None:
+        if not overwrite:
+            raise InvalidArgumentError(
+                "the option replace_where needs mode('overwrite') (it replaces the rows "
+                "matching it)"
+            )
+        dataset(options.uri)  # DatasetError: there is no table whose rows to replace
+        plan = plan_write(
+            options.uri,
+            _write_schema(options.uri, schema, False),
+            mode="append",
+            max_rows_per_file=options.max_rows_per_file,
+        )
+        check_replace_rows(plan, options.replace_where)
+        return plan
     return plan_write(
         options.uri,
         _write_schema(options.uri, schema, overwrite),
@@ -103,6 +134,14 @@ def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool)
         max_rows_per_file=options.max_rows_per_file,
         write_properties=options.write_properties or None,
     )
+
+
+def _checked(
+    batches: Iterator[pa.RecordBatch], check: Callable[[pa.RecordBatch], None]
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        check(batch)
+        yield batch
 
 
 def _task_id() -> str:
@@ -113,21 +152,33 @@ def _task_id() -> str:
 
 
 class FermionWriter(DataSourceArrowWriter):
-    """Writes a DataFrame as one new table version (holds only the plan: it is pickled)."""
+    """Writes a DataFrame as one new table version (holds only the plan and the
+    ``replace_where`` condition: it is pickled)."""
 
-    def __init__(self, plan: WritePlan) -> None:
+    def __init__(self, plan: WritePlan, replace_where: str | None = None) -> None:
         self.plan = plan
+        self.replace_where = replace_where
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> FermionCommitMessage:
-        """Write one task's batches under ``data/{write_id}/`` (commits nothing)."""
+        """Write one task's batches under ``data/{write_id}/`` (commits nothing).
+
+        Raises:
+            InvalidArgumentError: With ``replace_where``, a row that does not match it.
+        """
         target = self.plan.schema.arrow
-        stream = pa.RecordBatchReader.from_batches(target, (conform(b, target) for b in iterator))
+        batches: Iterator[pa.RecordBatch] = (conform(b, target) for b in iterator)
+        if self.replace_where is not None:
+            batches = _checked(batches, check_replace_rows(self.plan, self.replace_where))
+        stream = pa.RecordBatchReader.from_batches(target, batches)
         return FermionCommitMessage(execute_write(self.plan, stream, task_id=_task_id()))
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         """Commit every task's fragments as one version (with retries)."""
         results = [m.result for m in messages if isinstance(m, FermionCommitMessage)]
-        summary = commit_write(self.plan, results)
+        if self.replace_where is not None:
+            summary = commit_replace_where(self.plan, results, self.replace_where)
+        else:
+            summary = commit_write(self.plan, results)
         _log.info(
             "fermion: %s committed version %d (%d rows, %d attempts)",
             self.plan.uri, summary.version, summary.rows_added, summary.attempts,

@@ -40,9 +40,18 @@ from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
-from fermion.table.write_properties import write_properties_of
+from fermion.table.write_properties import WriteProperties, write_properties_of
 
-__all__ = ["BATCH_SIZE_DEFAULT", "ColumnValues", "add_column_values", "plan_add_columns"]
+__all__ = [
+    "BATCH_SIZE_DEFAULT",
+    "ColumnValues",
+    "add_column_values",
+    "compute_fragment_columns",
+    "expression_columns",
+    "new_columns_schema",
+    "plan_add_columns",
+    "write_column_file",
+]
 
 #: Rows per batch handed to a column function.
 BATCH_SIZE_DEFAULT = 65_536
@@ -155,6 +164,29 @@ class _Values:
         return out.cast(schema)
 
 
+def expression_columns(schema: TableSchema, expressions: Mapping[str, str]) -> pa.Schema:
+    """The Arrow schema of the columns ``{name: SQL expression}`` computes (checked on no
+    rows: the expressions parse, evaluate and name no existing column).
+
+    Raises:
+        InvalidArgumentError: An expression that does not parse or evaluate, an existing
+            column name, no column.
+        ColumnNotFoundError: An expression names an unknown column.
+
+    Example:
+        >>> table = TableSchema.from_arrow(pa.schema([("f", pa.float32())]))
+        >>> expression_columns(table, {"g": "f * 2"}).types
+        [DataType(float)]
+    """
+    if not isinstance(expressions, Mapping):
+        raise InvalidArgumentError(
+            f"expected {{name: SQL expression}}, not {type(expressions).__name__}"
+        )
+    new = _Values(schema, expressions, None, BATCH_SIZE_DEFAULT).new_schema
+    assert new is not None  # expressions: known from an empty table
+    return new
+
+
 def _aligned(values: pa.Table, offsets: np.ndarray, physical_rows: int) -> pa.Table:
     """``values`` of the live rows at ``offsets``, spread over every physical row (nulls at
     the deleted ones)."""
@@ -163,6 +195,85 @@ def _aligned(values: pa.Table, offsets: np.ndarray, physical_rows: int) -> pa.Ta
     index = np.full(physical_rows, -1, dtype=np.int64)
     index[offsets.astype(np.int64)] = np.arange(len(offsets))
     return values.take(pa.array(index, mask=index < 0))
+
+
+def new_columns_schema(schema: TableSchema, new: pa.Schema) -> tuple[TableSchema, TableSchema]:
+    """The table schema with the ``new`` columns added, and the new columns alone with
+    their field ids (the schema their data files are written with).
+
+    Example:
+        >>> table = TableSchema.from_arrow(pa.schema([("a", pa.int64())]))
+        >>> full, part = new_columns_schema(table, pa.schema([("g", pa.float64())]))
+        >>> full.arrow.names, part.arrow.names, part.field_ids
+        (['a', 'g'], ['g'], (1,))
+    """
+    full = schema.add_columns(list(new))
+    new_ids = full.field_ids[len(schema.field_ids) :]
+    return full, TableSchema(new, tuple(new_ids), full.max_field_id)
+
+
+def compute_fragment_columns(
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    values: ColumnValues,
+    *,
+    read_columns: Sequence[str] | None = None,
+    batch_size: int = BATCH_SIZE_DEFAULT,
+) -> pa.Table:
+    """The new columns of one fragment, row-aligned with it (nulls at deleted rows).
+
+    Raises:
+        As :func:`plan_add_columns`.
+    """
+    computer = _Values(schema, values, read_columns, batch_size)
+    return _fragment_values(storage, schema, computer, fragment)
+
+
+def _fragment_values(
+    storage: TableStorage, schema: TableSchema, computer: _Values, fragment: pb.Fragment
+) -> pa.Table:
+    rows = read_fragment(storage, schema, fragment, computer.read_columns, with_row_offsets=True)
+    new = computer.of_fragment(rows, fragment.id)
+    offsets = rows.column(ROW_OFFSET).to_numpy()
+    return _aligned(new, offsets, fragment.physical_rows)
+
+
+def write_column_file(
+    storage: TableStorage,
+    part: TableSchema,
+    fragment: pb.Fragment,
+    values: pa.Table,
+    *,
+    prefix: str = "data",
+    properties: WriteProperties | None = None,
+) -> pb.Fragment:
+    """Write the new columns of ``fragment`` (``values``, row-aligned with it) as one data
+    file under ``prefix``; returns the ``AddColumns`` entry of the fragment (its id, the
+    new file, the new columns' statistics). ``properties``: the table's write properties
+    (``None``: read from the table's latest version).
+
+    Raises:
+        InvalidArgumentError: ``values`` has another row count than the fragment.
+    """
+    if values.num_rows != fragment.physical_rows:
+        raise InvalidArgumentError(
+            f"fragment {fragment.id}: {values.num_rows} new values for "
+            f"{fragment.physical_rows} rows"
+        )
+    written = write_fragments(
+        values.cast(part.arrow), storage.uri, schema=part,
+        max_rows_per_file=max(1, fragment.physical_rows),
+        manifest_store=storage.manifest_store, prefix=prefix, properties=properties,
+    )  # fmt: skip
+    if len(written) != 1:
+        raise InvalidArgumentError(
+            f"fragment {fragment.id}: new columns written as {len(written)} files"
+        )
+    entry = pb.Fragment(id=fragment.id, physical_rows=fragment.physical_rows)
+    entry.files.extend(written[0].files)
+    entry.stats.extend(written[0].stats)
+    return entry
 
 
 def plan_add_columns(
@@ -184,34 +295,18 @@ def plan_add_columns(
     """
     schema = schema_of(manifest)
     computer = _Values(schema, values, read_columns, batch_size)
-    per_fragment = []
-    for fragment in manifest.fragments:
-        rows = read_fragment(
-            storage, schema, fragment, computer.read_columns, with_row_offsets=True
-        )
-        new = computer.of_fragment(rows, fragment.id)
-        offsets = rows.column(ROW_OFFSET).to_numpy()
-        per_fragment.append((fragment, _aligned(new, offsets, fragment.physical_rows)))
+    per_fragment = [
+        (fragment, _fragment_values(storage, schema, computer, fragment))
+        for fragment in manifest.fragments
+    ]
     if computer.new_schema is None:  # no fragment and a function: nothing to learn from
         raise InvalidArgumentError("add_columns with a function needs a table with rows")
-    full = schema.add_columns(list(computer.new_schema))
-    new_ids = full.field_ids[len(schema.field_ids) :]
-    part = TableSchema(computer.new_schema, tuple(new_ids), full.max_field_id)
-    fragment_files = []
-    for fragment, table in per_fragment:
-        written = write_fragments(
-            table, storage.uri, schema=part, max_rows_per_file=max(1, fragment.physical_rows),
-            manifest_store=storage.manifest_store,
-            properties=write_properties_of(manifest.config),
-        )  # fmt: skip
-        if len(written) != 1:
-            raise InvalidArgumentError(
-                f"fragment {fragment.id}: new columns written as {len(written)} files"
-            )
-        entry = pb.Fragment(id=fragment.id, physical_rows=fragment.physical_rows)
-        entry.files.extend(written[0].files)
-        entry.stats.extend(written[0].stats)
-        fragment_files.append(entry)
+    full, part = new_columns_schema(schema, computer.new_schema)
+    properties = write_properties_of(manifest.config)
+    fragment_files = [
+        write_column_file(storage, part, fragment, table, properties=properties)
+        for fragment, table in per_fragment
+    ]
     return AddColumns(full, tuple(fragment_files)), len(fragment_files)
 
 

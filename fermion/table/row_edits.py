@@ -108,6 +108,7 @@ def commit_planned(
     plan: Callable[[pb.Manifest], Any],
     *,
     config: CommitConfig | None = None,
+    properties: Mapping[str, str] | None = None,
 ) -> tuple[CommitResult | None, Any]:
     """Plan on ``manifest`` and commit, re-planning on newer versions when told to.
 
@@ -125,6 +126,7 @@ def commit_planned(
         return new_op
 
     result = commit_operation(
-        storage, op, read_version=manifest.version, config=config, planner=replan
-    )
+        storage, op, read_version=manifest.version, config=config, planner=replan,
+        properties=properties,
+    )  # fmt: skip
     return result, latest_stats[0]

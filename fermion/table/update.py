@@ -51,7 +51,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
 from fermion.table.write_properties import write_properties_of
 
-__all__ = ["plan_rows", "replace_where", "update_rows"]
+__all__ = ["check_rows_match", "plan_rows", "replace_where", "update_rows"]
 
 
 def _predicate(where: pc.Expression | str | None, schema: pa.Schema) -> tuple[Any, str]:
@@ -200,19 +200,40 @@ def update_rows(
     )
 
 
+def check_rows_match(batch: pa.RecordBatch | pa.Table, predicate: pc.Expression, text: str) -> None:
+    """Refuse new rows of a replace_where that do not match its predicate.
+
+    Args:
+        batch: New rows.
+        predicate: The parsed predicate.
+        text: Its SQL text (for the message).
+
+    Raises:
+        InvalidArgumentError: A row does not match (a null result counts as not matching).
+
+    Example:
+        >>> try:
+        ...     check_rows_match(pa.table({"d": [1, 2]}), pc.field("d") == 1, "d = 1")
+        ... except InvalidArgumentError as error:
+        ...     print(str(error).split(";")[0])
+        replace_where 'd = 1': 1 new rows do not match the predicate, e.g. {'d': 2}
+    """
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    mask = _matches(table, predicate)
+    outside = table.filter(pc.invert(mask))
+    if outside.num_rows:
+        raise InvalidArgumentError(
+            f"replace_where {text!r}: {outside.num_rows} new rows do not match the "
+            f"predicate, e.g. {outside.slice(0, 1).to_pylist()[0]}; nothing was committed"
+        )
+
+
 def _checked(
     batches: Iterator[pa.RecordBatch], predicate: pc.Expression, text: str
 ) -> Iterator[pa.RecordBatch]:
     """The batches, each checked to match ``predicate`` in every row."""
     for batch in batches:
-        table = pa.Table.from_batches([batch])
-        mask = _matches(table, predicate)
-        outside = table.filter(pc.invert(mask))
-        if outside.num_rows:
-            raise InvalidArgumentError(
-                f"replace_where {text!r}: {outside.num_rows} new rows do not match the "
-                f"predicate, e.g. {outside.slice(0, 1).to_pylist()[0]}; nothing was committed"
-            )
+        check_rows_match(batch, predicate, text)
         yield batch
 
 

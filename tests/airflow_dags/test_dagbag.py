@@ -19,6 +19,7 @@ EXPECTED = {
         "vacuum": [],
     },
     "fermion_migration": {"migrate": ["validate"], "validate": []},
+    "fermion_backfill": {"backfill_columns": ["validate"], "validate": []},
 }
 
 
@@ -44,6 +45,9 @@ def test_schedules_params_and_retries(bag: dict[str, Any]) -> None:
     assert dags["fermion_ingest"]["schedule"] == "0 0 * * *"
     assert dags["fermion_maintenance"]["schedule"] == "0 0 * * *"
     assert dags["fermion_migration"]["schedule"] is None
+    assert dags["fermion_backfill"]["schedule"] is None
+    assert {"table", "columns"} <= set(dags["fermion_backfill"]["params"])
+    assert {"mode", "day_column"} <= set(dags["fermion_ingest"]["params"])
     assert {"source", "target"} <= set(dags["fermion_migration"]["params"])
     assert {"table", "input_root"} <= set(dags["fermion_ingest"]["params"])
     assert set(dags["fermion_maintenance"]["retries"].values()) == {2}

@@ -30,7 +30,7 @@ def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Pat
     rows = json.loads((out / JSON_NAME).read_text())["results"]
     cases = [  # ingest and compaction: plain and batch mode
         "spark_lineitem_agg", "spark_wide_read10", "spark_ingest", "spark_ingest",
-        "spark_migrate", "spark_compact", "spark_compact",
+        "spark_migrate", "spark_compact", "spark_compact", "spark_backfill",
     ]  # fmt: skip
     assert set(cases) == set(SCENARIOS)
     assert [(r["scenario"], r["system"]) for r in rows] == [
@@ -56,6 +56,7 @@ def test_quick_spark_cases_measure_both_systems_with_equal_results(tmp_path: Pat
     # range-partitioned, sorted Parquet rewrite of the same rows
     assert batch["note"].startswith("18 files -> 4")
     assert batch["io"]["check"]["layout"] == "sorted, disjoint"
+    assert "sum(l_rowkey)" in by_scenario["spark_backfill"]["io"]["check"]
 
     text = (out / MARKDOWN_NAME).read_text()
     for scenario in SCENARIOS:

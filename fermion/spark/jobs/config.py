@@ -43,6 +43,7 @@ from fermion.table.commit import MAX_RETRIES_DEFAULT
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
 
 __all__ = [
+    "BackfillColumnsConfig",
     "CompactConfig",
     "ConfigError",
     "DeleteConfig",
@@ -50,6 +51,7 @@ __all__ = [
     "JobConfig",
     "LoadedConfig",
     "MaterializeDeletionsConfig",
+    "MergeConfig",
     "MigrateParquetConfig",
     "RebuildIndexConfig",
     "VacuumConfig",
@@ -135,6 +137,13 @@ class IngestConfig(JobConfig):
         "'Write properties'); an existing table must record the same values.",
         {},
     )
+    replace_where: str | None = _key(
+        "Replace mode (a corrected day): the input replaces the table's rows matching this "
+        "Spark SQL condition, in one version; every input row must match it, or nothing is "
+        "committed. A replace is not recorded as an input (running it again replaces the "
+        "same rows by the same data). null: append.",
+        None,
+    )
 
     def check(self) -> None:
         super().check()
@@ -142,6 +151,69 @@ class IngestConfig(JobConfig):
         _non_negative(self, "partitions")
         if self.source_format == "table" and self.input_key is None:
             raise ConfigError("key 'input_key': required when source_format is table")
+        if self.replace_where is not None and not self.replace_where.strip():
+            raise ConfigError("key 'replace_where': must not be empty (null: append)")
+
+
+@dataclass(kw_only=True)
+class MergeConfig(JobConfig):
+    """``merge``: upsert a source into the table on key columns, once per input."""
+
+    source: str = _key("Input: a path (file, directory or glob) or a Spark table name.")
+    source_format: Literal["parquet", "json", "csv", "table"] = _key(
+        "parquet | json | csv (paths) or table (a Spark catalog table).", "parquet"
+    )
+    source_options: dict[str, str] = _key("Spark reader options, e.g. {header: true} for CSV.", {})
+    key_columns: list[str] = _key(
+        "Key columns (required): a table row whose keys equal a source row's is replaced by "
+        "it, a source row matching no table row is inserted."
+    )
+    max_rows_per_file: int = _key("Rows per data file of the new rows.", MAX_ROWS_PER_FILE_DEFAULT)
+    partitions: int = _key(
+        "Spark tasks writing the new rows and reading the table's keys (0: the source's "
+        "partitions, one task per fragment).",
+        0,
+    )
+    input_key: str | None = _key(
+        "What identifies this input for idempotency (e.g. 'labels dt=2026-11-23'); null: "
+        "the source files' paths, sizes and modification times (required for "
+        "source_format: table).",
+        None,
+    )
+
+    def check(self) -> None:
+        super().check()
+        _positive(self, "max_rows_per_file")
+        _non_negative(self, "partitions")
+        keys = self.key_columns
+        if not keys or not all(k.strip() for k in keys) or len(set(keys)) != len(keys):
+            raise ConfigError(f"key 'key_columns': needs distinct column names, got {keys}")
+        if self.source_format == "table" and self.input_key is None:
+            raise ConfigError("key 'input_key': required when source_format is table")
+
+
+@dataclass(kw_only=True)
+class BackfillColumnsConfig(JobConfig):
+    """``backfill_columns``: add columns computed from the existing ones, one column-only
+    data file per fragment (no existing file is rewritten)."""
+
+    columns: dict[str, str] = _key(
+        "New columns (required), {name: SQL expression over existing columns} in Spark "
+        "syntax (columns, literals, arithmetic, comparisons: the subset "
+        "fermion.table.predicate reads), e.g. {revenue: 'l_extendedprice * (1 - l_discount)'}."
+    )
+    fragments_per_task: int = _key("Fragments one Spark task computes.", 1)
+    partitions: int = _key("Spark tasks (0: one per task of fragments_per_task fragments).", 0)
+
+    def check(self) -> None:
+        super().check()
+        _positive(self, "fragments_per_task")
+        _non_negative(self, "partitions")
+        if not self.columns:
+            raise ConfigError("key 'columns': needs at least one {name: expression}")
+        for name, text in self.columns.items():
+            if not name.strip() or not text.strip():
+                raise ConfigError(f"key 'columns': empty name or expression in {name!r}")
 
 
 @dataclass(kw_only=True)
@@ -595,6 +667,8 @@ def _parse_cli(tp: Any, raw: str) -> Any:
 
 JOB_CONFIGS: dict[str, type[JobConfig]] = {
     "ingest": IngestConfig,
+    "merge": MergeConfig,
+    "backfill_columns": BackfillColumnsConfig,
     "compact": CompactConfig,
     "materialize_deletions": MaterializeDeletionsConfig,
     "migrate_parquet": MigrateParquetConfig,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _RESULT_COLUMN = "result"
+_REFUSED_COLUMN = "refused"
 T = TypeVar("T")
 
 
@@ -69,7 +71,12 @@ def arrow_schema_of(df: DataFrame) -> pa.Schema:
 
 
 def execute_write_tasks(
-    df: DataFrame, plan: WritePlan, *, partitions: int = 0
+    df: DataFrame,
+    plan: WritePlan,
+    *,
+    partitions: int = 0,
+    check: Callable[[pa.RecordBatch], None] | None = None,
+    target: pa.Schema | None = None,
 ) -> list[WriteResult]:
     """Write ``df`` with one ``execute_write`` per Spark task; the driver gets the results.
 
@@ -78,6 +85,15 @@ def execute_write_tasks(
     in one task (one ``append_batch``), each task writes one increasing run of ids, and the
     fragments of the write hold disjoint id ranges (docs/SPARK.md). ``partitions`` (0:
     Spark's default) sets the number of tasks. Nothing is committed.
+
+    ``target``: cast each batch to this schema (refusing lossy casts,
+    :func:`fermion.spark.types.conform`) instead of the DataFrame's own Arrow schema.
+    ``check`` sees every batch before it is written; a :class:`FermionError` it raises
+    stops the task, which reports it instead of a result, and is raised again here, on
+    the driver, once every task ran (the files written stay for the caller's abort).
+
+    Raises:
+        FermionError: What ``check`` raised in a task (the first task's, by partition).
     """
     from pyspark.sql import functions as F
 
@@ -91,19 +107,39 @@ def execute_write_tasks(
         df = df.sortWithinPartitions(column)
     elif partitions:
         df = df.repartition(partitions)
-    schema = arrow_schema_of(df)
+    schema = arrow_schema_of(df) if target is None else target
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
+        from fermion.errors import FermionError
+        from fermion.spark.types import conform
+
         task = TaskContext.get()
         task_id = "0" if task is None else f"{task.partitionId()}.{task.attemptNumber()}"
-        reader = pa.RecordBatchReader.from_batches(schema, (b.cast(schema) for b in batches))
-        result = execute_write(plan, reader, task_id=task_id)
-        if result.fragments:
-            yield pa.RecordBatch.from_pydict({_RESULT_COLUMN: [result.to_json()]})
 
-    rows = df.mapInArrow(write_partition, f"{_RESULT_COLUMN} string").collect()
+        def cast(batch: pa.RecordBatch) -> pa.RecordBatch:
+            batch = batch.cast(schema) if target is None else conform(batch, schema)
+            if check is not None:
+                check(batch)
+            return batch
+
+        reader = pa.RecordBatchReader.from_batches(schema, (cast(b) for b in batches))
+        try:
+            result = execute_write(plan, reader, task_id=task_id)
+        except FermionError as error:
+            refused = pickle.dumps(error).hex()
+            yield pa.RecordBatch.from_pydict({_RESULT_COLUMN: [None], _REFUSED_COLUMN: [refused]})
+            return
+        if result.fragments:
+            yield pa.RecordBatch.from_pydict({_RESULT_COLUMN: [result.to_json()],
+                                              _REFUSED_COLUMN: [None]})  # fmt: skip
+
+    out = f"{_RESULT_COLUMN} string, {_REFUSED_COLUMN} string"
+    rows = df.mapInArrow(write_partition, out).collect()
+    for row in rows:
+        if row[_REFUSED_COLUMN] is not None:
+            raise pickle.loads(bytes.fromhex(row[_REFUSED_COLUMN]))
     return [WriteResult.from_json(row[_RESULT_COLUMN]) for row in rows]
 
 

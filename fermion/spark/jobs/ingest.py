@@ -7,6 +7,13 @@ of the same input finds the key (:func:`~fermion.table.tasks.input_recorded`) an
 nothing, and two concurrent runs of it cannot both commit (the second is told it was
 ingested concurrently).
 
+Replace mode (``replace_where``, a corrected day): the input replaces the rows matching
+the condition in one version (:func:`~fermion.table.tasks.commit_replace_where`). Spark's
+reader feeds the tasks, each task checks that every row matches the condition before it
+is written (:func:`~fermion.table.tasks.check_replace_rows`), and a row that does not is
+an ``InvalidArgumentError`` with nothing committed. A replace is not recorded as an input:
+running it again replaces the same rows by the same data.
+
 Example:
     >>> input_key_record("db.events", "dt=2026-11-23").startswith(INPUT_KEY_PREFIX)
     True
@@ -20,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from fermion.errors import IncompatibleTransactionError
 from fermion.quality import validate_dataframe
-from fermion.spark.jobs.config import IngestConfig
+from fermion.spark.jobs.config import IngestConfig, MergeConfig
 from fermion.spark.jobs.distributed import (
     arrow_schema_of,
     execute_write_tasks,
@@ -35,6 +42,8 @@ from fermion.table.operations import INPUT_KEY_PREFIX
 from fermion.table.tasks import (
     CommitSummary,
     WriteResult,
+    check_replace_rows,
+    commit_replace_where,
     commit_write,
     input_recorded,
     plan_write,
@@ -46,7 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["ingest", "input_key_record", "read_source"]
 
 
-def read_source(spark: SparkSession, config: IngestConfig) -> DataFrame:
+def read_source(spark: SparkSession, config: IngestConfig | MergeConfig) -> DataFrame:
     """The source as a DataFrame (a path in ``source_format``, or a catalog table)."""
     if config.source_format == "table":
         return spark.table(config.source)
@@ -98,6 +107,8 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
     """Run the ingest (see the module docstring); it commits as its last step."""
     spark = context.spark
     df = read_source(spark, config)
+    if config.replace_where is not None:
+        return _replace(context, df, config)
     key, record = _input_record(spark, df, config)
     files_in = int(record.get("files", 0))  # type: ignore[call-overload]
     done = input_recorded(config.table, key)
@@ -177,6 +188,58 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
             "input": key,
             "write_id": plan.write_id,
             "reader": "spark" if files is None else "pyarrow",
+            **quality,
+        },
+    )
+
+
+def _replace(context: JobContext, df: DataFrame, config: IngestConfig) -> JobResult:
+    """Replace mode: the input replaces the rows matching ``config.replace_where``."""
+    assert config.replace_where is not None
+    where = config.replace_where
+    quality = _check_input(context, df, config)
+    plan = plan_write(
+        config.table, arrow_schema_of(df), mode="append",
+        max_rows_per_file=config.max_rows_per_file, batch_id_column=config.batch_id_column,
+    )  # fmt: skip
+    check = check_replace_rows(plan, where)  # parses the condition before any task runs
+    context.log.info(
+        "replace the rows of %s where %s by %s (%s) at version %d, write %s",
+        config.table, where, config.source, config.source_format, plan.read_version,
+        plan.write_id,
+    )  # fmt: skip
+
+    def work(results: list[WriteResult]) -> CommitSummary:
+        results.extend(
+            execute_write_tasks(
+                df, plan, partitions=config.partitions, check=check, target=plan.schema.arrow
+            )
+        )
+        context.log.info("%d tasks wrote %d rows", len(results), sum(r.rows for r in results))
+        return commit_replace_where(
+            plan, results, where,
+            config=CommitConfig(max_retries=config.max_retries),
+            properties={"fermion.job": "ingest", "fermion.source": config.source,
+                        "fermion.replace_where": where},
+        )  # fmt: skip
+
+    summary = write_or_abort(plan, work, context.log)
+    if not summary.committed:
+        context.log.info("no row matched and the input is empty: nothing committed")
+    else:
+        context.log.info("committed version %d", summary.version)
+    return JobResult(
+        read_version=plan.read_version,
+        committed_version=summary.version if summary.committed else None,
+        rows_in=summary.rows_added,
+        rows_out=summary.rows_added,
+        files_out=summary.fragments_added,
+        retries=max(0, summary.attempts - 1),
+        extra={
+            "skipped": not summary.committed,
+            "replace_where": where,
+            "rows_replaced": summary.rows_deleted + summary.rows_removed,
+            "write_id": plan.write_id,
             **quality,
         },
     )

@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -84,11 +84,16 @@ class MergeInsert(RowChanges):
         on: The key columns.
         key_hashes: Sorted distinct 64-bit hashes of the source keys.
         inserted_rows: Rows whose keys matched nothing at the read version.
+        config: Table configuration entries the commit sets (the merge job records its
+            input, as ``Append.config`` does). Not part of the transaction record: the
+            transaction message has no field for them; two merges of one input conflict
+            through their common key hashes instead.
     """
 
     on: tuple[str, ...] = ()
     key_hashes: tuple[int, ...] = ()
     inserted_rows: int = 0
+    config: Mapping[str, str] = field(default_factory=dict)
     name: ClassVar[str] = "merge_insert"
     CONFLICTS: ClassVar[Mapping[str, Cell]] = {
         "append": _merge_vs_append, "delete": if_overlap(REBASE), "rewrite": if_overlap(R),
@@ -106,6 +111,7 @@ class MergeInsert(RowChanges):
         object.__setattr__(self, "on", tuple(self.on))
         hashes = np.unique(np.asarray(self.key_hashes, dtype=np.uint64))
         object.__setattr__(self, "key_hashes", tuple(hashes.tolist()))
+        object.__setattr__(self, "config", dict(self.config))
         if not self.on:
             raise InvalidArgumentError("MergeInsert needs at least one key column")
         if self.inserted_rows < 0 or self.inserted_rows > self.new_rows():
@@ -121,8 +127,10 @@ class MergeInsert(RowChanges):
         message.inserted_rows = self.inserted_rows
 
     def apply(self, manifest: pb.Manifest, context: ApplyContext) -> None:
-        """Old rows deleted, updated and inserted rows added (:meth:`RowChanges.apply_rows`)."""
+        """Old rows deleted, updated and inserted rows added (:meth:`RowChanges.apply_rows`);
+        ``config`` entries set."""
         self.apply_rows(manifest, context)
+        manifest.config.update(self.config)
 
     @classmethod
     def from_message(cls, message: Any) -> MergeInsert:

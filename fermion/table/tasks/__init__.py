@@ -20,6 +20,15 @@ Example:
 
 from __future__ import annotations
 
+from fermion.table.tasks.columns import (
+    AddColumnsPlan,
+    AddColumnsResult,
+    AddColumnsTask,
+    abort_add_columns,
+    commit_add_columns,
+    execute_add_columns,
+    plan_add_columns_tasks,
+)
 from fermion.table.tasks.common import open_table as open_table  # deprecated name
 from fermion.table.tasks.common import open_version
 from fermion.table.tasks.delete import (
@@ -41,6 +50,7 @@ from fermion.table.tasks.index import (
     plan_index,
 )
 from fermion.table.tasks.model import CommitSummary, DataFileInfo, FragmentInfo
+from fermion.table.tasks.replace import check_replace_rows, commit_replace_where
 from fermion.table.tasks.rewrite import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     RewritePlan,
@@ -52,6 +62,15 @@ from fermion.table.tasks.rewrite import (
     plan_compaction,
     plan_materialization,
     unit_live_rows,
+)
+from fermion.table.tasks.upsert import (
+    UpsertMatch,
+    UpsertPlan,
+    UpsertTask,
+    abort_upsert,
+    commit_upsert,
+    execute_upsert_match,
+    plan_upsert,
 )
 from fermion.table.tasks.write import (
     BATCH_ID_COLUMN_KEY,
@@ -69,6 +88,9 @@ from fermion.table.tasks.write import (
 )
 
 __all__ = [
+    "AddColumnsPlan",
+    "AddColumnsResult",
+    "AddColumnsTask",
     "BATCH_ID_COLUMN_KEY",
     "MATERIALIZE_THRESHOLD_DEFAULT",
     "STATS_INDEX_NAME",
@@ -84,27 +106,40 @@ __all__ = [
     "RewritePlan",
     "RewriteResult",
     "RewriteTask",
+    "UpsertMatch",
+    "UpsertPlan",
+    "UpsertTask",
     "WritePlan",
     "WriteResult",
+    "abort_add_columns",
     "abort_rewrite",
+    "abort_upsert",
     "abort_write",
+    "check_replace_rows",
+    "commit_add_columns",
     "commit_delete",
     "commit_index",
+    "commit_replace_where",
     "commit_rewrite",
+    "commit_upsert",
     "commit_write",
     "default_batch_column",
     "delete_now",
+    "execute_add_columns",
     "execute_delete",
     "execute_index",
     "execute_rewrite",
+    "execute_upsert_match",
     "execute_write",
     "input_recorded",
     "open_version",
+    "plan_add_columns_tasks",
     "plan_compaction",
     "plan_delete",
     "plan_index",
     "plan_materialization",
     "plan_properties",
+    "plan_upsert",
     "plan_write",
     "resolve_write_schema",
     "unit_live_rows",
