@@ -25,19 +25,20 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 import numpy as np
-import pyarrow as pa
 import zstandard
 
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format import native
 from fermion.format.checksum import crc32
-from fermion.format.encoding import bitpack, decimal_floats, encodings
+from fermion.format.encoding import bitpack, encodings
 from fermion.format.encoding.offsets import lengths_into, plain_into, sums_fit
-from fermion.format.encoding.stripe_dictionary import (
-    IndexPage,
-    StripeDictionaryPage,
-    parse_dictionary,
-    parse_indices,
+from fermion.format.encoding.registry import (
+    DERIVED,
+    ENCODINGS,
+    Decoded,
+    DictionaryPage,
+    decode_payload,
+    kind_of,
 )
 from fermion.format.metadata.structs import (
     BLOCK_TABLE_DTYPE,
@@ -82,38 +83,6 @@ ENCODED_COMPRESS_RATIO = 0.75  # encoded pages of point-read columns: at least 2
 _MAX_RATIO = 1 << 12  # a size hint beyond this many times the stored bytes is not trusted
 
 
-class DictionaryPage:
-    """A decoded DICTIONARY page of a BINARY node: its indices and distinct values, and,
-    materialised on first use, the values' offsets (int64, from 0) and bytes."""
-
-    def __init__(self, indices: np.ndarray, dictionary: pa.Array) -> None:
-        self.indices = indices  # int64, each below len(dictionary)
-        self.dictionary = dictionary  # large_binary
-        self._plain: tuple[np.ndarray, pa.Buffer] | None = None
-
-    def _materialized(self) -> tuple[np.ndarray, pa.Buffer]:
-        if self._plain is None:
-            self._plain = encodings.materialize_dictionary(self.indices, self.dictionary)
-        return self._plain
-
-    @property
-    def offsets(self) -> np.ndarray:
-        return self._materialized()[0]
-
-    @property
-    def data(self) -> pa.Buffer:
-        return self._materialized()[1]
-
-
-class _Derived:
-    """Marker for a decoded DERIVED offsets page (its offsets live in the DATA page)."""
-
-    def __repr__(self) -> str:
-        return "DERIVED"
-
-
-DERIVED = _Derived()
-Decoded = bytes | memoryview | DictionaryPage | _Derived | StripeDictionaryPage | IndexPage
 _HEADER_FLAG_CRC = 1
 _ZSTD_MAGIC = 0xFD2FB528  # the first four bytes of a zstd frame, little-endian
 
@@ -907,19 +876,10 @@ def encode_page(
 
 
 def _sections(payload: bytes | memoryview, encoding: Encoding) -> tuple[int, ...]:
-    """Offsets in ``payload`` where its bytes change kind: the start of every BYTE_SPLIT
-    plane after the first (a page this writer encoded), else none.
-
-    Example:
-        >>> planes = encodings.encode_byte_split(bytes(800), 8, sampled=False)
-        >>> _sections(planes, Encoding.BYTE_SPLIT)[:3]
-        (124, 224, 324)
-    """
-    if encoding != Encoding.BYTE_SPLIT or len(payload) < encodings.HEADER_SIZE:
-        return ()
-    h = encodings.read_header(payload)
-    n, width = int(h["count"]), int(h["out_width"])
-    return tuple(encodings.HEADER_SIZE + j * n for j in range(1, width))
+    """Offsets in ``payload`` where its bytes change kind (the encoding's
+    :attr:`~fermion.format.encoding.registry.EncodingKind.sections`), else none."""
+    sections = ENCODINGS[encoding].sections
+    return () if sections is None else sections(payload)
 
 
 def _spread(count: int, n: int) -> list[int]:
@@ -1076,7 +1036,8 @@ def is_derived(page: memoryview) -> bool:
     if len(page) < PAGE_HEADER_SIZE:
         return False
     header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
-    return int(header["encoding"]) == Encoding.DERIVED
+    kind = kind_of(int(header["encoding"]))
+    return kind is not None and kind.derived
 
 
 def plain_size_hint(page: memoryview) -> int | None:
@@ -1087,7 +1048,8 @@ def plain_size_hint(page: memoryview) -> int | None:
     header = np.frombuffer(page, dtype=PAGE_HEADER_DTYPE, count=1)[0]
     size = int(header["decoded_size"])
     stored = len(page) - PAGE_HEADER_SIZE
-    if int(header["encoding"]) != Encoding.PLAIN or size > _MAX_RATIO * max(stored, 1):
+    kind = kind_of(int(header["encoding"]))
+    if kind is None or not kind.plain or size > _MAX_RATIO * max(stored, 1):
         return None
     return size
 
@@ -1110,9 +1072,10 @@ def decode_page_into(
         where=where,
         verify_crc=verify_crc,
     )
-    if head.encoding == Encoding.PLAIN and head.size != len(out):
+    plain = ENCODINGS[head.encoding].plain
+    if plain and head.size != len(out):
         raise InvalidFileError(f"{where}: page decodes to {head.size} bytes, expected {len(out)}")
-    if head.encoding == Encoding.PLAIN and head.compression in BLOCKED:
+    if plain and head.compression in BLOCKED:
         BlockedBody.of(head, where).decompress_whole_into(out)
         return
     payload = decode_payload(
@@ -1123,15 +1086,6 @@ def decode_page_into(
     if not isinstance(payload, bytes | memoryview) or len(payload) != len(out):
         raise InvalidFileError(f"{where}: page does not decode to {len(out)} plain bytes")
     out[:] = np.frombuffer(payload, dtype=np.uint8)
-
-
-_LENGTH_ENCODINGS = (
-    Encoding.CONSTANT,
-    Encoding.FOR,
-    Encoding.DELTA,
-    Encoding.RLE,
-    Encoding.INT_DICTIONARY,
-)  # the integer codec: what value lengths (OFFSETS pages, flag LENGTHS) may be encoded as
 
 
 def decode_offsets_into(
@@ -1156,14 +1110,15 @@ def decode_offsets_into(
         verify_crc=verify_crc,
     )
     payload = decompress_body(head, where)
-    if head.encoding == Encoding.PLAIN:
+    kind = ENCODINGS[head.encoding]
+    if kind.plain:
         if len(payload) != size:
             raise InvalidFileError(
                 f"{where}: page decodes to {len(payload)} bytes, expected {size}"
             )
         plain_into(np.frombuffer(payload, dtype=out.dtype), out, where)
         return
-    if head.encoding not in _LENGTH_ENCODINGS:
+    if kind.ints is None:  # value lengths go through the integer codec only
         raise InvalidFileError(f"{where}: a {head.encoding.name} page in an offsets run")
     h = encodings.read_header(payload, where)
     if int(h["count"]) != expected_values:
@@ -1171,78 +1126,10 @@ def decode_offsets_into(
     if not int(h["flags"]) & EncodingFlag.LENGTHS or int(h["out_width"]) != width:
         raise InvalidFileError(f"{where}: encoded values decode to {width}-byte offsets")
     bounds = encodings.int_bounds(head.encoding, h)
-    if head.encoding == Encoding.FOR and sums_fit(bounds, expected_values, out.dtype):
-        encodings.decode_for_into(payload, out.view(f"<u{width}"), where)
+    unpack = kind.ints.unpacks_into  # packed + base: lengths summed in place
+    if unpack is not None and sums_fit(bounds, expected_values, out.dtype):
+        unpack(payload, out.view(f"<u{width}"), where)
         np.cumsum(out, out=out)  # no sum can wrap: see sums_fit
         return
     ints = encodings.decode_ints(payload, head.encoding, where)
     lengths_into(ints, out, where, bounds)
-
-
-def decode_payload(
-    encoding: Encoding,
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None = None,
-) -> Decoded | None:
-    """Decode a decompressed payload; plain results are checked against ``expected_size``
-    (encoded payloads before they are decoded, from their header).
-
-    With ``into`` (a byte buffer of exactly ``expected_size``), integer-encoded and
-    FLOAT_DECIMAL values are written there directly and None is returned; other payloads
-    are returned as usual.
-    """
-    if encoding == Encoding.PLAIN:
-        if expected_size is not None and len(payload) != expected_size:
-            raise InvalidFileError(
-                f"{where}: page decodes to {len(payload)} bytes, expected {expected_size}"
-            )
-        return payload
-    if encoding == Encoding.DERIVED:
-        if len(payload):
-            raise InvalidFileError(f"{where}: a DERIVED page carries a payload")
-        return DERIVED
-    h = encodings.read_header(payload, where)
-    if int(h["count"]) != values:
-        raise InvalidFileError(f"{where}: encoded page holds {int(h['count'])} values")
-    if encoding == Encoding.DICTIONARY:
-        return DictionaryPage(*encodings.dictionary_parts(payload, where))
-    if encoding == Encoding.STRIPE_DICTIONARY:  # 1.4: DATA page 0 of a string chunk
-        return parse_dictionary(payload, where)
-    if encoding == Encoding.DICTIONARY_INDICES:
-        return parse_indices(payload, values, where)
-    out_width = int(h["out_width"])
-    lengths = bool(int(h["flags"]) & EncodingFlag.LENGTHS)
-    plain_size = (values + 1 if lengths else values) * out_width
-    if expected_size is not None and plain_size != expected_size:
-        raise InvalidFileError(f"{where}: encoded values decode to {plain_size} bytes")
-    if encoding == Encoding.BYTE_SPLIT:
-        target = into if into is not None and len(into) == plain_size else None
-        return encodings.decode_byte_split(payload, where, target)
-    if encoding == Encoding.FLOAT_DECIMAL:
-        target = into if into is not None and len(into) == plain_size else None
-        return decimal_floats.decode_float_decimal(payload, values, where, target)
-    signed = bool(int(h["flags"]) & EncodingFlag.SIGNED)
-    if into is not None and len(into) == plain_size and not lengths:
-        if encoding == Encoding.FOR and out_width <= 8:  # no int64 values in between
-            encodings.decode_for_into(payload, into.view(f"<u{out_width}"), where)
-        elif encoding == Encoding.DELTA and out_width == 8:  # summed in place
-            encodings.decode_delta_into(payload, into.view("<i8"), where)
-        elif encoding == Encoding.INT_DICTIONARY and out_width <= 8:  # likewise
-            kind = "i" if signed else "u"
-            encodings.decode_int_dictionary_into(payload, into.view(f"<{kind}{out_width}"), where)
-        else:
-            encodings.ints_to_plain(
-                encodings.decode_ints(payload, encoding, where), out_width, signed, out=into
-            )
-        return None
-    ints = encodings.decode_ints(payload, encoding, where)
-    if lengths:
-        if out_width not in (4, 8):
-            raise InvalidFileError(f"{where}: value lengths decoding to {out_width}-byte offsets")
-        offsets = np.zeros(values + 1, dtype=f"<i{out_width}")
-        lengths_into(ints, offsets[1:], where, encodings.int_bounds(encoding, h))
-        return offsets.data.cast("B")
-    return encodings.ints_to_plain(ints, out_width, signed).data.cast("B")
