@@ -55,7 +55,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
-from fermion.format.read.plan import cast_table, filter_table, take_table
+from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import OpenFile, ReaderCache
 from fermion.table.scan import ScanStats, merge_fragment_columns

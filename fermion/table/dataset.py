@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
-from fermion.format.read.plan import cast_table, take_table
+from fermion.format.encoding.arrow_ops import cast_table, take_table
 from fermion.format.streams import export_stream
 from fermion.table.batches import (
     BatchLookup,
