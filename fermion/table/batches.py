@@ -360,7 +360,7 @@ class BatchLookup:
         # fragments of a local table are read one after another: their reads are mostly
         # Python holding the GIL, and on 2 cores 8 threads took 1.3x the time of one
         # (2 threads: the same as one); remote stores wait on requests, in parallel
-        if len(planned) <= 1 or self._storage.fs is None:
+        if len(planned) <= 1 or not self._storage.store.remote:
             tables = [self._read(item) for item in planned]
         else:
             with ThreadPoolExecutor(min(_LOOKUP_THREADS, len(planned))) as pool:
