@@ -51,6 +51,12 @@ The rules:
    modules), and ``airflow_dags/`` touches no private attribute (``x._name``) at all: the
    Airflow provider's private state can change in any release.
 
+7. **Encodings are dispatched through the registry**: an encoding id is compared with an
+   ``Encoding`` member (``==``, ``!=``, ``is``, ``is not``, or ``in`` / ``not in`` a
+   literal tuple, list or set of them) only in the registry module
+   (``fermion.format.encoding.registry``); every other module looks the id up in
+   ``ENCODINGS`` and asks its entry.
+
 There is no allowlist: every rule holds for the whole package.
 """
 
@@ -92,6 +98,7 @@ FORMAT_STAGES: dict[str, int] = {  # rule 5; any other module of fermion.format 
     "write": 3,
     "convert": 4,
 }
+ENCODING_REGISTRY = ("fermion.format.encoding.registry",)  # rule 7
 PYSPARK_ALLOWED = "fermion.spark"
 FORBIDDEN_TOP_LEVEL = ("jobs", "airflow_dags")
 
@@ -570,6 +577,59 @@ def test_private_rule(source: str, expected: list[str], monkeypatch: pytest.Monk
         _collect_imports(module, fake)
     monkeypatch.setattr(f"{__name__}.MODULES", fake)
     assert [name for name, _ in _private_accesses(fake["fermion.y"])] == expected
+
+
+def _is_encoding_member(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Encoding"
+    )
+
+
+def _encoding_dispatch(tree: ast.Module) -> list[int]:
+    """Lines comparing a value with an ``Encoding`` member (rule 7)."""
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, ast.Eq | ast.NotEq | ast.Is | ast.IsNot):
+                if _is_encoding_member(right) or _is_encoding_member(node.left):
+                    lines.append(node.lineno)
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(
+                right, ast.Tuple | ast.List | ast.Set
+            ):
+                if any(_is_encoding_member(e) for e in right.elts):
+                    lines.append(node.lineno)
+    return lines
+
+
+def test_encodings_are_dispatched_through_the_registry() -> None:
+    bad = [
+        f"{_where(module, line)}: compares an encoding id; ask ENCODINGS[...] instead"
+        for name, module in sorted(MODULES.items())
+        if name not in ENCODING_REGISTRY
+        for line in _encoding_dispatch(module.tree)
+    ]
+    assert not bad, "\n".join(bad)
+    assert all(name in MODULES for name in ENCODING_REGISTRY)
+
+
+@pytest.mark.parametrize(
+    ("source", "flagged"),
+    [
+        ("if enc == Encoding.FOR:\n    pass\n", True),
+        ("x = Encoding.PLAIN != enc\n", True),
+        ("x = enc is Encoding.DELTA\n", True),
+        ("x = enc not in (Encoding.PLAIN, Encoding.DERIVED)\n", True),
+        ("x = ENCODINGS[enc].plain\n", False),
+        ("x = {Encoding.FOR: 1}[enc]\n", False),
+        ("x = enc == Compression.ZSTD\n", False),
+    ],
+)
+def test_encoding_dispatch_rule(source: str, flagged: bool) -> None:
+    assert bool(_encoding_dispatch(ast.parse(source))) == flagged
 
 
 def test_cycle_detection_and_path() -> None:

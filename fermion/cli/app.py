@@ -42,7 +42,8 @@ from fermion.cli.table import add_table_commands
 from fermion.errors import FermionError, InvalidArgumentError, InvalidFileError
 from fermion.format.convert import fermion_to_parquet, parquet_to_fermion
 from fermion.format.read.reader import FileReader
-from fermion.io.source import open_source, resolve
+from fermion.io.source import open_source
+from fermion.io.store import store_for
 from fermion.table.dataset import dataset
 from fermion.table.predicate import parse_predicate
 from fermion.version import __version__
@@ -100,14 +101,13 @@ def _non_negative_int(text: str) -> int:
 
 def _exists(path: str) -> bool:
     """Whether a local path or fsspec URL exists."""
-    fs, where = resolve(path)
-    return os.path.exists(where) if fs is None else bool(fs.exists(where))
+    store, where = store_for(path)
+    return store.exists(where)
 
 
 def _is_table_directory(path: str) -> bool:
-    fs, where = resolve(path)
-    versions = os.path.join(where, "_versions")
-    return os.path.isdir(versions) if fs is None else bool(fs.isdir(f"{where}/_versions"))
+    store, where = store_for(path)
+    return store.isdir(store.join(where, "_versions"))
 
 
 def _is_parquet(path: str) -> bool:

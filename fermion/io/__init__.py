@@ -15,19 +15,32 @@ Example:
 from fermion.io.coalesce import MergedRead, coalesce_ranges
 from fermion.io.sink import Sink, open_sink
 from fermion.io.source import ByteSource, FileObjectSource, IOStats, open_source, resolve
-from fermion.io.store import FsspecStore, LocalStore, MemoryStore, S3Store, Store, open_store
+from fermion.io.store import (
+    FsspecStore,
+    InputFile,
+    LocalStore,
+    MemoryStore,
+    OutputFile,
+    S3Store,
+    Store,
+    StoreFile,
+    open_store,
+)
 
 __all__ = [
     "ByteSource",
     "FileObjectSource",
     "FsspecStore",
     "IOStats",
+    "InputFile",
     "LocalStore",
     "MemoryStore",
     "MergedRead",
+    "OutputFile",
     "S3Store",
     "Sink",
     "Store",
+    "StoreFile",
     "coalesce_ranges",
     "open_sink",
     "open_source",

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from fermion.errors import InvalidArgumentError, SourceNotFoundError
 from fermion.io import failpoints
-from fermion.io.source import resolve
+from fermion.io.store import OutputFile, store_for
 
 __all__ = ["Sink", "open_sink", "DEFAULT_FLUSH_BYTES"]
 
@@ -100,9 +100,11 @@ class Sink:
 
 
 def open_sink(where: Any, *, flush_bytes: int = DEFAULT_FLUSH_BYTES) -> Sink:
-    """Open a local path, fsspec URL, ``(fs, path)`` pair or writable binary file object
+    """Open a local path, fsspec URL, ``(fs, path)`` pair, store file
+    (:class:`~fermion.io.store.OutputFile`) or writable binary file object
     (``open(..., "wb")``, ``io.BytesIO``, ``pa.OSFile``, ``pa.BufferOutputStream``; such a
-    handle is left open).
+    handle is left open). Paths go through the store that serves them
+    (:func:`fermion.io.store.store_for`).
 
     Raises:
         InvalidArgumentError: ``where`` is a directory, or below a plain file.
@@ -112,14 +114,14 @@ def open_sink(where: Any, *, flush_bytes: int = DEFAULT_FLUSH_BYTES) -> Sink:
         if getattr(where, "closed", False):
             raise InvalidArgumentError("the file object to write into is closed")
         return Sink(where, flush_bytes=flush_bytes, owned=False)
-    if isinstance(where, tuple) and len(where) == 2:
-        fs, path = where
+    if isinstance(where, OutputFile):
+        target = where
     else:
-        fs, path = resolve(where)
+        store, path = store_for(where)
+        target = store.new_output(path)
+    path = target.path
     try:
-        if fs is None:
-            return Sink(open(path, "wb", buffering=0), flush_bytes=flush_bytes)  # noqa: SIM115
-        return Sink(fs.open(path, "wb"), flush_bytes=flush_bytes)
+        return Sink(target.create(), flush_bytes=flush_bytes)
     except IsADirectoryError:
         raise InvalidArgumentError(f"{path}: is a directory, not a file") from None
     except NotADirectoryError:

@@ -3,7 +3,11 @@
 A :class:`Store` owns a few primitives on the absolute paths of one backend: ``read``,
 ``write``, ``exists``, ``listdir``, ``walk``, ``delete``, ``size``, ``modified``, ``makedirs``,
 ``copy`` and ``put_if_absent``, and two durability hooks, ``sync`` (a written file) and
-``sync_directory`` (the names in a directory). Four implementations:
+``sync_directory`` (the names in a directory). It also hands out typed files for the format
+layer: :meth:`Store.new_input` (an :class:`InputFile`, opened as a
+:class:`~fermion.io.byte_source.ByteSource`) and :meth:`Store.new_output` (an
+:class:`OutputFile`, created as a binary file object); :meth:`Store.target` is one
+:class:`StoreFile` that is both. Four implementations:
 
 * :class:`LocalStore` — the local disk through ``os``. Put-if-absent writes a uniquely
   named temp file, fsyncs it and hard-links it to the final name (:mod:`fermion.io.atomic`).
@@ -49,24 +53,40 @@ import os
 import posixpath
 import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import fsspec
+import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
 from fermion.errors import InvalidArgumentError
+from fermion.extras import require
 from fermion.io.atomic import (
     fsync_directory,
     fsync_file,
     put_if_absent_local,
     write_file_durable,
 )
-from fermion.io.source import resolve
+from fermion.io.byte_source import ByteSource, FsspecSource, LocalSource
 
-__all__ = ["FsspecStore", "LocalStore", "MemoryStore", "S3Store", "Store", "open_store"]
+__all__ = [
+    "FsspecStore",
+    "InputFile",
+    "LocalStore",
+    "MemoryStore",
+    "OutputFile",
+    "S3Store",
+    "Store",
+    "StoreFile",
+    "open_store",
+    "resolve",
+    "store_for",
+]
 
 #: Retries of a conditional PutObject answered 409 ``ConditionalRequestConflict``.
 S3_CONFLICT_RETRIES = 4
@@ -81,6 +101,8 @@ class Store(ABC):
 
     #: Whether :meth:`put_if_absent` is atomic on this backend.
     supports_put_if_absent: bool = False
+    #: Whether reads wait on requests (worth issuing in parallel), not on the CPU.
+    remote: bool = True
 
     @abstractmethod
     def uri(self, root: str) -> str:
@@ -95,9 +117,83 @@ class Store(ABC):
         """``path`` (below ``root``) relative to ``root``, ``/``-separated."""
 
     @abstractmethod
-    def target(self, path: str) -> Any:
-        """What :func:`fermion.io.open_source` and :func:`fermion.io.open_sink` accept for
-        ``path``."""
+    def open_input(self, path: str, memory_map: bool = False) -> ByteSource:
+        """A random-access source over the file at ``path`` (``memory_map``: map a local
+        file, see :class:`~fermion.io.byte_source.LocalSource`; ignored elsewhere)."""
+
+    @abstractmethod
+    def open_output(self, path: str) -> IO[bytes]:
+        """A new binary file object writing the file at ``path`` (replacing any)."""
+
+    @abstractmethod
+    def open_read(self, path: str) -> IO[bytes] | pa.NativeFile:
+        """A sequential binary file object reading ``path`` (for readers of other formats,
+        such as ``pyarrow.parquet.ParquetFile``; closed by the caller)."""
+
+    @abstractmethod
+    def isfile(self, path: str) -> bool:
+        """Whether ``path`` is a file."""
+
+    @abstractmethod
+    def isdir(self, path: str) -> bool:
+        """Whether ``path`` is a directory (object stores: a prefix with objects below)."""
+
+    def canonical(self, path: str) -> str:
+        """``path`` in the one spelling the store compares (absolute on the local disk)."""
+        return path
+
+    def check_destination(self, path: str) -> None:  # noqa: B027 - nothing by default
+        """Whether a new file can be written at ``path``: ``IsADirectoryError`` (a
+        directory is there) or ``FileNotFoundError`` (its folder is missing, naming the
+        folder). Nothing to check by default: object stores have no folders."""
+
+    def stage(self, path: str) -> str:
+        """Where to write a file that must appear at ``path`` only once complete
+        (:meth:`publish`). By default ``path`` itself: an object appears when its upload
+        completes."""
+        return path
+
+    def publish(self, staged: str, path: str) -> None:  # noqa: B027 - a no-op by default
+        """Make the file written at ``staged`` (:meth:`stage`) appear at ``path``."""
+
+    def new_input(self, path: str) -> InputFile:
+        """The file at ``path``, to read (as pyiceberg's ``FileIO.new_input``).
+
+        Example:
+            >>> import tempfile, os
+            >>> store, root = open_store(tempfile.mkdtemp())
+            >>> store.write(store.join(root, "f"), b"abc")
+            >>> source = store.new_input(store.join(root, "f")).open()
+            >>> source.size, bytes(source.read_ranges([(1, 2)], max_gap=0)[0])
+            (3, b'bc')
+        """
+        return StoreFile(self, path)
+
+    def new_output(self, path: str) -> OutputFile:
+        """The file at ``path``, to write (as pyiceberg's ``FileIO.new_output``).
+
+        Example:
+            >>> import tempfile
+            >>> store, root = open_store(tempfile.mkdtemp())
+            >>> with store.new_output(store.join(root, "f")).create() as f:
+            ...     _ = f.write(b"xyz")
+            >>> store.read(store.join(root, "f"))
+            b'xyz'
+        """
+        return StoreFile(self, path)
+
+    def target(self, path: str) -> StoreFile:
+        """The file at ``path`` as :func:`fermion.io.open_source` and
+        :func:`fermion.io.open_sink` (so ``FileReader`` and ``write_table``) accept it:
+        both an :class:`InputFile` and an :class:`OutputFile`.
+
+        Example:
+            >>> store, root = open_store("memory://target-doc")
+            >>> f = store.target(store.join(root, "a.bin"))
+            >>> isinstance(f, InputFile) and isinstance(f, OutputFile), f.path
+            (True, '/target-doc/a.bin')
+        """
+        return StoreFile(self, path)
 
     @abstractmethod
     def read(self, path: str) -> bytes:
@@ -163,10 +259,54 @@ class Store(ABC):
         )
 
 
+class InputFile(ABC):
+    """A file of a store, to read (:meth:`Store.new_input`)."""
+
+    path: str
+
+    @abstractmethod
+    def open(self, memory_map: bool = False) -> ByteSource:
+        """A random-access source over the file (closed by the caller)."""
+
+
+class OutputFile(ABC):
+    """A file of a store, to write (:meth:`Store.new_output`)."""
+
+    path: str
+
+    @abstractmethod
+    def create(self) -> IO[bytes]:
+        """A new binary file object writing the file (closed by the caller)."""
+
+
+@dataclass(frozen=True)
+class StoreFile(InputFile, OutputFile):
+    """One file of a store, to read or to write: what :meth:`Store.target` gives.
+
+    Example:
+        >>> store, root = open_store("memory://store-file-doc")
+        >>> f = StoreFile(store, store.join(root, "x"))
+        >>> with f.create() as out:
+        ...     _ = out.write(b"hello")
+        >>> f.open().size
+        5
+    """
+
+    store: Store
+    path: str
+
+    def open(self, memory_map: bool = False) -> ByteSource:
+        return self.store.open_input(self.path, memory_map)
+
+    def create(self) -> IO[bytes]:
+        return self.store.open_output(self.path)
+
+
 class LocalStore(Store):
     """The local disk, through ``os``."""
 
     supports_put_if_absent = True
+    remote = False
 
     def uri(self, root: str) -> str:
         return root
@@ -177,8 +317,38 @@ class LocalStore(Store):
     def relative(self, root: str, path: str) -> str:
         return os.path.relpath(path, root).replace(os.sep, "/")
 
-    def target(self, path: str) -> Any:
-        return path
+    def open_input(self, path: str, memory_map: bool = False) -> ByteSource:
+        return LocalSource(path, memory_map=memory_map)
+
+    def open_output(self, path: str) -> IO[bytes]:
+        return open(path, "wb", buffering=0)  # noqa: SIM115 - the caller closes it
+
+    def open_read(self, path: str) -> IO[bytes] | pa.NativeFile:
+        return pa.OSFile(path, "rb")  # what pyarrow opens for a local path itself
+
+    def isfile(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def canonical(self, path: str) -> str:
+        return os.path.abspath(path)
+
+    def check_destination(self, path: str) -> None:
+        if os.path.isdir(path):
+            raise IsADirectoryError(path)
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise FileNotFoundError(parent)
+
+    def stage(self, path: str) -> str:
+        """A hidden, unique name beside ``path`` (renamed onto it by :meth:`publish`)."""
+        parent, name = os.path.split(os.path.abspath(path))
+        return os.path.join(parent, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+
+    def publish(self, staged: str, path: str) -> None:
+        os.replace(staged, path)
 
     def read(self, path: str) -> bytes:
         with open(path, "rb") as f:
@@ -259,8 +429,20 @@ class FsspecStore(Store):
         prefix = root.rstrip("/") + "/"
         return path[len(prefix) :] if path.startswith(prefix) else path
 
-    def target(self, path: str) -> Any:
-        return (self.fs, path)
+    def open_input(self, path: str, memory_map: bool = False) -> ByteSource:
+        return FsspecSource(self.fs, path)
+
+    def open_output(self, path: str) -> IO[bytes]:
+        return self.fs.open(path, "wb")
+
+    def open_read(self, path: str) -> IO[bytes] | pa.NativeFile:
+        return self.fs.open(path, "rb")
+
+    def isfile(self, path: str) -> bool:
+        return bool(self.fs.isfile(path))
+
+    def isdir(self, path: str) -> bool:
+        return bool(self.fs.isdir(path))
 
     def read(self, path: str) -> bytes:
         return bytes(self.fs.cat_file(path))
@@ -426,6 +608,78 @@ def _is_s3(fs: Any) -> bool:
     return hasattr(fs, "call_s3") and bool({"s3", "s3a"} & set(protocols))
 
 
+def _filesystem_store(fs: fsspec.AbstractFileSystem) -> FsspecStore:
+    """The fsspec store of ``fs``: :class:`MemoryStore`, :class:`S3Store` or
+    :class:`FsspecStore`."""
+    if isinstance(fs, MemoryFileSystem):
+        return MemoryStore(fs)
+    if isinstance(fs, fsspec.AbstractFileSystem) and _is_s3(fs):
+        return S3Store(fs)
+    return FsspecStore(fs)
+
+
+def _url_store(where: str) -> tuple[Store, str]:
+    """The store serving an fsspec URL and the path in it."""
+    if where.startswith(("s3://", "s3a://")):
+        require("s3fs", "s3")  # a one-line install hint rather than fsspec's
+    try:
+        fs, path = fsspec.core.url_to_fs(where)
+    except (ValueError, ImportError) as exc:  # an unknown protocol, a backend not installed
+        raise InvalidArgumentError(f"{where}: {exc}") from None
+    return _filesystem_store(fs), path
+
+
+def store_for(where: Any) -> tuple[Store, str]:
+    """The store serving one file, and the file's path in it, for a local path,
+    ``pathlib.Path``, fsspec URL (``file://`` is the local disk) or ``(fsspec filesystem,
+    path)`` pair (always through that filesystem, even a local one). The path is kept as
+    given (:func:`open_store` normalises a table root).
+
+    Raises:
+        InvalidArgumentError: not a path or URL; an unknown URL protocol, or one whose
+            fsspec backend is not installed.
+        MissingExtraError: an ``s3://`` URL without s3fs (``fermion[s3]``).
+
+    Example:
+        >>> store, path = store_for("memory://bucket/f.fermion")
+        >>> type(store).__name__, path
+        ('MemoryStore', '/bucket/f.fermion')
+        >>> type(store_for("data/f.fermion")[0]).__name__
+        'LocalStore'
+    """
+    if isinstance(where, tuple) and len(where) == 2:
+        fs, path = where
+        return _filesystem_store(fs), path
+    if isinstance(where, Path):
+        return LocalStore(), str(where)
+    if not isinstance(where, str):
+        raise InvalidArgumentError(f"expected a path or URL, got {type(where).__name__}")
+    if "://" not in where or where.startswith("file://"):
+        return LocalStore(), where.removeprefix("file://")
+    return _url_store(where)
+
+
+def resolve(where: Any) -> tuple[fsspec.AbstractFileSystem | None, str]:
+    """Split a path, ``pathlib.Path`` or fsspec URL into (filesystem or None, path).
+
+    ``None`` means "the local filesystem", served by the fast ``os`` path. (Kept for
+    callers outside the package; inside it, :func:`store_for` gives the store itself.)
+
+    Raises:
+        InvalidArgumentError: not a path or URL; an unknown URL protocol, or one whose
+            fsspec backend is not installed.
+        MissingExtraError: an ``s3://`` URL without s3fs (``fermion[s3]``).
+
+    Example:
+        >>> resolve("/tmp/x.fermion")
+        (None, '/tmp/x.fermion')
+    """
+    if isinstance(where, tuple):
+        raise InvalidArgumentError("expected a path or URL, got tuple")
+    store, path = store_for(where)
+    return (store.fs if isinstance(store, FsspecStore) else None), path
+
+
 def open_store(where: Any) -> tuple[Store, str]:
     """The store and root path for a local path, fsspec URL or ``(filesystem, path)`` pair:
     :class:`S3Store` for ``s3://`` URLs and ``s3fs`` filesystems, :class:`MemoryStore` for
@@ -439,14 +693,7 @@ def open_store(where: Any) -> tuple[Store, str]:
         >>> type(open_store((fsspec.filesystem("file"), "/tmp/t"))[0]).__name__
         'LocalStore'
     """
-    if isinstance(where, tuple) and len(where) == 2:
-        fs, root = where
-    else:
-        fs, root = resolve(str(where) if isinstance(where, Path) else where)
-    if isinstance(fs, MemoryFileSystem):
-        return MemoryStore(fs), root.rstrip("/")
-    if isinstance(fs, fsspec.AbstractFileSystem) and _is_s3(fs):
-        return S3Store(fs), root.rstrip("/")
-    if isinstance(fs, fsspec.AbstractFileSystem) and not isinstance(fs, LocalFileSystem):
-        return FsspecStore(fs), root.rstrip("/")
+    store, root = store_for(str(where) if isinstance(where, Path) else where)
+    if isinstance(store, FsspecStore) and not isinstance(store.fs, LocalFileSystem):
+        return store, root.rstrip("/")
     return LocalStore(), os.path.abspath(root)

@@ -55,7 +55,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
-from fermion.format.read.plan import cast_table, filter_table, take_table
+from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import OpenFile, ReaderCache
 from fermion.table.scan import ScanStats, merge_fragment_columns
@@ -360,7 +360,7 @@ class BatchLookup:
         # fragments of a local table are read one after another: their reads are mostly
         # Python holding the GIL, and on 2 cores 8 threads took 1.3x the time of one
         # (2 threads: the same as one); remote stores wait on requests, in parallel
-        if len(planned) <= 1 or self._storage.fs is None:
+        if len(planned) <= 1 or not self._storage.store.remote:
             tables = [self._read(item) for item in planned]
         else:
             with ThreadPoolExecutor(min(_LOOKUP_THREADS, len(planned))) as pool:

@@ -23,17 +23,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import DatasetError, InvalidArgumentError
-from fermion.format.read.plan import cast_table, take_table
+from fermion.format.encoding.arrow_ops import cast_table, take_table
 from fermion.format.streams import export_stream
 from fermion.table.batches import (
     BatchLookup,
-    BatchRanges,
     OnMissing,
-    epoch_batches,
 )
-from fermion.table.batches import batch_id_column as batch_id_column_of
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
+from fermion.table.dataset_batches import BatchReads
+from fermion.table.dataset_history import Tags, version_history
+from fermion.table.dataset_maintenance import compact_files as compact_fragments
+from fermion.table.dataset_maintenance import rebuild_stats as rebuild_fragment_stats
 from fermion.table.display import schema_preview
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.indices.lookup import indexed_scan
@@ -51,17 +52,10 @@ from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     CommitSummary,
-    abort_rewrite,
     commit_delete,
-    commit_index,
-    commit_rewrite,
     default_batch_column,
     execute_delete,
-    execute_index,
-    execute_rewrite,
-    plan_compaction,
     plan_delete,
-    plan_index,
     plan_properties,
     resolve_write_schema,
 )
@@ -73,11 +67,9 @@ from fermion.table.versions import (
     create_tag,
     delete_tag,
     latest_manifest,
-    list_tags,
     load_manifest,
     resolve_tag,
     schema_of,
-    version_info,
 )
 from fermion.table.write_properties import WriteProperties, write_properties_of
 
@@ -214,53 +206,6 @@ def dataset(
     return Dataset(storage, load_manifest(storage, version))
 
 
-class Tags(Mapping[str, int]):
-    """The tags of a table as a read-only mapping ``name -> version`` (live: every access
-    lists the table's tags), with ``create`` and ``delete``. Calling it, as the method
-    ``Dataset.tags()`` was called before, returns a ``dict``.
-
-    Example:
-        >>> import tempfile, pyarrow as pa
-        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
-        >>> ds.tags.create("gold")
-        >>> dict(ds.tags), "gold" in ds.tags, ds.tags["gold"]
-        ({'gold': 1}, True, 1)
-        >>> ds.tags.delete("gold")
-        >>> len(ds.tags)
-        0
-    """
-
-    def __init__(self, ds: Dataset) -> None:
-        self._ds = ds
-
-    def _all(self) -> dict[str, int]:
-        return list_tags(self._ds.storage)
-
-    def __getitem__(self, name: str) -> int:
-        return self._all()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-    def __call__(self) -> dict[str, int]:
-        """Every tag and its version, as a dict."""
-        return self._all()
-
-    def __repr__(self) -> str:
-        return f"Tags({self._all()!r})"
-
-    def create(self, name: str, version: int | None = None) -> None:
-        """Pin ``version`` (default: the dataset's version) as ``name``."""
-        self._ds.create_tag(name, version)
-
-    def delete(self, name: str) -> None:
-        """Remove the tag ``name``."""
-        self._ds.delete_tag(name)
-
-
 class Dataset:
     """One version of a Fermion table.
 
@@ -285,9 +230,9 @@ class Dataset:
         self._manifest = manifest
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
-        self._batch_ranges: dict[tuple[int, int], BatchRanges] = {}
         # data files kept open between batch lookups (fermion.table.readers)
         self._readers = ReaderCache()
+        self._batch_reads = BatchReads(storage, self._readers)
 
     def close(self) -> None:
         """Close the data files this object keeps open between lookups
@@ -627,14 +572,6 @@ class Dataset:
 
     # -- batches (batch mode, see fermion.table.batches) --------------------------------------
 
-    def _ranges(self, column: str) -> BatchRanges:
-        key = (self.version, self._schema.id_of(column))
-        ranges = self._batch_ranges.get(key)
-        if ranges is None:
-            ranges = BatchRanges.build(self._manifest, key[1])
-            self._batch_ranges = {key: ranges}  # one version at a time
-        return ranges
-
     def batch_lookup(
         self,
         batch_ids: Sequence[int] | np.ndarray | pa.Array,
@@ -657,10 +594,9 @@ class Dataset:
             >>> lookup.to_table()["x"].to_pylist(), lookup.stats.fragments_pruned
             ([40], 1)
         """
-        column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
-        return BatchLookup(
-            self._storage, self._ranges(column), self._schema, column, batch_ids, columns,
-            on_missing=on_missing, readers=self._readers,
+        return self._batch_reads.lookup(
+            self._manifest, self._schema, batch_ids, columns,
+            on_missing=on_missing, batch_id_column=batch_id_column,
         )  # fmt: skip
 
     def read_batches(
@@ -723,7 +659,7 @@ class Dataset:
             >>> dataset(uri).batch_ids().tolist()
             [3, 5]
         """
-        column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
+        column = self._batch_reads.column(self._manifest, self._schema, batch_id_column)
         values = self.to_table([column]).column(column).to_numpy()
         return np.unique(values.astype(np.int64))
 
@@ -756,30 +692,18 @@ class Dataset:
             >>> [(i, t["x"].to_pylist()) for i, t in dataset(uri).epoch_batches(shuffle=False)]
             [(1, [10]), (2, [20, 21]), (3, [30])]
         """
-        column = batch_id_column_of(self._manifest, self._schema, batch_id_column)
+        column = self._batch_reads.column(self._manifest, self._schema, batch_id_column)
         ids = self.batch_ids(batch_id_column=column)
-        ranges = self._ranges(column)
-        schema = self._schema
-        storage = self._storage
-
-        def lookup(chunk: np.ndarray) -> BatchLookup:
-            return BatchLookup(storage, ranges, schema, column, chunk, columns, on_missing="skip")
-
-        if columns is not None:
-            lookup(ids[:0])  # check the columns before the first batch is asked for
-        return epoch_batches(lookup, ids, seed=seed, shuffle=shuffle, read_ahead=read_ahead)
+        return self._batch_reads.epoch(
+            self._manifest, self._schema, column, ids, columns,
+            seed=seed, shuffle=shuffle, read_ahead=read_ahead,
+        )  # fmt: skip
 
     # -- history -----------------------------------------------------------------------------------
 
     def versions(self) -> list[VersionInfo]:
         """Every version still on disk, oldest first, with operation summaries."""
-        tags_by_version: dict[int, list[str]] = {}
-        for name, version in list_tags(self._storage).items():
-            tags_by_version.setdefault(version, []).append(name)
-        return [
-            version_info(load_manifest(self._storage, v), tuple(tags_by_version.get(v, ())))
-            for v in self._storage.versions()
-        ]
+        return version_history(self._storage)
 
     def checkout(self, version: int | None = None, *, tag: str | None = None) -> Dataset:
         """Another version (default: the latest) of the same table."""
@@ -801,7 +725,7 @@ class Dataset:
     def tags(self) -> Tags:
         """The table's tags: a mapping ``name -> version`` with ``create`` / ``delete``
         (``ds.tags()`` still returns a dict)."""
-        return Tags(self)
+        return Tags(self._storage, lambda: self.version)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -1059,33 +983,15 @@ class Dataset:
             >>> len(ds.fragments)
             1
         """
-        totals = {"fragments_removed": 0, "fragments_added": 0, "rows_rewritten": 0}
-        options = self._commit_options(max_retries)
-        rounds = options["config"].max_retries
-        for _ in range(rounds):
-            plan = plan_compaction(
-                self._storage.uri,
-                target_rows_per_fragment=target_rows_per_fragment,
-                materialize_deletions_threshold=materialize_deletions_threshold,
-                **self._at_this_version(),
-            )
-            if not plan.tasks:
-                break
-            try:
-                results = [execute_rewrite(t) for t in plan.tasks]
-                summary = commit_rewrite(plan, results, **options)
-            except BaseException:
-                abort_rewrite(plan, manifest_store=self._storage.manifest_store)
-                raise
-            self._follow(summary)
-            if summary.committed:
-                totals["fragments_removed"] += summary.fragments_removed
-                totals["fragments_added"] += summary.fragments_added
-                totals["rows_rewritten"] += summary.rows_added
-            if not summary.skipped_tasks:
-                break
-            self._follow_latest()
-        return totals
+        return compact_fragments(
+            self._storage,
+            target_rows_per_fragment=target_rows_per_fragment,
+            materialize_deletions_threshold=materialize_deletions_threshold,
+            at_version=self._at_this_version,
+            options=self._commit_options(max_retries),
+            follow=self._follow,
+            follow_latest=self._follow_latest,
+        )
 
     def _follow_latest(self) -> None:
         self._manifest = load_manifest(self._storage, self.latest_version)
@@ -1105,11 +1011,8 @@ class Dataset:
             >>> [i.name for i in ds.manifest.indices]
             ['fermion.stats']
         """
-        plan = plan_index(
-            self._storage.uri, columns=columns, only_stale=False, **self._at_this_version()
-        )
-        summary = commit_index(
-            plan, [execute_index(t) for t in plan.tasks], **self._commit_options(None)
+        summary = rebuild_fragment_stats(
+            self._storage, columns, self._at_this_version(), self._commit_options(None)
         )
         self._follow(summary)
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from fermion.errors import BatchModeError, InvalidArgumentError, SchemaMismatchError
 from fermion.format import FileWriter
-from fermion.format.read.plan import cast_table
+from fermion.format.encoding.arrow_ops import cast_table
 from fermion.format.streams import as_reader, is_arrow_input
 from fermion.io import failpoints
 from fermion.table._datafile import open_data_writer

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
-from fermion.format.read.plan import cast_table, filter_table, take_table
+from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table
 from fermion.format.read.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
 from fermion.table.deletions import keep_mask, read_deletion_file

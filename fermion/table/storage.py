@@ -41,7 +41,7 @@ import fsspec
 
 from fermion.errors import DatasetError, InvalidArgumentError
 from fermion.io import failpoints
-from fermion.io.store import FsspecStore, Store, open_store
+from fermion.io.store import FsspecStore, Store, StoreFile, open_store
 from fermion.table.manifest_store import (
     ManifestStore,
     commit_external,
@@ -118,7 +118,7 @@ class TableStorage:
         """Absolute path of ``relative`` (which uses ``/`` separators)."""
         return self.store.join(self.root, relative)
 
-    def target(self, relative: str) -> Any:
+    def target(self, relative: str) -> StoreFile:
         """What :func:`fermion.format.write_table` / ``FileReader`` accept for ``relative``."""
         return self.store.target(self.path(relative))
 

@@ -60,18 +60,20 @@ import zstandard
 
 import fermion
 from fermion.format import native
-from fermion.format.encoding import bitpack, pages
+from fermion.format.encoding import bitpack, pages, zstd_blocks
 from fermion.format.encoding.encodings import encoding_header as _header
 from fermion.format.encoding.pages import (
     PAGE_HEADER_SIZE,
     BlockedBody,
-    _check_frame,
-    _check_frame_slow,
-    _check_frames,
-    _compress_blocks,
     decode_page,
     encode_page,
 )
+from fermion.format.encoding.zstd_blocks import (
+    _check_frame,
+    _check_frame_slow,
+    _check_frames,
+)
+from fermion.format.encoding.zstd_blocks import compress_blocks as _compress_blocks
 from fermion.format.metadata.structs import (
     BLOCK_TABLE_DTYPE,
     ENCODING_HEADER_DTYPE,
@@ -236,7 +238,7 @@ def test_sampled_block_choice_matches_the_whole_page_comparison() -> None:
 def _level_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The zstd level of every block frame compressed from now on."""
     calls: list[int] = []
-    real = pages._zstd_compressor
+    real = zstd_blocks.zstd_compressor
 
     class Counting:
         def __init__(self, level: int, comp: zstandard.ZstdCompressor) -> None:
@@ -249,7 +251,7 @@ def _level_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     def counted(level: int, checksum: bool = False) -> Counting:
         return Counting(level, real(level, checksum))
 
-    monkeypatch.setattr(pages, "_zstd_compressor", counted)
+    monkeypatch.setattr(zstd_blocks, "zstd_compressor", counted)
     return calls
 
 
@@ -265,7 +267,7 @@ def test_blocks_that_do_not_compress_go_through_zstd_fast_mode(
     skewed = rng.choice(np.frombuffer(b"abcdefghijklmnop", np.uint8), 8 * block).tobytes()
     runs = np.repeat(np.frombuffer(noise[:512], np.uint8), 16).tobytes()  # matches
     calls = _level_calls(monkeypatch)
-    fast = pages._STORE_LEVEL
+    fast = zstd_blocks._STORE_LEVEL
     for payload, want in [
         (noise, [3, fast, fast, fast] * 4),
         # a fast frame saved: that block is compressed again at level 3
@@ -328,7 +330,7 @@ def test_byte_split_planes_are_probed_at_their_first_block(
 
     calls = _level_calls(monkeypatch)
     assert frames(Encoding.BYTE_SPLIT) == want
-    assert calls.count(pages._STORE_LEVEL) > len(want) // 2  # most blocks still fast
+    assert calls.count(zstd_blocks._STORE_LEVEL) > len(want) // 2  # most blocks still fast
     plain = frames(Encoding.PLAIN)
     assert [k for k in range(len(want)) if plain[k] != want[k]] == [366, 367]
 
@@ -1246,7 +1248,7 @@ def test_decompress_frames_refuses_frames_of_another_size() -> None:
     """``decompress_frames`` (one call for the frames of many pages) gives the frames'
     bytes back to back, and refuses a frame that decodes to more or fewer bytes than its
     block holds, or a truncated or corrupt frame, with a typed error."""
-    comp = pages._zstd_compressor(3, checksum=True)
+    comp = zstd_blocks.zstd_compressor(3, checksum=True)
     blocks = [bytes(range(256)) * 8, b"xyz" * 100, bytes(1000)]
     frames = [comp.compress(b) for b in blocks]
     sizes = [len(b) for b in blocks]

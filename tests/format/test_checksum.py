@@ -14,7 +14,7 @@ import pytest
 
 import fermion
 from fermion.format import checksum
-from fermion.format.encoding import pages
+from fermion.format.encoding import crc_blocks, pages
 from fermion.format.metadata import cmb
 
 
@@ -64,6 +64,7 @@ def test_a_file_written_with_zlib_crcs_verifies_with_the_default(tmp_path: Path,
     )
     path = tmp_path / "z.fermion"
     monkeypatch.setattr(pages, "crc32", zlib.crc32)  # the writer as the fallback runs it
+    monkeypatch.setattr(crc_blocks, "crc32", zlib.crc32)  # (CRC_BLOCKS bodies)
     monkeypatch.setattr(cmb, "crc32", zlib.crc32)  # and its CMBs
     fermion.write_table(table, path)
     monkeypatch.undo()

@@ -25,7 +25,7 @@ import pytest
 import fermion
 from fermion.errors import ChecksumError, InvalidArgumentError, InvalidFileError
 from fermion.format import native
-from fermion.format.encoding import pages
+from fermion.format.encoding import pages, zstd_blocks
 from fermion.format.encoding.pages import BlockedBody, encode_page, read_page_head
 from fermion.format.metadata.structs import DICT_BLOCK_TABLE_DTYPE, Compression, RequiredFeature
 
@@ -267,13 +267,13 @@ def trainings(monkeypatch) -> list[int]:
     """The payload sizes the writer tries as dictionary blocks (trains a dictionary for),
     in order."""
     calls: list[int] = []
-    real = pages._compress_dict_blocks
+    real = zstd_blocks.compress_dict_blocks
 
     def counting(payload, level, block_size):  # type: ignore[no-untyped-def]
         calls.append(len(payload))
         return real(payload, level, block_size)
 
-    monkeypatch.setattr(pages, "_compress_dict_blocks", counting)
+    monkeypatch.setattr(zstd_blocks, "compress_dict_blocks", counting)
     return calls
 
 

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-import fermion.io.source as source_module
+import fermion.io.byte_source as source_module
 from fermion.io.source import LocalSource, open_source
 from tests.support.budget import examples
 

@@ -438,7 +438,8 @@ def test_a_compaction_that_fails_in_its_commit_leaves_only_referenced_files(
     """``compact_files`` removes what a failed round wrote, and only that: when the commit
     landed before the failure (its caller saw an error all the same), the files the new
     version reads stay."""
-    dataset_module = sys.modules["fermion.table.dataset"]  # the package's `dataset` is a function
+    # Dataset.compact_files runs its rounds in fermion.table.dataset_maintenance
+    dataset_module = sys.modules["fermion.table.dataset_maintenance"]
     real_commit = dataset_module.commit_rewrite
 
     def failing_commit(*args: Any, **kwargs: Any) -> Any:

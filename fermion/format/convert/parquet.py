@@ -32,14 +32,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import os
+import io
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import IO, Any, Literal
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -52,7 +50,7 @@ from fermion.errors import (
 )
 from fermion.format.read.reader import FileReader
 from fermion.format.write.writer import FileWriter
-from fermion.io.source import resolve
+from fermion.io.store import Store, StoreFile, store_for
 
 __all__ = [
     "DEFAULT_BATCH_ROWS",
@@ -113,82 +111,70 @@ class ConversionSummary:
 
 
 class _Destination:
-    """Where a conversion writes, with publish-on-success and cleanup-on-failure."""
+    """Where a conversion writes, with publish-on-success and cleanup-on-failure: through
+    the store serving ``dst``, under the name :meth:`~fermion.io.store.Store.stage` gives
+    (a hidden temporary file beside it on the local disk, renamed into place on success;
+    the object itself on an object store, visible once complete)."""
 
     def __init__(self, dst: Any) -> None:
         self.display = str(dst)
-        self.given = dst
+        self.store, path = store_for(dst)
+        self.path = self.store.canonical(path)
         try:
-            self.fs, self.path = resolve(dst)
-        except InvalidArgumentError:
-            raise
-        except (ValueError, ImportError) as exc:  # unknown protocol, missing fsspec backend
-            raise InvalidArgumentError(f"{dst}: cannot open destination: {exc}") from exc
-        if self.fs is None:
-            self.path = os.path.abspath(self.path)
-            parent = os.path.dirname(self.path)
-            if os.path.isdir(self.path):
-                raise InvalidArgumentError(f"{self.display}: destination is a directory")
-            if not os.path.isdir(parent):
-                raise InvalidArgumentError(
-                    f"{self.display}: destination folder {parent!r} does not exist"
-                )
-            name = os.path.basename(self.path)
-            self.write_path = os.path.join(parent, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
-        else:
-            self.write_path = self.path
+            self.store.check_destination(self.path)
+        except IsADirectoryError:
+            raise InvalidArgumentError(f"{self.display}: destination is a directory") from None
+        except FileNotFoundError as exc:
+            raise InvalidArgumentError(
+                f"{self.display}: destination folder {str(exc)!r} does not exist"
+            ) from None
+        self.write_path = self.store.stage(self.path)
 
-    def writer_target(self) -> Any:
-        """What the Fermion writer is given: the temporary local path, or the URL as given."""
-        return self.write_path if self.fs is None else self.given
+    def writer_target(self) -> StoreFile:
+        """What the Fermion writer is given: the file being written, in its store."""
+        return self.store.target(self.write_path)
 
     def open_binary(self) -> IO[bytes]:
         """A binary handle on the file being written."""
         try:
-            if self.fs is None:
-                return open(self.write_path, "wb")  # closed by the caller
-            handle: IO[bytes] = self.fs.open(self.path, "wb")
-            return handle
+            handle = self.store.new_output(self.write_path).create()
         except OSError as exc:
             raise InvalidArgumentError(f"{self.display}: cannot write: {exc}") from exc
+        if isinstance(handle, io.RawIOBase):  # an unbuffered local file: pyarrow writes small
+            return io.BufferedWriter(handle)
+        return handle
 
     def publish(self) -> int:
         """Move the finished file into place; returns its size."""
-        if self.fs is None:
-            os.replace(self.write_path, self.path)
-            return os.path.getsize(self.path)
-        return int(self.fs.size(self.path))
+        self.store.publish(self.write_path, self.path)
+        return self.store.size(self.path)
 
     def discard(self) -> None:
         """Remove whatever a failed conversion wrote (best effort, never raises)."""
         with contextlib.suppress(Exception):
-            if self.fs is None:
-                if os.path.exists(self.write_path):
-                    os.remove(self.write_path)
-            elif self.fs.exists(self.path):
-                self.fs.rm(self.path)
+            self.store.delete(self.write_path)
 
 
-def _same_local_file(src: Any, dst: _Destination) -> bool:
-    if dst.fs is not None:
-        return False
+def _same_file(src: Any, dst: _Destination) -> bool:
+    """Whether ``src`` names the file ``dst`` would replace (same store URI)."""
     try:
-        fs, path = resolve(src)
+        store, path = store_for(src)
     except FermionError:
         return False
-    return fs is None and os.path.abspath(path) == dst.path
+    return store.uri(store.canonical(path)) == dst.store.uri(dst.path)
 
 
 # --------------------------------------------------------------------------------------
 # Parquet input
 
 
-def _looks_like_parquet_head(fs: fsspec.AbstractFileSystem | None, path: str) -> bool:
+def _looks_like_parquet_head(store: Store, path: str) -> bool:
     with contextlib.suppress(Exception):
-        if fs is None:
-            with open(path, "rb") as f:
-                return f.read(4) == _PARQUET_MAGIC
-        return bytes(fs.cat_file(path, start=0, end=4)) == _PARQUET_MAGIC
+        source = store.new_input(path).open()
+        try:
+            return bytes(source.read_ranges([(0, 4)], max_gap=0)[0]) == _PARQUET_MAGIC
+        finally:
+            source.close()
     return False
 
 
@@ -197,29 +183,18 @@ def _open_parquet(
     *,
     read_dictionary: Sequence[str] | None,
     coerce_int96_timestamp_unit: str | None,
-) -> tuple[pq.ParquetFile, int, list[IO[bytes]]]:
+) -> tuple[pq.ParquetFile, int, list[IO[bytes] | pa.NativeFile]]:
     """Open a Parquet source; returns the file, its size and handles to close."""
+    store, path = store_for(src)
+    handles: list[IO[bytes] | pa.NativeFile] = []
     try:
-        fs, path = resolve(src)
-    except InvalidArgumentError:
-        raise
-    except (ValueError, ImportError) as exc:
-        raise InvalidArgumentError(f"{src}: cannot open source: {exc}") from exc
-    handles: list[IO[bytes]] = []
-    try:
-        if fs is None:
-            if not os.path.isfile(path):
-                what = "is a directory" if os.path.isdir(path) else "does not exist"
-                raise InvalidArgumentError(f"{src}: source {what}")
-            size = os.path.getsize(path)
-            where: Any = path
-        else:
-            if not fs.isfile(path):
-                raise InvalidArgumentError(f"{src}: source does not exist")
-            size = int(fs.size(path))
-            where = fs.open(path, "rb")
-            handles.append(where)
+        if not store.isfile(path):
+            what = "is a directory" if store.isdir(path) else "does not exist"
+            raise InvalidArgumentError(f"{src}: source {what}")
+        size = store.size(path)
         try:
+            where = store.open_read(path)
+            handles.append(where)
             pf = pq.ParquetFile(
                 where,
                 read_dictionary=list(read_dictionary) if read_dictionary else None,
@@ -228,7 +203,7 @@ def _open_parquet(
         except FileNotFoundError as exc:
             raise InvalidArgumentError(f"{src}: source does not exist") from exc
         except (pa.ArrowException, OSError) as exc:
-            if size >= 8 and _looks_like_parquet_head(fs, path):
+            if size >= 8 and _looks_like_parquet_head(store, path):
                 raise TruncatedFileError(
                     f"{src}: starts like a Parquet file but its footer is missing or "
                     f"damaged (truncated?): {exc}"
@@ -297,7 +272,7 @@ def parquet_to_fermion(
         raise InvalidArgumentError(f"batch_rows must be positive, got {batch_rows}")
     started = time.perf_counter()
     destination = _Destination(dst)
-    if _same_local_file(src, destination):
+    if _same_file(src, destination):
         raise InvalidArgumentError(f"{src}: source and destination are the same file")
     pf, src_bytes, handles = _open_parquet(
         src,
@@ -391,7 +366,7 @@ def fermion_to_parquet(
     """
     started = time.perf_counter()
     destination = _Destination(dst)
-    if _same_local_file(src, destination):
+    if _same_file(src, destination):
         raise InvalidArgumentError(f"{src}: source and destination are the same file")
     try:
         reader = FileReader(src)

@@ -327,7 +327,7 @@ def encode_float_decimal(
     if not keep.all():
         k[~keep] = int(k[keep].min()) if keep.any() else 0
     int_encoding, nested = encodings.encode_ints(k, out_width=8, signed=True, compressed=compressed)
-    if int_encoding == Encoding.PLAIN:
+    if not nested:  # PLAIN: the integers do not encode smaller (encode_ints gives no payload)
         return None
     head = encodings.encoding_header(
         Encoding.FLOAT_DECIMAL, count=n, out_width=width, base=e, aux=len(positions)
@@ -529,12 +529,14 @@ def _decode_into(
     itself (as int64), checked, and turned into floats in place by the kernel; other
     nested encodings are decoded to int64 first, and the kernel writes into ``into``."""
     out = into.view(np.float64)
-    if layout.int_encoding == Encoding.FOR and _decode_table_into(nested, h, layout, where, out):
+    codec = encodings.INT_CODECS.get(layout.int_encoding)
+    unpack = None if codec is None else codec.unpacks_into  # FOR: packed + base
+    if unpack is not None and _decode_table_into(nested, h, layout, where, out):
         _set_exceptions(payload, layout, count, where, out)
         return
-    if layout.int_encoding == Encoding.FOR and encodings.packed_bits(h) > 0:
+    if unpack is not None and encodings.packed_bits(h) > 0:
         k = into.view("<u8")
-        encodings.decode_for_into(nested, k, where)  # packed + base, wrapping as int64
+        unpack(nested, k, where)  # packed + base, wrapping as int64
         k = k.view(np.int64)
         if not _for_range_fits(h):
             check_ints(k, where)

@@ -32,6 +32,8 @@ Example:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +50,8 @@ __all__ = [
     "FLOAT_SAMPLE_BYTES",
     "HEADER_SIZE",
     "Header",
+    "INT_CODECS",
+    "IntCodec",
     "byte_split_sizes",
     "check_for_slots",
     "checkpoint_layout",
@@ -230,13 +234,7 @@ def encode_ints(
     if mn == mx:
         if HEADER_SIZE >= plain_size:
             return Encoding.PLAIN, b""
-        return Encoding.CONSTANT, encoding_header(
-            Encoding.CONSTANT,
-            count=n,
-            out_width=out_width,
-            base=mn,
-            flags=flags & ~EncodingFlag.CHECKPOINTS,
-        )
+        return Encoding.CONSTANT, _encode_constant(values, out_width, flags, mn, None)
     span_bits = _bits_for(mx - mn)
     for_bits = _for_bits(mx - mn)
     deltas = np.diff(values)
@@ -260,7 +258,7 @@ def encode_ints(
     if runs * 4 <= n and span_bits < 64 and run_bits < n * for_bits:
         candidates.append(Encoding.RLE)
     if lengths and checkpoints:  # point reads sum FOR lengths from checkpoints (only)
-        candidates = [e for e in candidates if e == Encoding.FOR]
+        candidates = [e for e in candidates if INT_CODECS[e].sums_lengths]
     if not candidates:
         return Encoding.PLAIN, b""
 
@@ -299,6 +297,29 @@ def _for_bits(span: int) -> int:
     return bits
 
 
+_Distinct = tuple[np.ndarray, int] | None  # INT_DICTIONARY: (present, entries)
+
+
+def _same(n: int) -> int:
+    return n
+
+
+def _one_less(n: int) -> int:  # DELTA packs the deltas between its values
+    return max(n - 1, 0)
+
+
+def _never(flags: int) -> bool:
+    return False
+
+
+def _always(flags: int) -> bool:  # DELTA deltas
+    return True
+
+
+def _lengths_flag(flags: int) -> bool:  # FOR: value lengths only
+    return bool(flags & _LENGTHS)
+
+
 def _pack(values: np.ndarray, bits: int) -> bytes:
     return bitpack.pack(values.astype(np.uint64), bits)
 
@@ -320,7 +341,7 @@ def checkpoint_layout(enc: Encoding, h: Header) -> tuple[int, int, int]:
     (0, 0, end of the packed integers) when the page has no checkpoint section.
     """
     n, bits = int(h["count"]), packed_bits(h)
-    packed = max(n - 1, 0) if enc == Encoding.DELTA else n
+    packed = INT_CODECS[enc].packed(n)
     end = HEADER_SIZE + bitpack.packed_size(packed, bits)
     if not int(h["flags"]) & _CHECKPOINTS:
         return 0, 0, end
@@ -358,59 +379,98 @@ def _encode_as(
     mn: int,
     dictionary: tuple[np.ndarray, int] | None,
 ) -> bytes:
+    codec = INT_CODECS.get(enc)
+    if codec is None:
+        raise ValueError(f"{enc.name} is not an integer encoding")
+    return codec.encode(values, out_width, flags, mn, dictionary)
+
+
+def _encode_constant(
+    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+) -> bytes:
+    return encoding_header(
+        Encoding.CONSTANT,
+        count=len(values),
+        out_width=out_width,
+        base=int(values.min()) if len(values) else mn,
+        flags=flags & ~EncodingFlag.CHECKPOINTS,
+    )
+
+
+def _encode_for(
+    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+) -> bytes:
     n = len(values)
     sums = flags & EncodingFlag.CHECKPOINTS
     flags &= ~EncodingFlag.CHECKPOINTS
-    if enc == Encoding.FOR:
-        vmin = int(values.min())  # a sample may have a higher minimum than the page
-        bits = _for_bits(int(values.max()) - vmin)
-        packed = values - vmin
-        with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
-        head = encoding_header(
-            enc,
-            count=n,
-            out_width=out_width,
-            base=vmin,
-            width=bits,
-            flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
-        )
-        return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
-    if enc == Encoding.DELTA:
-        deltas = np.diff(values)
-        dmn = int(deltas.min()) if n > 1 else 0
-        bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
-        packed = deltas - dmn
-        with_sums = sums and n - 1 >= CHECKPOINT_INTERVAL
-        head = encoding_header(
-            enc,
-            count=n,
-            out_width=out_width,
-            base=int(values[0]),
-            aux=dmn,
-            width=bits,
-            flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
-        )
-        return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
-    if enc == Encoding.INT_DICTIONARY:
-        if dictionary is None:
-            raise ValueError("INT_DICTIONARY needs the distinct values")
-        present, entries = dictionary
-        codes = np.cumsum(present) - 1  # value - mn -> index into the sorted distinct values
-        distinct = np.flatnonzero(present)
-        index_bits = _bits_for(entries - 1)
-        value_bits = _bits_for(int(distinct[-1]))
-        head = encoding_header(
-            enc,
-            count=n,
-            out_width=out_width,
-            base=mn,
-            aux=entries,
-            width=index_bits,
-            aux_width=value_bits,
-            flags=flags,
-        )
-        return head + _pack(codes[values - mn], index_bits) + _pack(distinct, value_bits)
-    # RLE
+    vmin = int(values.min())  # a sample may have a higher minimum than the page
+    bits = _for_bits(int(values.max()) - vmin)
+    packed = values - vmin
+    with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
+    head = encoding_header(
+        Encoding.FOR,
+        count=n,
+        out_width=out_width,
+        base=vmin,
+        width=bits,
+        flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
+    )
+    return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
+
+
+def _encode_delta(
+    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+) -> bytes:
+    n = len(values)
+    sums = flags & EncodingFlag.CHECKPOINTS
+    flags &= ~EncodingFlag.CHECKPOINTS
+    deltas = np.diff(values)
+    dmn = int(deltas.min()) if n > 1 else 0
+    bits = _bits_for(int(deltas.max()) - dmn) if n > 1 else 1
+    packed = deltas - dmn
+    with_sums = sums and n - 1 >= CHECKPOINT_INTERVAL
+    head = encoding_header(
+        Encoding.DELTA,
+        count=n,
+        out_width=out_width,
+        base=int(values[0]),
+        aux=dmn,
+        width=bits,
+        flags=flags | (EncodingFlag.CHECKPOINTS if with_sums else 0),
+    )
+    return head + _pack(packed, bits) + (_checkpoints(packed, bits) if with_sums else b"")
+
+
+def _encode_int_dictionary(
+    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+) -> bytes:
+    if dictionary is None:
+        raise ValueError("INT_DICTIONARY needs the distinct values")
+    n = len(values)
+    flags &= ~EncodingFlag.CHECKPOINTS
+    present, entries = dictionary
+    codes = np.cumsum(present) - 1  # value - mn -> index into the sorted distinct values
+    distinct = np.flatnonzero(present)
+    index_bits = _bits_for(entries - 1)
+    value_bits = _bits_for(int(distinct[-1]))
+    head = encoding_header(
+        Encoding.INT_DICTIONARY,
+        count=n,
+        out_width=out_width,
+        base=mn,
+        aux=entries,
+        width=index_bits,
+        aux_width=value_bits,
+        flags=flags,
+    )
+    return head + _pack(codes[values - mn], index_bits) + _pack(distinct, value_bits)
+
+
+def _encode_rle(
+    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+) -> bytes:
+    n = len(values)
+    flags &= ~EncodingFlag.CHECKPOINTS
     deltas = np.diff(values)
     starts = np.flatnonzero(np.concatenate(([True], deltas != 0)))
     run_values = values[starts]
@@ -419,7 +479,7 @@ def _encode_as(
     vmin = int(run_values.min())
     bits = _bits_for(int(run_values.max()) - vmin)
     head = encoding_header(
-        enc,
+        Encoding.RLE,
         count=n,
         out_width=out_width,
         base=vmin,
@@ -433,80 +493,115 @@ def _encode_as(
 
 def int_payload_size(enc: Encoding, h: Header) -> int:
     """Exact bytes of an integer-codec payload, from its header (-1: not such an encoding)."""
-    n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
+    codec = INT_CODECS.get(enc)
+    if codec is None:
+        return -1
     if int(h["flags"]) & _CHECKPOINTS:  # only after DELTA deltas, FOR lengths
-        if enc != Encoding.DELTA and not (enc == Encoding.FOR and int(h["flags"]) & _LENGTHS):
+        if not codec.checkpointed(int(h["flags"])):
             return -1
         m, ck_bits, at = checkpoint_layout(enc, h)
         return at + bitpack.packed_size(m, ck_bits)
-    if enc == Encoding.CONSTANT:
-        return HEADER_SIZE
-    if enc == Encoding.FOR:
-        return HEADER_SIZE + bitpack.packed_size(n, bits)
-    if enc == Encoding.DELTA:
-        return HEADER_SIZE + bitpack.packed_size(max(n - 1, 0), bits)
+    return codec.size(h)
+
+
+def _size_constant(h: Header) -> int:
+    return HEADER_SIZE
+
+
+def _size_for(h: Header) -> int:
+    return HEADER_SIZE + bitpack.packed_size(int(h["count"]), packed_bits(h))
+
+
+def _size_delta(h: Header) -> int:
+    return HEADER_SIZE + bitpack.packed_size(max(int(h["count"]) - 1, 0), packed_bits(h))
+
+
+def _size_rle(h: Header) -> int:
+    n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
     if not 0 <= aux <= n:
         return -1
     second = bitpack.packed_size(aux, packed_bits(h, "aux_width"))
-    if enc == Encoding.RLE:
-        return HEADER_SIZE + bitpack.packed_size(aux, bits) + second
-    if enc == Encoding.INT_DICTIONARY:
-        return HEADER_SIZE + bitpack.packed_size(n, bits) + second
-    return -1
+    return HEADER_SIZE + bitpack.packed_size(aux, bits) + second
+
+
+def _size_int_dictionary(h: Header) -> int:
+    n, aux, bits = int(h["count"]), int(h["aux"]), packed_bits(h)
+    if not 0 <= aux <= n:
+        return -1
+    second = bitpack.packed_size(aux, packed_bits(h, "aux_width"))
+    return HEADER_SIZE + bitpack.packed_size(n, bits) + second
 
 
 def int_bounds(enc: Encoding, h: Header) -> tuple[int, int] | None:
     """(lowest, highest) value an integer-codec payload can decode to, from its header
     alone (CONSTANT, FOR; None for the others), as exact integers (no int64 wrapping)."""
+    codec = INT_CODECS.get(enc)
+    return None if codec is None or codec.bounds is None else codec.bounds(h)
+
+
+def _bounds_constant(h: Header) -> tuple[int, int]:
+    return int(h["base"]), int(h["base"])
+
+
+def _bounds_for(h: Header) -> tuple[int, int]:
     base = int(h["base"])
-    if enc == Encoding.CONSTANT:
-        return base, base
-    if enc == Encoding.FOR:
-        return base, base + (1 << packed_bits(h)) - 1
-    return None
+    return base, base + (1 << packed_bits(h)) - 1
 
 
 def decode_ints(payload: memoryview | bytes, enc: Encoding, where: str = "page") -> np.ndarray:
     """Decode an integer-codec payload (CONSTANT/FOR/DELTA/RLE/INT_DICTIONARY) to int64."""
     h = read_header(payload, where)
-    n = int(h["count"])
-    bits = packed_bits(h)
     if len(payload) != int_payload_size(enc, h):
         raise InvalidFileError(f"{where}: {enc.name} payload size does not match its header")
-    if enc == Encoding.CONSTANT:
-        return np.full(n, int(h["base"]), dtype=np.int64)
-    if enc == Encoding.FOR:
-        values = _unpack(payload, HEADER_SIZE, bits, n, where)
-        _check_checkpoints(payload, enc, h, values, where)
-        values += int(h["base"])  # in place: _unpack returns a fresh array
-        return values
-    if enc == Encoding.DELTA:
-        if n == 0:
-            return np.zeros(0, dtype=np.int64)
-        deltas = _unpack(payload, HEADER_SIZE, bits, n - 1, where)
-        _check_checkpoints(payload, enc, h, deltas, where)
-        deltas += int(h["aux"])
-        out = np.empty(n, dtype=np.int64)
-        out[0] = int(h["base"])
-        np.cumsum(deltas, out=out[1:])
-        out[1:] += out[0]
-        return out
-    if enc == Encoding.RLE:
-        runs = int(h["aux"])
-        if runs < 0 or runs > n:
-            raise InvalidFileError(f"{where}: RLE with {runs} runs for {n} values")
-        vals = _unpack(payload, HEADER_SIZE, bits, runs, where) + int(h["base"])
-        start = HEADER_SIZE + bitpack.packed_size(runs, bits)
-        lens = _unpack(payload, start, packed_bits(h, "aux_width"), runs, where)
-        # a run holds 1..n - runs + 1 values: checked before the sum, which could overflow
-        # (64-bit lengths adding up to n modulo 2**64 made np.repeat write out of bounds)
-        if (lens <= 0).any() or (lens > n - runs + 1).any() or int(lens.sum()) != n:
-            raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
-        return np.repeat(vals, lens)
-    if enc == Encoding.INT_DICTIONARY:
-        indices, distinct = _int_dictionary(payload, h, where)
-        return np.take(distinct, indices)  # faster than fancy indexing (bounds checked)
-    raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
+    codec = INT_CODECS.get(enc)
+    if codec is None:
+        raise InvalidFileError(f"{where}: {enc.name} is not an integer encoding")
+    return codec.decode(payload, h, where)
+
+
+def _decode_constant(payload: memoryview | bytes, h: Header, where: str) -> np.ndarray:
+    return np.full(int(h["count"]), int(h["base"]), dtype=np.int64)
+
+
+def _decode_for(payload: memoryview | bytes, h: Header, where: str) -> np.ndarray:
+    values = _unpack(payload, HEADER_SIZE, packed_bits(h), int(h["count"]), where)
+    _check_checkpoints(payload, Encoding.FOR, h, values, where)
+    values += int(h["base"])  # in place: _unpack returns a fresh array
+    return values
+
+
+def _decode_delta(payload: memoryview | bytes, h: Header, where: str) -> np.ndarray:
+    n = int(h["count"])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    deltas = _unpack(payload, HEADER_SIZE, packed_bits(h), n - 1, where)
+    _check_checkpoints(payload, Encoding.DELTA, h, deltas, where)
+    deltas += int(h["aux"])
+    out = np.empty(n, dtype=np.int64)
+    out[0] = int(h["base"])
+    np.cumsum(deltas, out=out[1:])
+    out[1:] += out[0]
+    return out
+
+
+def _decode_rle(payload: memoryview | bytes, h: Header, where: str) -> np.ndarray:
+    n, bits = int(h["count"]), packed_bits(h)
+    runs = int(h["aux"])
+    if runs < 0 or runs > n:
+        raise InvalidFileError(f"{where}: RLE with {runs} runs for {n} values")
+    vals = _unpack(payload, HEADER_SIZE, bits, runs, where) + int(h["base"])
+    start = HEADER_SIZE + bitpack.packed_size(runs, bits)
+    lens = _unpack(payload, start, packed_bits(h, "aux_width"), runs, where)
+    # a run holds 1..n - runs + 1 values: checked before the sum, which could overflow
+    # (64-bit lengths adding up to n modulo 2**64 made np.repeat write out of bounds)
+    if (lens <= 0).any() or (lens > n - runs + 1).any() or int(lens.sum()) != n:
+        raise InvalidFileError(f"{where}: RLE run lengths do not add up to {n}")
+    return np.repeat(vals, lens)
+
+
+def _decode_int_dictionary(payload: memoryview | bytes, h: Header, where: str) -> np.ndarray:
+    indices, distinct = _int_dictionary(payload, h, where)
+    return np.take(distinct, indices)  # faster than fancy indexing (bounds checked)
 
 
 def _int_dictionary(
@@ -613,6 +708,69 @@ def decode_delta_into(payload: memoryview | bytes, out: np.ndarray, where: str =
         out[1:] += int(h["aux"])  # in int64, wrapping as decode_ints' sums do
         out[0] = int(h["base"])
         np.cumsum(out, out=out)
+
+
+@dataclass(frozen=True)
+class IntCodec:
+    """The kernels of one encoding of the integer codec (CONSTANT, FOR, DELTA, RLE,
+    INT_DICTIONARY): what :func:`encode_ints`, :func:`decode_ints`,
+    :func:`int_payload_size`, :func:`int_bounds` and :func:`checkpoint_layout` call for
+    it. :mod:`fermion.format.encoding.registry` hangs each one on its encoding's entry.
+
+    Example:
+        >>> INT_CODECS[Encoding.DELTA].packed(10), INT_CODECS[Encoding.FOR].packed(10)
+        (9, 10)
+    """
+
+    encoding: Encoding
+    encode: Callable[[np.ndarray, int, int, int, _Distinct], bytes]
+    decode: Callable[[memoryview | bytes, Header, str], np.ndarray]
+    size: Callable[[Header], int]  # payload bytes without a checkpoint section (-1: bad)
+    bounds: Callable[[Header], tuple[int, int]] | None = None  # from the header alone
+    packed: Callable[[int], int] = _same  # packed integers (checkpointed) of n values
+    checkpointed: Callable[[int], bool] = _never  # may flags (CHECKPOINTS set) say so
+    # packed + base unpacked straight into unsigned slots (:func:`decode_for_into`)
+    unpacks_into: Callable[[memoryview | bytes, np.ndarray, str], None] | None = None
+    sums_lengths: bool = False  # point reads sum its value lengths from checkpoints
+
+
+INT_CODECS: dict[Encoding, IntCodec] = {
+    c.encoding: c
+    for c in (
+        IntCodec(
+            Encoding.CONSTANT,
+            _encode_constant,
+            _decode_constant,
+            _size_constant,
+            bounds=_bounds_constant,
+        ),
+        IntCodec(
+            Encoding.FOR,
+            _encode_for,
+            _decode_for,
+            _size_for,
+            bounds=_bounds_for,
+            checkpointed=_lengths_flag,
+            unpacks_into=decode_for_into,
+            sums_lengths=True,
+        ),
+        IntCodec(
+            Encoding.DELTA,
+            _encode_delta,
+            _decode_delta,
+            _size_delta,
+            packed=_one_less,
+            checkpointed=_always,
+        ),
+        IntCodec(Encoding.RLE, _encode_rle, _decode_rle, _size_rle),
+        IntCodec(
+            Encoding.INT_DICTIONARY,
+            _encode_int_dictionary,
+            _decode_int_dictionary,
+            _size_int_dictionary,
+        ),
+    )
+}
 
 
 # -- floats -----------------------------------------------------------------------------

@@ -15,27 +15,19 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from fermion.errors import InvalidFileError, UnsupportedTypeError
-from fermion.format.encoding.encoded import (
-    has_run_ends,
-    run_end_decoded,
-    run_end_encoded,
-    take_rows,
-)
+from fermion.errors import InvalidFileError
+from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table, take_values
 from fermion.format.encoding.stripe_dictionary import is_dictionary_chunk
 from fermion.format.metadata.cmb import ColumnMeta, StreamDesc
 from fermion.format.metadata.layout import (
     Kind,
     Node,
     StreamSpec,
-    build_tree,
-    is_encoded,
     without_views,
 )
 from fermion.format.metadata.schema import ColumnInfo
@@ -66,8 +58,6 @@ __all__ = [
     "take_table",
     "take_values",
 ]
-
-_ROW = "\x00row"  # the row-number column filter_table adds (no user column has this name)
 
 Ranges = list[tuple[int, int]]
 
@@ -121,123 +111,6 @@ class Selection:
         cut = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
         wanted = page_of[np.concatenate(([0], cut))] if len(page_of) else page_of
         return wanted, page_of, cut
-
-
-def take_values(values: Any, indices: pa.Array) -> Any:
-    """``values.take(indices)``, also for types Arrow has no take kernel for (views,
-    run-end encoded values)."""
-    t = values.type
-    if isinstance(t, pa.ExtensionType):
-        storage = values.storage if isinstance(values, pa.Array) else values.cast(t.storage_type)
-        taken = take_values(storage, indices)
-        if isinstance(taken, pa.ChunkedArray):
-            taken = taken.combine_chunks()
-        return pa.ExtensionArray.from_storage(t, taken)
-    plain = without_views(t)
-    if plain != t:
-        return values.cast(plain).take(indices).cast(t)
-    if pa.types.is_run_end_encoded(t):  # by value: no take (or concat) kernel for all
-        chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
-        decoded = pa.chunked_array([run_end_decoded(c) for c in chunks], t.value_type)
-        taken = take_values(decoded, indices)
-        if isinstance(taken, pa.ChunkedArray):
-            taken = taken.combine_chunks()
-        limit = 2 ** (t.run_end_type.bit_width - 1) - 1
-        if len(taken) <= limit:
-            return run_end_encoded(t, taken)
-        parts = [taken.slice(a, limit) for a in range(0, len(taken), limit)]
-        return pa.chunked_array([run_end_encoded(t, p) for p in parts], t)
-    if not has_run_ends(t):
-        try:
-            return values.take(indices)
-        except pa.ArrowNotImplementedError:
-            pass  # e.g. a union with a view member: take_rows slices instead
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if isinstance(indices, pa.ChunkedArray):
-        indices = indices.combine_chunks()
-    return take_rows(values, indices)
-
-
-def cast_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table.cast(schema)``, leaving alone the columns whose type already matches (Arrow's
-    cast of a sliced run-end encoded array to its own type loses the slice offset).
-
-    Example:
-        >>> r = pa.RunEndEncodedArray.from_arrays([2, 3], ["x", None]).slice(2)
-        >>> target = pa.schema([pa.field("r", r.type, metadata={b"k": b"v"})])
-        >>> cast_table(pa.table({"r": r}), target)["r"].to_pylist()
-        [None]
-    """
-    if table.schema.names != schema.names or any(
-        not f.nullable and c.null_count for c, f in zip(table.columns, schema, strict=True)
-    ):
-        return table.cast(schema)  # Arrow's own checks and errors
-    columns = [
-        c if c.type.equals(f.type) else c.cast(f.type)
-        for c, f in zip(table.columns, schema, strict=True)
-    ]
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def take_table(table: pa.Table, indices: Any) -> pa.Table:
-    """``table.take(indices)``, also for columns Arrow has no take kernel for.
-
-    Example:
-        >>> t = pa.table({"r": pa.RunEndEncodedArray.from_arrays([2, 3], [7, 8])})
-        >>> take_table(t, [2, 0]).column("r").to_pylist()
-        [8, 7]
-    """
-    if not any(has_run_ends(f.type) for f in table.schema):
-        try:
-            return table.take(indices)
-        except pa.ArrowNotImplementedError:
-            pass  # column by column below
-    idx = pa.array(np.asarray(indices, dtype=np.int64))
-    return pa.Table.from_arrays([take_values(c, idx) for c in table.columns], schema=table.schema)
-
-
-def _arrow_filter(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
-    plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
-    if plain == table.schema:
-        return table.filter(expr)
-    return table.cast(plain).filter(expr).cast(table.schema)
-
-
-def filter_table(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
-    """``table.filter(expr)`` (an expression or a boolean mask), also for columns Arrow has
-    no filter kernel for: views are filtered as their plain types; run-end encoded columns,
-    unions and list views by the rows the expression picks (it sees a run-end encoded
-    column's values; other such columns it cannot name).
-
-    Raises:
-        UnsupportedTypeError: the expression names a column of such a type.
-
-    Example:
-        >>> t = pa.table({"r": pa.RunEndEncodedArray.from_arrays([2, 3], [7, 8])})
-        >>> filter_table(t, pc.field("r") == 8).column("r").to_pylist()
-        [8]
-    """
-    if not any(has_run_ends(f.type) for f in table.schema):
-        try:
-            return _arrow_filter(table, expr)
-        except pa.ArrowNotImplementedError:
-            pass  # by row numbers below
-    if not isinstance(expr, pc.Expression):
-        return take_table(table, np.flatnonzero(pc.fill_null(expr, False).to_numpy(False)))
-    probe: dict[str, Any] = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        if pa.types.is_run_end_encoded(col.type):
-            col = pa.chunked_array([run_end_decoded(c) for c in col.chunks], col.type.value_type)
-        if not any(is_encoded(n.type) for n in build_tree(pa.field(name, col.type)).walk()):
-            probe[name] = col.cast(without_views(col.type))
-    rows = pa.table(probe).append_column(_ROW, pa.array(np.arange(table.num_rows)))
-    try:
-        picked = rows.filter(expr).column(_ROW).to_numpy()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UnsupportedTypeError(f"filter {expr}: cannot be evaluated here: {first}") from None
-    return take_table(table, picked)
 
 
 def select_rows(arr: pa.Array, covered: Ranges, sel: Selection) -> pa.Array:

@@ -37,7 +37,7 @@ import numpy as np
 
 from fermion.errors import InvalidFileError
 from fermion.format import native
-from fermion.format.encoding import bitpack, decimal_floats, encodings
+from fermion.format.encoding import bitpack, encodings
 from fermion.format.encoding.pages import (
     BLOCKED,
     PAGE_HEADER_SIZE,
@@ -49,6 +49,12 @@ from fermion.format.encoding.pages import (
     is_derived,
     read_page_head,
     units_of,
+)
+from fermion.format.encoding.registry import (
+    ENCODINGS,
+    check_plain_size,
+    gather_ranges,
+    ints_at,
 )
 from fermion.format.encoding.stripe_dictionary import (
     IndexPage,
@@ -358,20 +364,18 @@ class PagePayload:
             raise InvalidFileError(f"{self.where}: encoded page holds {int(h['count'])} values")
         return h
 
+    def packed(self, offset: int, bits: int, rows: np.ndarray) -> np.ndarray:
+        """Bit-packed integers ``rows`` of a section starting at payload byte ``offset``."""
+        return _packed(self, offset, bits, rows)
+
+    def prefix_sums(self, h: encodings.Header, rows: np.ndarray, at: int = 0) -> np.ndarray:
+        """DELTA values at ``rows`` of the DELTA payload at payload byte ``at``."""
+        return _prefix_sums(self, h, rows, at)
+
     def decode_whole(self) -> object:
         return decode_payload(
             self.encoding, self.need_all().data, self.values, self.expected_size, self.where
         )
-
-
-def gather_ranges(buf: np.ndarray, begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The bytes ``buf[begins[i] : begins[i] + lengths[i]]`` for every i, concatenated."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.uint8)
-    firsts = np.cumsum(lengths) - lengths
-    idx = np.arange(total, dtype=np.int64) + np.repeat(begins - firsts, lengths)
-    return buf[idx]
 
 
 def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndarray:
@@ -383,78 +387,12 @@ def _packed(p: PagePayload, offset: int, bits: int, rows: np.ndarray) -> np.ndar
     return bitpack.gather(p.buf, offset, bits, rows, p.where)
 
 
-def _check_plain_size(p: PagePayload, h: encodings.Header, width: int) -> None:
-    """As the full decoder: the header must decode to the page's values at ``width`` bytes."""
-    lengths = bool(int(h["flags"]) & _LENGTHS)
-    plain = (p.values + 1 if lengths else p.values) * int(h["out_width"])
-    if plain != p.values * width:
-        raise InvalidFileError(f"{p.where}: encoded values decode to {plain} bytes")
-
-
 def _int_values(p: PagePayload, rows: np.ndarray, width: int, signed: bool) -> np.ndarray | None:
     """Plain bytes of ``rows`` from an integer-encoded page; None: no random access."""
     h = p.header()
-    _check_plain_size(p, h, width)
-    ints = _ints_at(p, 0, h, p.encoding, rows)
+    check_plain_size(p, h, width)
+    ints = ints_at(p, 0, h, p.encoding, rows)
     return None if ints is None else encodings.ints_to_plain(ints, width, signed)
-
-
-def _ints_at(
-    p: PagePayload, at: int, h: encodings.Header, enc: Encoding, rows: np.ndarray
-) -> np.ndarray | None:
-    """The int64 values at ``rows`` of the integer-codec payload (header ``h``, encoding
-    ``enc``) that fills page payload bytes ``[at, size)``; None: no random access (RLE)."""
-    if p.size - at != encodings.int_payload_size(enc, h):
-        raise InvalidFileError(f"{p.where}: {enc.name} payload size does not match")
-    bits = encodings.packed_bits(h)
-    if enc == Encoding.CONSTANT:
-        return np.full(len(rows), int(h["base"]), dtype=np.int64)
-    if enc == Encoding.FOR:
-        return _packed(p, at + _H, bits, rows).astype(np.int64) + int(h["base"])
-    if enc == Encoding.INT_DICTIONARY:
-        entries = int(h["aux"])
-        indices = _packed(p, at + _H, bits, rows).astype(np.int64)
-        start = at + _H + bitpack.packed_size(p.values, bits)
-        p.need_range(start, p.size)
-        if entries <= 0 or (
-            len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= entries)
-        ):  # 64-bit indices above 2**63 - 1 are negative here
-            raise InvalidFileError(f"{p.where}: dictionary index out of range")
-        # only the entries the rows use, not the whole dictionary (the size of the
-        # section holding all of them was checked above, with the payload's)
-        aux_bits = encodings.packed_bits(h, "aux_width")
-        used = bitpack.gather(p.buf, start, aux_bits, indices, p.where)
-        return used.view(np.int64) + int(h["base"])
-    if enc == Encoding.DELTA:
-        return _prefix_sums(p, h, rows, at)
-    return None
-
-
-def _float_decimal_values(p: PagePayload, rows: np.ndarray, width: int) -> bytes | None:
-    """Plain bytes of ``rows`` from a FLOAT_DECIMAL page: only their integers k are read
-    (gathered, or DELTA prefix sums), then the exceptions among the rows are patched in;
-    None: the nested encoding has no random access (RLE)."""
-    # read_layout validates the page's EncodingHeader (widths, count) as p.header() does
-    p.need_range(0, min(decimal_floats.PREFIX_SIZE, p.size))
-    prefix = p.buf[: decimal_floats.PREFIX_SIZE]
-    layout = decimal_floats.read_layout(prefix, p.size, p.values, p.where)
-    if layout.width != width:
-        raise InvalidFileError(f"{p.where}: encoded values decode to {layout.width}-byte values")
-    nested = p.header(layout.nested_at)
-    decimal_floats.check_nested_header(nested, p.values, p.where)
-    k = _ints_at(p, layout.nested_at, nested, layout.int_encoding, rows)
-    if k is None:
-        return None
-    decimal_floats.check_ints(k, p.where)
-    out = decimal_floats.decimal_kernel(k, layout.exponent, width, layout.kernel)
-    if layout.exceptions and len(rows):
-        p.need_range(decimal_floats.PREFIX_SIZE, layout.nested_at)
-        positions = decimal_floats.exception_positions(p.buf, layout, p.values, p.where)
-        at = np.minimum(np.searchsorted(positions, rows), len(positions) - 1)
-        hit = positions[at] == rows
-        patch = decimal_floats.exception_values(p.buf, layout)[at[hit]]
-        out.view(patch.dtype)[hit] = patch
-    return out.tobytes()
 
 
 def _sums_before(packed: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -552,7 +490,8 @@ def _lengths_prefix(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(begin, end) data offsets of the values at ``rows`` from a FOR-encoded lengths page,
     summing only the lengths before each wanted row; None for other encodings."""
-    if p.encoding != Encoding.FOR:
+    codec = ENCODINGS[p.encoding].ints
+    if codec is None or not codec.sums_lengths:
         return None
     h = p.header()
     if (
@@ -671,31 +610,12 @@ def _fixed_values(
     int_domain: tuple[int, bool] | None,
     where: str,
 ) -> bytes:
-    if p.encoding == Encoding.PLAIN:
-        if p.size != values * width:
-            raise InvalidFileError(f"{where}: page decodes to {p.size} bytes")
-        begins = rows * width
-        p.need(begins, begins + width)
-        return gather_ranges(p.buf, begins, np.full(len(rows), width)).tobytes()
-    if p.encoding == Encoding.BYTE_SPLIT:
-        h = p.header()
-        _check_plain_size(p, h, width)
-        if int(h["out_width"]) != width or p.size != _H + values * width:
-            raise InvalidFileError(f"{where}: BYTE_SPLIT payload has the wrong size")
-        planes = _H + np.arange(width, dtype=np.int64) * values
-        at = (planes[None, :] + rows[:, None]).ravel()  # value-major: plane bytes in order
-        p.need(at, at + 1)
-        return p.buf[at].tobytes()
-    if p.encoding == Encoding.FLOAT_DECIMAL:
-        decimals = _float_decimal_values(p, rows, width)
-        if decimals is not None:
-            return decimals
-    if int_domain is not None and p.encoding in (
-        Encoding.CONSTANT,
-        Encoding.FOR,
-        Encoding.INT_DICTIONARY,
-        Encoding.DELTA,
-    ):
+    kind = ENCODINGS[p.encoding]
+    if kind.fixed_at is not None:
+        found = kind.fixed_at(p, rows, values, width)
+        if found is not None:
+            return found
+    if int_domain is not None and kind.ints_at is not None:
         out = _int_values(p, rows, width, int_domain[1])
         if out is not None:
             return out.tobytes()
@@ -739,16 +659,17 @@ def _binary_values(
     dictionary: StripeDictionaryPage | None,
     verify: bool,
 ) -> tuple[np.ndarray, bytes]:
-    if dictionary is not None or data.encoding == Encoding.DICTIONARY_INDICES:
+    kind = ENCODINGS[data.encoding]
+    if dictionary is not None or kind.stripe_indices:
         head = offsets_page.view if isinstance(offsets_page, SparsePage) else offsets_page
         if not is_derived(head):
             raise InvalidFileError(
                 f"{where}: a stripe-dictionary chunk's OFFSETS page is not DERIVED"
             )
         return _stripe_dictionary_values(data, rows, dictionary)
-    if data.encoding == Encoding.DICTIONARY:
+    if kind.page_dictionary:
         return _dictionary_values(data, rows)
-    if data.encoding != Encoding.PLAIN:
+    if not kind.plain:
         raise InvalidFileError(f"{where}: {data.encoding.name} is not a binary DATA encoding")
     offs_payload = PagePayload(
         offsets_page, values, (values + 1) * offset_width, where, verify, defer=True
@@ -777,7 +698,7 @@ def _stripe_dictionary_values(
 ) -> tuple[np.ndarray, bytes]:
     """The values at ``rows`` of a DICTIONARY_INDICES page: only their indices are read
     from the page, then looked up in the (decoded) stripe dictionary."""
-    if p.encoding != Encoding.DICTIONARY_INDICES:
+    if not ENCODINGS[p.encoding].stripe_indices:
         raise InvalidFileError(f"{p.where}: not DICTIONARY_INDICES in a stripe-dictionary chunk")
     h = check_header(p.header(), p.where)
     entries, bits = indices_layout(h, p.size, p.values, p.where)

@@ -31,6 +31,7 @@ from fermion.errors import (
     ColumnNotFoundError,
     InvalidArgumentError,
 )
+from fermion.format.encoding.arrow_ops import filter_table, take_values
 from fermion.format.metadata.batch import VIRTUAL_COLUMNS, virtual_array
 from fermion.format.metadata.cmb import ColumnMeta
 from fermion.format.metadata.footer import FileMetadata
@@ -50,9 +51,7 @@ from fermion.format.read.plan import (
     Projection,
     Ranges,
     Selection,
-    filter_table,
     select_rows,
-    take_values,
 )
 from fermion.format.read.pruning import arrow_reason
 from fermion.format.read.stripes import StripeReader

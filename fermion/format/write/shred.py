@@ -40,11 +40,9 @@ from fermion.format.encoding.bloom import build_blooms
 from fermion.format.encoding.decimal_floats import encode_floats
 from fermion.format.encoding.encoded import to_storage
 from fermion.format.encoding.encodings import (
-    decode_byte_split,
     dictionary_page,
     encode_ints,
     few_distinct,
-    has_checkpoints,
     int_domain,
     ints_from_plain,
 )
@@ -55,6 +53,7 @@ from fermion.format.encoding.pages import (
     encode_page,
     tries_dictionary,
 )
+from fermion.format.encoding.registry import ENCODINGS
 from fermion.format.encoding.stripe_dictionary import build_dictionary
 from fermion.format.metadata.batch import aligned_cuts
 from fermion.format.metadata.cmb import ChunkState
@@ -175,7 +174,7 @@ class _Encoder:
             # bit-packed values that point reads gather: zstd only where it saves a quarter
             # (BYTE_SPLIT is a transform for zstd: the usual rule)
             keep_ratio=ENCODED_COMPRESS_RATIO
-            if self.checkpoints and encoding not in _USUAL_ZSTD_RULE
+            if self.checkpoints and ENCODINGS[encoding].bit_packed
             else COMPRESS_RATIO,
             checksum_block_size=self.checksum_block_size if blocks else 0,
             block_sample=_BATCH_BLOCK_SAMPLE if self.batch else 0,
@@ -189,22 +188,14 @@ class _Encoder:
         tried = blockable and compress and tries_dictionary(len(payload), dictionary_block_size)
         if tried and shared is None:
             self.dictionary_won[encoding] = data[5] == Compression.ZSTD_DICT_BLOCKS
-        if encoding == Encoding.BYTE_SPLIT and not _planes_pay(data):
-            plain = decode_byte_split(payload)
+        kind = ENCODINGS[encoding]
+        if kind.undo is not None and not _planes_pay(data):
+            plain = kind.undo(payload)
             assert plain is not None  # no target given: a new buffer
             # the sample found the planes compress better than the plain values, and zstd
             # could not save 10% of the planes: no second zstd pass for the plain values
             return self.page(plain, num_values, Encoding.PLAIN, blocks, compress=False)
-        if encoding != Encoding.PLAIN:  # every encoded page of a 1.2 writer is bit-packed
-            self.features |= RequiredFeature.ENCODINGS | RequiredFeature.BIT_PACKING
-            if encoding != Encoding.DERIVED and has_checkpoints(payload):
-                self.features |= RequiredFeature.CHECKPOINTS
-        if encoding == Encoding.FLOAT_DECIMAL:
-            self.features |= RequiredFeature.DECIMAL_FLOATS
-            if decimal_floats.uses_multiply(payload):
-                self.features |= RequiredFeature.DECIMAL_MULTIPLY
-        if encoding == Encoding.STRIPE_DICTIONARY:
-            self.features |= RequiredFeature.STRIPE_DICTIONARY
+        self.features |= kind.features(payload)
         if data[5] == Compression.ZSTD_BLOCKS:  # PageHeader.compression
             self.features |= RequiredFeature.BLOCKS
         elif data[5] == Compression.ZSTD_DICT_BLOCKS:
@@ -400,12 +391,6 @@ def _plain(payload_of: Callable[[int, int], bytes | memoryview]) -> Encode:
 
 _MAX_PAGE_GROWTH = 8  # a bit-packed page holds at most 8x the values of a plain one
 # the stripe dictionary is always decoded whole, never gathered from in place
-_USUAL_ZSTD_RULE = (
-    Encoding.PLAIN,
-    Encoding.DERIVED,
-    Encoding.BYTE_SPLIT,
-    Encoding.STRIPE_DICTIONARY,
-)
 _DECIMAL_TRIES = 2  # float pages in a row not FLOAT_DECIMAL before a chunk stops trying
 # float pages choose BYTE_SPLIT or PLAIN on a zstd sample of the chunk's first page and of
 # every 8th page after it; the pages between follow the last sample (two sample passes a
@@ -481,7 +466,7 @@ def _int_encoder(
         encoding, payload = encode_ints(
             ints, out_width=width, signed=signed, compressed=compressed, checkpoints=checkpoints
         )
-        if encoding == Encoding.PLAIN or len(payload) >= len(plain):
+        if ENCODINGS[encoding].plain or len(payload) >= len(plain):
             return Encoding.PLAIN, plain
         return encoding, payload
 
@@ -517,9 +502,10 @@ def _float_encoder(
             split=None if pages[0] % _SPLIT_SAMPLE_EVERY == 0 else split[0],
         )
         pages[0] += 1
-        misses[0] = 0 if enc == Encoding.FLOAT_DECIMAL else misses[0] + 1
-        if enc != Encoding.FLOAT_DECIMAL and b - a >= 64:
-            split[0] = enc == Encoding.BYTE_SPLIT
+        kind = ENCODINGS[enc]
+        misses[0] = 0 if kind.decimal else misses[0] + 1
+        if not kind.decimal and b - a >= 64:
+            split[0] = kind.undo is not None  # BYTE_SPLIT: planes for zstd
         return enc, payload
 
     return encode
@@ -549,7 +535,7 @@ def _lengths_encoder(
             compressed=compressed,
             checkpoints=checkpoints,
         )
-        if encoding == Encoding.PLAIN or len(payload) >= len(plain):
+        if ENCODINGS[encoding].plain or len(payload) >= len(plain):
             return Encoding.PLAIN, plain
         return encoding, payload
 

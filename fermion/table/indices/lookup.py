@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
 from fermion.format import FileReader
-from fermion.format.read.plan import filter_table
+from fermion.format.encoding.arrow_ops import filter_table
 from fermion.format.read.pruning import referenced_fields
 from fermion.table.indices.build import FENCE_ROW, fences_path, is_fences_path
 from fermion.table.indices.match import (

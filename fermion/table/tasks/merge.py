@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import BatchModeError
-from fermion.format.read.plan import take_table
+from fermion.format.encoding.arrow_ops import take_table
 from fermion.table._datafile import open_data_file
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_ids import ROW_ID, add_row_id_column
