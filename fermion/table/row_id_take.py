@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import DatasetError, InvalidArgumentError, InvalidFileError
-from fermion.format.read.plan import cast_table, take_table
+from fermion.format.encoding.arrow_ops import cast_table, take_table
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache

@@ -175,11 +175,10 @@ def _open(path: str) -> Any:
         return local
     if "://" not in path:
         return path
-    from fermion.io.source import resolve
+    from fermion.io.store import store_for
 
-    fs, inner = resolve(path)
-    assert fs is not None
-    return fs.open(inner, "rb")
+    store, inner = store_for(path)
+    return store.open_read(inner)
 
 
 def _footer(path: str) -> pq.FileMetaData:
