@@ -6,7 +6,7 @@ import zipfile
 from pathlib import Path
 
 from fermion.format import native
-from fermion.io import source
+from fermion.io import byte_source
 
 
 def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(dist: Path) -> None:
@@ -14,7 +14,7 @@ def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(dist: Path) -> N
     wheels = list((tree / "dist").glob("fermion-*.whl"))
     assert len(wheels) == 1
     # a platform wheel (setup.py's optional extensions), holding the compiled kernels
-    # wherever this machine could build them (fermion.format.native, fermion.io.source)
+    # wherever this machine could build them (fermion.format.native, fermion.io.byte_source)
     assert not wheels[0].name.endswith("-py3-none-any.whl")
     modules = sorted(
         str(p.relative_to(tree)) for p in (tree / "fermion").rglob("*.py") if p.is_file()
@@ -31,7 +31,7 @@ def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(dist: Path) -> N
     kernels = [n for n in compiled if n.startswith("fermion/format/kernels.")]
     preads = [n for n in compiled if n.startswith("fermion/io/preads.")]
     assert len(kernels) == (native.KERNELS is not None)
-    assert len(preads) == (source._PREADS is not None)
+    assert len(preads) == (byte_source._PREADS is not None)
     assert len(compiled) == len(kernels) + len(preads)
     with zipfile.ZipFile(tree / "dist" / "fermion.zip") as py_files:  # unimportable there
         assert not [n for n in py_files.namelist() if n.endswith((".so", ".pyd"))]
