@@ -85,9 +85,8 @@ class MergeInsert(RowChanges):
         key_hashes: Sorted distinct 64-bit hashes of the source keys.
         inserted_rows: Rows whose keys matched nothing at the read version.
         config: Table configuration entries the commit sets (the merge job records its
-            input, as ``Append.config`` does). Not part of the transaction record: the
-            transaction message has no field for them; two merges of one input conflict
-            through their common key hashes instead.
+            input, as ``Append.config`` does); kept in the transaction record. Two merges
+            of one input conflict through their common key hashes.
     """
 
     on: tuple[str, ...] = ()
@@ -125,6 +124,7 @@ class MergeInsert(RowChanges):
         message.on.extend(self.on)
         message.key_hashes.extend(self.key_hashes)
         message.inserted_rows = self.inserted_rows
+        message.config.update(self.config)
 
     def apply(self, manifest: pb.Manifest, context: ApplyContext) -> None:
         """Old rows deleted, updated and inserted rows added (:meth:`RowChanges.apply_rows`);
@@ -137,5 +137,5 @@ class MergeInsert(RowChanges):
         """Read ``Transaction.merge_insert``."""
         return cls(
             **cls.rows_of(message), on=tuple(message.on), key_hashes=tuple(message.key_hashes),
-            inserted_rows=message.inserted_rows,
+            inserted_rows=message.inserted_rows, config=dict(message.config),
         )  # fmt: skip

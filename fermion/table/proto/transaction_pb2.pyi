@@ -87,20 +87,29 @@ class Transaction(_message.Message):
         version: int
         def __init__(self, version: _Optional[int] = ...) -> None: ...
     class MergeInsert(_message.Message):
-        __slots__ = ("updated_fragments", "removed_fragment_ids", "new_fragments", "on", "key_hashes", "inserted_rows")
+        __slots__ = ("updated_fragments", "removed_fragment_ids", "new_fragments", "on", "key_hashes", "inserted_rows", "config")
+        class ConfigEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: str
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
         UPDATED_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         REMOVED_FRAGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
         NEW_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         ON_FIELD_NUMBER: _ClassVar[int]
         KEY_HASHES_FIELD_NUMBER: _ClassVar[int]
         INSERTED_ROWS_FIELD_NUMBER: _ClassVar[int]
+        CONFIG_FIELD_NUMBER: _ClassVar[int]
         updated_fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
         removed_fragment_ids: _containers.RepeatedScalarFieldContainer[int]
         new_fragments: _containers.RepeatedCompositeFieldContainer[_manifest_pb2.Fragment]
         on: _containers.RepeatedScalarFieldContainer[str]
         key_hashes: _containers.RepeatedScalarFieldContainer[int]
         inserted_rows: int
-        def __init__(self, updated_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., removed_fragment_ids: _Optional[_Iterable[int]] = ..., new_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., on: _Optional[_Iterable[str]] = ..., key_hashes: _Optional[_Iterable[int]] = ..., inserted_rows: _Optional[int] = ...) -> None: ...
+        config: _containers.ScalarMap[str, str]
+        def __init__(self, updated_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., removed_fragment_ids: _Optional[_Iterable[int]] = ..., new_fragments: _Optional[_Iterable[_Union[_manifest_pb2.Fragment, _Mapping]]] = ..., on: _Optional[_Iterable[str]] = ..., key_hashes: _Optional[_Iterable[int]] = ..., inserted_rows: _Optional[int] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
     class Update(_message.Message):
         __slots__ = ("updated_fragments", "removed_fragment_ids", "new_fragments", "predicate", "columns", "replace_where")
         UPDATED_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
