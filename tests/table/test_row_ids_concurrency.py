@@ -47,7 +47,9 @@ def test_concurrent_appends_and_compaction_keep_ids_unique_and_stable(
     results = processes(_run, [("append", uri, w) for w in range(WORKERS)] + [("compact", uri, 6)])
     assert all(status == "ok" for status, _ in results), results
     appends = [value for _, value in results[:WORKERS]]
-    assert sum(appends) > WORKERS * COMMITS  # some appends retried on a newer version
+    # every append committed (once or after retries on a newer version: whether any
+    # retried depends on the machine's timing, so it is counted, not asserted)
+    assert sum(appends) >= WORKERS * COMMITS
 
     ds = ft.dataset(uri)
     ds.compact_files(target_rows_per_fragment=10_000)  # at least one compaction, whatever raced
