@@ -48,7 +48,7 @@ from sqlglot import expressions as exp
 from fermion.errors import FermionError
 from fermion.table.predicate import parse_predicate
 
-__all__ = ["exact_conjuncts"]
+__all__ = ["conjuncts", "exact_conjuncts"]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -79,7 +79,7 @@ def exact_conjuncts(text: str, schema: pa.Schema) -> str | None:
         return None
     kept: list[str] = []
     exact = _Exact(schema)
-    for conjunct in _conjuncts(tree):
+    for conjunct in conjuncts(tree):
         if not exact.check(conjunct):
             continue
         sql = conjunct.sql(dialect="spark")
@@ -91,12 +91,12 @@ def exact_conjuncts(text: str, schema: pa.Schema) -> str | None:
     return " AND ".join(kept) if kept else None
 
 
-def _conjuncts(node: Any) -> list[Any]:
-    """The top-level ``AND`` operands of ``node`` (parentheses looked through)."""
+def conjuncts(node: Any) -> list[Any]:
+    """The top-level ``AND`` operands of the sqlglot ``node`` (parentheses looked through)."""
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
+        return conjuncts(node.this) + conjuncts(node.expression)
     return [node]
 
 

@@ -45,7 +45,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import expressions as exp
 
-from fermion.spark.filters import exact_conjuncts
+from fermion.spark.filters import conjuncts, exact_conjuncts
 
 __all__ = ["ViewPlan", "plan_views"]
 
@@ -146,7 +146,7 @@ def _reference_filter(table: exp.Table, name: str, schemas: Mapping[str, pa.Sche
     others = _other_columns(select, table, schemas)
     alias = table.alias_or_name.lower()
     kept = []
-    for conjunct in _conjuncts(where.this):
+    for conjunct in conjuncts(where.this):
         if conjunct.find(exp.Subquery, exp.Select, exp.Exists):
             continue
         if not all(_belongs(c, alias, own, others) for c in conjunct.find_all(exp.Column)):
@@ -189,12 +189,3 @@ def _belongs(column: exp.Column, alias: str, own: set[str], others: set[str] | N
     if column.table:
         return column.table.lower() == alias and column.name.lower() in own
     return column.name.lower() in own and others is not None and column.name.lower() not in others
-
-
-def _conjuncts(node: Any) -> list[Any]:
-    """The top-level ``AND`` operands of ``node`` (parentheses looked through)."""
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
