@@ -22,9 +22,11 @@ falls back to the Spark read):
   ids as read are out of order sorts its rows by id (stably) before writing. Ids spread
   over every row group (hashed, random) leave no cut: Spark range-partitions them.
 
-With ``verify`` a task reads back what it wrote and compares it with a second read of its
-splits, row for row, before it reports; the driver compares the total row count with the
-footers'.
+With ``verify`` a task reads back what it wrote before it reports and compares it with the
+rows it handed to the writer: by a digest of every column taken as the rows passed
+(:mod:`fermion.spark.jobs.row_digest`), or, where a column's type has no digest (nested,
+dictionary), row for row with a second read of its splits. The driver compares the total
+row count with the footers'.
 
 Example:
     >>> import pyarrow as pa
@@ -48,6 +50,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fermion.errors import FermionError
+from fermion.spark.jobs.row_digest import RowDigest, digestible
 from fermion.table.scan import read_fragment
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import WritePlan, WriteResult, execute_write
@@ -525,6 +528,50 @@ def _verify(
         raise FileVerificationError("the task wrote fewer rows than its Parquet pieces hold")
 
 
+class _SourceDigest(RowDigest):
+    """A digest of the rows handed to the writer, taken in the written schema (the plan's
+    columns and types; the batches' schema may order or type them otherwise)."""
+
+    def __init__(self, written: pa.Schema, source: pa.Schema) -> None:
+        super().__init__(written)
+        self._same = source.equals(written)
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        if not self._same:
+            batch = batch.select(self.schema.names).cast(self.schema)
+        super().add(batch)
+
+
+def _source_digest(plan: WritePlan, schema: pa.Schema) -> _SourceDigest | None:
+    """The digest to take of a task's rows, or None when a column has none (the task then
+    compares the rows with a second read of its pieces)."""
+    written = plan.schema.arrow
+    if not digestible(written):
+        return None
+    return _SourceDigest(written, schema)
+
+
+def _verify_digest(plan: WritePlan, result: WriteResult, source: RowDigest) -> None:
+    """Read the task's fragments back, in order, and compare their digest with the digest of
+    the rows the writer was given (see :mod:`fermion.spark.jobs.row_digest`)."""
+    storage = TableStorage(plan.uri)
+    names = plan.schema.arrow.names
+    written = RowDigest(plan.schema.arrow)
+    for info in result.fragments:
+        written.add(read_fragment(storage, plan.schema, info.to_proto(), names))
+    if written.rows != source.rows:
+        raise FileVerificationError(
+            f"the task wrote {written.rows:,} rows; its Parquet pieces hold {source.rows:,}"
+        )
+    differ = source.differences(written)
+    if differ:
+        paths = ", ".join(i.files[0].path for i in result.fragments if i.files)
+        raise FileVerificationError(
+            f"{paths}: the values read back of column(s) {', '.join(differ)} differ from the "
+            "Parquet rows written"
+        )
+
+
 _RESULT = "result"
 
 
@@ -532,8 +579,8 @@ def execute_file_tasks(
     spark: Any, plan: WritePlan, files: FileTaskPlan, *, verify: bool = False
 ) -> list[WriteResult]:
     """Run one Spark task per entry of ``files.tasks``: read its pieces with pyarrow, write
-    them with ``execute_write`` (and with ``verify``, compare what it wrote with a second
-    read). The driver gets the results; nothing is committed.
+    them with ``execute_write`` (and with ``verify``, compare what it wrote with what it was
+    given). The driver gets the results; nothing is committed.
 
     Raises:
         FileVerificationError: The rows written differ from the source (with ``verify``),
@@ -551,11 +598,15 @@ def execute_file_tasks(
         attempt = 0 if task is None else task.attemptNumber()
         for item in items:
             pieces = [_piece_from_json(p) for p in json.loads(item)]
-            reader = pa.RecordBatchReader.from_batches(
-                schema, task_batches(pieces, schema, files.batch_column)
-            )
+            batches = task_batches(pieces, schema, files.batch_column)
+            digest = _source_digest(plan, schema) if verify else None
+            if digest is not None:
+                batches = digest.feed(batches)
+            reader = pa.RecordBatchReader.from_batches(schema, batches)
             result = execute_write(plan, reader, task_id=f"{index}.{attempt}")
-            if verify:
+            if digest is not None:
+                _verify_digest(plan, result, digest)
+            elif verify:
                 _verify(plan, result, pieces, schema)
             yield result.to_json()
 

@@ -111,7 +111,7 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
 
     def work(results: list[WriteResult]) -> CommitSummary:
         if files is not None:
-            # each task compares what it wrote with a second read of its row groups
+            # each task compares what it read back with the rows it wrote (file_tasks)
             results.extend(execute_file_tasks(spark, plan, files, verify=config.verify))
             return _commit(results)
         results.extend(execute_write_tasks(df, plan, partitions=config.partitions))
