@@ -108,7 +108,7 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             "spark_migrate",
             "input: the lineitem Parquet copy; fermion: `migrate_parquet(JobContext(spark), "
             "MigrateParquetConfig(table, source))` with its default `verify: true` (each "
-            "task compares what it wrote with a second read of its row groups) into a fresh "
+            "task compares what it read back with a digest of the rows it wrote) into a fresh "
             "table per run; parquet: `spark.read.parquet(source).write.parquet(out)`",
         ),
         (
