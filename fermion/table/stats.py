@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Collection, Sequence
 
 import pyarrow as pa
@@ -56,6 +57,7 @@ def _ordered(kind: pa.DataType) -> bool:
         or pa.types.is_large_binary(kind)
         or pa.types.is_temporal(kind)
         or pa.types.is_boolean(kind)
+        or pa.types.is_decimal(kind)
     ) and not (  # Arrow has no min_max kernel for these
         pa.types.is_float16(kind) or pa.types.is_duration(kind) or pa.types.is_interval(kind)
     )
@@ -79,6 +81,8 @@ def _to_value(scalar: pa.Scalar) -> pb.Value | None:
         return pb.Value(string_value=scalar.as_py())
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         return pb.Value(binary_value=scalar.as_py())
+    if pa.types.is_decimal(kind):  # exact: the decimal's text, e.g. "-12.50"
+        return pb.Value(string_value=str(scalar.as_py()))
     # temporal: the integer representation, interpreted through the schema type
     storage = pa.int32() if kind.bit_width == 32 else pa.int64()
     return pb.Value(int_value=int(pa.array([scalar], kind).view(storage)[0].as_py()))
@@ -92,6 +96,13 @@ def _from_value(value: pb.Value, kind: pa.DataType) -> pa.Scalar | None:
     if pa.types.is_temporal(kind):
         storage = pa.int32() if kind.bit_width == 32 else pa.int64()
         return pa.array([raw], storage).view(kind)[0]
+    if pa.types.is_decimal(kind):
+        if which != "string_value":
+            return None
+        try:
+            return pa.scalar(decimal.Decimal(raw), type=kind)
+        except (decimal.InvalidOperation, pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return None  # not a decimal's text, or out of the (current) type's range
     try:
         return pa.scalar(raw, type=kind)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):

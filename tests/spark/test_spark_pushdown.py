@@ -93,11 +93,11 @@ PREDICATES = [
     ("ts >= TIMESTAMP '2024-01-01 00:01:20Z'", 4),  # timestamps: the session time zone
     ("ntz < TIMESTAMP_NTZ '2024-01-01 00:00:10'", 4),
     ("d = DATE '2024-01-05'", 1),
-    # a literal the decimal(10, 2) column holds exactly is pushed (rows filtered at the
-    # source), but decimal columns have no manifest statistics to prune fragments by
-    ("dec > 20.00", 4),
+    # a literal the decimal(10, 2) column holds exactly is pushed, and prunes by the
+    # fragments' decimal bounds (kept as exact text in the manifest)
+    ("dec > 20.00", 1),
     ("dec > 20.125", 4),  # more fraction digits than the scale: Spark alone
-    ("dec BETWEEN 2 AND 4.5 OR dec < -1", 4),
+    ("dec BETWEEN 2 AND 4.5 OR dec < -1", 1),
     ("b", 4),
     ("NOT b", 4),
     ("bin = X'0102'", 4),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,42 @@ def test_pruning_is_correct_with_nulls_and_nans(tmp_path: Path) -> None:
     assert ds.count_rows(pc.field("x").is_nan()) == 1
     assert ds.count_rows(pc.field("x") != 5.0) == 2  # 1.0 and NaN
     assert ds.count_rows(pc.field("k") == 2) == 2
+
+
+def test_decimal_bounds_prune_fragments_exactly(tmp_path: Path) -> None:
+    # decimal bounds are kept as exact text; every filter's answer equals Arrow's filter
+    values = [None if i % 9 == 0 else Decimal(i - 50) / 4 for i in range(100)]
+    data = pa.table({"d": pa.array(values, pa.decimal128(12, 2)), "i": range(100)})
+    ds = ft.write_dataset(data, str(tmp_path / "t"), max_rows_per_file=25)
+    first = ds.manifest.fragments[0].stats[0]
+    assert (first.min.string_value, first.max.string_value) == ("-12.25", "-6.50")
+    d = pc.field("d")
+    cases = [
+        (d > pa.scalar(Decimal("6.00"), pa.decimal128(12, 2)), 1),
+        (d == pa.scalar(Decimal("-10.5"), pa.decimal128(5, 1)), 1),  # another precision
+        (d < pa.scalar(Decimal("-12.25"), pa.decimal128(12, 2)), 0),
+        (d.is_null(), 4),
+        ((d >= pa.scalar(Decimal("0"), pa.decimal128(12, 2))) & (pc.field("i") < 75), 1),
+    ]
+    for expr, opened in cases:
+        scanner = ds.scanner(filter=expr)
+        assert scanner.to_table().equals(data.filter(expr)), expr
+        assert scanner.stats.files_opened == opened, expr
+
+
+def test_decimal_bounds_a_reader_cannot_parse_keep_the_fragment(tmp_path: Path) -> None:
+    from fermion.table.stats import fragment_guarantee
+
+    data = pa.table({"d": pa.array([Decimal("1.50"), Decimal("2.25")], pa.decimal128(6, 2))})
+    ds = ft.write_dataset(data, str(tmp_path / "t"))
+    schema = ds.table_schema
+    for low, high in ((pb.Value(string_value="x"), pb.Value(string_value="2.25")),
+                      (pb.Value(int_value=150), pb.Value(int_value=225)),
+                      (pb.Value(string_value="1e9"), pb.Value(string_value="2e9"))):  # fmt: skip
+        stats = [pb.FieldStats(field_id=schema.top_level_ids()[0], null_count=0, min=low, max=high)]
+        guarantee = fragment_guarantee(stats, schema, 2)
+        # no bound (only "d is valid", from the null count): the fragment is kept
+        assert "<" not in str(guarantee) and ">" not in str(guarantee), (low, high)
 
 
 def test_uint64_above_the_int64_range_is_written_and_pruned_safely(tmp_path: Path) -> None:
