@@ -22,7 +22,7 @@ from fermion.extras import require
 require("pyspark", "spark")  # a one-line install hint, not a ModuleNotFoundError
 
 from fermion.spark.options import ReadOptions, WriteOptions
-from fermion.spark.read import FermionReader, FragmentSlice
+from fermion.spark.read import FermionReader, FragmentSlice, FragmentSlices
 from fermion.spark.session import session
 from fermion.spark.source import FORMAT_NAME, FermionDataSource, register
 from fermion.spark.sql import sql
@@ -38,6 +38,7 @@ __all__ = [
     "FermionReader",
     "FermionWriter",
     "FragmentSlice",
+    "FragmentSlices",
     "ReadOptions",
     "WriteOptions",
     "arrow_schema",

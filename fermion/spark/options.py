@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fermion.errors import InvalidArgumentError
+from fermion.spark.packing import MAX_PARTITION_BYTES_DEFAULT
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
 from fermion.table.write_properties import WRITE_KEY_PREFIX, WriteProperties
 
@@ -71,6 +72,11 @@ class ReadOptions:
             (:func:`fermion.table.predicate.parse_predicate`) for every scan of this
             ``load()``: the frame holds only the rows where it is TRUE, and fragments,
             stripes, pages and bloom filters that rule it out are never read.
+        max_partition_bytes: Small fragments are packed into partitions of up to about
+            this many bytes (estimated; :mod:`fermion.spark.packing`).
+        min_partitions: The parallelism packing aims for (default: the session's
+            default parallelism when the source was registered by
+            :func:`fermion.spark.register`, else no packing).
     """
 
     uri: str
@@ -79,8 +85,13 @@ class ReadOptions:
     columns: tuple[str, ...] | None = None
     rows_per_partition: int = ROWS_PER_PARTITION_DEFAULT
     filter: str | None = None
+    max_partition_bytes: int = MAX_PARTITION_BYTES_DEFAULT
+    min_partitions: int | None = None
 
-    KEYS = frozenset({"path", "version", "tag", "columns", "rows_per_partition", "filter"})
+    KEYS = frozenset({
+        "path", "version", "tag", "columns", "rows_per_partition", "filter",
+        "max_partition_bytes", "min_partitions",
+    })  # fmt: skip
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -116,6 +127,14 @@ class ReadOptions:
             columns=columns,
             rows_per_partition=_positive(options, "rows_per_partition", ROWS_PER_PARTITION_DEFAULT),
             filter=text,
+            max_partition_bytes=_positive(
+                options, "max_partition_bytes", MAX_PARTITION_BYTES_DEFAULT
+            ),
+            min_partitions=(
+                _positive(options, "min_partitions", 1)
+                if options.get("min_partitions") is not None
+                else None
+            ),
         )
 
 

@@ -8,9 +8,10 @@ another scan of the same frame (a reused DataFrame, a self-join, a subquery) wit
 (docs/SPARK.md, "Why nothing is pushed implicitly"). Everything the reader prunes by comes
 from the ``load()``'s own options, the same for every scan: ``columns`` and ``filter``
 (a SQL condition, :func:`fermion.table.predicate.parse_predicate`). ``partitions()`` drops
-the fragments whose manifest statistics rule that filter out and gives one partition per
+the fragments whose manifest statistics rule that filter out and gives one slice per
 remaining fragment, or several for a fragment larger than ``rows_per_partition`` (ranges
-of its stripes). Each task reads its fragment (or stripe range) through
+of its stripes); small slices are packed into one partition as Spark packs small files
+(:mod:`fermion.spark.packing`). Each task reads its slices (fragments or stripe ranges) through
 :func:`fermion.table.scan.read_fragment`, which prunes stripes, pages and bloom filters,
 applies the fragment's deletions and the filter exactly, and yields batches cast to the
 declared schema.
@@ -39,6 +40,7 @@ from pyspark.sql.types import StructType
 from fermion.deprecation import deprecated_alias
 from fermion.errors import ColumnNotFoundError
 from fermion.spark.options import ReadOptions
+from fermion.spark.packing import pack, slice_bytes
 from fermion.spark.types import arrow_schema, conform, spark_schema
 from fermion.table import Dataset, dataset
 from fermion.table.predicate import parse_predicate
@@ -48,7 +50,14 @@ from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import FragmentInfo
 
-__all__ = ["FermionReader", "FragmentSlice", "check_columns", "open_dataset", "table_schema"]
+__all__ = [
+    "FermionReader",
+    "FragmentSlice",
+    "FragmentSlices",
+    "check_columns",
+    "open_dataset",
+    "table_schema",
+]
 
 #: ``_rowid`` in a Spark frame: a LongType (ids stay below 2**63).
 SPARK_ROW_ID = pa.field(ROW_ID, pa.int64(), nullable=False)
@@ -65,6 +74,14 @@ class FragmentSlice(InputPartition):
 
     fragment: bytes
     stripes: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class FragmentSlices(InputPartition):
+    """One task's share made of several small slices, read one after the other
+    (:mod:`fermion.spark.packing`)."""
+
+    slices: tuple[FragmentSlice, ...]
 
 
 def open_dataset(options: ReadOptions) -> Dataset:
@@ -137,7 +154,9 @@ class FermionReader(DataSourceReader):
         InvalidArgumentError: The ``filter`` option is not a condition Fermion understands.
     """
 
-    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+    def __init__(
+        self, options: ReadOptions, schema: StructType, parallelism: int | None = None
+    ) -> None:
         table = open_dataset(options)
         self.uri = table.uri
         self.version = table.version
@@ -150,32 +169,54 @@ class FermionReader(DataSourceReader):
         check_columns(self.read_columns, table.schema)
         self.target = arrow_schema(schema)
         self.rows_per_partition = options.rows_per_partition
+        self.max_partition_bytes = options.max_partition_bytes
+        self.parallelism = options.min_partitions or parallelism
         self.filter: pc.Expression | None = None
         if options.filter is not None:
             self.filter = parse_predicate(options.filter, table.schema)
 
-    def partitions(self) -> list[FragmentSlice]:
-        """One partition per fragment left after manifest pruning (large ones split)."""
+    def partitions(self) -> list[FragmentSlice | FragmentSlices]:
+        """The fragments left after manifest pruning (large ones split between stripes),
+        small ones packed together (:mod:`fermion.spark.packing`)."""
         table = dataset(self.uri, self.version)
         scanner = table.scanner(self.read_columns, self.filter)
-        out: list[FragmentSlice] = []
+        slices: list[FragmentSlice] = []
+        sizes: list[int] = []
+        columns = len(self.table_schema.arrow.names)
         for fragment in scanner.fragments():
             data = FragmentInfo.from_proto(fragment, committed=True).to_bytes()
+            file_bytes = sum(f.size_bytes for f in fragment.files)
+            rows = fragment.physical_rows
+
+            def size(count: int, rows: int = rows, file_bytes: int = file_bytes) -> int:
+                return slice_bytes(file_bytes, len(self.read_columns), columns, count, rows)
+
             if fragment.physical_rows <= self.rows_per_partition or len(fragment.files) != 1:
-                out.append(FragmentSlice(data))
+                slices.append(FragmentSlice(data))
+                sizes.append(size(rows))
                 continue
             counts = fragment_stripe_rows(table.storage, fragment)
             groups = _stripe_groups(counts, self.rows_per_partition)
             if len(groups) == 1:
-                out.append(FragmentSlice(data))
-            else:
-                out.extend(FragmentSlice(data, group) for group in groups)
-        return out
+                slices.append(FragmentSlice(data))
+                sizes.append(size(rows))
+                continue
+            for start, stop in groups:
+                slices.append(FragmentSlice(data, (start, stop)))
+                sizes.append(size(sum(counts[start:stop])))
+        packed = pack(sizes, self.max_partition_bytes, self.parallelism)
+        return [
+            slices[group[0]] if len(group) == 1 else FragmentSlices(tuple(slices[i] for i in group))
+            for group in packed
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one partition as batches of the declared schema."""
         if isinstance(partition, FragmentSlice):
             yield from self.read_slice(partition)
+        elif isinstance(partition, FragmentSlices):
+            for part in partition.slices:
+                yield from self.read_slice(part)
         # else: Spark's stand-in InputPartition(None) when partitions() found no fragment
 
     def read_slice(

@@ -27,7 +27,15 @@ FORMAT_NAME = "fermion"
 
 
 class FermionDataSource(DataSource):
-    """Reads and writes Fermion tables (options: docs/SPARK.md)."""
+    """Reads and writes Fermion tables (options: docs/SPARK.md).
+
+    Attributes:
+        parallelism: The parallelism the reader packs small fragments for (None: no
+            packing unless the ``min_partitions`` option gives one); :func:`register`
+            registers a subclass holding the session's default parallelism.
+    """
+
+    parallelism: int | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -40,7 +48,7 @@ class FermionDataSource(DataSource):
 
     def reader(self, schema: StructType) -> FermionReader:
         """A reader of the version the options name, as ``schema``."""
-        return FermionReader(ReadOptions.parse(self.options), schema)
+        return FermionReader(ReadOptions.parse(self.options), schema, type(self).parallelism)
 
     def writer(self, schema: StructType, overwrite: bool) -> FermionWriter:
         """A writer with its plan made here, once, on the driver."""
@@ -49,7 +57,8 @@ class FermionDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``fermion`` format on ``spark``.
+    """Register the ``fermion`` format on ``spark``, packing small fragments for the
+    session's default parallelism (:mod:`fermion.spark.packing`).
 
     The reader takes no filters from Spark (docs/SPARK.md), so it reads the same with
     ``spark.sql.python.filterPushdown.enabled`` on or off; registering leaves it as it is.
@@ -61,4 +70,14 @@ def register(spark: SparkSession) -> None:
         >>> register(spark)
         >>> spark.range(2).write.format("fermion").mode("overwrite").save(tempfile.mkdtemp())
     """
-    spark.dataSource.register(FermionDataSource)
+    try:
+        parallelism: int | None = spark.sparkContext.defaultParallelism
+    except Exception:  # Spark Connect: no SparkContext, so no packing by default
+        parallelism = None
+    # a class made here is pickled with its attributes when Spark ships it to the planner
+    source = type(
+        FermionDataSource.__name__,
+        (FermionDataSource,),
+        {"parallelism": parallelism, "__module__": __name__, "__doc__": FermionDataSource.__doc__},
+    )
+    spark.dataSource.register(source)

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -46,6 +46,7 @@ def read_dataset(
     version: int | None = None,
     *,
     tag: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """A DataFrame of a Fermion table that reads only ``columns``, filtered at the source.
 
@@ -65,6 +66,8 @@ def read_dataset(
         filter: A Spark SQL condition (``"id > 5 AND name LIKE 'a%'"``) or a Column.
         version: Read this version (default: the latest).
         tag: Read the version of this tag.
+        options: Further read options of the data source (docs/SPARK.md), e.g.
+            ``{"max_partition_bytes": "1"}`` for one partition per fragment.
 
     Raises:
         ColumnNotFoundError: A name in ``columns`` is not a column of the table.
@@ -79,8 +82,7 @@ def read_dataset(
         ['b']
     """
     register(spark)
-    options = ReadOptions(uri, version, tag)
-    schema = open_dataset(options).schema
+    schema = open_dataset(ReadOptions(uri, version, tag)).schema
     names = schema.names
     wanted = list(names) if columns is None else list(columns)
     check_columns(wanted, schema)
@@ -88,7 +90,7 @@ def read_dataset(
     if filter is not None:
         text = filter if isinstance(filter, str) else str(filter)
         needed += [n for n in _mentioned(text, names) if n not in needed]
-    reader = spark.read.format("fermion")
+    reader = spark.read.format("fermion").options(**dict(options or {}))
     if version is not None:
         reader = reader.option("version", str(version))
     if tag is not None:

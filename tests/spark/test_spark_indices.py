@@ -47,7 +47,8 @@ def test_the_filter_option_reads_only_the_fragment_holding_the_key(indexed_uri: 
 def test_read_table_with_a_key_filter(spark: SparkSession, indexed_uri: str) -> None:
     keys = [_key_of(indexed_uri, v) for v in (10, 3990)]
     text = f"k IN ({keys[0]}, {keys[1]})"
-    frame = spark.read.format("fermion").option("filter", text).load(indexed_uri)
+    frame = spark.read.format("fermion").option("filter", text)
+    frame = frame.option("max_partition_bytes", 1).load(indexed_uri)
     assert frame.rdd.getNumPartitions() == 2  # the first and the last fragment
     assert sorted(r.v for r in frame.collect()) == [10, 3990]
     frame = read_dataset(spark, indexed_uri, filter=f"k = {keys[1]}")

@@ -25,6 +25,9 @@ from fermion.spark.types import spark_schema
 from fermion.table.scan import ScanStats
 
 N, PER_FILE = 100, 25
+#: Partitions of at most one byte: one per fragment read (no packing), so the partitions
+#: count the fragments that pruning left.
+ONE_PER_FRAGMENT = {"max_partition_bytes": "1"}
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
@@ -117,7 +120,7 @@ def test_spark_filters_give_spark_answers_and_read_every_fragment(
     spark: SparkSession, table_uri: str, reference: dict[str, list[int]], predicate: str,
     partitions: int,
 ) -> None:  # fmt: skip
-    frame = spark.read.format("fermion").load(table_uri)
+    frame = spark.read.format("fermion").options(**ONE_PER_FRAGMENT).load(table_uri)
     filtered = frame.filter(predicate)
     assert _ids(filtered) == reference[predicate]
     assert filtered.rdd.getNumPartitions() == N // PER_FILE  # nothing taken from Spark
@@ -129,7 +132,7 @@ def test_read_table_gives_spark_answers_and_prunes_by_exact_conjuncts(
     spark: SparkSession, table_uri: str, reference: dict[str, list[int]], predicate: str,
     partitions: int,
 ) -> None:  # fmt: skip
-    frame = read_dataset(spark, table_uri, ["id"], predicate)
+    frame = read_dataset(spark, table_uri, ["id"], predicate, options=ONE_PER_FRAGMENT)
     assert _ids(frame) == reference[predicate]
     assert frame.rdd.getNumPartitions() == partitions
 
@@ -151,7 +154,8 @@ OPTION_FILTERS = [
 def test_filter_option_prunes_for_every_scan_of_the_load(
     spark: SparkSession, table_uri: str, text: str, ids: list[int], partitions: int
 ) -> None:
-    frame = spark.read.format("fermion").option("filter", text).load(table_uri)
+    frame = spark.read.format("fermion").option("filter", text)
+    frame = frame.options(**ONE_PER_FRAGMENT).load(table_uri)
     assert frame.rdd.getNumPartitions() == partitions
     assert _ids(frame) == ids
     assert frame.count() == len(ids)

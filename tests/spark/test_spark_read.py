@@ -53,7 +53,11 @@ def test_load_reads_the_latest_version_with_the_table_schema(
     frame = spark.read.format("fermion").load(versioned)
     assert frame.schema.simpleString() == "struct<id:bigint,name:string,score:double>"
     assert _ids(frame) == list(range(22))
-    assert frame.rdd.getNumPartitions() == 7  # one per fragment: 3 + 3 + 1
+    # small fragments are packed for the session's 2 cores (fermion.spark.packing)
+    assert frame.rdd.getNumPartitions() == 2
+    single = spark.read.format("fermion").option("max_partition_bytes", 1).load(versioned)
+    assert single.rdd.getNumPartitions() == 7  # one per fragment: 3 + 3 + 1
+    assert _ids(single) == list(range(22))
 
 
 def test_version_and_tag_options(spark: SparkSession, versioned: str) -> None:
@@ -131,7 +135,8 @@ def striped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_large_fragments_split_by_stripes_keep_deletions(spark: SparkSession, striped: str) -> None:
-    frame = spark.read.format("fermion").option("rows_per_partition", 300).load(striped)
+    frame = spark.read.format("fermion").option("rows_per_partition", 300)
+    frame = frame.option("max_partition_bytes", 1).load(striped)
     assert frame.rdd.getNumPartitions() == 4  # stripes 0-2, 3-5, 6-8, 9
     assert _ids(frame) == [i for i in range(1000) if not 450 <= i < 550]
     whole = spark.read.format("fermion").load(striped)
