@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,10 +38,18 @@ class AirflowHome:
         env: Extra environment for the DAGs (e.g. ``FERMION_TABLE``).
         stream: Where Airflow's own output goes (default: this process's stderr);
             ``subprocess.DEVNULL`` silences it.
+        template: A metadata DB that ``airflow db migrate`` already made and nothing ran
+            in (:meth:`migrated_db`): copied into a new home instead of migrating again
+            (the tests migrate once per session).
     """
 
     def __init__(
-        self, home: Path, *, env: dict[str, str] | None = None, stream: Any = None
+        self,
+        home: Path,
+        *,
+        env: dict[str, str] | None = None,
+        stream: Any = None,
+        template: Path | None = None,
     ) -> None:
         if not AIRFLOW_PYTHON.exists():
             raise AirflowError(f"no Airflow environment at {AIRFLOW_VENV}: run make airflow-venv")
@@ -57,8 +66,15 @@ class AirflowHome:
             "FERMION_HOME": str(PROJECT_ROOT),
             **(env or {}),
         }
+        if template is not None and not (self.home / "airflow.db").exists():
+            shutil.copyfile(template, self.home / "airflow.db")
         if not (self.home / "airflow.db").exists():
             self._call([str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"])
+
+    @property
+    def migrated_db(self) -> Path:
+        """This home's metadata DB: a ``template`` for other homes while nothing has run."""
+        return self.home / "airflow.db"
 
     def _call(self, command: list[str]) -> str:
         done = subprocess.run(

@@ -101,6 +101,7 @@ def run_main_job(
     requests: int = sample.REQUESTS_PER_DAY,
     features: int = sample.FEATURES,
     out: TextIO = sys.stdout,
+    airflow_db: Path | None = None,
 ) -> MainJobReport:
     """Generate the sample, run the DAGs, return (and print) what happened.
 
@@ -110,6 +111,8 @@ def run_main_job(
         requests: Requests (batches) per day.
         features: Float32 feature columns.
         out: Where progress and the report go.
+        airflow_db: A freshly migrated Airflow metadata DB to start from (see
+            ``AirflowHome``'s ``template``); None: ``airflow db migrate`` runs.
     """
     started = time.perf_counter()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -131,7 +134,7 @@ def run_main_job(
         "max_rows_per_file": ROWS_PER_FILE,
     }
     with open(workdir / "airflow.log", "w") as log:
-        airflow = AirflowHome(workdir / "airflow", stream=log)
+        airflow = AirflowHome(workdir / "airflow", stream=log, template=airflow_db)
         _say(out, f"[airflow] metadata DB ready in {airflow.home} (log: {log.name})")
         for ds, _ in written:
             _say(out, f"[fermion_ingest ds={ds}] running: ingest -> validate ...")

@@ -1,6 +1,10 @@
-"""An Airflow home per test session (``airflow db migrate`` once), run through .venv-airflow."""
+"""Airflow homes for the DAG tests, run through .venv-airflow: ``airflow db migrate`` runs
+once per test session, into a home nothing runs in; every other home starts from a copy of
+its metadata DB."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -8,5 +12,11 @@ from scripts.airflow_env import AirflowHome
 
 
 @pytest.fixture(scope="session")
-def airflow(tmp_path_factory: pytest.TempPathFactory) -> AirflowHome:
-    return AirflowHome(tmp_path_factory.mktemp("airflow-home"))
+def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, never used metadata DB (``AirflowHome``'s ``template``)."""
+    return AirflowHome(tmp_path_factory.mktemp("airflow-template")).migrated_db
+
+
+@pytest.fixture(scope="session")
+def airflow(tmp_path_factory: pytest.TempPathFactory, airflow_db: Path) -> AirflowHome:
+    return AirflowHome(tmp_path_factory.mktemp("airflow-home"), template=airflow_db)

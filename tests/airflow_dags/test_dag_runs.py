@@ -23,11 +23,14 @@ DAYS = 2
 
 
 @pytest.fixture(scope="module")
-def main_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[MainJobReport, str]:
+def main_job(
+    tmp_path_factory: pytest.TempPathFactory, airflow_db: Path
+) -> tuple[MainJobReport, str]:
     out = io.StringIO()
     report = run_main_job(
-        tmp_path_factory.mktemp("main-job"), days=DAYS, requests=30, features=16, out=out
-    )
+        tmp_path_factory.mktemp("main-job"),
+        days=DAYS, requests=30, features=16, out=out, airflow_db=airflow_db,
+    )  # fmt: skip
     return report, out.getvalue()
 
 

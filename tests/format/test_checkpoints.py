@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding import bitpack, encodings, int_codec
 from fermion.format.encoding.encodings import CHECKPOINT_INTERVAL, HEADER_SIZE
 from fermion.format.encoding.pages import (
     PAGE_HEADER_SIZE,
@@ -35,7 +35,13 @@ from fermion.format.encoding.pages import (
     encode_page,
     read_page_head,
 )
-from fermion.format.metadata.structs import Encoding, EncodingFlag, RequiredFeature, StreamType
+from fermion.format.metadata.structs import (
+    ENCODING_HEADER_DTYPE,
+    Encoding,
+    EncodingFlag,
+    RequiredFeature,
+    StreamType,
+)
 from tests.format.test_points import check_take, page_spans
 from tests.support.budget import examples
 
@@ -62,7 +68,7 @@ def test_delta_pages_round_trip_with_checkpoints(n: int, step_bits: int) -> None
     flags = EncodingFlag.BITS | EncodingFlag.SIGNED | EncodingFlag.CHECKPOINTS
     if n == 0:
         return  # no page of zero values is ever written
-    payload = encodings._encode_as(Encoding.DELTA, values, 8, int(flags), 0, None)
+    payload = int_codec._encode_as(Encoding.DELTA, values, 8, int(flags), 0, None)
     h = encodings.read_header(payload)
     flagged = bool(int(h["flags"]) & EncodingFlag.CHECKPOINTS)
     assert flagged == (n - 1 >= C)  # only pages with at least one checkpoint carry the flag
@@ -360,7 +366,7 @@ def test_a_negative_length_minimum_is_refused_by_point_reads() -> None:
     lengths = np.random.default_rng(4).integers(0, 9, 2000).astype(np.int64)
     enc, payload = encode(lengths, lengths=True)
     assert enc == Encoding.FOR and encodings.has_checkpoints(payload)
-    header = np.frombuffer(payload, dtype=encodings.ENCODING_HEADER_DTYPE, count=1).copy()
+    header = np.frombuffer(payload, dtype=ENCODING_HEADER_DTYPE, count=1).copy()
     header["base"] = -50
     bad = header.tobytes() + payload[HEADER_SIZE:]
     p = PagePayload(page_of(bad, enc, 2000), 2000, 2001 * 8, "p")

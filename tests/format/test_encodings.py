@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
-from fermion.format.encoding import bitpack, encodings
+from fermion.format.encoding import bitpack, byte_split, encodings, int_codec
 from fermion.format.encoding.pages import PAGE_HEADER_SIZE, decode_page, encode_page
 from fermion.format.metadata.structs import (
     ENCODING_HEADER_DTYPE,
@@ -233,13 +233,13 @@ def test_float_pages_sample_byte_split_on_every_8th_page(tmp_path: Path, monkeyp
     every 8th after it; the pages between follow the last sample. Without zstd no sample
     is taken: BYTE_SPLIT only helps zstd."""
     calls: list[int] = []
-    sizes = encodings.byte_split_sizes
+    sizes = byte_split.byte_split_sizes
 
     def counted(data, width):
         calls.append(len(data))
         return sizes(data, width)
 
-    monkeypatch.setattr(encodings, "byte_split_sizes", counted)
+    monkeypatch.setattr(byte_split, "byte_split_sizes", counted)
     rng = np.random.default_rng(12)
     x = rng.random(20 * 2048, dtype=np.float32)  # uniform: planes win (zstd keeps them)
     table = pa.table({"x": x})
@@ -422,7 +422,7 @@ def test_for_rounds_widths_just_below_16_and_32_bits_up(span_bits: int, width: i
     rng = np.random.default_rng(span_bits)
     values = rng.integers(0, 2**span_bits, 5000, dtype=np.int64)
     values[:2] = 0, 2**span_bits - 1
-    payload = encodings._encode_as(Encoding.FOR, values, 8, EncodingFlag.BITS, 0, None)
+    payload = int_codec._encode_as(Encoding.FOR, values, 8, EncodingFlag.BITS, 0, None)
     assert int(header_of(payload)["width"]) == width
     np.testing.assert_array_equal(encodings.decode_ints(payload, Encoding.FOR), values)
 
@@ -533,7 +533,7 @@ def test_int_dictionary_straight_into_plain_bytes_equals_decoding_to_int64(
     present = np.zeros(int(values.max()) - mn + 1, dtype=bool)
     present[values - mn] = True
     flags = EncodingFlag.BITS | (EncodingFlag.SIGNED if signed else 0)
-    payload = encodings._encode_as(
+    payload = int_codec._encode_as(
         Encoding.INT_DICTIONARY, values, out_width, int(flags), mn, (present, int(present.sum()))
     )
     out = np.full(n, 0x25, dtype=f"<{'i' if signed else 'u'}{out_width}")

@@ -48,8 +48,9 @@ import numpy as np
 
 from fermion.errors import InvalidFileError
 from fermion.format import native
-from fermion.format.encoding import bitpack, encodings
-from fermion.format.encoding.encodings import FLOAT_SAMPLE_BYTES, HEADER_SIZE
+from fermion.format.encoding import bitpack, byte_split, encodings
+from fermion.format.encoding.byte_split import FLOAT_SAMPLE_BYTES
+from fermion.format.encoding.header import HEADER_SIZE
 from fermion.format.metadata.structs import FLOAT_DECIMAL_HEADER_DTYPE, Encoding, EncodingFlag
 
 __all__ = [
@@ -370,13 +371,13 @@ def encode_floats(
     sizes = None  # zstd sizes of the sample, plain and BYTE_SPLIT, once computed
     if found is not None:
         if compressed:
-            sizes = encodings.byte_split_sizes(data, width)
+            sizes = byte_split.byte_split_sizes(data, width)
         payload = _decimal_if_smaller(values, valid, found, width, sizes)
         if payload is not None:
             return Encoding.FLOAT_DECIMAL, payload
     if not compressed or split is False:
         return Encoding.PLAIN, data
-    planes = encodings.encode_byte_split(data, width, sizes, sampled=split is None)
+    planes = byte_split.encode_byte_split(data, width, sizes, sampled=split is None)
     return (Encoding.BYTE_SPLIT, planes) if planes is not None else (Encoding.PLAIN, data)
 
 

@@ -297,37 +297,29 @@ def _header(payload: bytes | memoryview, values: int, where: str) -> Header:
     return h
 
 
-def _decode_dictionary(
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None,
-) -> Decoded | None:
-    _header(payload, values, where)
+def _parsed(parse: Callable[[bytes | memoryview, int, str], Decoded]) -> DecodeHook:
+    """The decode hook of a page parsed whole once its header's count is checked
+    (``parse(payload, values, where)``: DICTIONARY and the stripe dictionary's pages)."""
+
+    def decode(
+        payload: bytes | memoryview,
+        values: int,
+        expected_size: int | None,
+        where: str,
+        into: np.ndarray | None,
+    ) -> Decoded | None:
+        _header(payload, values, where)
+        return parse(payload, values, where)
+
+    return decode
+
+
+def _page_dictionary(payload: bytes | memoryview, values: int, where: str) -> Decoded:
     return DictionaryPage(*encodings.dictionary_parts(payload, where))
 
 
-def _decode_stripe_dictionary(
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None,
-) -> Decoded | None:
-    _header(payload, values, where)
+def _stripe_dictionary(payload: bytes | memoryview, values: int, where: str) -> Decoded:
     return parse_dictionary(payload, where)
-
-
-def _decode_stripe_indices(
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None,
-) -> Decoded | None:
-    _header(payload, values, where)
-    return parse_indices(payload, values, where)
 
 
 def _plain_size(h: Header, values: int, expected_size: int | None, where: str) -> int:
@@ -339,28 +331,31 @@ def _plain_size(h: Header, values: int, expected_size: int | None, where: str) -
     return plain_size
 
 
-def _decode_byte_split(
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None,
-) -> Decoded | None:
-    plain_size = _plain_size(_header(payload, values, where), values, expected_size, where)
-    target = into if into is not None and len(into) == plain_size else None
+def _to_plain(
+    decode_into: Callable[[bytes | memoryview, int, str, np.ndarray | None], memoryview | None],
+) -> DecodeHook:
+    """The decode hook of floats decoded to their plain bytes (BYTE_SPLIT, FLOAT_DECIMAL):
+    ``decode_into(payload, values, where, target)`` writes them into ``into`` when it has
+    exactly their size (None returned), else into a new buffer."""
+
+    def decode(
+        payload: bytes | memoryview,
+        values: int,
+        expected_size: int | None,
+        where: str,
+        into: np.ndarray | None,
+    ) -> Decoded | None:
+        plain_size = _plain_size(_header(payload, values, where), values, expected_size, where)
+        target = into if into is not None and len(into) == plain_size else None
+        return decode_into(payload, values, where, target)
+
+    return decode
+
+
+def _byte_split_into(
+    payload: bytes | memoryview, values: int, where: str, target: np.ndarray | None
+) -> memoryview | None:
     return encodings.decode_byte_split(payload, where, target)
-
-
-def _decode_float_decimal(
-    payload: bytes | memoryview,
-    values: int,
-    expected_size: int | None,
-    where: str,
-    into: np.ndarray | None,
-) -> Decoded | None:
-    plain_size = _plain_size(_header(payload, values, where), values, expected_size, where)
-    target = into if into is not None and len(into) == plain_size else None
-    return decimal_floats.decode_float_decimal(payload, values, where, target)
 
 
 def _int_decoder(encoding: Encoding, into_hook: IntoHook | None) -> DecodeHook:
@@ -398,32 +393,33 @@ def _int_decoder(encoding: Encoding, into_hook: IntoHook | None) -> DecodeHook:
     return decode
 
 
-def _for_into(
-    payload: bytes | memoryview, into: np.ndarray, out_width: int, signed: bool, where: str
-) -> bool:
-    if out_width > 8:
-        return False
-    encodings.decode_for_into(payload, into.view(f"<u{out_width}"), where)  # no int64 between
-    return True
+def _into(
+    decode_into: Callable[[bytes | memoryview, np.ndarray, str], None],
+    widths: tuple[int, ...],
+    kind: str,
+) -> IntoHook:
+    """The direct path of an integer-codec encoding: ``decode_into(payload, slots, where)``
+    writes the values into the plain buffer viewed as integers of the out width, when it is
+    one of ``widths`` (else the hook returns False and the caller decodes to int64 first).
+    ``kind``: the view's sign, ``"u"`` or ``"i"``, or ``""`` for the values' own."""
+
+    def hook(
+        payload: bytes | memoryview, into: np.ndarray, out_width: int, signed: bool, where: str
+    ) -> bool:
+        if out_width not in widths:
+            return False
+        sign = kind or ("i" if signed else "u")
+        decode_into(payload, into.view(f"<{sign}{out_width}"), where)
+        return True
+
+    return hook
 
 
-def _delta_into(
-    payload: bytes | memoryview, into: np.ndarray, out_width: int, signed: bool, where: str
-) -> bool:
-    if out_width != 8:
-        return False
-    encodings.decode_delta_into(payload, into.view("<i8"), where)  # summed in place
-    return True
-
-
-def _int_dictionary_into(
-    payload: bytes | memoryview, into: np.ndarray, out_width: int, signed: bool, where: str
-) -> bool:
-    if out_width > 8:
-        return False
-    kind = "i" if signed else "u"
-    encodings.decode_int_dictionary_into(payload, into.view(f"<{kind}{out_width}"), where)
-    return True
+_INT_WIDTHS = (1, 2, 4, 8)
+# FOR: packed + base, wrapping, with no int64 between; DELTA: summed in place in int64
+_for_into = _into(encodings.decode_for_into, _INT_WIDTHS, "u")
+_delta_into = _into(encodings.decode_delta_into, (8,), "i")
+_int_dictionary_into = _into(encodings.decode_int_dictionary_into, _INT_WIDTHS, "")
 
 
 # -- point hooks -------------------------------------------------------------------------
@@ -564,13 +560,13 @@ ENCODINGS: dict[Encoding, EncodingKind] = {
         _int_kind(Encoding.RLE, None),
         EncodingKind(
             Encoding.DICTIONARY,
-            decode=_decode_dictionary,
+            decode=_parsed(_page_dictionary),
             page_dictionary=True,
             native=("unpack_bits", "take_binary"),
         ),
         EncodingKind(
             Encoding.BYTE_SPLIT,
-            decode=_decode_byte_split,
+            decode=_to_plain(_byte_split_into),
             fixed_at=_byte_split_fixed_at,
             sections=_byte_split_sections,
             undo=_undo_byte_split,
@@ -581,7 +577,7 @@ ENCODINGS: dict[Encoding, EncodingKind] = {
         _int_kind(Encoding.INT_DICTIONARY, _int_dictionary_at, _int_dictionary_into),
         EncodingKind(
             Encoding.FLOAT_DECIMAL,
-            decode=_decode_float_decimal,
+            decode=_to_plain(decimal_floats.decode_float_decimal),
             fixed_at=_float_decimal_fixed_at,
             feature=RequiredFeature.DECIMAL_FLOATS,
             decimal=True,
@@ -589,14 +585,14 @@ ENCODINGS: dict[Encoding, EncodingKind] = {
         ),
         EncodingKind(
             Encoding.STRIPE_DICTIONARY,
-            decode=_decode_stripe_dictionary,
+            decode=_parsed(_stripe_dictionary),
             feature=RequiredFeature.STRIPE_DICTIONARY,
             stripe_dictionary=True,
             bit_packed=False,
         ),
         EncodingKind(
             Encoding.DICTIONARY_INDICES,
-            decode=_decode_stripe_indices,
+            decode=_parsed(parse_indices),
             stripe_indices=True,
             native=("unpack_bits", "gather_bits"),
         ),
