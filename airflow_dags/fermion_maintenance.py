@@ -36,7 +36,7 @@ with DAG(
             "[]",
             type="string",
             description="scalar indices for rebuild_index, a YAML list of "
-            "{column: c, kind: BTREE|BITMAP}; [] builds none",
+            "{column: c, kind: BTREE|BITMAP|LABEL_LIST}; [] builds none",
         ),
         "suite": Param(DEFAULT_SUITE, type="string", description="conf/quality suite"),
         "reports_dir": Param(DEFAULT_REPORTS, type="string", description="quality results"),

@@ -8,7 +8,9 @@ compared with a column are cast to the column's type, so ``day = '2024-05-01'`` 
 date column.
 
 Supported: ``= == != <> < <= > >=``, ``AND OR NOT``, ``IN (...)``, ``NOT IN``,
-``IS [NOT] NULL``, ``BETWEEN``, ``LIKE`` (``%`` and ``_``), ``+ - * /``, parentheses,
+``IS [NOT] NULL``, ``BETWEEN``, ``LIKE`` (``%`` and ``_``), ``array_contains(list column,
+literal)`` (lists of integers or strings; :mod:`fermion.table.list_predicates`), ``+ - * /``,
+parentheses,
 number / string / boolean / ``NULL`` / ``DATE '...'`` / ``TIMESTAMP '...'`` literals. Anything
 else is an :class:`~fermion.errors.InvalidArgumentError` naming what was not understood.
 
@@ -34,6 +36,7 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError
+from fermion.table.list_predicates import array_contains
 
 __all__ = ["parse_expression", "parse_predicate"]
 
@@ -166,6 +169,12 @@ class _Builder:
             matched = pc.match_like(self.field(node.this), pattern.value)
             # sqlglot keeps ``s NOT LIKE p`` as one LIKE node marked negated
             return ~matched if node.args.get("negate") else matched
+        if isinstance(node, exp.ArrayContains):
+            value = self.build(node.expression)
+            if not isinstance(value, _Literal):
+                raise self.fail(node)
+            self.field(node.this)  # (a column of the schema)
+            return array_contains(node.this.name, self.type_of(node.this), value.value)
         if isinstance(node, exp.Literal | exp.Boolean | exp.Null | exp.Neg | exp.Cast):
             return _Literal(self.constant(node))
         raise self.fail(node)

@@ -212,3 +212,13 @@ def test_defaults_are_fresh_objects() -> None:
 def test_env_path() -> None:
     assert env_path("conf/x.yaml", "local") == "conf/env/local.yaml"
     assert env_path("conf/x.yaml", "/etc/fermion/prod.yml") == "/etc/fermion/prod.yml"
+
+
+def test_rebuild_index_kinds(tmp_path: Path) -> None:
+    good = _write(tmp_path, "r.yaml", "table: t\nindices: [{column: tags, kind: LABEL_LIST}]\n")
+    assert load_config(RebuildIndexConfig, good).job.indices == [
+        {"column": "tags", "kind": "LABEL_LIST"}
+    ]
+    bad = _write(tmp_path, "r2.yaml", "table: t\nindices: [{column: tags, kind: LABELS}]\n")
+    with pytest.raises(ConfigError, match="BTREE, BITMAP or LABEL_LIST"):
+        load_config(RebuildIndexConfig, bad)

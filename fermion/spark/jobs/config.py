@@ -298,7 +298,8 @@ class RebuildIndexConfig(JobConfig):
     columns: list[str] = _key("Columns whose statistics to rebuild ([]: all).", [])
     partitions: int = _key("Spark tasks (0: one per fragment).", 0)
     indices: list[dict[str, str]] = _key(
-        "Scalar indices to build or refresh, each {column: c, kind: BTREE|BITMAP, name: n} "
+        "Scalar indices to build or refresh, each {column: c, kind: BTREE|BITMAP|LABEL_LIST, "
+        "name: n} "
         "(name optional, default c_idx); only fragments an index does not cover yet are "
         "indexed.",
         [],
@@ -315,8 +316,10 @@ class RebuildIndexConfig(JobConfig):
                     f"key 'indices' entry {n}: needs 'column' (and optionally 'kind', "
                     f"'name'); unknown keys {unknown}"
                 )
-            if spec.get("kind", "BTREE").upper() not in ("BTREE", "BITMAP"):
-                raise ConfigError(f"key 'indices' entry {n}: kind must be BTREE or BITMAP")
+            if spec.get("kind", "BTREE").upper() not in ("BTREE", "BITMAP", "LABEL_LIST"):
+                raise ConfigError(
+                    f"key 'indices' entry {n}: kind must be BTREE, BITMAP or LABEL_LIST"
+                )
 
 
 @dataclass(kw_only=True)

@@ -1,4 +1,5 @@
-"""Scalar indices of a table: BTREE and BITMAP indices on one column, under ``_indices/``.
+"""Scalar indices of a table: BTREE, BITMAP and LABEL_LIST indices on one column, under
+``_indices/``.
 
 - :mod:`~fermion.table.indices.model`: kinds, row addresses, what ``Dataset.indices()`` lists;
 - :mod:`~fermion.table.indices.build`: index files written from fragments (and merged);
@@ -18,6 +19,6 @@ Example:
     ([('k_idx', 'BITMAP', ('k',))], 2)
 """
 
-from fermion.table.indices.model import BITMAP, BTREE, KINDS, IndexInfo, IndexKind
+from fermion.table.indices.model import BITMAP, BTREE, KINDS, LABEL_LIST, IndexInfo, IndexKind
 
-__all__ = ["BITMAP", "BTREE", "KINDS", "IndexInfo", "IndexKind"]
+__all__ = ["BITMAP", "BTREE", "KINDS", "LABEL_LIST", "IndexInfo", "IndexKind"]

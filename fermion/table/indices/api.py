@@ -94,7 +94,7 @@ def build_index(
     if previous is not None:
         keep = set(previous.fragment_ids) & present
         old = (list(previous.files), previous.kind, keep)
-    entries = collect_entries(storage, schema, fragments, column, old)
+    entries = collect_entries(storage, schema, fragments, column, old, kind)
     covered = keep | {f.id for f in fragments}
     return finish_build(
         storage, manifest, column, kind, name, uuidlib.uuid4().hex, entries, covered

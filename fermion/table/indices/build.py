@@ -9,7 +9,9 @@ index with new fragments), and :func:`write_index_file` writes the file of one k
 - BTREE: one row per entry, sorted by key (nulls last), then by row address, and a
   fences file with the key of every :data:`FENCE_ROWS`-th entry, which a lookup searches
   to read only the entry rows that may match;
-- BITMAP: one row per distinct key (null included), its row addresses as a sorted list.
+- BITMAP: one row per distinct key (null included), its row addresses as a sorted list;
+- LABEL_LIST: the BITMAP layout over the elements of a list column: one row per distinct
+  non-null element, the addresses of the rows whose list holds it (each once).
 
 All are Fermion files (zstd, plain keys, page statistics on ``key``; docs/TABLE_FORMAT.md,
 "Scalar indices").
@@ -34,7 +36,15 @@ import pyarrow.compute as pc
 
 from fermion.errors import InvalidFileError
 from fermion.format import FileReader, write_table
-from fermion.table.indices.model import BITMAP, BTREE, KEY, ROW_ADDRESS, row_addresses
+from fermion.table.indices.model import (
+    BITMAP,
+    BTREE,
+    KEY,
+    LABEL_LIST,
+    ROW_ADDRESS,
+    key_type_of,
+    row_addresses,
+)
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
@@ -108,20 +118,40 @@ def _fences(rows: pa.Table) -> pa.Table:
 
 
 def fragment_entries(
-    storage: TableStorage, schema: TableSchema, fragment: pb.Fragment, column: str
+    storage: TableStorage,
+    schema: TableSchema,
+    fragment: pb.Fragment,
+    column: str,
+    kind: str = BTREE,
 ) -> pa.Table:
-    """The ``(key, _rowaddr)`` entries of every physical row of ``fragment``."""
+    """The ``(key, _rowaddr)`` entries of every physical row of ``fragment`` (for a
+    LABEL_LIST index: of every distinct non-null element of every row's list)."""
     whole = pb.Fragment()
     whole.CopyFrom(fragment)
     whole.ClearField("deletion_file")  # deleted rows are indexed too (the scan drops them)
     table = read_fragment(storage, schema, whole, [column], with_row_offsets=True)
     offsets = table.column(ROW_OFFSET).to_numpy()
     keys = table.column(column)
-    return pa.table({KEY: keys, ROW_ADDRESS: pa.array(row_addresses(fragment.id, offsets))})
+    addresses = row_addresses(fragment.id, offsets)
+    if kind == LABEL_LIST:
+        return _label_entries(keys, addresses)
+    return pa.table({KEY: keys, ROW_ADDRESS: pa.array(addresses)})
+
+
+def _label_entries(lists: pa.ChunkedArray, addresses: np.ndarray) -> pa.Table:
+    """One entry per distinct non-null element of each row's list."""
+    lists_array = lists.combine_chunks() if lists.num_chunks else pa.array([], lists.type)
+    items = pc.list_flatten(lists_array)
+    parents = pc.list_parent_indices(lists_array).to_numpy(zero_copy_only=False)
+    entries = pa.table({KEY: items, ROW_ADDRESS: pa.array(addresses[parents], pa.uint64())})
+    entries = entries.filter(items.is_valid())
+    # a label repeated within a list is one entry
+    return entries.group_by([KEY, ROW_ADDRESS], use_threads=False).aggregate([])
 
 
 def read_entries(storage: TableStorage, paths: Iterable[str], kind: str) -> pa.Table:
-    """The entries held by existing index files of ``kind`` (a BITMAP's lists flattened).
+    """The entries held by existing index files of ``kind`` (a BITMAP's or LABEL_LIST's
+    lists flattened).
 
     Raises:
         InvalidFileError: A file without the index columns.
@@ -135,7 +165,7 @@ def read_entries(storage: TableStorage, paths: Iterable[str], kind: str) -> pa.T
             if KEY not in names or ROW_ADDRESS not in names:
                 raise InvalidFileError(f"{path}: not an index file (columns {names})")
             table = reader.read(columns=[KEY, ROW_ADDRESS])
-        if kind == BITMAP:
+        if kind in (BITMAP, LABEL_LIST):
             lists = table.column(ROW_ADDRESS).combine_chunks()
             keys = table.column(KEY).combine_chunks().take(pc.list_parent_indices(lists))
             table = pa.table({KEY: keys, ROW_ADDRESS: pc.list_flatten(lists)})
@@ -179,7 +209,7 @@ def write_index_file(
     """Write the index files of ``kind`` holding ``entries`` (a BTREE's entries file and
     its fences file); their paths and total size in bytes."""
     rows = sorted_entries(entries.select([KEY, ROW_ADDRESS]))
-    if kind == BITMAP:
+    if kind in (BITMAP, LABEL_LIST):
         rows = _bitmap_rows(rows)
     elif kind != BTREE:
         raise ValueError(f"unknown index kind {kind!r}")
@@ -209,19 +239,20 @@ def collect_entries(
     fragments: Sequence[pb.Fragment],
     column: str,
     previous: tuple[Sequence[str], str, set[int]] | None = None,
+    kind: str = BTREE,
 ) -> pa.Table:
-    """Entries of ``fragments``, plus those of ``previous`` (files, kind, fragment ids
-    still covered) restricted to those fragments."""
-    parts = [fragment_entries(storage, schema, f, column) for f in fragments]
+    """Entries of ``fragments`` for an index of ``kind``, plus those of ``previous``
+    (files, kind, fragment ids still covered) restricted to those fragments."""
+    parts = [fragment_entries(storage, schema, f, column, kind) for f in fragments]
     if previous is not None:
-        files, kind, keep = previous
-        old = read_entries(storage, files, kind)
+        files, old_kind, keep = previous
+        old = read_entries(storage, files, old_kind)
         if old.num_rows:
             ids = old.column(ROW_ADDRESS).to_numpy() >> np.uint64(32)
             mask = np.isin(ids, np.fromiter(keep, dtype=np.uint64, count=len(keep)))
             old = old.filter(pa.array(mask))
             parts.append(old)
-    key_type = schema.arrow.field(column).type
+    key_type = key_type_of(kind, schema.arrow.field(column).type)
     # (a column widened since the old build: its keys widen the same way)
     return (
         pa.concat_tables([p.cast(entry_schema(key_type)) for p in parts])

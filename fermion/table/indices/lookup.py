@@ -47,8 +47,10 @@ from fermion.table.indices.model import (
     BITMAP,
     BTREE,
     KEY,
+    LABEL_LIST,
     ROW_ADDRESS,
     is_scalar_index,
+    key_type_of,
     split_addresses,
 )
 from fermion.table.proto import manifest_pb2 as pb
@@ -207,7 +209,7 @@ def lookup_addresses(
             if bounds is not None and fences in index.files:
                 positions = _btree_positions(storage, fences, bounds, stats)
                 table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
-            elif index.kind == BITMAP:  # one row per distinct key: evaluate them all
+            elif index.kind in (BITMAP, LABEL_LIST):  # a row per key: evaluate them all
                 keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
                 positions = np.flatnonzero(evaluate(predicate, keys))
                 table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
@@ -216,7 +218,7 @@ def lookup_addresses(
             stats.index_bytes_read += reader.source.stats.bytes_read - before
         keep = evaluate(predicate, table.column(KEY).combine_chunks())
         column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
-        if index.kind == BITMAP:
+        if index.kind in (BITMAP, LABEL_LIST):
             column = pc.list_flatten(column)
         found.append(column.to_numpy(zero_copy_only=False))
     if not found:
@@ -241,10 +243,10 @@ def plan_indexed_scan(
         if column is None:
             continue
         covered = set(index.fragment_ids) & present
-        predicate, exact = match_filter(filter, column) if covered else (None, False)
+        predicate, exact = match_filter(filter, column, index.kind) if covered else (None, False)
         if predicate is None:
             continue
-        key_type = schema.arrow.field(column).type
+        key_type = key_type_of(index.kind, schema.arrow.field(column).type)
         addresses = lookup_addresses(storage, index, predicate, key_type, stats)
         if addresses is None:
             continue

@@ -10,6 +10,12 @@ in the sorted keys. A row the filter keeps has a key the predicate keeps (each c
 kept as it is, only on the key), so the index returns a superset of the matching rows of the
 fragments it covers; when every conjunct was taken (``exact``) it is exactly them.
 
+For a LABEL_LIST index (``kind``), the conjuncts taken are ``array_contains(column,
+literal)`` (:mod:`fermion.table.list_predicates`) and ``OR`` of those: each becomes
+``key = literal`` over the index's element keys, true exactly where the conjunct is (a
+null literal is not taken). A row holds several keys, so only the first such conjunct is
+taken (the others are applied to the rows it selects).
+
 Example:
     >>> import pyarrow.compute as pc
     >>> predicate, exact = match_filter((pc.field("k") == 3) & (pc.field("v") > 1), "k")
@@ -30,7 +36,8 @@ import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
 from fermion.table.indices.expression_tree import expression_tree
-from fermion.table.indices.model import KEY
+from fermion.table.indices.model import KEY, LABEL_LIST
+from fermion.table.list_predicates import ARRAY_CONTAINS_FUNCTIONS
 
 __all__ = ["KeyPredicate", "evaluate", "intervals", "match_filter", "to_expression"]
 
@@ -56,9 +63,21 @@ _AND = ("and", "and_kleene")
 _OR = ("or", "or_kleene")
 
 
-def match_filter(filter: pc.Expression, column: str) -> tuple[KeyPredicate | None, bool]:
-    """The predicate an index on ``column`` answers (None: none), and whether it is the
-    whole filter (then the rows it selects are exactly the filter's)."""
+def match_filter(
+    filter: pc.Expression, column: str, kind: str = "BTREE"
+) -> tuple[KeyPredicate | None, bool]:
+    """The predicate an index of ``kind`` on ``column`` answers (None: none), and whether
+    it is the whole filter (then the rows it selects are exactly the filter's).
+
+    Example:
+        >>> from fermion.table.list_predicates import array_contains
+        >>> import pyarrow as pa
+        >>> found = array_contains("tags", pa.list_(pa.string()), "x")
+        >>> predicate, exact = match_filter(found, "tags", "LABEL_LIST")
+        >>> predicate[:2], predicate[2].as_py(), exact
+        (('cmp', 'equal'), 'x', True)
+    """
+    match = _match_label if kind == LABEL_LIST else _match
     try:
         tree = expression_tree(filter)
     except InvalidArgumentError:  # an expression we do not read: no index
@@ -70,11 +89,15 @@ def match_filter(filter: pc.Expression, column: str) -> tuple[KeyPredicate | Non
             stack.extend(node[2])
         else:
             conjuncts.append(node)
-    found = [_match(c, column) for c in reversed(conjuncts)]
+    found = [match(c, column) for c in reversed(conjuncts)]
     parts = [p for p, _ in found if p is not None]
     exact = all(p is not None and e for p, e in found)
     if not parts:
         return None, False
+    if kind == LABEL_LIST and len(parts) > 1:
+        # a predicate holds per key, and a row holds several keys: one conjunct only (an
+        # AND of two labels is a row holding both, not a key equal to both)
+        return parts[0], False
     return (parts[0] if len(parts) == 1 else ("and", parts)), exact
 
 
@@ -123,6 +146,26 @@ def _match(node: Any, column: str) -> tuple[KeyPredicate | None, bool]:
         if not parts:
             return None, False
         return ("and", parts), all(p is not None and e for p, e in found)
+    return None, False
+
+
+def _match_label(node: Any, column: str) -> tuple[KeyPredicate | None, bool]:
+    """For a LABEL_LIST index: ``array_contains(column, literal)`` and ORs of those."""
+    if node[0] != "call":
+        return None, False
+    name, args = node[1], node[2]
+    if name in ARRAY_CONTAINS_FUNCTIONS and len(args) == 2:
+        lists, value = args
+        if lists[0] == "call" and lists[1] == "cast" and len(lists[2]) == 1:
+            lists = lists[2][0]  # (the column cast to the function's list type)
+        if lists == ("field", column) and value[0] == "literal" and value[1].is_valid:
+            return ("cmp", "equal", value[1]), True
+        return None, False
+    if name in _OR and len(args) == 2:
+        (left, le), (right, re) = _match_label(args[0], column), _match_label(args[1], column)
+        if left is None or right is None:
+            return None, False
+        return ("or", [left, right]), le and re
     return None, False
 
 

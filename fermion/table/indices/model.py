@@ -1,6 +1,7 @@
 """What a scalar index is: its kinds, its row addresses, its manifest entry.
 
-A scalar index maps the values of one top-level column to the rows holding them. A row is
+A scalar index maps the values of one top-level column to the rows holding them (a
+LABEL_LIST index: the elements of a list column to the rows whose list holds them). A row is
 addressed by its fragment and its physical offset in the fragment, packed into one
 ``uint64`` (the *row address*, ``fragment_id << 32 | offset``). The manifest entry
 (``IndexMetadata``) names the index, its kind, its column (by field id), the fragments it
@@ -30,19 +31,22 @@ __all__ = [
     "INDEX_LAYOUT_VERSION",
     "KEY",
     "KINDS",
+    "LABEL_LIST",
     "ROW_ADDRESS",
     "IndexInfo",
     "IndexKind",
     "check_key_type",
     "is_scalar_index",
+    "key_type_of",
     "row_addresses",
     "split_addresses",
 ]
 
-IndexKind = Literal["BTREE", "BITMAP"]
+IndexKind = Literal["BTREE", "BITMAP", "LABEL_LIST"]
 BTREE: IndexKind = "BTREE"
 BITMAP: IndexKind = "BITMAP"
-KINDS: tuple[IndexKind, ...] = (BTREE, BITMAP)
+LABEL_LIST: IndexKind = "LABEL_LIST"
+KINDS: tuple[IndexKind, ...] = (BTREE, BITMAP, LABEL_LIST)
 #: Layout version of the index files this library writes and reads.
 INDEX_LAYOUT_VERSION = 1
 #: Column names inside an index file.
@@ -65,7 +69,8 @@ def is_scalar_index(index: pb.IndexMetadata) -> bool:
 def check_key_type(kind: str, column: str, t: pa.DataType) -> None:
     """Raise InvalidArgumentError unless an index of ``kind`` can key on type ``t``.
 
-    BTREE keys on integers, floats, strings, dates and timestamps; BITMAP also on booleans.
+    BTREE keys on integers, floats, strings, dates and timestamps; BITMAP also on booleans;
+    LABEL_LIST on lists (``list`` or ``large_list``) of integers or strings.
 
     Example:
         >>> check_key_type("BTREE", "x", pa.int64())
@@ -76,6 +81,16 @@ def check_key_type(kind: str, column: str, t: pa.DataType) -> None:
     """
     if kind not in KINDS:
         raise InvalidArgumentError(f"unknown index kind {kind!r}; expected one of {KINDS}")
+    if kind == LABEL_LIST:
+        lists = pa.types.is_list(t) or pa.types.is_large_list(t)
+        item = t.value_type if lists else None
+        if item is None or not (
+            pa.types.is_integer(item) or pa.types.is_string(item) or pa.types.is_large_string(item)
+        ):
+            raise InvalidArgumentError(
+                f"a LABEL_LIST index keys a list of integers or strings; {column!r} is {t}"
+            )
+        return
     ok = (
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
@@ -87,6 +102,17 @@ def check_key_type(kind: str, column: str, t: pa.DataType) -> None:
     )
     if not ok:
         raise InvalidArgumentError(f"a {kind} index cannot key column {column!r} of type {t}")
+
+
+def key_type_of(kind: str, t: pa.DataType) -> pa.DataType:
+    """The type of an index's keys on a column of type ``t``: the column's, or for a
+    LABEL_LIST index its elements'.
+
+    Example:
+        >>> key_type_of("LABEL_LIST", pa.list_(pa.string())), key_type_of("BTREE", pa.int8())
+        (DataType(string), DataType(int8))
+    """
+    return t.value_type if kind == LABEL_LIST else t
 
 
 def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
@@ -112,7 +138,8 @@ class IndexInfo:
 
     Attributes:
         name: The index name (unique in a version).
-        kind: ``"BTREE"``, ``"BITMAP"``, or ``"zonemap"`` for the statistics rebuild.
+        kind: ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"``, or ``"zonemap"`` for the
+            statistics rebuild.
         columns: The indexed column names (current names; empty if dropped).
         fragment_ids: The fragments the index covers.
         uuid: The build's uuid (its files are under ``_indices/<uuid>/``).

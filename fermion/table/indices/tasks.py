@@ -41,7 +41,7 @@ from fermion.table.indices.build import (
     read_entries,
     sorted_entries,
 )
-from fermion.table.indices.model import BTREE, check_key_type
+from fermion.table.indices.model import BTREE, check_key_type, key_type_of
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
@@ -68,6 +68,7 @@ class IndexBuildTask:
     column: str
     schema: TableSchema
     fragments: tuple[bytes, ...]  # serialised Fragment messages
+    kind: str = BTREE
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def plan_index_build(
             column,
             schema,
             tuple(f.SerializeToString() for f in todo[start : start + fragments_per_task]),
+            kind,
         )  # fmt: skip
         for n, start in enumerate(range(0, len(todo), fragments_per_task))
     )
@@ -161,7 +163,8 @@ def execute_index_build(task: IndexBuildTask) -> IndexBuildResult:
     """Write the sorted entries of the task's fragments as a run file."""
     storage = TableStorage(task.uri)
     fragments = [pb.Fragment.FromString(data) for data in task.fragments]
-    entries = sorted_entries(collect_entries(storage, task.schema, fragments, task.column))
+    entries = collect_entries(storage, task.schema, fragments, task.column, kind=task.kind)
+    entries = sorted_entries(entries)
     path = f"_indices/{task.build}/run-{task.task_id}.fermion"
     storage.ensure_directory(f"_indices/{task.build}")
     write_table(entries, storage.target(path), page_size=INDEX_PAGE_SIZE, compression="zstd")
@@ -183,7 +186,7 @@ def commit_index_build(
     try:
         manifest = load_manifest(storage, plan.read_version)
         schema = schema_of(manifest)
-        key_type = schema.arrow.field(plan.column).type
+        key_type = key_type_of(plan.kind, schema.arrow.field(plan.column).type)
         parts = [read_entries(storage, runs, BTREE).cast(entry_schema(key_type))] if runs else []
         covered: set[int] = set()
         if plan.previous:
@@ -191,7 +194,7 @@ def commit_index_build(
             present = {f.id for f in manifest.fragments}
             covered = set(previous.fragment_ids) & present
             old = (list(previous.files), previous.kind, covered)
-            parts.append(collect_entries(storage, schema, [], plan.column, old))
+            parts.append(collect_entries(storage, schema, [], plan.column, old, plan.kind))
         entries = pa.concat_tables(parts) if parts else entry_schema(key_type).empty_table()
         indexed = {pb.Fragment.FromString(d).id for t in plan.tasks for d in t.fragments}
         op = finish_build(
