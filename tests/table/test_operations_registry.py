@@ -51,8 +51,11 @@ EXAMPLES: list[Any] = [
     Restore(2),
     MergeInsert((DELETED,), (2,), (pb.Fragment(physical_rows=2),), ("x",), (9, 4), 1),
     MergeInsert(
-        new_fragments=(pb.Fragment(physical_rows=2),), on=("x",), key_hashes=(3,),
-        inserted_rows=2, config={"fermion.input.merge.a": "1"},  # the merge job's record
+        new_fragments=(pb.Fragment(physical_rows=2),),
+        on=("x",),
+        key_hashes=(3,),
+        inserted_rows=2,
+        config={"fermion.input.merge.a": "1"},  # the merge job's record
     ),  # fmt: skip
     Update((DELETED,), (), (pb.Fragment(physical_rows=1),), "x = 1", ("x",)),
     Update(new_fragments=(pb.Fragment(physical_rows=1),), predicate="x = 1", replace_where=True),
