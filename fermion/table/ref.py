@@ -274,6 +274,15 @@ class TableRef:
             return replace(self, manifest_store=store)
         return replace(self, uri=storage.uri, manifest_store=store)
 
+    def manifest_text(self) -> str | None:
+        """The manifest store as a setting string, password included (for an engine's
+        options; ``None``: no store).
+
+        Raises:
+            InvalidArgumentError: A store object without a text form (a custom one).
+        """
+        return _store_text(self.manifest_store, public=False)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, without credentials (see the module docstring)."""
         return {

@@ -49,7 +49,6 @@ import pyarrow.parquet as pq
 
 from fermion.errors import FermionError
 from fermion.table.scan import read_fragment
-from fermion.table.storage import TableStorage
 from fermion.table.tasks import WritePlan, WriteResult, execute_write
 
 if TYPE_CHECKING:
@@ -508,7 +507,7 @@ def _verify(
 ) -> None:
     """Read the task's fragments back and compare them, in order, with a second read of its
     pieces (``schema``: the batches' schema)."""
-    storage = TableStorage(plan.uri)
+    storage = plan.table.open()
     names = plan.schema.arrow.names
     source = _Rows(task_batches(pieces, schema, plan.batch_id_column), schema)
     for info in result.fragments:
