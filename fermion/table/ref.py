@@ -131,7 +131,8 @@ def _store_text(store: ManifestStore | str | None, *, public: bool) -> str | Non
         if parts.password is not None:
             host = parts.netloc.rpartition("@")[2]
             user = parts.username or ""
-            return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+            netloc = f"{user}@{host}"
+            return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         return store
     return _DSN_PASSWORD.sub(r"\1***", store)
 
