@@ -147,3 +147,16 @@ def test_bad_input_is_a_typed_error() -> None:
     with pytest.raises(InvalidArgumentError, match="storage options <bogus_option>"):
         TableRef("dir://t", {"bogus_option": 1}).open()
     assert is_credential("aws_secret_access_key") and not is_credential("endpoint_url")
+
+
+def test_cli_takes_storage_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from fermion.cli.app import main
+
+    options = _dir_options(tmp_path)
+    db = str(tmp_path / "m.db")
+    ft.write_dataset(pa.table({"x": [1, 2]}), "dir://t", storage_options=options, manifest_store=db)
+    argv = ["log", "dir://t", "--json", "--manifest-store", db]
+    argv += ["--storage-option", f"path={tmp_path}", "--storage-option", "target_protocol=file"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 2
+    assert main(["log", "dir://t", "--storage-option", "nonsense"]) != 0
