@@ -285,7 +285,19 @@ class TableRef:
         return _store_text(self.manifest_store, public=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, without credentials (see the module docstring)."""
+        """JSON-ready form, without credentials (see the module docstring).
+
+        Raises:
+            InvalidArgumentError: The manifest store is an object other than the SQLite and
+                PostgreSQL ones (it has no text form to read back).
+        """
+        store = self.manifest_store
+        if isinstance(store, ManifestStore) and not isinstance(
+            store, SQLiteManifestStore | PostgresManifestStore
+        ):
+            raise InvalidArgumentError(
+                f"manifest store {type(store).__name__} has no JSON form: give it as a URL or path"
+            )
         return {
             "uri": self.uri,
             "storage_options": _redacted(self.storage_options),

@@ -92,3 +92,32 @@ def test_without_the_store_a_table_on_such_a_filesystem_is_refused(
             "storage_options", json.dumps(options)
         ).save("dir://t")
     assert isinstance(info.value, InvalidArgumentError) or "InvalidArgumentError" in str(info.value)
+
+
+def test_options_parse_storage_options_and_store_without_showing_them() -> None:
+    from fermion.spark.options import ReadOptions, WriteOptions, table_options
+
+    secret = "not-a-real-secret"
+    options = {
+        "path": "s3://b/t",
+        "storage_options": json.dumps({"client_kwargs": {"region_name": "eu"}, "key": "k"}),
+        "storage_options.key": "k2",
+        "storage_options.secret": secret,
+        "manifest_store": "/tmp/m.db",
+    }
+    read = ReadOptions.parse(options)
+    assert read.storage_options == {
+        "client_kwargs": {"region_name": "eu"},
+        "key": "k2",  # the named option wins over the JSON object
+        "secret": secret,
+    }
+    assert read.ref.manifest_store == "/tmp/m.db" and secret not in repr(read)
+    assert WriteOptions.parse(options).ref == read.ref
+    assert json.loads(table_options(read.ref)["storage_options"])["secret"] == secret
+    with pytest.raises(InvalidArgumentError) as info:
+        ReadOptions.parse({"path": "/t", "storage_options": f"not json {secret}"})
+    assert secret not in str(info.value)
+    with pytest.raises(InvalidArgumentError, match="manifest_store"):
+        ReadOptions.parse({"path": "/t", "manifest_store": " "})
+    with pytest.raises(InvalidArgumentError, match="unknown read option"):
+        ReadOptions.parse({"path": "/t", "storage_option.key": "x"})

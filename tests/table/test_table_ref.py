@@ -15,7 +15,7 @@ import pytest
 
 import fermion.table as ft
 from fermion.errors import InvalidArgumentError
-from fermion.table.manifest_store import ENV_VAR, SQLiteManifestStore
+from fermion.table.manifest_store import ENV_VAR, ManifestStore, SQLiteManifestStore
 from fermion.table.ref import TableRef, is_credential, parse_storage_option, ref_of
 from fermion.table.tasks import (
     WritePlan,
@@ -160,3 +160,18 @@ def test_cli_takes_storage_options(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == 2
     assert main(["log", "dir://t", "--storage-option", "nonsense"]) != 0
+
+
+def test_a_custom_manifest_store_has_no_json_form(tmp_path: Path) -> None:
+    class Custom(ManifestStore):
+        def put_if_absent(self, base_uri: str, version: int, path: str) -> None: ...
+        def put(self, base_uri: str, version: int, path: str) -> None: ...
+        def get(self, base_uri: str, version: int) -> str | None: ...
+        def latest_version(self, base_uri: str) -> int | None: ...
+
+    ref = TableRef("/t", manifest_store=Custom())
+    assert "Custom" in repr(ref)
+    with pytest.raises(InvalidArgumentError, match="no JSON form"):
+        ref.to_dict()
+    sqlite = TableRef("/t", manifest_store=SQLiteManifestStore(str(tmp_path / "m.db")))
+    assert TableRef.from_dict(sqlite.to_dict()).manifest_store == f"sqlite://{tmp_path}/m.db"
