@@ -57,6 +57,11 @@ The rules:
    (``fermion.format.encoding.registry``); every other module looks the id up in
    ``ENCODINGS`` and asks its entry.
 
+8. **One way to open a table**: only modules under ``fermion.table`` call
+   ``TableStorage(...)``; everyone else opens a table through its
+   :class:`~fermion.table.ref.TableRef` (``ref.open()``), which carries the filesystem
+   options and the manifest store to any process (docs/ARCHITECTURE.md, "The table handle").
+
 There is no allowlist: every rule holds for the whole package.
 """
 
@@ -738,3 +743,41 @@ def test_import_fermion_leaves_pandas_and_pyarrow_dataset_unloaded() -> None:
     probe = "import sys, fermion; print(sorted({'pandas', 'pyarrow.dataset'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+TABLE_STORAGE_OWNER = "fermion.table"  # rule 8
+
+
+def _table_storage_calls(tree: ast.AST) -> list[int]:
+    """Lines of ``TableStorage(...)`` / ``x.TableStorage(...)`` calls."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == "TableStorage")
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == "TableStorage")
+        )
+    ]
+
+
+def test_only_the_table_layer_builds_table_storage() -> None:
+    bad = [
+        f"{module.path}:{line}: TableStorage(...) outside fermion.table: open a TableRef"
+        for module in MODULES.values()
+        if not (module.name == TABLE_STORAGE_OWNER or module.name.startswith("fermion.table."))
+        for line in _table_storage_calls(module.tree)
+    ]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("source", "lines"),
+    [
+        ("from fermion.table.storage import TableStorage\ns = TableStorage(uri)\n", [2]),
+        ("import fermion.table.storage as st\n\nst.TableStorage(u, manifest_store=m)\n", [3]),
+        ("ref.open()\nx = TableStorage\n", []),  # a reference, not a call
+    ],
+)
+def test_table_storage_rule(source: str, lines: list[int]) -> None:
+    assert _table_storage_calls(ast.parse(source)) == lines

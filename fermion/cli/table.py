@@ -19,8 +19,10 @@ import json
 import sys
 from typing import Any
 
+from fermion.errors import InvalidArgumentError
 from fermion.table.dataset import dataset
 from fermion.table.deletions import deletion_path
+from fermion.table.ref import parse_storage_option
 
 __all__ = ["add_table_commands", "cmd_log", "cmd_show"]
 
@@ -32,12 +34,33 @@ MANIFEST_STORE_HELP = (
 )
 
 
+STORAGE_OPTION_HELP = (
+    "an option of the table's fsspec filesystem, e.g. endpoint_url=http://localhost:9000 "
+    "or region_name=eu-west-1 (repeatable; the value is a string)"
+)
+
+
+def _storage_option(text: str) -> tuple[str, str]:
+    try:
+        return parse_storage_option(text)
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_storage_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--storage-option", metavar="KEY=VALUE", action="append", type=_storage_option,
+        default=[], dest="storage_options", help=STORAGE_OPTION_HELP,
+    )  # fmt: skip
+
+
 def add_table_commands(subparsers: Any) -> None:
     """Register ``log`` and ``show`` on an argparse subparsers object."""
     p = subparsers.add_parser("log", help="versions of a table with operation summaries")
     p.add_argument("uri", metavar="URI", help="table directory: path or fsspec URL")
     p.add_argument("--json", action="store_true", help="one JSON object per version")
     p.add_argument("--manifest-store", metavar="STORE", default=None, help=MANIFEST_STORE_HELP)
+    _add_storage_option(p)
     p.set_defaults(handler=cmd_log)
 
     p = subparsers.add_parser("show", help="schema, fragments, deletions and sizes of a version")
@@ -45,12 +68,17 @@ def add_table_commands(subparsers: Any) -> None:
     p.add_argument("--version", type=int, default=None, help="version (default: latest)")
     p.add_argument("--json", action="store_true", help="print as one JSON object")
     p.add_argument("--manifest-store", metavar="STORE", default=None, help=MANIFEST_STORE_HELP)
+    _add_storage_option(p)
     p.set_defaults(handler=cmd_show)
 
 
 def cmd_log(args: argparse.Namespace) -> int:
     """Print every version, newest first."""
-    ds = dataset(args.uri, manifest_store=args.manifest_store)
+    ds = dataset(
+        args.uri,
+        manifest_store=args.manifest_store,
+        storage_options=dict(getattr(args, "storage_options", None) or []),
+    )
     for info in reversed(ds.versions()):
         if args.json:
             row = {
@@ -76,7 +104,12 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print one version: schema with field ids, fragments, deletion files, sizes."""
-    ds = dataset(args.uri, version=args.version, manifest_store=args.manifest_store)
+    ds = dataset(
+        args.uri,
+        version=args.version,
+        manifest_store=args.manifest_store,
+        storage_options=dict(getattr(args, "storage_options", None) or []),
+    )
     m = ds.manifest
     fragments = []
     for f in m.fragments:

@@ -4,6 +4,13 @@ Spark hands a Python data source its options as a case-insensitive dict of strin
 (``load(uri)`` / ``save(uri)`` put the location under ``path``). Unknown options are
 errors, so a misspelt ``verison`` never silently reads the latest version.
 
+The table's filesystem options (:class:`~fermion.table.ref.TableRef`) are given as
+``option("storage_options.<name>", value)`` (string values; Spark lowercases option names)
+or all at once as ``option("storage_options", '{"key": ..., "client_kwargs": {...}}')``, a
+JSON object (any value types and case; the ``storage_options.<name>`` ones win). The
+external manifest store is ``option("manifest_store", "postgresql://..." or a file path)``.
+Both reach the executors inside the plan's ref: they never need an environment variable.
+
 Example:
     >>> options = ReadOptions.parse({"path": "/t", "version": "3", "columns": "a, b"})
     >>> options.version, options.columns, options.filter
@@ -14,15 +21,28 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from fermion.errors import InvalidArgumentError
 from fermion.spark.packing import MAX_PARTITION_BYTES_DEFAULT
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
+from fermion.table.ref import TableRef
 from fermion.table.write_properties import WRITE_KEY_PREFIX, WriteProperties
 
-__all__ = ["ROWS_PER_PARTITION_DEFAULT", "ReadOptions", "WriteOptions"]
+__all__ = [
+    "ROWS_PER_PARTITION_DEFAULT",
+    "STORAGE_PREFIX",
+    "ReadOptions",
+    "WriteOptions",
+    "table_options",
+]
+
+#: Options ``storage_options.<name>`` are options of the table's fsspec filesystem.
+STORAGE_PREFIX = "storage_options."
+_TABLE_KEYS = frozenset({"storage_options", "manifest_store"})
 
 #: A fragment with more rows than this is read by several tasks, split between stripes.
 ROWS_PER_PARTITION_DEFAULT = MAX_ROWS_PER_FILE_DEFAULT
@@ -48,16 +68,91 @@ def _positive(options: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
+def _storage_options(options: Mapping[str, str]) -> dict[str, Any]:
+    """The filesystem options: the JSON object ``storage_options`` under the
+    ``storage_options.<name>`` ones."""
+    out: dict[str, Any] = {}
+    text = options.get("storage_options")
+    if text is not None:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise InvalidArgumentError(
+                "option storage_options must be a JSON object (its text is not shown: it may "
+                "hold credentials)"
+            ) from None
+        out.update(value)
+    for key, value in options.items():
+        if key.lower().startswith(STORAGE_PREFIX):
+            name = key[len(STORAGE_PREFIX) :]
+            if not name:
+                raise InvalidArgumentError("option storage_options. needs a name after the dot")
+            out[name] = value
+    return out
+
+
+def table_options(ref: TableRef) -> dict[str, str]:
+    """The data source options that name ``ref``'s filesystem options and manifest store
+    (none for a ref with neither).
+
+    Example:
+        >>> table_options(TableRef("/t", {"anon": True}, "/tmp/m.db"))
+        {'storage_options': '{"anon": true}', 'manifest_store': '/tmp/m.db'}
+    """
+    out: dict[str, str] = {}
+    if ref.storage_options:
+        try:
+            out["storage_options"] = json.dumps(dict(ref.storage_options), sort_keys=True)
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                "storage_options for Spark must be JSON values (strings, numbers, booleans, "
+                "lists, objects)"
+            ) from None
+    store = ref.manifest_text()
+    if store is not None:
+        out["manifest_store"] = store
+    return out
+
+
+def _manifest_store(options: Mapping[str, str]) -> str | None:
+    text = options.get("manifest_store")
+    if text is not None and not text.strip():
+        raise InvalidArgumentError("option manifest_store is empty: give a URL or a file path")
+    return text
+
+
 def _check_keys(options: Mapping[str, str], known: set[str], kind: str) -> None:
-    unknown = sorted(k for k in options if k.lower() not in known)
+    known = known | _TABLE_KEYS
+    unknown = sorted(
+        k for k in options if k.lower() not in known and not k.lower().startswith(STORAGE_PREFIX)
+    )
     if unknown:
         raise InvalidArgumentError(
-            f"unknown {kind} option(s) {unknown}; the fermion source takes {sorted(known)}"
+            f"unknown {kind} option(s) {unknown}; the fermion source takes {sorted(known)} "
+            f"and {STORAGE_PREFIX}<name>"
+        )
+
+
+class _OnTable:
+    """The table handle of parsed options (driver side: the ``FERMION_MANIFEST_STORE``
+    default is read here, never on an executor)."""
+
+    uri: str
+    storage_options: Mapping[str, Any]
+    manifest_store: str | None
+
+    @property
+    def ref(self) -> TableRef:
+        """The :class:`TableRef` of the table the options name."""
+        return TableRef.of(
+            self.uri, storage_options=self.storage_options, manifest_store=self.manifest_store
         )
 
 
 @dataclass(frozen=True)
-class ReadOptions:
+class ReadOptions(_OnTable):
     """``spark.read.format("fermion")`` options.
 
     Attributes:
@@ -77,6 +172,8 @@ class ReadOptions:
         min_partitions: The parallelism packing aims for (default: the session's
             default parallelism when the source was registered by
             :func:`fermion.spark.register`, else no packing).
+        storage_options: The filesystem's options (see the module; hidden from ``repr``).
+        manifest_store: The table's external manifest store.
     """
 
     uri: str
@@ -87,6 +184,8 @@ class ReadOptions:
     filter: str | None = None
     max_partition_bytes: int = MAX_PARTITION_BYTES_DEFAULT
     min_partitions: int | None = None
+    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    manifest_store: str | None = field(default=None, repr=False)
 
     KEYS = frozenset({
         "path", "version", "tag", "columns", "rows_per_partition", "filter",
@@ -135,11 +234,13 @@ class ReadOptions:
                 if options.get("min_partitions") is not None
                 else None
             ),
+            storage_options=_storage_options(options),
+            manifest_store=_manifest_store(options),
         )
 
 
 @dataclass(frozen=True)
-class WriteOptions:
+class WriteOptions(_OnTable):
     """``df.write.format("fermion")`` options.
 
     Attributes:
@@ -151,12 +252,16 @@ class WriteOptions:
         replace_where: With ``mode("overwrite")``: replace only the rows matching this
             Spark SQL condition, in one version (:mod:`fermion.table.update`); every new
             row must match it, or the write fails and commits nothing.
+        storage_options: The filesystem's options (see the module; hidden from ``repr``).
+        manifest_store: The table's external manifest store.
     """
 
     uri: str
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
     write_properties: dict[str, str] = field(default_factory=dict)
     replace_where: str | None = None
+    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    manifest_store: str | None = field(default=None, repr=False)
 
     KEYS = frozenset({"path", "max_rows_per_file", "replace_where"})
 
@@ -180,4 +285,6 @@ class WriteOptions:
             max_rows_per_file=_positive(options, "max_rows_per_file", MAX_ROWS_PER_FILE_DEFAULT),
             write_properties=properties,
             replace_where=replace_where,
+            storage_options=_storage_options(options),
+            manifest_store=_manifest_store(options),
         )

@@ -47,7 +47,6 @@ from fermion.table.predicate import parse_predicate
 from fermion.table.row_ids import ROW_ID, add_row_id_column, row_id_request
 from fermion.table.scan import ROW_OFFSET, ScanStats, fragment_stripe_rows, read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
 from fermion.table.tasks import FragmentInfo
 
 __all__ = [
@@ -94,7 +93,7 @@ def open_dataset(options: ReadOptions) -> Dataset:
         >>> open_dataset(ReadOptions(uri)).version
         1
     """
-    return dataset(options.uri, options.version, tag=options.tag)
+    return dataset(options.ref, options.version, tag=options.tag)
 
 
 #: Deprecated name of :func:`open_dataset`.
@@ -158,6 +157,7 @@ class FermionReader(DataSourceReader):
         self, options: ReadOptions, schema: StructType, parallelism: int | None = None
     ) -> None:
         table = open_dataset(options)
+        self.table = table.ref  # the tasks open the table through it: no environment variable
         self.uri = table.uri
         self.version = table.version
         self.table_schema: TableSchema = table.table_schema
@@ -178,7 +178,7 @@ class FermionReader(DataSourceReader):
     def partitions(self) -> list[FragmentSlice | FragmentSlices]:
         """The fragments left after manifest pruning (large ones split between stripes),
         small ones packed together (:mod:`fermion.spark.packing`)."""
-        table = dataset(self.uri, self.version)
+        table = dataset(self.table, self.version)
         scanner = table.scanner(self.read_columns, self.filter)
         slices: list[FragmentSlice] = []
         sizes: list[int] = []
@@ -226,7 +226,7 @@ class FermionReader(DataSourceReader):
         fragment = FragmentInfo.from_bytes(part.fragment).to_proto()
         stripes = None if part.stripes is None else range(*part.stripes)
         table = read_fragment(
-            TableStorage(self.uri),
+            self.table.open(),
             self.table_schema,
             fragment,
             self.read_columns,

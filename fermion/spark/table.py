@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from fermion.deprecation import deprecated_alias
 from fermion.spark.filters import exact_conjuncts
-from fermion.spark.options import ReadOptions
+from fermion.spark.options import ReadOptions, table_options
 from fermion.spark.read import check_columns, open_dataset
 from fermion.spark.source import register
+from fermion.table.ref import TableRef
 
 __all__ = ["read_dataset"]
 
@@ -40,12 +42,14 @@ def _mentioned(text: str, names: Sequence[str]) -> list[str]:
 
 def read_dataset(
     spark: SparkSession,
-    uri: str,
+    uri: str | TableRef,
     columns: Sequence[str] | None = None,
     filter: str | Column | None = None,
     version: int | None = None,
     *,
     tag: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    manifest_store: str | None = None,
     options: Mapping[str, str] | None = None,
 ) -> DataFrame:
     """A DataFrame of a Fermion table that reads only ``columns``, filtered at the source.
@@ -61,11 +65,13 @@ def read_dataset(
 
     Args:
         spark: The session (the data source is registered on it).
-        uri: Table location.
+        uri: Table location (path, URL or :class:`~fermion.table.ref.TableRef`).
         columns: Columns to return (default: all).
         filter: A Spark SQL condition (``"id > 5 AND name LIKE 'a%'"``) or a Column.
         version: Read this version (default: the latest).
         tag: Read the version of this tag.
+        storage_options: Options of the table's fsspec filesystem (over the ref's).
+        manifest_store: The table's external manifest store (over the ref's).
         options: Further read options of the data source (docs/SPARK.md), e.g.
             ``{"max_partition_bytes": "1"}`` for one partition per fragment.
 
@@ -82,7 +88,16 @@ def read_dataset(
         ['b']
     """
     register(spark)
-    schema = open_dataset(ReadOptions(uri, version, tag)).schema
+    ref = TableRef.of(uri, storage_options=storage_options, manifest_store=manifest_store)
+    extra = table_options(ref)
+    read = ReadOptions(
+        ref.uri,
+        version,
+        tag,
+        storage_options=ref.storage_options,
+        manifest_store=extra.get("manifest_store"),
+    )
+    schema = open_dataset(read).schema
     names = schema.names
     wanted = list(names) if columns is None else list(columns)
     check_columns(wanted, schema)
@@ -90,7 +105,7 @@ def read_dataset(
     if filter is not None:
         text = filter if isinstance(filter, str) else str(filter)
         needed += [n for n in _mentioned(text, names) if n not in needed]
-    reader = spark.read.format("fermion").options(**dict(options or {}))
+    reader = spark.read.format("fermion").options(**extra).options(**dict(options or {}))
     if version is not None:
         reader = reader.option("version", str(version))
     if tag is not None:
@@ -101,7 +116,7 @@ def read_dataset(
         exact = exact_conjuncts(filter, schema)
         if exact is not None:
             reader = reader.option("filter", exact)
-    frame = reader.load(uri)
+    frame = reader.load(ref.uri)
     if filter is not None:
         frame = frame.filter(filter)
     if needed != wanted:

@@ -43,6 +43,7 @@ from fermion.errors import DatasetError, InvalidArgumentError, SchemaMismatchErr
 from fermion.spark.options import WriteOptions
 from fermion.spark.types import arrow_schema, conform, loose, spark_schema
 from fermion.table import dataset
+from fermion.table.ref import TableRef
 from fermion.table.tasks import (
     WritePlan,
     WriteResult,
@@ -67,7 +68,7 @@ class FermionCommitMessage(WriterCommitMessage):
     result: WriteResult
 
 
-def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
+def _write_schema(ref: TableRef, schema: StructType, overwrite: bool) -> pa.Schema:
     """The Arrow schema the DataFrame's batches are written as (Spark → Arrow types).
 
     An existing table whose columns have the DataFrame's Spark types keeps its own Arrow
@@ -78,7 +79,7 @@ def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
     """
     ours = arrow_schema(schema)
     try:
-        existing = dataset(uri).schema
+        existing = dataset(ref).schema
     except DatasetError:
         return ours  # no table yet: the first write creates it
     theirs = spark_schema(existing)
@@ -94,7 +95,7 @@ def _write_schema(uri: str, schema: StructType, overwrite: bool) -> pa.Schema:
     if overwrite:
         return ours
     raise SchemaMismatchError(
-        f"cannot append to {uri}: the DataFrame has {schema.simpleString()}, "
+        f"cannot append to {ref.uri}: the DataFrame has {schema.simpleString()}, "
         f"the table has {theirs.simpleString()}"
     )
 
@@ -112,24 +113,25 @@ def plan_spark_write(options: WriteOptions, schema: StructType, overwrite: bool)
             condition that does not parse.
         DatasetError: ``replace_where`` on a table that does not exist.
     """
+    ref = options.ref
     if options.replace_where is not None:
         if not overwrite:
             raise InvalidArgumentError(
                 "the option replace_where needs mode('overwrite') (it replaces the rows "
                 "matching it)"
             )
-        dataset(options.uri)  # DatasetError: there is no table whose rows to replace
+        dataset(ref)  # DatasetError: there is no table whose rows to replace
         plan = plan_write(
-            options.uri,
-            _write_schema(options.uri, schema, False),
+            ref,
+            _write_schema(ref, schema, False),
             mode="append",
             max_rows_per_file=options.max_rows_per_file,
         )
         check_replace_rows(plan, options.replace_where)
         return plan
     return plan_write(
-        options.uri,
-        _write_schema(options.uri, schema, overwrite),
+        ref,
+        _write_schema(ref, schema, overwrite),
         mode="overwrite" if overwrite else "append",
         max_rows_per_file=options.max_rows_per_file,
         write_properties=options.write_properties or None,

@@ -34,6 +34,7 @@ from fermion.table.operations import (
     Update,
     UpdateConfig,
 )
+from fermion.table.ref import TableRef
 from fermion.table.scan import Scanner, ScanStats
 from fermion.table.schema import TableSchema
 from fermion.table.versions import VersionInfo
@@ -58,6 +59,7 @@ __all__ = [
     "ScanStats",
     "Scanner",
     "SchemaChange",
+    "TableRef",
     "TableSchema",
     "Update",
     "UpdateConfig",

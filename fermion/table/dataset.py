@@ -46,6 +46,7 @@ from fermion.table.operations import Append, Operation, Overwrite, Restore, Sche
 from fermion.table.operations.update_config import plan_update_config
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
+from fermion.table.ref import TableRef, ref_of
 from fermion.table.scan import Scanner, take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -88,6 +89,7 @@ def write_dataset(
     manifest_store: ManifestStore | str | None = None,
     replace_where: str | pc.Expression | None = None,
     write_properties: WriteProperties | Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Write ``data`` as a new version of the table at ``uri``.
 
@@ -95,7 +97,8 @@ def write_dataset(
         data: ``pa.Table``, ``RecordBatch``, ``RecordBatchReader``, pandas DataFrame, any
             object with ``__arrow_c_stream__`` (Polars, DuckDB) or a list of batches. A
             stream is written as it is read: memory holds a stripe, not the input.
-        uri: Table location: local path, fsspec URL or ``(filesystem, path)``.
+        uri: Table location: local path, fsspec URL, ``(filesystem, path)`` or
+            :class:`~fermion.table.ref.TableRef`.
         mode: ``"create"`` (the table must not exist), ``"append"`` (creates it if absent;
             the data must have the table's columns and types), ``"overwrite"`` (replace all
             rows; a different schema gets fresh field ids).
@@ -112,6 +115,8 @@ def write_dataset(
             :mod:`fermion.table.write_properties`), recorded when the table is created or
             overwritten; every later writer uses them. Not with an append to an existing
             table: change those with :meth:`Dataset.update_write_properties`.
+        storage_options: Options of the URL's fsspec filesystem (S3 ``key``, ``secret``,
+            ``endpoint_url``, ...; :class:`~fermion.table.ref.TableRef`).
 
     Raises:
         DatasetError: ``create`` on an existing table, unknown ``mode``, ``replace_where``
@@ -127,7 +132,8 @@ def write_dataset(
     """
     if mode not in ("create", "append", "overwrite"):
         raise DatasetError(f"unknown mode {mode!r}")
-    storage = TableStorage(uri, manifest_store=manifest_store)
+    ref = TableRef.of(uri, storage_options=storage_options, manifest_store=manifest_store)
+    storage = ref.open()
     latest = latest_manifest(storage)
     if mode == "create" and latest is not None:
         raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
@@ -150,7 +156,7 @@ def write_dataset(
     )
     properties.check_schema(schema.arrow)
     fragments = write_fragments(
-        stream, uri, schema=schema, max_rows_per_file=max_rows_per_file,
+        stream, ref, schema=schema, max_rows_per_file=max_rows_per_file,
         manifest_store=storage.manifest_store, properties=properties,
         batch_id_column=default_batch_column(latest, properties, data_schema),
     )  # fmt: skip
@@ -179,8 +185,13 @@ def dataset(
     *,
     tag: str | None = None,
     manifest_store: ManifestStore | str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Open a table at its latest version, a given ``version``, or a ``tag``.
+
+    ``uri`` is a local path, fsspec URL, ``(filesystem, path)`` or
+    :class:`~fermion.table.ref.TableRef`; ``storage_options`` are the options of the URL's
+    fsspec filesystem (S3 ``key``, ``secret``, ``endpoint_url``, ...).
 
     Raises:
         DatasetError: No table at ``uri``, or the version / tag does not exist.
@@ -194,7 +205,8 @@ def dataset(
         >>> dataset(uri).count_rows()
         2
     """
-    storage = TableStorage(uri, manifest_store=manifest_store)
+    ref = TableRef.of(uri, storage_options=storage_options, manifest_store=manifest_store)
+    storage = ref.open()
     if version is not None and tag is not None:
         raise InvalidArgumentError("give a version or a tag, not both")
     if tag is not None:
@@ -282,6 +294,12 @@ class Dataset:
     def uri(self) -> str:
         """The table location."""
         return self._storage.uri
+
+    @property
+    def ref(self) -> TableRef:
+        """The table's handle (:class:`~fermion.table.ref.TableRef`): what plans and Spark
+        tasks carry to open it elsewhere."""
+        return ref_of(self.storage)
 
     @property
     def storage(self) -> TableStorage:
@@ -1145,7 +1163,7 @@ class Dataset:
             >>> Dataset.commit(uri, Append(frags), read_version=ds.version).count_rows()
             3
         """
-        storage = TableStorage(uri, manifest_store=manifest_store)
+        storage = TableRef.of(uri, manifest_store=manifest_store).open()
         config = CommitConfig(max_retries=max_retries, timeout=timeout)
         result = commit_operation(storage, operation, read_version=read_version, config=config)
         ds = Dataset(storage, result.manifest)

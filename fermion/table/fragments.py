@@ -29,6 +29,7 @@ from fermion.io import failpoints
 from fermion.table._datafile import open_data_writer
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.stats import StatsAccumulator, compute_field_stats
 from fermion.table.storage import TableStorage
@@ -81,7 +82,7 @@ def write_fragments(
 
     Args:
         data: A ``pa.Table``, ``RecordBatch``, ``RecordBatchReader`` or list of batches.
-        uri: Table location (path, fsspec URL or ``(filesystem, path)``).
+        uri: Table location (path, fsspec URL, ``(filesystem, path)`` or ``TableRef``).
         schema: The table schema to write with (field ids). Default: the latest version's
             schema if the table exists, else fresh ids for the data's schema.
         max_rows_per_file: Rows per data file (one fragment per file).
@@ -107,7 +108,7 @@ def write_fragments(
         raise InvalidArgumentError(f"max_rows_per_file must be >= 1, got {max_rows_per_file}")
     if prefix != "data" and not prefix.startswith("data/"):
         raise InvalidArgumentError(f"data files live under data/, not {prefix!r}")
-    storage = TableStorage(uri, manifest_store=manifest_store)
+    storage = TableRef.of(uri, manifest_store=manifest_store).open()
     data_schema, batches = as_batches(data)
     if schema is None or properties is None:
         latest = latest_manifest(storage)

@@ -75,10 +75,17 @@ class TableStorage:
             :class:`ManifestStore`, a ``postgresql://`` URL or an SQLite file path
             (:func:`~fermion.table.manifest_store.open_manifest_store`). When none is given
             and the filesystem has no atomic create, the ``FERMION_MANIFEST_STORE``
-            environment variable names it.
+            environment variable names it (unless ``from_environment`` is false: a
+            :class:`~fermion.table.ref.TableRef` opens its table so, on any process).
     """
 
-    def __init__(self, uri: Any, *, manifest_store: ManifestStore | str | None = None) -> None:
+    def __init__(
+        self,
+        uri: Any,
+        *,
+        manifest_store: ManifestStore | str | None = None,
+        from_environment: bool = True,
+    ) -> None:
         if isinstance(uri, TableStorage):
             raise InvalidArgumentError("pass a URI, not a TableStorage")
         self.store: Store
@@ -90,13 +97,14 @@ class TableStorage:
         elif not self.store.supports_put_if_absent:
             # only here: a table on a store with an atomic create never switches to the
             # external store behind its other writers' backs
-            self.manifest_store = open_manifest_store(None)
+            self.manifest_store = open_manifest_store(None) if from_environment else None
             if self.manifest_store is None:
                 raise InvalidArgumentError(
                     f"{self.uri}: this filesystem has no atomic put-if-absent; pass "
                     "manifest_store='postgresql://...' (or an SQLite file path), or set "
                     "FERMION_MANIFEST_STORE"
                 )
+        self.opened_from: Any = None  # the TableRef that opened it (fermion.table.ref)
         self._dirs_ready = False
         self._unsynced_dirs: set[str] = set()  # directories with entries not yet synced
 

@@ -222,3 +222,32 @@ def test_rebuild_index_kinds(tmp_path: Path) -> None:
     bad = _write(tmp_path, "r2.yaml", "table: t\nindices: [{column: tags, kind: LABELS}]\n")
     with pytest.raises(ConfigError, match="BTREE, BITMAP or LABEL_LIST"):
         load_config(RebuildIndexConfig, bad)
+
+
+def test_table_keys_storage_options_and_manifest_store(tmp_path: Path) -> None:
+    from fermion.table.ref import TableRef
+
+    path = _write(
+        tmp_path,
+        "compact.yaml",
+        "table: s3://b/t\nstorage_options: {endpoint_url: 'http://minio:9000', anon: false,"
+        " client_kwargs: {region_name: eu}}\nmanifest_store: /tmp/m.db\n",
+    )
+    job = load_config(JOB_CONFIGS["compact"], path).job
+    assert job.storage_options == {
+        "endpoint_url": "http://minio:9000",
+        "anon": False,  # kept typed: s3fs wants a bool
+        "client_kwargs": {"region_name": "eu"},
+    }
+    ref = job.ref
+    assert isinstance(ref, TableRef) and ref.manifest_store == "/tmp/m.db"
+    assert "minio" not in repr(ref)  # options are shown by name only
+    with pytest.raises(ConfigError, match="manifest_store"):
+        load_config(
+            JOB_CONFIGS["compact"], _write(tmp_path, "e.yaml", "table: t\nmanifest_store: ' '\n")
+        )
+    with pytest.raises(ConfigError, match="write_properties"):
+        load_config(
+            MigrateParquetConfig,
+            _write(tmp_path, "m.yaml", "table: t\nsource: s\nwrite_properties: {nope: '1'}\n"),
+        )

@@ -18,6 +18,7 @@ from fermion.spark.jobs.config import MigrateParquetConfig
 from fermion.spark.jobs.distributed import execute_write_tasks
 from fermion.spark.jobs.migrate_parquet import VerificationError, compare_checksums
 from fermion.spark.jobs.runner import run
+from fermion.table.manifest_store import ENV_VAR, SQLiteManifestStore
 from fermion.table.tasks import plan_write
 from tests.jobs.helpers import run_job, write_config
 
@@ -137,6 +138,29 @@ def test_existing_table_needs_mode_overwrite(spark: Any, tmp_path: Path) -> None
     assert code == 0 and summary["committed_version"] == 2
     assert fermion.dataset(str(uri)).count_rows() == 50
     assert "other" not in fermion.dataset(str(uri)).schema.names
+
+
+def test_migration_through_storage_options_and_a_manifest_store_with_write_properties(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a table on a filesystem without an atomic create, reachable only with its storage
+    # options; FERMION_MANIFEST_STORE unset: the store comes from the config key
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    source, root, db = tmp_path / "pq", tmp_path / "fs", str(tmp_path / "m.db")
+    root.mkdir()
+    _dataset(source, 300)
+    options = {"path": str(root), "target_protocol": "file", "target_options": {"auto_mkdir": True}}
+    config = write_config(
+        tmp_path / "m.yaml", table="dir://t", source=str(source), storage_options=options,
+        manifest_store=db, write_properties={"compression": "none", "page_size": "4096"},
+    )  # fmt: skip
+    code, summary = _migrate(spark, config)
+    assert code == 0, summary
+    assert summary["committed_version"] == 1 and SQLiteManifestStore(db).latest_version("dir://t")
+    ds = fermion.dataset("dir://t", storage_options=options, manifest_store=db)
+    assert ds.count_rows() == 300
+    assert ds.manifest.config["fermion.write.compression"] == "none"
+    assert ds.manifest.config["fermion.write.page_size"] == "4096"
 
 
 def test_compare_checksums() -> None:

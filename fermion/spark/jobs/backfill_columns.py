@@ -42,7 +42,7 @@ __all__ = ["REPLAN_ROUNDS", "backfill_columns"]
 
 def _present(config: BackfillColumnsConfig) -> tuple[list[str], int]:
     """The configured columns the table has already, and its latest version."""
-    _, manifest = open_version(config.table)
+    _, manifest = open_version(config.ref)
     names = set(schema_of(manifest).arrow.names)
     return [c for c in config.columns if c in names], manifest.version
 
@@ -71,7 +71,7 @@ def backfill_columns(context: JobContext, config: BackfillColumnsConfig) -> JobR
     first_read: int | None = None
     for round_number in range(1, REPLAN_ROUNDS + 2):
         plan = plan_add_columns_tasks(
-            config.table, config.columns, fragments_per_task=config.fragments_per_task
+            config.ref, config.columns, fragments_per_task=config.fragments_per_task
         )
         first_read = plan.read_version if first_read is None else first_read
         fragments = sum(len(t.fragments) for t in plan.tasks)

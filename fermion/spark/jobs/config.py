@@ -41,6 +41,8 @@ import yaml
 from fermion.errors import InvalidArgumentError
 from fermion.table.commit import MAX_RETRIES_DEFAULT
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
+from fermion.table.ref import TableRef
+from fermion.table.write_properties import WriteProperties
 
 __all__ = [
     "BackfillColumnsConfig",
@@ -89,10 +91,31 @@ class JobConfig:
     max_retries: int = _key(
         "Commit attempts before the job fails with CommitConflictError.", MAX_RETRIES_DEFAULT
     )
+    storage_options: dict[str, Any] = _key(
+        "Options of the table's fsspec filesystem, e.g. {endpoint_url: 'http://minio:9000', "
+        "key: ..., secret: ...} for s3:// (never logged; they reach the executors inside "
+        "the tasks). {}: the filesystem's defaults (AWS_* variables, ...).",
+        {},
+    )
+    manifest_store: str | None = _key(
+        "The table's external manifest store: postgresql://user@host:5432/db or an SQLite "
+        "file path (filesystems without an atomic create). null: FERMION_MANIFEST_STORE "
+        "of the driver, if set.",
+        None,
+    )
 
     def check(self) -> None:
         """Range checks beyond the types (raise :class:`ConfigError` naming the key)."""
         _positive(self, "max_retries")
+        if self.manifest_store is not None and not self.manifest_store.strip():
+            raise ConfigError("key 'manifest_store': must not be empty (null: none)")
+
+    @property
+    def ref(self) -> TableRef:
+        """The table's handle (:class:`~fermion.table.ref.TableRef`), made on the driver."""
+        return TableRef.of(
+            self.table, storage_options=self.storage_options, manifest_store=self.manifest_store
+        )
 
 
 @dataclass(kw_only=True)
@@ -153,6 +176,7 @@ class IngestConfig(JobConfig):
             raise ConfigError("key 'input_key': required when source_format is table")
         if self.replace_where is not None and not self.replace_where.strip():
             raise ConfigError("key 'replace_where': must not be empty (null: append)")
+        _check_write_properties(self.write_properties)
 
 
 @dataclass(kw_only=True)
@@ -279,9 +303,16 @@ class MigrateParquetConfig(JobConfig):
         "committing (a mismatch aborts the write).",
         True,
     )
+    write_properties: dict[str, str] = _key(
+        "Table write properties recorded by the migration (it creates or overwrites the "
+        "table), e.g. {bloom_filter_columns: '[\"id\"]', compression: zstd} "
+        "(docs/TABLE_FORMAT.md, 'Write properties').",
+        {},
+    )
 
     def check(self) -> None:
         super().check()
+        _check_write_properties(self.write_properties)
         if self.reverse and not self.target:
             raise ConfigError("key 'target': required when reverse is true")
         if not self.reverse and not self.source:
@@ -369,6 +400,14 @@ class ValidateConfig(JobConfig):
         "Where quality results (JSON) and great_expectations data docs (HTML) go.",
         QUALITY_DIR_DEFAULT,
     )
+
+
+def _check_write_properties(properties: Mapping[str, str]) -> None:
+    """Refuse unknown write properties and bad values (key ``write_properties``)."""
+    try:
+        WriteProperties.parse(properties)
+    except InvalidArgumentError as exc:
+        raise ConfigError(f"key 'write_properties': {exc}") from None
 
 
 def _positive(config: JobConfig, name: str) -> None:
@@ -630,6 +669,8 @@ def _convert(tp: Any, value: Any) -> tuple[bool, Any]:
     if origin is dict:
         if not isinstance(value, dict):
             return False, None
+        if typing.get_args(tp)[1] is Any:  # kept as given (storage options: nested, typed)
+            return all(isinstance(k, str) for k in value), dict(value)
         if not all(isinstance(k, str) and _scalar(v) for k, v in value.items()):
             return False, None
         return True, {k: _as_text(v) for k, v in value.items()}

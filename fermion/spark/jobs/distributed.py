@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
+from fermion.table.ref import TableRef
 from fermion.table.scan import read_fragment
-from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
     FragmentInfo,
     WritePlan,
@@ -145,7 +145,7 @@ def execute_write_tasks(
 
 def fragments_frame(
     spark: SparkSession,
-    uri: str,
+    uri: str | TableRef,
     plan_schema: Any,
     fragments: Sequence[FragmentInfo],
     spark_schema: Any,
@@ -154,7 +154,7 @@ def fragments_frame(
 
     Args:
         spark: The session.
-        uri: Table location.
+        uri: The table (a :class:`~fermion.table.ref.TableRef`, or a path or URL).
         plan_schema: The :class:`~fermion.table.schema.TableSchema` the fragments follow.
         fragments: Committed or freshly written fragments.
         spark_schema: The ``StructType`` of the result (columns by name, in its order).
@@ -163,11 +163,12 @@ def fragments_frame(
 
     target = to_arrow_schema(spark_schema, timezone=spark.conf.get("spark.sql.session.timeZone"))
     names = list(target.names)
+    ref = TableRef.of(uri)  # made here: the tasks open it without the environment
     encoded = [(f.to_bytes(),) for f in fragments]
     slices = max(1, min(len(encoded), spark.sparkContext.defaultParallelism * 4))
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = TableStorage(uri)
+        storage = ref.open()
         for batch in batches:
             for data in batch.column(0).to_pylist():
                 fragment = FragmentInfo.from_bytes(data).to_proto()

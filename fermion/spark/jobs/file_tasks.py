@@ -52,7 +52,6 @@ import pyarrow.parquet as pq
 from fermion.errors import FermionError
 from fermion.spark.jobs.row_digest import RowDigest, digestible
 from fermion.table.scan import read_fragment
-from fermion.table.storage import TableStorage
 from fermion.table.tasks import WritePlan, WriteResult, execute_write
 
 if TYPE_CHECKING:
@@ -511,7 +510,7 @@ def _verify(
 ) -> None:
     """Read the task's fragments back and compare them, in order, with a second read of its
     pieces (``schema``: the batches' schema)."""
-    storage = TableStorage(plan.uri)
+    storage = plan.table.open()
     names = plan.schema.arrow.names
     source = _Rows(task_batches(pieces, schema, plan.batch_id_column), schema)
     for info in result.fragments:
@@ -554,7 +553,7 @@ def _source_digest(plan: WritePlan, schema: pa.Schema) -> _SourceDigest | None:
 def _verify_digest(plan: WritePlan, result: WriteResult, source: RowDigest) -> None:
     """Read the task's fragments back, in order, and compare their digest with the digest of
     the rows the writer was given (see :mod:`fermion.spark.jobs.row_digest`)."""
-    storage = TableStorage(plan.uri)
+    storage = plan.table.open()
     names = plan.schema.arrow.names
     written = RowDigest(plan.schema.arrow)
     for info in result.fragments:

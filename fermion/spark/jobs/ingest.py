@@ -111,7 +111,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         return _replace(context, df, config)
     key, record = _input_record(spark, df, config)
     files_in = int(record.get("files", 0))  # type: ignore[call-overload]
-    done = input_recorded(config.table, key)
+    done = input_recorded(config.ref, key)
     if done is not None:
         context.log.info("input already ingested (%s at version %d): nothing to do", key, done)
         return JobResult(
@@ -121,7 +121,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
         )  # fmt: skip
     quality = _check_input(context, df, config)
     plan = plan_write(
-        config.table,
+        config.ref,
         arrow_schema_of(df),
         mode="append",
         max_rows_per_file=config.max_rows_per_file,
@@ -159,7 +159,7 @@ def ingest(context: JobContext, config: IngestConfig) -> JobResult:
     try:
         summary = write_or_abort(plan, work, context.log)
     except IncompatibleTransactionError:
-        done = input_recorded(config.table, key)
+        done = input_recorded(config.ref, key)
         if done is None:
             raise
         context.log.info("input ingested concurrently (version %d): nothing committed", done)
@@ -199,7 +199,7 @@ def _replace(context: JobContext, df: DataFrame, config: IngestConfig) -> JobRes
     where = config.replace_where
     quality = _check_input(context, df, config)
     plan = plan_write(
-        config.table, arrow_schema_of(df), mode="append",
+        config.ref, arrow_schema_of(df), mode="append",
         max_rows_per_file=config.max_rows_per_file, batch_id_column=config.batch_id_column,
     )  # fmt: skip
     check = check_replace_rows(plan, where)  # parses the condition before any task runs

@@ -186,7 +186,7 @@ def compact(context: JobContext, config: CompactConfig) -> JobResult:
     return _rewrite_rounds(
         context,
         lambda: plan_compaction(
-            config.table,
+            config.ref,
             target_rows_per_fragment=config.target_rows_per_fragment,
             max_tasks=max(1, tasks),
         ),
@@ -201,7 +201,7 @@ def materialize_deletions(context: JobContext, config: MaterializeDeletionsConfi
     threshold = min(config.threshold, 0.999999)  # 1.0 would select nothing anyway
     return _rewrite_rounds(
         context,
-        lambda: plan_materialization(config.table, threshold=threshold),
+        lambda: plan_materialization(config.ref, threshold=threshold),
         config.partitions,
         config.max_retries,
         "materialize_deletions",
@@ -211,7 +211,7 @@ def materialize_deletions(context: JobContext, config: MaterializeDeletionsConfi
 def rebuild_index(context: JobContext, config: RebuildIndexConfig) -> JobResult:
     """Recompute the statistics of fragments whose statistics are missing or stale, then
     build or refresh each declared scalar index (:func:`build_scalar_indices`)."""
-    plan = plan_index(config.table, columns=config.columns or None, only_stale=True)
+    plan = plan_index(config.ref, columns=config.columns or None, only_stale=True)
     fragments = sum(len(t.fragments) for t in plan.tasks)
     context.log.info("%d fragments need statistics at version %d", fragments, plan.read_version)
     committed: int | None = None
@@ -250,7 +250,7 @@ def build_scalar_indices(
     for spec in config.indices:
         kind = spec.get("kind", "BTREE").upper()
         plan = plan_index_build(
-            config.table, spec["column"], kind, name=spec.get("name") or None,
+            config.ref, spec["column"], kind, name=spec.get("name") or None,
             rebuild=config.rebuild,
         )  # fmt: skip
         entry: dict[str, object] = {"name": plan.name, "kind": kind, "column": plan.column}
@@ -272,7 +272,7 @@ def build_scalar_indices(
 
 def delete(context: JobContext, config: DeleteConfig) -> JobResult:
     """Mark the rows matching the SQL ``predicate`` deleted (deletion files only)."""
-    plan = plan_delete(config.table, config.predicate)
+    plan = plan_delete(config.ref, config.predicate)
     context.log.info(
         "delete where %s: %d fragments may match at version %d",
         config.predicate, len(plan.tasks), plan.read_version,

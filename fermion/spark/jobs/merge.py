@@ -103,7 +103,7 @@ def _source_columns(df: DataFrame, config: MergeConfig) -> DataFrame:
         SchemaMismatchError: A key or a column missing, a column the table lacks, or a
             Spark type other than the one the table's column reads as.
     """
-    _, manifest = open_version(config.table)
+    _, manifest = open_version(config.ref)
     table = schema_of(manifest).arrow
     theirs = {f.name: f.dataType for f in df.schema.fields}
     missing_keys = [k for k in config.key_columns if k not in theirs]
@@ -162,7 +162,7 @@ def merge(context: JobContext, config: MergeConfig) -> JobResult:
     spark = context.spark
     source = read_source(spark, config)
     key, record = _input_record(context, source, config)
-    done = input_recorded(config.table, key)
+    done = input_recorded(config.ref, key)
     if done is not None:
         context.log.info("input already merged (%s at version %d): nothing to do", key, done)
         return JobResult(
@@ -175,11 +175,11 @@ def merge(context: JobContext, config: MergeConfig) -> JobResult:
     first_read: int | None = None
     keys: pa.Table | None = None
     for round_number in range(1, REPLAN_ROUNDS + 2):
-        _, manifest = open_version(config.table)
+        _, manifest = open_version(config.ref)
         if keys is None:
             keys = _source_keys(df, schema_of(manifest).arrow, list(config.key_columns))
         plan = plan_upsert(
-            config.table, keys, config.key_columns, max_rows_per_file=config.max_rows_per_file
+            config.ref, keys, config.key_columns, max_rows_per_file=config.max_rows_per_file
         )
         first_read = plan.read_version if first_read is None else first_read
         if not plan.keys.num_rows:
@@ -211,7 +211,7 @@ def merge(context: JobContext, config: MergeConfig) -> JobResult:
             )  # fmt: skip
         except (CommitConflictError, IncompatibleTransactionError) as error:
             removed = abort_upsert(plan, matches, writes)
-            done = input_recorded(config.table, key)
+            done = input_recorded(config.ref, key)
             if done is not None:
                 context.log.info("input merged concurrently (version %d): nothing committed",
                                  done)  # fmt: skip

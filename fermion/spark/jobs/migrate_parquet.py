@@ -33,7 +33,7 @@ from fermion.spark.jobs.file_tasks import execute_file_tasks, parquet_tasks
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table.commit import CommitConfig
 from fermion.table.operations import INPUT_KEY_PREFIX
-from fermion.table.storage import TableStorage
+from fermion.table.ref import TableRef
 from fermion.table.tasks import (
     CommitSummary,
     FragmentInfo,
@@ -80,7 +80,7 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
     df = spark.read.parquet(config.source)
     digest, paths = input_identity(spark, df)
     key = INPUT_KEY_PREFIX + "migrate." + digest
-    done = input_recorded(config.table, key)
+    done = input_recorded(config.ref, key)
     if done is not None:
         context.log.info("%s was migrated at version <= %d: nothing to do", config.source,
                          done)  # fmt: skip
@@ -88,17 +88,18 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
             read_version=done, files_in=len(paths),
             extra={"skipped": True, "reason": "source already migrated", "verified": None},
         )  # fmt: skip
-    latest = TableStorage(config.table).latest_version()
+    latest = config.ref.open().latest_version()
     if latest is not None and config.mode == "create":
         raise DatasetError(
             f"{config.table}: table exists (version {latest}) and holds another "
             f"migration; set mode: overwrite to replace it"
         )
     plan = plan_write(
-        config.table,
+        config.ref,
         arrow_schema_of(df),
         mode="append" if latest is None else "overwrite",
         max_rows_per_file=config.max_rows_per_file,
+        write_properties=config.write_properties or None,
     )
     context.log.info(
         "migrate %s (%d files) into %s, write %s", config.source, len(paths), config.table,
@@ -117,7 +118,7 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
         results.extend(execute_write_tasks(df, plan, partitions=config.partitions))
         if config.verify:
             fragments = [f for r in results for f in r.fragments]
-            _verify(context, df, config.table, plan.schema, fragments)
+            _verify(context, df, plan.table, plan.schema, fragments)
         return _commit(results)
 
     def _commit(results: list[WriteResult]) -> CommitSummary:
@@ -151,7 +152,7 @@ def migrate_parquet(context: JobContext, config: MigrateParquetConfig) -> JobRes
 def _verify(
     context: JobContext,
     source: DataFrame,
-    uri: str,
+    uri: TableRef,
     schema: Any,
     fragments: list[FragmentInfo],
 ) -> dict[str, Any]:
@@ -167,7 +168,8 @@ def _verify(
 
 
 def _export(context: JobContext, config: MigrateParquetConfig) -> JobResult:
-    storage = TableStorage(config.table)
+    ref = config.ref
+    storage = ref.open()
     version = storage.latest_version()
     if version is None:
         raise DatasetError(f"{config.table}: not a Fermion table (no versions)")
@@ -178,7 +180,7 @@ def _export(context: JobContext, config: MigrateParquetConfig) -> JobResult:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     spark_schema = from_arrow_schema(schema.arrow)
-    table = fragments_frame(spark, config.table, schema, fragments, spark_schema)
+    table = fragments_frame(spark, ref.bound(storage), schema, fragments, spark_schema)
     context.log.info("export %s version %d (%d fragments) to %s", config.table, version,
                      len(fragments), config.target)  # fmt: skip
     table.write.mode("overwrite").parquet(config.target)

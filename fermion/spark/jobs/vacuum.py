@@ -29,7 +29,7 @@ def vacuum(context: JobContext, config: VacuumConfig) -> JobResult:
 
     The table's version does not change: ``committed_version`` is ``None``.
     """
-    ds = dataset(config.table)
+    ds = dataset(config.ref)
     orphans = config.orphan_retention_hours
     context.log.info(
         "vacuum %s at version %d: versions older than %s h, orphans older than %s h",

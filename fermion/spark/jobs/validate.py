@@ -35,11 +35,11 @@ def validate(context: JobContext, config: ValidateConfig) -> JobResult:
     """Run the suite on the table (see the module docstring)."""
     from fermion.spark import read_dataset
 
-    table = dataset(config.table, config.version)  # pins "latest" once
+    table = dataset(config.ref, config.version)  # pins "latest" once
     context.log.info("validate %s version %d with %s", config.table, table.version, config.suite)
     columns = load_suite(config.suite).columns or None  # the data source reads only these
     report = validate_dataframe(
-        read_dataset(context.spark, config.table, columns=columns, version=table.version),
+        read_dataset(context.spark, config.ref, columns=columns, version=table.version),
         config.suite,
         table_uri=config.table,
         table_version=table.version,

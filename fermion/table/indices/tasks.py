@@ -44,8 +44,9 @@ from fermion.table.indices.build import (
 from fermion.table.indices.model import BTREE, check_key_type, key_type_of
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
+from fermion.table.tasks.model import OnTable
 from fermion.table.versions import load_manifest, schema_of
 
 __all__ = [
@@ -59,11 +60,11 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class IndexBuildTask:
+class IndexBuildTask(OnTable):
     """Index some fragments: write their sorted entries as one run file."""
 
     task_id: str
-    uri: str
+    table: TableRef
     build: str
     column: str
     schema: TableSchema
@@ -72,14 +73,14 @@ class IndexBuildTask:
 
 
 @dataclass(frozen=True)
-class IndexBuildPlan:
+class IndexBuildPlan(OnTable):
     """A build of index ``name`` planned on ``read_version``.
 
     ``previous`` (a serialised ``IndexMetadata``, empty for a full build) is the index
     being refreshed: its entries of the fragments it still covers are kept.
     """
 
-    uri: str
+    table: TableRef
     read_version: int
     name: str
     column: str
@@ -119,7 +120,9 @@ def plan_index_build(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    storage = TableStorage(uri, manifest_store=manifest_store)
+    ref = TableRef.of(uri, manifest_store=manifest_store)
+    storage = ref.open()
+    ref = ref.bound(storage)
     read_version = version if version is not None else storage.latest_version()
     if not read_version:
         raise InvalidArgumentError(f"{storage.uri}: no table")
@@ -146,7 +149,7 @@ def plan_index_build(
     tasks = tuple(
         IndexBuildTask(
             str(n),
-            storage.uri,
+            ref,
             build,
             column,
             schema,
@@ -156,12 +159,12 @@ def plan_index_build(
         for n, start in enumerate(range(0, len(todo), fragments_per_task))
     )
     old = previous.SerializeToString() if previous is not None else b""
-    return IndexBuildPlan(storage.uri, manifest.version, name, column, kind, build, old, tasks)
+    return IndexBuildPlan(ref, manifest.version, name, column, kind, build, old, tasks)
 
 
 def execute_index_build(task: IndexBuildTask) -> IndexBuildResult:
     """Write the sorted entries of the task's fragments as a run file."""
-    storage = TableStorage(task.uri)
+    storage = task.table.open()
     fragments = [pb.Fragment.FromString(data) for data in task.fragments]
     entries = collect_entries(storage, task.schema, fragments, task.column, kind=task.kind)
     entries = sorted_entries(entries)
@@ -181,7 +184,7 @@ def commit_index_build(
 ) -> CommitResult:
     """Merge the runs into the index files and commit one ``CreateIndex`` (driver side,
     with retries); the run files are removed afterwards, committed or not."""
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = TableRef.of(plan.table, manifest_store=manifest_store).open()
     runs = [r.path for r in results]
     try:
         manifest = load_manifest(storage, plan.read_version)

@@ -41,16 +41,24 @@ from fermion.table.column_values import (
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import AddColumns
+from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_version, remove_unreferenced, summarise
+from fermion.table.tasks.common import (
+    fragment_groups,
+    open_planned,
+    open_ref,
+    remove_unreferenced,
+    summarise,
+)
 from fermion.table.tasks.model import (
     FRAGMENTS,
+    REF,
     SCHEMA,
     Codec,
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    OnTable,
     tasks_codec,
 )
 from fermion.table.versions import schema_of
@@ -77,7 +85,7 @@ class AddColumnsTask(JsonMixin):
 
 
 @dataclass(frozen=True)
-class AddColumnsPlan(JsonMixin):
+class AddColumnsPlan(OnTable, JsonMixin):
     """New columns fixed on the driver; hand it to every worker.
 
     Attributes:
@@ -90,7 +98,7 @@ class AddColumnsPlan(JsonMixin):
         tasks: One entry per worker task.
     """
 
-    uri: str
+    table: TableRef
     write_id: str
     read_version: int
     schema: TableSchema
@@ -114,6 +122,7 @@ class AddColumnsPlan(JsonMixin):
         return self.new_schema.arrow.empty_table().select(names).schema
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "schema": SCHEMA,
         "new_schema": SCHEMA,
         "tasks": tasks_codec(AddColumnsTask),
@@ -162,13 +171,13 @@ def plan_add_columns_tasks(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError(f"fragments_per_task must be >= 1, got {fragments_per_task}")
-    storage, manifest = open_version(uri, manifest_store=manifest_store)
+    ref, storage, manifest = open_planned(uri, manifest_store=manifest_store)
     schema = schema_of(manifest)
     new = expression_columns(schema, columns)
     full, _ = new_columns_schema(schema, new)
     groups = fragment_groups(list(manifest.fragments), fragments_per_task)
     return AddColumnsPlan(
-        uri=storage.uri,
+        table=ref,
         write_id=write_id or uuid.uuid4().hex,
         read_version=manifest.version,
         schema=schema,
@@ -186,7 +195,7 @@ def execute_add_columns(plan: AddColumnsPlan, task: AddColumnsTask) -> AddColumn
         InvalidArgumentError: An expression fails on the fragment's rows.
         SchemaMismatchError: The values do not have the planned types.
     """
-    storage = TableStorage(plan.uri)
+    storage = plan.table.open()
     part = plan.part
     entries = []
     for info in task.fragments:
@@ -226,7 +235,7 @@ def commit_add_columns(
     missing = sorted(planned - {e.id for e in entries})
     if missing:
         raise InvalidArgumentError(f"add_columns: no result for fragments {missing[:10]}")
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     result = commit_operation(
         storage,
         AddColumns(plan.new_schema, tuple(entries)),
@@ -245,7 +254,7 @@ def abort_add_columns(
 ) -> int:
     """Remove every file of the write that no version references; returns how many
     (those of workers that failed before reporting are found by the write id)."""
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     paths = {d.path for r in results if r is not None for f in r.fragments for d in f.files}
     paths.update(storage.list_tree(plan.prefix))
     return remove_unreferenced(storage, paths)

@@ -22,6 +22,7 @@ from fermion.table.codec import check_writer_flags
 from fermion.table.commit import CommitResult
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.model import CommitSummary, FragmentInfo
 from fermion.table.versions import latest_manifest, load_manifest
@@ -29,6 +30,8 @@ from fermion.table.versions import latest_manifest, load_manifest
 __all__ = [
     "data_files_of_versions",
     "fragment_groups",
+    "open_planned",
+    "open_ref",
     "open_version",
     "remove_unreferenced",
     "summarise",
@@ -48,6 +51,23 @@ def fragment_groups(
     return [tuple(infos[i : i + per_task]) for i in range(0, len(infos), per_task)]
 
 
+def open_ref(
+    where: Any, manifest_store: ManifestStore | str | None = None
+) -> tuple[TableRef, TableStorage]:
+    """The ref of a table (a :class:`TableRef`, path or URL; ``manifest_store`` given by
+    hand overrides the ref's) bound to its normalised URI and store, and its storage.
+
+    Example:
+        >>> import tempfile
+        >>> ref, storage = open_ref(tempfile.mkdtemp())
+        >>> ref.uri == storage.uri
+        True
+    """
+    ref = TableRef.of(where, manifest_store=manifest_store)
+    storage = ref.open()
+    return ref.bound(storage), storage
+
+
 def open_version(
     uri: Any, version: int | None = None, manifest_store: ManifestStore | None = None
 ) -> tuple[TableStorage, pb.Manifest]:
@@ -55,15 +75,32 @@ def open_version(
     writable by this library (``open_table`` before; not a ``Dataset``: see
     :func:`fermion.table.dataset`).
 
+    Args:
+        uri: A :class:`TableRef`, path or URL.
+        version: The version (default: the latest).
+        manifest_store: Overrides the ref's manifest store.
+
     Raises:
         DatasetError: No table at ``uri``, or no such version.
     """
-    storage = TableStorage(uri, manifest_store=manifest_store)
+    _, storage, manifest = open_planned(uri, version, manifest_store)
+    return storage, manifest
+
+
+def open_planned(
+    where: Any, version: int | None = None, manifest_store: ManifestStore | str | None = None
+) -> tuple[TableRef, TableStorage, pb.Manifest]:
+    """:func:`open_version` with the bound ref a plan carries.
+
+    Raises:
+        DatasetError: No table at ``where``, or no such version.
+    """
+    ref, storage = open_ref(where, manifest_store)
     manifest = load_manifest(storage, version) if version else latest_manifest(storage)
     if manifest is None:
         raise DatasetError(f"{storage.uri}: not a Fermion table (no versions)")
     check_writer_flags(manifest)
-    return storage, manifest
+    return ref, storage, manifest
 
 
 #: Deprecated name of :func:`open_version` (it opened no table object, unlike ``dataset``).

@@ -42,19 +42,22 @@ from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Delete
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_version, summarise
+from fermion.table.tasks.common import fragment_groups, open_planned, open_ref, summarise
 from fermion.table.tasks.model import (
     EXPRESSION,
     FRAGMENTS,
     INTS,
+    REF,
     SCHEMA,
     Codec,
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    OnTable,
     tasks_codec,
 )
 from fermion.table.versions import schema_of
@@ -71,32 +74,34 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class DeleteTask(JsonMixin):
+class DeleteTask(OnTable, JsonMixin):
     """Mark the rows of some fragments that match ``predicate`` deleted."""
 
     task_id: str
-    uri: str
+    table: TableRef
     read_version: int
     schema: TableSchema
     fragments: tuple[FragmentInfo, ...]
     predicate: pc.Expression
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "schema": SCHEMA, "fragments": FRAGMENTS, "predicate": EXPRESSION,
     }  # fmt: skip
 
 
 @dataclass(frozen=True)
-class DeletePlan(JsonMixin):
+class DeletePlan(OnTable, JsonMixin):
     """A delete planned on ``read_version``; ``predicate_text`` is kept for the log."""
 
-    uri: str
+    table: TableRef
     read_version: int
     predicate: pc.Expression
     predicate_text: str
     tasks: tuple[DeleteTask, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "predicate": EXPRESSION,
         "tasks": tasks_codec(DeleteTask),
     }
@@ -143,15 +148,15 @@ def plan_delete(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    storage, manifest = open_version(uri, version, manifest_store)
+    ref, storage, manifest = open_planned(uri, version, manifest_store)
     schema = schema_of(manifest)
     expression, text = _expression(filter, schema.arrow)
     candidates = Scanner(storage, manifest, schema, [], expression).fragments()
     tasks = tuple(
-        DeleteTask(str(n), storage.uri, manifest.version, schema, group, expression)
+        DeleteTask(str(n), ref, manifest.version, schema, group, expression)
         for n, group in enumerate(fragment_groups(candidates, fragments_per_task))
     )
-    return DeletePlan(storage.uri, manifest.version, expression, text, tasks)
+    return DeletePlan(ref, manifest.version, expression, text, tasks)
 
 
 def _delete_in(
@@ -179,7 +184,7 @@ def _delete_in(
 
 def execute_delete(task: DeleteTask) -> DeleteResult:
     """Write the new deletion files of the task's fragments (commits nothing)."""
-    storage = TableStorage(task.uri)
+    storage = task.table.open()
     updated, removed, deleted = [], [], 0
     for info in task.fragments:
         fragment = info.to_proto()
@@ -235,7 +240,7 @@ def commit_delete(
         raise InvalidArgumentError(
             f"commit_delete needs one result per task: expected {sorted(expected)}, got {got}"
         )
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     updated = tuple(f.to_proto() for r in results for f in r.updated)
     removed = tuple(i for r in results for i in r.removed_ids)
     if not updated and not removed:

@@ -34,20 +34,22 @@ from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import CreateIndex
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.stats import compute_field_stats
-from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_version, summarise
+from fermion.table.tasks.common import fragment_groups, open_planned, open_ref, summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
+    REF,
     SCHEMA,
     STRS,
     Codec,
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    OnTable,
     tasks_codec,
 )
 from fermion.table.versions import load_manifest, schema_of
@@ -66,32 +68,34 @@ STATS_INDEX_NAME = "fermion.stats"
 
 
 @dataclass(frozen=True)
-class IndexTask(JsonMixin):
+class IndexTask(OnTable, JsonMixin):
     """Recompute the statistics of one fragment."""
 
     task_id: str
-    uri: str
+    table: TableRef
     read_version: int
     schema: TableSchema
     fragments: tuple[FragmentInfo, ...]
     columns: tuple[str, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "schema": SCHEMA, "fragments": FRAGMENTS, "columns": STRS,
     }  # fmt: skip
 
 
 @dataclass(frozen=True)
-class IndexPlan(JsonMixin):
+class IndexPlan(OnTable, JsonMixin):
     """The fragments to rebuild, planned on ``read_version``."""
 
-    uri: str
+    table: TableRef
     read_version: int
     columns: tuple[str, ...]
     field_ids: tuple[int, ...]
     tasks: tuple[IndexTask, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "columns": STRS,
         "field_ids": INTS,
         "tasks": tasks_codec(IndexTask),
@@ -128,7 +132,7 @@ def plan_index(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    storage, manifest = open_version(uri, version, manifest_store)
+    ref, storage, manifest = open_planned(uri, version, manifest_store)
     schema = schema_of(manifest)
     names = tuple(schema.arrow.names) if columns is None else tuple(columns)
     unknown = [n for n in names if n not in schema.arrow.names]
@@ -144,15 +148,15 @@ def plan_index(
 
     todo = [f for f in manifest.fragments if not only_stale or stale(f)]
     tasks = tuple(
-        IndexTask(str(n), storage.uri, manifest.version, schema, group, names)
+        IndexTask(str(n), ref, manifest.version, schema, group, names)
         for n, group in enumerate(fragment_groups(todo, fragments_per_task))
     )
-    return IndexPlan(storage.uri, manifest.version, names, ids, tasks)
+    return IndexPlan(ref, manifest.version, names, ids, tasks)
 
 
 def execute_index(task: IndexTask) -> IndexResult:
     """Compute the statistics of the task's fragments from their live rows."""
-    storage = TableStorage(task.uri)
+    storage = task.table.open()
     ids = [task.schema.id_of(n) for n in task.columns]
     out = []
     for info in task.fragments:
@@ -179,7 +183,7 @@ def commit_index(
     The index covers the fragments already covered by the previous ``fermion.stats``
     index that are still present, plus the rebuilt ones.
     """
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     updates = [f.to_proto() for r in results for f in r.fragment_stats]
     gone: list[str] = []
 

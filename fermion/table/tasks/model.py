@@ -34,6 +34,7 @@ from google.protobuf.message import DecodeError
 
 from fermion.errors import InvalidArgumentError
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.write_properties import WriteProperties
 
@@ -42,6 +43,7 @@ __all__ = [
     "DataFileInfo",
     "FragmentInfo",
     "JsonMixin",
+    "OnTable",
     "check_arrow_schema",
     "decode_expression",
     "decode_schema",
@@ -233,6 +235,8 @@ FRAGMENTS: Codec = (fragments_to_json, fragments_from_json)
 EXPRESSION: Codec = (encode_expression, decode_expression)
 INTS: Codec = (list, lambda v: tuple(int(i) for i in v))
 STRS: Codec = (list, lambda v: tuple(str(i) for i in v))
+#: A table handle as its credential-free JSON form (a bare URI string is read too).
+REF: Codec = (lambda r: r.to_dict(), TableRef.from_dict)
 #: Write properties as their table configuration entries.
 PROPERTIES: Codec = (
     lambda p: p.to_config(),
@@ -272,7 +276,10 @@ class JsonMixin:
         try:
             kwargs = {}
             for item in fields(cls):  # type: ignore[arg-type]
-                raw = value[item.name]
+                if item.name == "table" and "table" not in value and "uri" in value:
+                    raw = value["uri"]  # the JSON form before plans carried a TableRef
+                else:
+                    raw = value[item.name]
                 codec = cls._codecs.get(item.name)
                 kwargs[item.name] = codec[1](raw) if codec is not None else raw
             return cls(**kwargs)
@@ -287,6 +294,22 @@ class JsonMixin:
     def from_json(cls, text: str | bytes) -> Any:
         """Inverse of :meth:`to_json`."""
         return cls.from_dict(loads_json(text))
+
+
+class OnTable:
+    """For a plan or task dataclass whose field ``table`` is the :class:`TableRef` of its
+    table: a URI string given there becomes a ref, and ``uri`` is the ref's."""
+
+    table: TableRef
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.table, TableRef):
+            object.__setattr__(self, "table", TableRef(self.table))
+
+    @property
+    def uri(self) -> str:
+        """The table location (``table.uri``)."""
+        return self.table.uri
 
 
 @dataclass(frozen=True)

@@ -43,21 +43,23 @@ from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Rewrite, RewriteGroup
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.row_ids import ROW_ID, attach_row_ids, fragment_row_ids
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import open_version, remove_unreferenced, summarise
+from fermion.table.tasks.common import open_planned, open_ref, remove_unreferenced, summarise
 from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
     PROPERTIES,
+    REF,
     SCHEMA,
     Codec,
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    OnTable,
     tasks_codec,
 )
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
@@ -87,7 +89,7 @@ RewriteKind = Literal["compaction", "materialization"]
 
 
 @dataclass(frozen=True)
-class RewriteTask(JsonMixin):
+class RewriteTask(OnTable, JsonMixin):
     """One group of fragments to rewrite into new files (runs in any process).
 
     Attributes:
@@ -102,7 +104,7 @@ class RewriteTask(JsonMixin):
     """
 
     task_id: str
-    uri: str
+    table: TableRef
     read_version: int
     write_id: str
     schema: TableSchema
@@ -115,6 +117,7 @@ class RewriteTask(JsonMixin):
     properties: WriteProperties = WriteProperties()
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "schema": SCHEMA,
         "fragments": FRAGMENTS,
         "properties": PROPERTIES,
@@ -139,16 +142,17 @@ class RewriteTask(JsonMixin):
 
 
 @dataclass(frozen=True)
-class RewritePlan(JsonMixin):
+class RewritePlan(OnTable, JsonMixin):
     """The groups of one compaction or materialisation, planned on ``read_version``."""
 
-    uri: str
+    table: TableRef
     kind: RewriteKind
     read_version: int
     write_id: str
     tasks: tuple[RewriteTask, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "tasks": tasks_codec(RewriteTask),
     }
 
@@ -271,7 +275,7 @@ def split_by_id(
 
 
 def _plan(
-    storage: TableStorage,
+    ref: TableRef,
     manifest: pb.Manifest,
     kind: RewriteKind,
     groups: list[list[pb.Fragment]],
@@ -298,7 +302,7 @@ def _plan(
             tasks.append(
                 RewriteTask(
                     task_id=str(len(tasks)),
-                    uri=storage.uri,
+                    table=ref,
                     read_version=manifest.version,
                     write_id=write_id,
                     schema=schema,
@@ -311,7 +315,7 @@ def _plan(
                     properties=write_properties_of(manifest.config),
                 )
             )
-    return RewritePlan(storage.uri, kind, manifest.version, write_id, tuple(tasks))
+    return RewritePlan(ref, kind, manifest.version, write_id, tuple(tasks))
 
 
 def plan_compaction(
@@ -363,7 +367,7 @@ def plan_compaction(
         raise InvalidArgumentError("materialize_deletions_threshold must be in [0, 1]")
     if max_tasks < 1:
         raise InvalidArgumentError(f"max_tasks must be >= 1, got {max_tasks}")
-    storage, manifest = open_version(uri, version, manifest_store)
+    ref, storage, manifest = open_planned(uri, version, manifest_store)
     target = target_rows_per_fragment
 
     def needs_rewrite(fragment: pb.Fragment) -> bool:
@@ -378,10 +382,10 @@ def plan_compaction(
     if batch_column is not None and batch_column in schema.arrow.names:
         chosen = [f for f in manifest.fragments if needs_rewrite(f)]
         if len(chosen) < 2 and not any(f.HasField("deletion_file") for f in chosen):
-            return _plan(storage, manifest, "compaction", [], target)
+            return _plan(ref, manifest, "compaction", [], target)
         field_id = schema.top_level_ids()[schema.arrow.get_field_index(batch_column)]
         split = split_by_id(chosen, field_id, target, max_tasks)
-        return _plan(storage, manifest, "compaction", [chosen], target, [split])
+        return _plan(ref, manifest, "compaction", [chosen], target, [split])
 
     groups: list[list[pb.Fragment]] = []
     current: list[pb.Fragment] = []
@@ -400,7 +404,7 @@ def plan_compaction(
     if current:
         groups.append(current)
     worth = [g for g in groups if len(g) > 1 or g[0].HasField("deletion_file")]
-    return _plan(storage, manifest, "compaction", worth, target)
+    return _plan(ref, manifest, "compaction", worth, target)
 
 
 def plan_materialization(
@@ -418,7 +422,7 @@ def plan_materialization(
     """
     if not 0 <= threshold < 1:
         raise InvalidArgumentError(f"threshold must be in [0, 1), got {threshold}")
-    storage, manifest = open_version(uri, version, manifest_store)
+    ref, storage, manifest = open_planned(uri, version, manifest_store)
     groups = [
         [f]
         for f in manifest.fragments
@@ -426,7 +430,7 @@ def plan_materialization(
         and f.physical_rows - live_rows(f) > threshold * f.physical_rows
     ]
     target = max([live_rows(g[0]) for g in groups] + [1])
-    return _plan(storage, manifest, "materialization", groups, target)
+    return _plan(ref, manifest, "materialization", groups, target)
 
 
 def execute_rewrite(task: RewriteTask) -> RewriteResult:
@@ -440,7 +444,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
     Raises:
         InvalidFileError: The rows read differ from what the manifest promises.
     """
-    storage = TableStorage(task.uri)
+    storage = task.table.open()
     # a table with row ids: the rows move with their ids (docs/TABLE_FORMAT.md, "Row ids")
     carry = bool(task.fragments) and all(f.to_proto().HasField("row_ids") for f in task.fragments)
     moved: list[np.ndarray] = []
@@ -472,7 +476,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
 
         new = write_fragments(
             pa.RecordBatchReader.from_batches(target, merged()),
-            task.uri,
+            task.table,
             schema=task.schema,
             max_rows_per_file=task.target_rows_per_file,
             prefix=f"data/{task.write_id}",
@@ -496,7 +500,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
         new = (
             write_fragments(
                 data,
-                task.uri,
+                task.table,
                 schema=task.schema,
                 max_rows_per_file=task.target_rows_per_file,
                 prefix=f"data/{task.write_id}",
@@ -541,7 +545,7 @@ def commit_rewrite(
     ``skipped_tasks``), never committed: their new files would lack rows deleted since.
     Results missing from ``results`` are not committed either (their files are orphans).
     """
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     tasks = {t.task_id: t for t in plan.tasks}
     units = plan.units()
     by_task = {}
@@ -627,7 +631,7 @@ def abort_rewrite(
         >>> abort_rewrite(plan, [execute_rewrite(t) for t in plan.tasks])
         1
     """
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     paths = {d.path for r in results if r is not None for f in r.new_fragments for d in f.files}
     paths.update(storage.list_tree(f"data/{plan.write_id}"))
     return remove_unreferenced(storage, paths)

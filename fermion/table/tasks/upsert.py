@@ -51,20 +51,28 @@ from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import key_hashes
 from fermion.table.operations import MergeInsert
+from fermion.table.ref import TableRef
 from fermion.table.row_edits import mark_deleted
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_version, remove_unreferenced, summarise
+from fermion.table.tasks.common import (
+    fragment_groups,
+    open_planned,
+    open_ref,
+    remove_unreferenced,
+    summarise,
+)
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
+    REF,
     SCHEMA,
     STRS,
     Codec,
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    OnTable,
     tasks_codec,
 )
 from fermion.table.tasks.write import WritePlan, WriteResult, write_committed
@@ -115,7 +123,7 @@ class UpsertTask(JsonMixin):
 
 
 @dataclass(frozen=True)
-class UpsertPlan(JsonMixin):
+class UpsertPlan(OnTable, JsonMixin):
     """An upsert fixed on the driver; hand it to every worker.
 
     Attributes:
@@ -130,7 +138,7 @@ class UpsertPlan(JsonMixin):
         max_rows_per_file: Rows per data file of the new rows.
     """
 
-    uri: str
+    table: TableRef
     write_id: str
     read_version: int
     schema: TableSchema
@@ -144,7 +152,7 @@ class UpsertPlan(JsonMixin):
         """The plan the workers write the new rows with (the table's schema and field ids
         at ``read_version``; files under ``data/{write_id}/``)."""
         return WritePlan(
-            uri=self.uri,
+            table=self.table,
             mode="append",
             write_id=self.write_id,
             read_version=self.read_version,
@@ -153,6 +161,7 @@ class UpsertPlan(JsonMixin):
         )
 
     _codecs: ClassVar[dict[str, Codec]] = {
+        "table": REF,
         "schema": SCHEMA,
         "on": STRS,
         "keys": TABLE,
@@ -303,7 +312,7 @@ def plan_upsert(
         raise InvalidArgumentError(f"upsert needs distinct key column names, got {on!r}")
     if fragments_per_task < 1:
         raise InvalidArgumentError(f"fragments_per_task must be >= 1, got {fragments_per_task}")
-    storage, manifest = open_version(uri, manifest_store=manifest_store)
+    ref, storage, manifest = open_planned(uri, manifest_store=manifest_store)
     schema = schema_of(manifest)
     keys = _checked_keys(schema, keys, on)
     fragments: list[Any] = []
@@ -314,7 +323,7 @@ def plan_upsert(
         fragments = list(Scanner(storage, manifest, schema, [], prune).fragments())
     groups = fragment_groups(fragments, fragments_per_task)
     return UpsertPlan(
-        uri=storage.uri,
+        table=ref,
         write_id=write_id or uuid.uuid4().hex,
         read_version=manifest.version,
         schema=schema,
@@ -329,7 +338,7 @@ def plan_upsert(
 def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
     """Find the table rows of the task's fragments whose keys the source has, and write
     each touched fragment's complete new deletion file (any process; commits nothing)."""
-    storage = TableStorage(plan.uri)
+    storage = plan.table.open()
     on = list(plan.on)
     updated, removed, matched_keys = [], [], []
     for info in task.fragments:
@@ -407,7 +416,7 @@ def commit_upsert(
             f"upsert: {rows} new rows written, the source has {plan.keys.num_rows} rows and "
             f"{extra} more copies are due"
         )
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     new_fragments = tuple(f.to_proto() for w in writes for f in w.fragments)
     op = MergeInsert(
         updated_fragments=tuple(f.to_proto() for m in matches for f in m.updated),
@@ -434,7 +443,7 @@ def abort_upsert(
     under ``data/{write_id}/`` no version references) and the deletion files the match
     tasks wrote (only when no version holds the new rows, i.e. the upsert did not
     commit). Returns how many files were removed."""
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     write = plan.write_plan()
     committed = write_committed(write, manifest_store=manifest_store)
     paths = {d.path for w in writes if w is not None for f in w.fragments for d in f.files}

@@ -43,17 +43,25 @@ from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import data_files_of_versions, remove_unreferenced, summarise
+from fermion.table.tasks.common import (
+    data_files_of_versions,
+    open_ref,
+    remove_unreferenced,
+    summarise,
+)
 from fermion.table.tasks.model import (
     FRAGMENTS,
     PROPERTIES,
+    REF,
     SCHEMA,
     Codec,
     CommitSummary,
     FragmentInfo,
     JsonMixin,
+    OnTable,
     check_arrow_schema,
 )
 from fermion.table.versions import latest_manifest, schema_of
@@ -86,7 +94,7 @@ BATCH_ID_COLUMN_KEY = "fermion.batch_id_column"
 
 
 @dataclass(frozen=True)
-class WritePlan(JsonMixin):
+class WritePlan(OnTable, JsonMixin):
     """A write fixed on the driver; hand it to every worker.
 
     Attributes:
@@ -102,7 +110,7 @@ class WritePlan(JsonMixin):
             them in the new version).
     """
 
-    uri: str
+    table: TableRef
     mode: WriteMode
     write_id: str
     read_version: int
@@ -116,7 +124,7 @@ class WritePlan(JsonMixin):
         """Where this write's files go, relative to the table root."""
         return f"data/{self.write_id}"
 
-    _codecs: ClassVar[dict[str, Codec]] = {"schema": SCHEMA, "properties": PROPERTIES}
+    _codecs: ClassVar[dict[str, Codec]] = {"table": REF, "schema": SCHEMA, "properties": PROPERTIES}
 
 
 @dataclass(frozen=True)
@@ -226,7 +234,7 @@ def plan_write(
             raise InvalidArgumentError(
                 f"batch_id_column {batch_id_column!r} must name an integer column of the data"
             )
-    storage = TableStorage(uri, manifest_store=manifest_store)
+    ref, storage = open_ref(uri, manifest_store)
     latest = latest_manifest(storage)
     table_schema = resolve_write_schema(latest, schema, mode=mode)
     properties = plan_properties(latest, write_properties, mode=mode)
@@ -234,7 +242,7 @@ def plan_write(
     if batch_id_column is None:
         batch_id_column = default_batch_column(latest, properties, schema)
     return WritePlan(
-        uri=storage.uri,
+        table=ref,
         mode=mode,
         write_id=write_id or uuid.uuid4().hex,
         read_version=0 if latest is None else latest.version,
@@ -309,7 +317,7 @@ def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> Wr
     """
     fragments = write_fragments(
         data,
-        plan.uri,
+        plan.table,
         schema=plan.schema,
         max_rows_per_file=plan.max_rows_per_file,
         prefix=plan.prefix,
@@ -363,7 +371,7 @@ def commit_write(
                 f"result of task {each.task_id} belongs to write {each.write_id}, "
                 f"not {plan.write_id}"
             )
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     fragments = tuple(f.to_proto() for r in results for f in r.fragments)
     entries = dict(table_config or {})
     if plan.read_version == 0 or plan.mode == "overwrite":
@@ -453,7 +461,7 @@ def write_committed(plan: WritePlan, *, manifest_store: ManifestStore | None = N
         >>> write_committed(plan)
         True
     """
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     prefix = f"{plan.prefix}/"
     return any(
         any(path.startswith(prefix) for path in files)
@@ -482,7 +490,7 @@ def abort_write(
         >>> abort_write(plan, [execute_write(plan, pa.table({"x": [1]}))])
         1
     """
-    storage = TableStorage(plan.uri, manifest_store=manifest_store)
+    storage = open_ref(plan.table, manifest_store)[1]
     paths = {d.path for r in results if r is not None for f in r.fragments for d in f.files}
     paths.update(storage.list_tree(plan.prefix))
     return remove_unreferenced(storage, paths)
@@ -515,5 +523,5 @@ def input_recorded(
     """
     if not key.startswith(INPUT_KEY_PREFIX) or key == INPUT_KEY_PREFIX:
         raise InvalidArgumentError(f"an input key starts with {INPUT_KEY_PREFIX!r}, not {key!r}")
-    latest = latest_manifest(TableStorage(uri, manifest_store=manifest_store))
+    latest = latest_manifest(open_ref(uri, manifest_store)[1])
     return latest.version if latest is not None and key in latest.config else None
