@@ -54,6 +54,7 @@ from fermion.errors import (
 from fermion.table.column_values import new_columns_schema, write_column_file
 from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.fragment_threads import map_fragments
 from fermion.table.fragments import as_batches
 from fermion.table.operations import AddColumns
 from fermion.table.proto import manifest_pb2 as pb
@@ -294,16 +295,19 @@ def plan_joined_columns(
         As :class:`JoinedValues`.
     """
     schema = values.check(manifest)
-    per_fragment = [
-        (fragment, joined_fragment_columns(storage, schema, fragment, values))
-        for fragment in manifest.fragments
-    ]
+    fragments = list(manifest.fragments)
+    tables = map_fragments(  # every join before any file: a refused row writes nothing
+        lambda fragment: joined_fragment_columns(storage, schema, fragment, values), fragments
+    )
     full, part = new_columns_schema(schema, values.new_schema)
     properties = write_properties_of(manifest.config)
-    entries = [
-        write_column_file(storage, part, fragment, table, properties=properties)
-        for fragment, table in per_fragment
-    ]
+
+    def write(index: int) -> pb.Fragment:
+        return write_column_file(
+            storage, part, fragments[index], tables[index], properties=properties
+        )
+
+    entries = map_fragments(write, range(len(fragments)))
     return AddColumns(full, tuple(entries)), len(entries)
 
 
