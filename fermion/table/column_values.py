@@ -31,6 +31,7 @@ from sqlglot import expressions as exp
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
 from fermion.table.commit import CommitConfig, CommitResult
+from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
 from fermion.table.fragments import as_batches, write_fragments
 from fermion.table.operations import AddColumns
 from fermion.table.predicate import parse_expression
@@ -295,18 +296,26 @@ def plan_add_columns(
     """
     schema = schema_of(manifest)
     computer = _Values(schema, values, read_columns, batch_size)
-    per_fragment = [
-        (fragment, _fragment_values(storage, schema, computer, fragment))
-        for fragment in manifest.fragments
-    ]
+    fragments = list(manifest.fragments)
+
+    def compute(fragment: pb.Fragment) -> pa.Table:
+        return _fragment_values(storage, schema, computer, fragment)
+
+    # expressions know their types up front, so fragments compute side by side; a function
+    # runs on one fragment after another (the first one's output fixes the types)
+    threads = FRAGMENT_THREADS_DEFAULT if computer.udf is None else 1
+    tables = map_fragments(compute, fragments, threads=threads)
     if computer.new_schema is None:  # no fragment and a function: nothing to learn from
         raise InvalidArgumentError("add_columns with a function needs a table with rows")
     full, part = new_columns_schema(schema, computer.new_schema)
     properties = write_properties_of(manifest.config)
-    fragment_files = [
-        write_column_file(storage, part, fragment, table, properties=properties)
-        for fragment, table in per_fragment
-    ]
+
+    def write(index: int) -> pb.Fragment:
+        return write_column_file(
+            storage, part, fragments[index], tables[index], properties=properties
+        )
+
+    fragment_files = map_fragments(write, range(len(fragments)))
     return AddColumns(full, tuple(fragment_files)), len(fragment_files)
 
 

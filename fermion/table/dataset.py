@@ -29,6 +29,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
+from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
 from fermion.table.dataset_batches import BatchReads
@@ -890,17 +891,24 @@ class Dataset:
 
     def add_columns(
         self,
-        fields: Iterable[pa.Field] | ColumnValues,
+        fields: Iterable[pa.Field] | ColumnValues | pa.Table,
         *,
         read_columns: Sequence[str] | None = None,
         batch_size: int = BATCH_SIZE_DEFAULT,
         max_retries: int | None = None,
+        on: str | Sequence[str] | None = None,
+        unmatched: JoinUnmatched = "null",
     ) -> None:
         """Add columns: ``pa.Field`` s (nullable; existing rows read nulls, metadata only),
         or with values, ``{name: SQL expression}`` or a function of a record batch (of
         ``read_columns``, default all) returning the new columns for its rows. Values are
         written as one new data file per fragment holding only the new columns; no other
         file is rewritten (see :mod:`fermion.table.column_values`).
+
+        With ``on`` (key columns, or ``"_rowid"``), ``fields`` is a table of new values
+        (any Arrow input) joined to the rows on those keys: rows whose key the values lack
+        read nulls, or with ``unmatched="error"`` the add is refused; duplicate, null or
+        mistyped keys are errors (see :mod:`fermion.table.column_join`).
 
         Example:
             >>> import tempfile, pyarrow as pa, pyarrow.compute as pc
@@ -909,6 +917,14 @@ class Dataset:
             >>> ds.to_table()["y"].to_pylist()
             [10, 20]
         """
+        if on is not None:
+            joined = add_joined_columns(
+                self._storage, self._manifest, fields, on=on, unmatched=unmatched,
+                config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
+            )  # fmt: skip
+            if joined is not None:
+                self._moved(joined)
+            return
         if isinstance(fields, Mapping) or callable(fields):
             result = add_column_values(
                 self._storage, self._manifest, fields, read_columns=read_columns,

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["row_hashes"]
+__all__ = ["row_hashes", "sorted_distinct"]
 
 _NULL = np.uint64(0x6E756C6C5F6B6579)
 _PRIME = np.uint64(0x100000001B3)
@@ -139,3 +139,20 @@ def row_hashes(keys: pa.Table) -> np.ndarray:
         for column in keys.columns:
             hashes = _mix(hashes * np.uint64(31) + _column_hashes(column))
     return hashes
+
+
+def sorted_distinct(hashes: np.ndarray) -> np.ndarray:
+    """The distinct values of ``hashes``, sorted (``np.unique`` by a sort: numpy's hashing
+    ``unique`` is many times slower on 64-bit integers).
+
+    Example:
+        >>> sorted_distinct(np.array([5, 1, 5, 3], dtype=np.uint64)).tolist()
+        [1, 3, 5]
+    """
+    ordered = np.sort(np.asarray(hashes))
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]

@@ -41,8 +41,9 @@ from fermion.errors import (
     SchemaMismatchError,
 )
 from fermion.table.commit import CommitConfig, CommitResult
+from fermion.table.fragment_threads import map_fragments
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
-from fermion.table.key_hash import row_hashes
+from fermion.table.key_hash import row_hashes, sorted_distinct
 from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
@@ -88,7 +89,7 @@ def key_hashes(keys: pa.Table) -> np.ndarray:
         >>> len(a), len(np.intersect1d(a, b))
         (2, 1)
     """
-    return np.unique(row_hashes(keys))
+    return sorted_distinct(row_hashes(keys))
 
 
 def _described(keys: pa.Table) -> str:
@@ -291,34 +292,41 @@ class MergeInsertBuilder:
             prune = pc.scalar(True)
             for key in on:
                 prune = prune & pc.field(key).isin(source.column(key).unique())
-        updates, removed, new_tables = [], [], []
-        moved: list[np.ndarray | None] = []  # updated rows keep their ids, inserted get new
-        matched_rows = np.zeros(source.num_rows, dtype=bool)
-        updated = deleted = 0
-        for fragment in Scanner(storage, manifest, schema, [], prune).fragments():
+
+        def join(fragment: pb.Fragment) -> _FragmentMatch:
             # the statistics chose the fragment; the join, not a row filter, finds the keys
             target = read_fragment(storage, schema, fragment, columns, with_row_offsets=True)
-            gone = []
+            found = _FragmentMatch(fragment)
             matched = target.join(keys, on, join_type="inner")
-            matched_rows[matched.column(_SOURCE_ROW).to_numpy()] = True
+            found.source_rows = matched.column(_SOURCE_ROW).to_numpy()
+            gone = []
             if self._update is not None and matched.num_rows:
-                gone.append(matched.column(ROW_OFFSET).to_numpy())
-                new_tables.append(_updated_rows(matched, source, names, set_columns, partial))
-                moved.append(row_ids_at(fragment, matched.column(ROW_OFFSET).to_numpy()))
-                updated += matched.num_rows
+                offsets = matched.column(ROW_OFFSET).to_numpy()
+                gone.append(offsets)
+                found.rows = _updated_rows(matched, source, names, set_columns, partial)
+                found.ids = row_ids_at(fragment, offsets)
+                found.updated = matched.num_rows
             if self._delete_unmatched:
                 unmatched = target.join(keys.select(on), on, join_type="left anti")
                 if delete_filter is not None:
                     unmatched = unmatched.filter(delete_filter)
                 gone.append(unmatched.column(ROW_OFFSET).to_numpy())
-                deleted += unmatched.num_rows
-            offsets = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
-            if offsets.size:
-                update, emptied = mark_deleted(storage, fragment, offsets, manifest.version)
-                if emptied:
-                    removed.append(fragment.id)
-                elif update is not None:
-                    updates.append(update)
+                found.deleted = unmatched.num_rows
+            found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
+            return found
+
+        chosen = list(Scanner(storage, manifest, schema, [], prune).fragments())
+        matches = map_fragments(join, chosen)
+        matched_rows = np.zeros(source.num_rows, dtype=bool)
+        new_tables: list[pa.Table] = []
+        moved: list[np.ndarray | None] = []  # updated rows keep their ids, inserted get new
+        for found in matches:
+            matched_rows[found.source_rows] = True
+            if found.rows is not None:
+                new_tables.append(found.rows)
+                moved.append(found.ids)
+        updated = sum(found.updated for found in matches)
+        deleted = sum(found.deleted for found in matches)
         inserted = 0
         if self._insert:
             fresh = source.filter(pa.array(~matched_rows)).drop_columns([_SOURCE_ROW])
@@ -330,11 +338,24 @@ class MergeInsertBuilder:
             moved.append(np.full(fresh.num_rows, UNASSIGNED, dtype=np.int64))
             inserted = fresh.num_rows
         stats = (updated, inserted, deleted)
-        if not updates and not removed and not any(t.num_rows for t in new_tables):
+        emptying = [m for m in matches if m.gone.size]
+        if not emptying and not any(t.num_rows for t in new_tables):
             return None, stats
-        fragments = write_new_rows(
-            storage, schema, new_tables, max_rows_per_file, write_properties_of(manifest.config)
-        )
+
+        # the deletion files and the new rows' files are written side by side
+        def write(task: _FragmentMatch | None) -> Any:
+            if task is None:
+                return write_new_rows(
+                    storage, schema, new_tables, max_rows_per_file,
+                    write_properties_of(manifest.config),
+                )  # fmt: skip
+            return mark_deleted(storage, task.fragment, task.gone, manifest.version)
+
+        *marked, fragments = map_fragments(write, [*emptying, None])
+        updates = [update for update, emptied in marked if not emptied and update is not None]
+        removed = [
+            m.fragment.id for m, (_, emptied) in zip(emptying, marked, strict=True) if emptied
+        ]
         keep_row_ids(fragments, moved)
         op = MergeInsert(
             updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
@@ -342,6 +363,19 @@ class MergeInsertBuilder:
             key_hashes=self._hashes, inserted_rows=inserted,
         )  # fmt: skip
         return op, stats
+
+
+@dataclass
+class _FragmentMatch:
+    """What joining the source with one fragment found."""
+
+    fragment: pb.Fragment
+    source_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    rows: pa.Table | None = None  # the updated rows
+    ids: np.ndarray | None = None  # their row ids
+    updated: int = 0
+    deleted: int = 0
 
 
 def _updated_rows(

@@ -97,6 +97,31 @@ def test_merge_equals_merge_insert_and_runs_once_per_input(spark: Any, tmp_path:
     assert fermion.dataset(str(job)).version == 2 and _files(job) == files
 
 
+def test_merge_deleting_rows_the_source_lacks_equals_merge_insert(
+    spark: Any, tmp_path: Path
+) -> None:
+    job, local = _pair(tmp_path)
+    source_rows = _table([*range(0, 2_000, 100), *range(5_000, 5_010)], "b")
+    config = write_config(
+        tmp_path / "merge.yaml", table=str(job), source=_source(tmp_path / "in", source_rows),
+        key_columns=["id"], when_not_matched_by_source="delete", delete_predicate="id < 1000",
+    )  # fmt: skip
+    code, summary = _merge(spark, config)
+    assert code == 0, summary
+    # 20 matched, 10 inserted; of the 1,980 unmatched rows the 990 below 1000 are deleted
+    assert (summary["rows_updated"], summary["rows_inserted"]) == (20, 10), summary
+    assert summary["rows_deleted"] == 990, summary
+    expected = (
+        ft.dataset(local).merge_insert("id").when_matched_update_all()
+        .when_not_matched_insert_all().when_not_matched_by_source_delete("id < 1000")
+        .execute(source_rows)
+    )  # fmt: skip
+    assert expected.num_deleted_rows == 990
+    ours = fermion.dataset(str(job))
+    assert ours.version == 2 and ours.count_rows() == 2_000 - 990 + 10
+    assert _rows(ours.to_table()) == _rows(ft.dataset(local).to_table())
+
+
 def test_a_key_matching_several_rows_updates_each_as_merge_insert(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -186,6 +211,14 @@ def test_bad_configs_exit_2(spark: Any, tmp_path: Path) -> None:
         ({"key_columns": []}, "key 'key_columns': needs distinct column names"),
         ({"key_columns": ["id", "id"]}, "key 'key_columns': needs distinct column names"),
         ({"key_columns": "id"}, "key 'key_columns': expected list[str]"),
+        (
+            {"key_columns": ["id"], "delete_predicate": "id > 1"},
+            "key 'delete_predicate': only with when_not_matched_by_source: delete",
+        ),
+        (
+            {"key_columns": ["id"], "when_not_matched_by_source": "drop"},
+            "key 'when_not_matched_by_source'",
+        ),
     ]:
         config = write_config(tmp_path / "merge.yaml", table=str(job), source=source, **keys)
         code, summary = _merge(spark, config)

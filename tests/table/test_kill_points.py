@@ -82,6 +82,11 @@ def _add_columns(uri: str, store: Any) -> None:
     ft.dataset(uri, manifest_store=store).add_columns({"g": "x * 2"})
 
 
+def _add_columns_joined(uri: str, store: Any) -> None:  # x 0-7 joined, x 3 lacks a value
+    values = pa.table({"x": pa.array([0, 1, 2, 4, 5, 6, 7], X), "g": [1.5] * 7})
+    ft.dataset(uri, manifest_store=store).add_columns(values, on="x")
+
+
 def _create_index(uri: str, store: Any) -> None:
     ft.dataset(uri, manifest_store=store).create_index("x", "BTREE")
 
@@ -98,9 +103,10 @@ OPERATIONS: dict[str, Callable[[str, Any], None]] = {
     "update": _update,
     "replace_where": _replace_where,
     "add_columns": _add_columns,
+    "add_columns_joined": _add_columns_joined,
     "create_index": _create_index,
 }
-WRITES_DATA = {"append", "overwrite", "compaction", "add_columns"}
+WRITES_DATA = {"append", "overwrite", "compaction", "add_columns", "add_columns_joined"}
 WRITES_BOTH = {"merge_insert", "update", "replace_where"}  # data and deletion files
 
 # (point, match, committed): where the writer dies, and whether the version is committed then

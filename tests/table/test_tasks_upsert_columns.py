@@ -5,6 +5,7 @@ errors raised before anything is written."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -43,9 +44,9 @@ def _rows(table: pa.Table) -> list[tuple[object, ...]]:
     return sorted(tuple(r.values()) for r in table.to_pylist())
 
 
-def _upsert(uri: Path, source: pa.Table, on: list[str]) -> None:
+def _upsert(uri: Path, source: pa.Table, on: list[str], **delete: Any) -> None:
     """The merge job's steps, in-process (a key matching n rows written n times)."""
-    plan = plan_upsert(uri, source.select(on), on, max_rows_per_file=3)
+    plan = plan_upsert(uri, source.select(on), on, max_rows_per_file=3, **delete)
     plan = UpsertPlan.from_json(plan.to_json())  # what crosses to the workers
     matches = [execute_upsert_match(plan, t) for t in plan.tasks]
     _, _, repeated = upsert_counts(plan, matches)
@@ -84,6 +85,47 @@ def test_upsert_tasks_equal_merge_insert(
         ft.dataset(tmp / "memory").to_table()
     )
     assert ft.dataset(tmp / "tasks").version == ft.dataset(tmp / "memory").version
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    table_keys=st.lists(st.integers(0, 30), min_size=1, max_size=40),
+    source_keys=st.lists(st.integers(0, 40), min_size=1, max_size=25, unique=True),
+    predicate=st.sampled_from([None, "k < 15", "v = 't3'"]),
+)
+def test_upsert_tasks_deleting_unmatched_rows_equal_merge_insert(
+    tmp_path_factory: pytest.TempPathFactory,
+    table_keys: list[int],
+    source_keys: list[int],
+    predicate: str | None,
+) -> None:
+    tmp = tmp_path_factory.mktemp("upsert")
+    base = pa.table({"k": table_keys, "v": [f"t{i}" for i in range(len(table_keys))]})
+    source = pa.table({"k": source_keys, "v": [f"s{k}" for k in source_keys]},
+                      schema=base.schema)  # fmt: skip
+    for uri in (tmp / "tasks", tmp / "memory"):
+        ft.write_dataset(base, uri, max_rows_per_file=4)
+    _upsert(tmp / "tasks", source, ["k"], delete_unmatched=True, delete_predicate=predicate)
+    (
+        ft.dataset(tmp / "memory").merge_insert("k").when_matched_update_all()
+        .when_not_matched_insert_all().when_not_matched_by_source_delete(predicate)
+        .execute(source)
+    )  # fmt: skip
+    assert _rows(ft.dataset(tmp / "tasks").to_table()) == _rows(
+        ft.dataset(tmp / "memory").to_table()
+    )
+
+
+def test_upsert_plan_refuses_a_bad_delete_predicate(tmp_path: Path) -> None:
+    uri = tmp_path / "t"
+    ft.write_dataset(pa.table({"k": [1, 2], "s": ["a", "b"]}), uri)
+    keys = pa.table({"k": [1]})
+    with pytest.raises(InvalidArgumentError, match="needs delete_unmatched"):
+        plan_upsert(uri, keys, ["k"], delete_predicate="k > 1")
+    with pytest.raises(ColumnNotFoundError):
+        plan_upsert(uri, keys, ["k"], delete_unmatched=True, delete_predicate="nope > 1")
+    with pytest.raises(InvalidArgumentError):
+        plan_upsert(uri, keys, ["k"], delete_unmatched=True, delete_predicate="k >")
 
 
 def test_upsert_plan_refuses_bad_keys_before_writing(tmp_path: Path) -> None:

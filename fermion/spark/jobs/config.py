@@ -204,11 +204,28 @@ class MergeConfig(JobConfig):
         "source_format: table).",
         None,
     )
+    when_not_matched_by_source: Literal["keep", "delete"] = _key(
+        "keep: table rows whose keys the source lacks stay; delete: they are deleted in the "
+        "same version (every fragment is read). An empty source commits nothing either way.",
+        "keep",
+    )
+    delete_predicate: str | None = _key(
+        "With when_not_matched_by_source: delete, a Spark SQL condition: only the unmatched "
+        "rows matching it are deleted (null: all of them).",
+        None,
+    )
 
     def check(self) -> None:
         super().check()
         _positive(self, "max_rows_per_file")
         _non_negative(self, "partitions")
+        if self.delete_predicate is not None:
+            if self.when_not_matched_by_source != "delete":
+                raise ConfigError(
+                    "key 'delete_predicate': only with when_not_matched_by_source: delete"
+                )
+            if not self.delete_predicate.strip():
+                raise ConfigError("key 'delete_predicate': empty condition (null: all rows)")
         keys = self.key_columns
         if not keys or not all(k.strip() for k in keys) or len(set(keys)) != len(keys):
             raise ConfigError(f"key 'key_columns': needs distinct column names, got {keys}")

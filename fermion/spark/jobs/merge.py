@@ -3,7 +3,10 @@ once per input.
 
 A table row whose keys equal a source row's is replaced by it; a source row whose keys
 match no table row is inserted (``merge_insert(on).when_matched_update_all()
-.when_not_matched_insert_all()``, the same result). Steps:
+.when_not_matched_insert_all()``, the same result). With ``when_not_matched_by_source:
+delete`` the table rows whose keys the source lacks (those matching ``delete_predicate``,
+if set) are deleted in the same version (``.when_not_matched_by_source_delete(predicate)``;
+every fragment is read). Steps:
 
 1. driver: read the source (as ``ingest`` does), check its columns and types against the
    table, collect its key columns only and plan (:func:`~fermion.table.tasks.plan_upsert`:
@@ -179,8 +182,10 @@ def merge(context: JobContext, config: MergeConfig) -> JobResult:
         if keys is None:
             keys = _source_keys(df, schema_of(manifest).arrow, list(config.key_columns))
         plan = plan_upsert(
-            config.ref, keys, config.key_columns, max_rows_per_file=config.max_rows_per_file
-        )
+            config.ref, keys, config.key_columns, max_rows_per_file=config.max_rows_per_file,
+            delete_unmatched=config.when_not_matched_by_source == "delete",
+            delete_predicate=config.delete_predicate,
+        )  # fmt: skip
         first_read = plan.read_version if first_read is None else first_read
         if not plan.keys.num_rows:
             context.log.info("the source has no rows: nothing committed")
@@ -228,9 +233,10 @@ def merge(context: JobContext, config: MergeConfig) -> JobResult:
             removed = abort_upsert(plan, matches, writes)
             context.log.error("merge failed: removed %d files", removed)
             raise
+        deleted = sum(m.deleted_rows for m in matches)
         context.log.info(
-            "committed version %d: %d rows updated, %d inserted",
-            summary.version, updated, inserted,
+            "committed version %d: %d rows updated, %d inserted, %d deleted",
+            summary.version, updated, inserted, deleted,
         )  # fmt: skip
         return JobResult(
             read_version=first_read,
@@ -245,6 +251,7 @@ def merge(context: JobContext, config: MergeConfig) -> JobResult:
                 "input": key,
                 "rows_updated": updated,
                 "rows_inserted": inserted,
+                "rows_deleted": deleted,
                 "rounds": round_number,
                 "write_id": plan.write_id,
             },

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fermion.errors import InvalidArgumentError
+from fermion.table.key_hash import sorted_distinct
 from fermion.table.operations.base import (
     NO,
     OK,
@@ -108,7 +109,7 @@ class MergeInsert(RowChanges):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "on", tuple(self.on))
-        hashes = np.unique(np.asarray(self.key_hashes, dtype=np.uint64))
+        hashes = sorted_distinct(np.asarray(self.key_hashes, dtype=np.uint64))
         object.__setattr__(self, "key_hashes", tuple(hashes.tolist()))
         object.__setattr__(self, "config", dict(self.config))
         if not self.on:

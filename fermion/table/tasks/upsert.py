@@ -51,6 +51,7 @@ from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import key_hashes
 from fermion.table.operations import MergeInsert
+from fermion.table.predicate import parse_predicate
 from fermion.table.ref import TableRef
 from fermion.table.row_edits import mark_deleted
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
@@ -134,8 +135,13 @@ class UpsertPlan(OnTable, JsonMixin):
         on: The key columns.
         keys: The source's key columns (cast to the table's types).
         key_hashes: Sorted distinct hashes of the source keys (the commit records them).
-        tasks: The fragments that may hold a source key, in groups.
+        tasks: The fragments that may hold a source key, in groups (every fragment
+            when unmatched rows are deleted).
         max_rows_per_file: Rows per data file of the new rows.
+        delete_unmatched: Table rows whose keys the source lacks are deleted
+            (``when_not_matched_by_source_delete``).
+        delete_predicate: With ``delete_unmatched``, only the unmatched rows matching this
+            SQL condition are deleted (``None``: all).
     """
 
     table: TableRef
@@ -147,6 +153,8 @@ class UpsertPlan(OnTable, JsonMixin):
     key_hashes: tuple[int, ...]
     tasks: tuple[UpsertTask, ...]
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT
+    delete_unmatched: bool = False
+    delete_predicate: str | None = None
 
     def write_plan(self) -> WritePlan:
         """The plan the workers write the new rows with (the table's schema and field ids
@@ -173,13 +181,15 @@ class UpsertPlan(OnTable, JsonMixin):
 @dataclass(frozen=True)
 class UpsertMatch(JsonMixin):
     """What one worker matched: the touched fragments with their new deletion files, the
-    fragments left without a live row, and the keys of the matched table rows."""
+    fragments left without a live row, the keys of the matched table rows, and how many
+    unmatched rows it deleted (``delete_unmatched``)."""
 
     task_id: str
     write_id: str
     updated: tuple[FragmentInfo, ...]
     removed: tuple[int, ...]
     matched_keys: pa.Table
+    deleted_rows: int = 0
 
     @property
     def matched_rows(self) -> int:
@@ -287,6 +297,8 @@ def plan_upsert(
     max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
     write_id: str | None = None,
     manifest_store: ManifestStore | None = None,
+    delete_unmatched: bool = False,
+    delete_predicate: str | None = None,
 ) -> UpsertPlan:
     """Plan an upsert of a source whose key columns are ``keys`` (driver side).
 
@@ -298,16 +310,24 @@ def plan_upsert(
         max_rows_per_file: Rows per data file of the new rows.
         write_id: Name of the write (default: a random one).
         manifest_store: The table's external manifest store, if it uses one.
+        delete_unmatched: Also delete the table rows whose keys the source lacks (every
+            fragment is read).
+        delete_predicate: With ``delete_unmatched``, a SQL condition: only unmatched rows
+            matching it are deleted.
 
     Raises:
         DatasetError: No table at ``uri``.
-        ColumnNotFoundError: A key the table does not have.
+        ColumnNotFoundError: A key the table does not have, or the predicate names a
+            column it does not have.
         SchemaMismatchError: A key the source lacks, or of a type that does not convert
             to the table's exactly.
         InvalidArgumentError: No key, a null key, a key occurring twice in the source
-            (named), a nested key type.
+            (named), a nested key type; a predicate that does not parse, or one without
+            ``delete_unmatched``.
     """
     on = [on] if isinstance(on, str) else list(on)
+    if delete_predicate is not None and not delete_unmatched:
+        raise InvalidArgumentError("upsert: a delete_predicate needs delete_unmatched")
     if not on or len(set(on)) != len(on):
         raise InvalidArgumentError(f"upsert needs distinct key column names, got {on!r}")
     if fragments_per_task < 1:
@@ -315,8 +335,12 @@ def plan_upsert(
     ref, storage, manifest = open_planned(uri, manifest_store=manifest_store)
     schema = schema_of(manifest)
     keys = _checked_keys(schema, keys, on)
+    if delete_predicate is not None:
+        parse_predicate(delete_predicate, schema.arrow)  # fails here, not on the workers
     fragments: list[Any] = []
-    if keys.num_rows:  # only fragments whose statistics allow a source key
+    if delete_unmatched:  # every fragment may hold rows to delete
+        fragments = list(manifest.fragments)
+    elif keys.num_rows:  # only fragments whose statistics allow a source key
         prune = pc.scalar(True)
         for key in on:
             prune = prune & pc.field(key).isin(keys.column(key).unique())
@@ -332,23 +356,40 @@ def plan_upsert(
         key_hashes=tuple(key_hashes(keys).tolist()),
         tasks=tuple(UpsertTask(str(i), group) for i, group in enumerate(groups)),
         max_rows_per_file=max_rows_per_file,
+        delete_unmatched=delete_unmatched,
+        delete_predicate=delete_predicate,
     )
 
 
 def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
-    """Find the table rows of the task's fragments whose keys the source has, and write
-    each touched fragment's complete new deletion file (any process; commits nothing)."""
+    """Find the table rows of the task's fragments whose keys the source has (and, with
+    ``delete_unmatched``, those it lacks), and write each touched fragment's complete new
+    deletion file (any process; commits nothing)."""
     storage = plan.table.open()
     on = list(plan.on)
     updated, removed, matched_keys = [], [], []
+    deleted = 0
+    predicate = None
+    columns = on
+    if plan.delete_predicate is not None:
+        predicate = parse_predicate(plan.delete_predicate, plan.schema.arrow)
+        columns = list(plan.schema.arrow.names)  # the predicate's columns among them
     for info in task.fragments:
         fragment = info.to_proto()
-        target = read_fragment(storage, plan.schema, fragment, on, with_row_offsets=True)
-        matched = target.join(plan.keys, on, join_type="inner")
-        if not matched.num_rows:
+        target = read_fragment(storage, plan.schema, fragment, columns, with_row_offsets=True)
+        matched = target.select([*on, ROW_OFFSET]).join(plan.keys, on, join_type="inner")
+        gone = [matched.column(ROW_OFFSET).to_numpy()]
+        if matched.num_rows:
+            matched_keys.append(matched.select(on))
+        if plan.delete_unmatched:
+            unmatched = target.join(plan.keys, on, join_type="left anti")
+            if predicate is not None:
+                unmatched = unmatched.filter(predicate)
+            gone.append(unmatched.column(ROW_OFFSET).to_numpy())
+            deleted += unmatched.num_rows
+        offsets = np.concatenate(gone)
+        if not offsets.size:
             continue
-        matched_keys.append(matched.select(on))
-        offsets = matched.column(ROW_OFFSET).to_numpy()
         update, emptied = mark_deleted(storage, fragment, offsets, plan.read_version)
         if emptied:
             removed.append(fragment.id)
@@ -357,7 +398,9 @@ def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
     keys = (
         pa.concat_tables(matched_keys) if matched_keys else plan.keys.schema.empty_table()
     ).combine_chunks()
-    return UpsertMatch(task.task_id, plan.write_id, tuple(updated), tuple(removed), keys)
+    return UpsertMatch(
+        task.task_id, plan.write_id, tuple(updated), tuple(removed), keys, deleted_rows=deleted
+    )
 
 
 def upsert_counts(plan: UpsertPlan, matches: Sequence[UpsertMatch]) -> tuple[int, int, pa.Table]:
