@@ -30,7 +30,12 @@ if __name__ == "__main__":
         **totals.asDict(),
         "driver_pid": os.getpid(),
         "driver_fermion": fermion.__file__,
-        "partitions": rows.rdd.getNumPartitions(),
+        "partitions": rows.rdd.getNumPartitions(),  # small fragments packed
+        # one partition per fragment
+        "fragment_partitions": spark.read.format("fermion")
+        .option("max_partition_bytes", 1)
+        .load(sys.argv[1])
+        .rdd.getNumPartitions(),
     }
     spark.stop()
     print(json.dumps(out), flush=True)
