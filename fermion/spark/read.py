@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -185,12 +186,9 @@ class FermionReader(DataSourceReader):
         columns = len(self.table_schema.arrow.names)
         for fragment in scanner.fragments():
             data = FragmentInfo.from_proto(fragment, committed=True).to_bytes()
-            file_bytes = sum(f.size_bytes for f in fragment.files)
             rows = fragment.physical_rows
-
-            def size(count: int, rows: int = rows, file_bytes: int = file_bytes) -> int:
-                return slice_bytes(file_bytes, len(self.read_columns), columns, count, rows)
-
+            file_bytes = sum(f.size_bytes for f in fragment.files)
+            size = partial(slice_bytes, file_bytes, len(self.read_columns), columns, of_rows=rows)
             if fragment.physical_rows <= self.rows_per_partition or len(fragment.files) != 1:
                 slices.append(FragmentSlice(data))
                 sizes.append(size(rows))

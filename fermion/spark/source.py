@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
@@ -74,10 +76,15 @@ def register(spark: SparkSession) -> None:
         parallelism: int | None = spark.sparkContext.defaultParallelism
     except Exception:  # Spark Connect: no SparkContext, so no packing by default
         parallelism = None
-    # a class made here is pickled with its attributes when Spark ships it to the planner
-    source = type(
+    spark.dataSource.register(_source_for(parallelism))
+
+
+@functools.cache
+def _source_for(parallelism: int | None) -> type[FermionDataSource]:
+    """The data source class packing for ``parallelism``: one class per value, made here so
+    that Spark pickles it by value, with its attribute, when it ships it to the planner."""
+    return type(
         FermionDataSource.__name__,
         (FermionDataSource,),
         {"parallelism": parallelism, "__module__": __name__, "__doc__": FermionDataSource.__doc__},
     )
-    spark.dataSource.register(source)

@@ -51,7 +51,7 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
-from fermion.table.column_values import new_columns_schema, write_column_file
+from fermion.table.column_values import column_files_operation
 from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.fragment_threads import map_fragments
@@ -64,7 +64,6 @@ from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
-from fermion.table.write_properties import write_properties_of
 
 __all__ = [
     "JoinUnmatched",
@@ -299,16 +298,7 @@ def plan_joined_columns(
     tables = map_fragments(  # every join before any file: a refused row writes nothing
         lambda fragment: joined_fragment_columns(storage, schema, fragment, values), fragments
     )
-    full, part = new_columns_schema(schema, values.new_schema)
-    properties = write_properties_of(manifest.config)
-
-    def write(index: int) -> pb.Fragment:
-        return write_column_file(
-            storage, part, fragments[index], tables[index], properties=properties
-        )
-
-    entries = map_fragments(write, range(len(fragments)))
-    return AddColumns(full, tuple(entries)), len(entries)
+    return column_files_operation(storage, manifest, schema, values.new_schema, fragments, tables)
 
 
 def add_joined_columns(

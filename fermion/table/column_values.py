@@ -47,6 +47,7 @@ __all__ = [
     "BATCH_SIZE_DEFAULT",
     "ColumnValues",
     "add_column_values",
+    "column_files_operation",
     "compute_fragment_columns",
     "expression_columns",
     "new_columns_schema",
@@ -307,7 +308,26 @@ def plan_add_columns(
     tables = map_fragments(compute, fragments, threads=threads)
     if computer.new_schema is None:  # no fragment and a function: nothing to learn from
         raise InvalidArgumentError("add_columns with a function needs a table with rows")
-    full, part = new_columns_schema(schema, computer.new_schema)
+    return column_files_operation(storage, manifest, schema, computer.new_schema, fragments, tables)
+
+
+def column_files_operation(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    schema: TableSchema,
+    new: pa.Schema,
+    fragments: Sequence[pb.Fragment],
+    tables: Sequence[pa.Table],
+) -> tuple[AddColumns, int]:
+    """Write each fragment's new columns (``tables[i]``, row-aligned with
+    ``fragments[i]``) as one column file, on a few threads, with the table's write
+    properties; returns the ``AddColumns`` operation and the number of files written
+    (nothing committed).
+
+    Raises:
+        InvalidArgumentError: A table's row count differs from its fragment's.
+    """
+    full, part = new_columns_schema(schema, new)
     properties = write_properties_of(manifest.config)
 
     def write(index: int) -> pb.Fragment:
@@ -315,8 +335,8 @@ def plan_add_columns(
             storage, part, fragments[index], tables[index], properties=properties
         )
 
-    fragment_files = map_fragments(write, range(len(fragments)))
-    return AddColumns(full, tuple(fragment_files)), len(fragment_files)
+    entries = map_fragments(write, range(len(fragments)))
+    return AddColumns(full, tuple(entries)), len(entries)
 
 
 def add_column_values(
