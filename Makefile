@@ -52,9 +52,9 @@ test-fast: $(STAMP)
 
 ## make lint: ruff + mypy
 lint: $(STAMP)
-	$(VENV)/bin/ruff check fermion tests benchmarks jobs airflow_dags scripts
-	$(VENV)/bin/ruff format --check fermion tests benchmarks jobs airflow_dags scripts
-	$(VENV)/bin/mypy fermion
+	$(VENV)/bin/ruff check fermion fermion_spark_daemon.py tests benchmarks jobs airflow_dags scripts
+	$(VENV)/bin/ruff format --check fermion fermion_spark_daemon.py tests benchmarks jobs airflow_dags scripts
+	$(VENV)/bin/mypy fermion fermion_spark_daemon.py
 
 $(BENCH_STAMP): $(STAMP)
 	$(PIP) install --quiet -e ".[all,dev,bench]"

@@ -43,6 +43,9 @@ _DEFAULTS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS_DEFAULT),
     "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES_DEFAULT),
     "spark.ui.showConsoleProgress": "false",
+    # Python workers import PySpark from site-packages, compiled, not from Spark's
+    # bundled zip (about 0.5 s less per fresh worker; fermion_spark_daemon, docs/SPARK.md)
+    "spark.python.daemon.module": "fermion_spark_daemon",
 }
 
 #: Extra settings for a local master: few shuffle partitions for one machine.
