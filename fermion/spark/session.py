@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from fermion.spark.source import register
 
-__all__ = ["LOCAL_MASTER_DEFAULT", "session", "session_conf", "workers_python"]
+__all__ = ["LOCAL_MASTER_DEFAULT", "WORKER_DAEMON", "session", "session_conf", "workers_python"]
 
 #: The master used when neither ``master`` nor ``spark.master`` names one.
 LOCAL_MASTER_DEFAULT = "local[2]"
@@ -43,10 +44,14 @@ _DEFAULTS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS_DEFAULT),
     "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES_DEFAULT),
     "spark.ui.showConsoleProgress": "false",
-    # Python workers import PySpark from site-packages, compiled, not from Spark's
-    # bundled zip (about 0.5 s less per fresh worker; fermion_spark_daemon, docs/SPARK.md)
-    "spark.python.daemon.module": "fermion_spark_daemon",
 }
+
+#: The Python worker daemon a local session gets when this interpreter has it: workers
+#: import PySpark from site-packages, compiled, not from Spark's bundled zip (about 0.5 s
+#: less per fresh worker; fermion_spark_daemon, docs/SPARK.md). Executors elsewhere may
+#: run a Python without Fermion installed (``--py-files`` reach workers only after the
+#: daemon started), so other masters keep ``pyspark.daemon`` unless ``conf`` says otherwise.
+WORKER_DAEMON = "fermion_spark_daemon"
 
 #: Extra settings for a local master: few shuffle partitions for one machine.
 _LOCAL_DEFAULTS = {
@@ -80,7 +85,13 @@ def session_conf(
         settings.setdefault("spark.master", LOCAL_MASTER_DEFAULT)
     if settings.get("spark.master", "").startswith("local"):
         settings = {**_LOCAL_DEFAULTS, **settings}
+        if settings["spark.pyspark.python"] == sys.executable and _has_worker_daemon():
+            settings.setdefault("spark.python.daemon.module", WORKER_DAEMON)
     return {k: str(v) for k, v in settings.items()}
+
+
+def _has_worker_daemon() -> bool:
+    return importlib.util.find_spec(WORKER_DAEMON) is not None
 
 
 def workers_python(

@@ -72,10 +72,17 @@ def test_archive_names() -> None:
     assert not daemon.bundled_archive("/x/site-packages")
 
 
-def test_session_sets_the_daemon_unless_told_otherwise() -> None:
+def test_a_local_session_gets_the_daemon_unless_told_otherwise() -> None:
     assert session_conf()["spark.python.daemon.module"] == "fermion_spark_daemon"
     own = session_conf(conf={"spark.python.daemon.module": "my_daemon"})
     assert own["spark.python.daemon.module"] == "my_daemon"
+    # executors elsewhere, or another interpreter, may not have Fermion installed
+    assert "spark.python.daemon.module" not in session_conf("spark://host:7077")
+    assert "spark.python.daemon.module" not in session_conf(submitted=True)
+    other = session_conf(conf={"spark.pyspark.python": "/opt/venv/bin/python"})
+    assert "spark.python.daemon.module" not in other
+    opted_in = session_conf("yarn", {"spark.python.daemon.module": "fermion_spark_daemon"})
+    assert opted_in["spark.python.daemon.module"] == "fermion_spark_daemon"
 
 
 def test_workers_import_the_installed_pyspark_and_read_the_same_rows(
