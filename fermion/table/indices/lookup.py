@@ -35,6 +35,7 @@ from fermion.format import FileReader
 from fermion.format.encoding.arrow_ops import filter_table
 from fermion.format.read.pruning import referenced_fields
 from fermion.table.indices.build import FENCE_ROW, fences_path, is_fences_path
+from fermion.table.indices.cache import INDEX_CACHE
 from fermion.table.indices.match import (
     KeyPredicate,
     evaluate,
@@ -151,13 +152,9 @@ class _IndexReaders:
 _INDEX_READERS = _IndexReaders(16)
 
 
-def _btree_positions(
-    storage: TableStorage, path: str, bounds: list[tuple[Any, Any]], stats: ScanStats
-) -> np.ndarray:
-    """Entry rows of a BTREE file that may hold keys within ``bounds`` (closed intervals),
-    found by binary search in its fences."""
-    keys, rows, read = _cached_fences(storage, path)
-    stats.index_bytes_read += read
+def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarray:
+    """Blocks (between fences ``i`` and ``i + 1``) that may hold keys within ``bounds``
+    (closed intervals), found by binary search in the fence ``keys``."""
     blocks = np.zeros(len(keys) + 1, dtype=np.int8)  # +1/-1 at block range starts/ends
     for lo, hi in bounds:
         # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also
@@ -167,13 +164,81 @@ def _btree_positions(
         if last > first:
             blocks[first] += 1
             blocks[last] -= 1
-    wanted = np.flatnonzero(np.cumsum(blocks[:-1]) > 0)
-    if not len(wanted):
-        return np.empty(0, np.int64)
-    starts, stops = rows[wanted].astype(np.int64), rows[wanted + 1].astype(np.int64)
+    return np.flatnonzero(np.cumsum(blocks[:-1]) > 0)
+
+
+def _block_rows(rows: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entry rows of ``blocks`` (in block order) and each block's row count."""
+    starts, stops = rows[blocks].astype(np.int64), rows[blocks + 1].astype(np.int64)
     lengths = stops - starts
     offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets, lengths
+
+
+def _btree_entries(
+    storage: TableStorage,
+    reader: FileReader,
+    path: str,
+    bounds: list[tuple[Any, Any]],
+    stats: ScanStats,
+) -> pa.Table:
+    """The ``key``, ``_rowaddr`` entries of a BTREE file that may hold keys within
+    ``bounds``: the blocks its fences give, from :data:`INDEX_CACHE` or else read (with one
+    ``take`` of every missing block) and kept there."""
+    keys, rows, read = _cached_fences(storage, fences_path(path))
+    stats.index_bytes_read += read
+    wanted = _wanted_blocks(keys, bounds)
+    parts: dict[int, pa.Table] = {}
+    missing = []
+    for block in wanted.tolist():
+        found = INDEX_CACHE.get((storage.uri, path, block))
+        if found is None:
+            missing.append(block)
+        else:
+            parts[block] = found
+    if missing:
+        positions, lengths = _block_rows(rows, np.asarray(missing, dtype=np.int64))
+        table = reader.take(positions, columns=[KEY, ROW_ADDRESS]).combine_chunks()
+        per_row = table.nbytes / max(table.num_rows, 1)
+        start = 0
+        for block, length in zip(missing, lengths.tolist(), strict=True):
+            parts[block] = table.slice(start, length)
+            INDEX_CACHE.put((storage.uri, path, block), parts[block], int(length * per_row) + 64)
+            start += length
+    if not parts:
+        return pa.table({KEY: pa.array([], reader.schema.field(KEY).type),
+                         ROW_ADDRESS: pa.array([], pa.uint64())})  # fmt: skip
+    return pa.concat_tables([parts[b] for b in wanted.tolist()])
+
+
+def _key_lists(
+    storage: TableStorage, reader: FileReader, path: str, predicate: KeyPredicate
+) -> list[np.ndarray]:
+    """The row address lists of the keys of a BITMAP or LABEL_LIST file ``predicate``
+    keeps: its keys and each key's list from :data:`INDEX_CACHE` or else read (one
+    ``take`` of every missing list) and kept there."""
+    keys = INDEX_CACHE.get((storage.uri, path, KEY))
+    if keys is None:
+        keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
+        INDEX_CACHE.put((storage.uri, path, KEY), keys, keys.nbytes + 64)
+    positions = np.flatnonzero(evaluate(predicate, keys)).tolist()
+    lists: dict[int, np.ndarray] = {}
+    missing = []
+    for position in positions:
+        found = INDEX_CACHE.get((storage.uri, path, position))
+        if found is None:
+            missing.append(position)
+        else:
+            lists[position] = found
+    if missing:
+        column = reader.take(np.asarray(missing, np.int64), columns=[ROW_ADDRESS])
+        array = column.column(ROW_ADDRESS).combine_chunks()
+        flat = pc.list_flatten(array).to_numpy(zero_copy_only=False).astype(np.uint64)
+        lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False)
+        for position, part in zip(missing, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
+            lists[position] = part
+            INDEX_CACHE.put((storage.uri, path, position), part, part.nbytes + 64)
+    return [lists[p] for p in positions]
 
 
 def lookup_addresses(
@@ -186,9 +251,11 @@ def lookup_addresses(
     """Sorted distinct row addresses whose key ``predicate`` keeps; None when the files'
     key type is not ``key_type`` (the column was widened since the build).
 
-    A BTREE searches its fences for the entry rows that may match (when the predicate has
-    key intervals) and reads only those; otherwise, like a BITMAP, it reads the file with
-    the predicate as a filter (its pages are pruned by their key statistics).
+    A BTREE searches its fences for the blocks of entry rows that may match (when the
+    predicate has key intervals) and reads only those; otherwise it reads the file with
+    the predicate as a filter (its pages are pruned by their key statistics). A BITMAP or
+    LABEL_LIST evaluates the predicate on its keys and reads the lists of those it keeps.
+    Decoded blocks, keys and lists are kept in :data:`INDEX_CACHE` for the next lookups.
 
     Raises:
         InvalidFileError: A file of the index is not an index file.
@@ -205,24 +272,22 @@ def lookup_addresses(
                 return None
             stats.index_files_read += 1
             bounds = intervals(predicate, key_type) if index.kind == BTREE else None
-            fences = fences_path(path)
-            if bounds is not None and fences in index.files:
-                positions = _btree_positions(storage, fences, bounds, stats)
-                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
-            elif index.kind in (BITMAP, LABEL_LIST):  # a row per key: evaluate them all
-                keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
-                positions = np.flatnonzero(evaluate(predicate, keys))
-                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            table = None
+            if index.kind in (BITMAP, LABEL_LIST):  # a row per key: evaluate them all
+                found.extend(_key_lists(storage, reader, path, predicate))
+            elif bounds is not None and fences_path(path) in index.files:
+                table = _btree_entries(storage, reader, path, bounds, stats)
             else:
                 table = reader.read(columns=[KEY, ROW_ADDRESS], filter=to_expression(predicate))
             stats.index_bytes_read += reader.source.stats.bytes_read - before
-        keep = evaluate(predicate, table.column(KEY).combine_chunks())
-        column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
-        if index.kind in (BITMAP, LABEL_LIST):
-            column = pc.list_flatten(column)
-        found.append(column.to_numpy(zero_copy_only=False))
+        if table is not None:
+            keep = evaluate(predicate, table.column(KEY).combine_chunks())
+            column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
+            found.append(column.to_numpy(zero_copy_only=False))
     if not found:
         return np.empty(0, np.uint64)
+    if len(found) == 1 and index.kind in (BITMAP, LABEL_LIST):
+        return found[0]  # (one list: ascending, each address once)
     return np.unique(np.concatenate(found).astype(np.uint64, copy=False))
 
 
