@@ -182,6 +182,10 @@ def sorted_entries(entries: pa.Table) -> pa.Table:
     return entries.take(order)
 
 
+#: Sorted runs up to which integer entries are merged rather than sorted afresh.
+_FEW_RUNS = 64
+
+
 def _integer_order(entries: pa.Table) -> pa.Array | None:
     """The sorting permutation of entries with integer (or date, timestamp) keys without
     nulls, by numpy's unstable sort of the keys alone, equal keys then put in row address
@@ -195,7 +199,10 @@ def _integer_order(entries: pa.Table) -> pa.Array | None:
     if not pa.types.is_integer(t):
         key = key.cast(pa.int64() if t.bit_width == 64 else pa.int32())
     values = key.to_numpy()
-    order = np.argsort(values)
+    # a few sorted runs (an index refresh: the old entries, then the new fragments'):
+    # numpy's stable sort merges runs in linear time; else its faster unstable sort
+    runs = int(np.count_nonzero(values[1:] < values[:-1])) + 1
+    order = np.argsort(values, kind="stable" if runs <= _FEW_RUNS else None)
     ordered = values[order]
     tied = ordered[1:] == ordered[:-1]
     if tied.any():  # runs of equal keys: sort each run's positions by row address
@@ -278,7 +285,11 @@ def collect_entries(
             ids = old.column(ROW_ADDRESS).to_numpy() >> np.uint64(32)
             mask = np.isin(ids, np.fromiter(keep, dtype=np.uint64, count=len(keep)))
             old = old.filter(pa.array(mask))
-            parts.append(old)
+            # the old entries are sorted: the new ones sorted after them make two runs,
+            # which the file's sort merges (sorted_entries)
+            if parts and old_kind == kind:
+                parts = [sorted_entries(pa.concat_tables(parts))]
+            parts.insert(0, old)
     key_type = key_type_of(kind, schema.arrow.field(column).type)
     # (a column widened since the old build: its keys widen the same way)
     return (
