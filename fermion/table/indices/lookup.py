@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -154,17 +154,25 @@ _INDEX_READERS = _IndexReaders(16)
 
 def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarray:
     """Blocks (between fences ``i`` and ``i + 1``) that may hold keys within ``bounds``
-    (closed intervals), found by binary search in the fence ``keys``."""
-    blocks = np.zeros(len(keys) + 1, dtype=np.int8)  # +1/-1 at block range starts/ends
-    for lo, hi in bounds:
-        # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also
-        # end the block before it
-        first = 0 if lo is None else max(int(np.searchsorted(keys, lo, "left")) - 1, 0)
-        last = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
-        if last > first:
-            blocks[first] += 1
-            blocks[last] -= 1
-    return np.flatnonzero(np.cumsum(blocks[:-1]) > 0)
+    (closed intervals), found by binary search in the fence ``keys`` (all the bounds of
+    an ``IN`` list in one search)."""
+    n = len(bounds)
+    first = np.zeros(n, dtype=np.int64)
+    last = np.full(n, len(keys), dtype=np.int64)
+    # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also end
+    # the block before it
+    for at, out in ((0, first), (1, last)):
+        where = [i for i, b in enumerate(bounds) if b[at] is not None]
+        if where:
+            values = np.array([bounds[i][at] for i in where], dtype=keys.dtype)
+            out[where] = np.searchsorted(keys, values, "left" if at == 0 else "right")
+    bounded_below = np.array([b[0] is not None for b in bounds], dtype=bool)
+    first = np.where(bounded_below, np.maximum(first - 1, 0), 0)
+    ok = last > first
+    changes = np.zeros(len(keys) + 1, dtype=np.int64)  # +1/-1 at block range starts/ends
+    np.add.at(changes, first[ok], 1)
+    np.add.at(changes, last[ok], -1)
+    return np.flatnonzero(np.cumsum(changes[:-1]) > 0)
 
 
 def _block_rows(rows: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,6 +310,20 @@ def plan_indexed_scan(
     """The fragments left to read, for those an index answers their candidate rows (sorted
     physical offsets), and whether the candidates are exactly the filter's rows (the index
     answered every conjunct). Without a usable index: ``fragments``, ``{}``, False."""
+    kept, hits, exact, _ = _plan(storage, manifest, schema, filter, fragments, stats)
+    return kept, hits, exact
+
+
+def _plan(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    schema: TableSchema,
+    filter: pc.Expression,
+    fragments: Sequence[pb.Fragment],
+    stats: ScanStats,
+) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool, dict[str, pa.Array]]:
+    """:func:`plan_indexed_scan`, and the columns whose value the index fixes in every
+    candidate row (``{column: its one value}``, see :func:`_fixed_value`)."""
     present = {f.id for f in fragments}
     for index in manifest.indices:
         column = index_column(index, schema)
@@ -323,8 +345,34 @@ def plan_indexed_scan(
                 hits[fragment_id] = offsets[lo:hi]
         stats.fragments_indexed += len(covered)
         kept = [f for f in fragments if f.id not in covered or f.id in hits]
-        return kept, hits, exact
-    return list(fragments), {}, False
+        value = _fixed_value(index.kind, predicate, key_type) if exact else None
+        return kept, hits, exact, ({column: value} if value is not None else {})
+    return list(fragments), {}, False, {}
+
+
+def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> pa.Array | None:
+    """The one value (a 1-element array of ``key_type``) of a BTREE or BITMAP key that
+    ``predicate`` keeps, when it is an equality with a literal that is exactly a key and
+    whose equal keys are identical (integers, strings, booleans, dates, timestamps; not
+    floats: ``-0.0 = 0.0``); else None."""
+    if kind not in (BTREE, BITMAP) or predicate[0] != "cmp" or predicate[1] != "equal":
+        return None
+    t = key_type
+    identical = (
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
+    if not identical:
+        return None
+    try:
+        value = pa.array([predicate[2]]).cast(t)  # safe cast: a lossy literal raises
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    return value if not value.null_count else None
 
 
 def indexed_scan(
@@ -341,7 +389,7 @@ def indexed_scan(
 ) -> tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]:
     """A :data:`~fermion.table.scan.IndexedScan`: the fragments left to read, and a reader
     of a fragment's rows through the index (None for a fragment to scan as usual)."""
-    kept, hits, exact = plan_indexed_scan(storage, manifest, schema, filter, fragments, stats)
+    kept, hits, exact, fixed = _plan(storage, manifest, schema, filter, fragments, stats)
 
     def read(fragment: pb.Fragment) -> pa.Table | None:
         offsets = hits.get(fragment.id)
@@ -350,6 +398,7 @@ def indexed_scan(
         return read_rows(
             storage, schema, fragment, columns, filter, offsets,
             with_row_offsets=with_row_offsets, stats=stats, exact=exact, readers=readers,
+            fixed=fixed,
         )  # fmt: skip
 
     return kept, read
@@ -367,17 +416,24 @@ def read_rows(
     stats: ScanStats | None = None,
     exact: bool = False,
     readers: ReaderCache | None = None,
+    fixed: Mapping[str, pa.Array] | None = None,
 ) -> pa.Table:
     """The live rows at physical ``offsets`` (sorted) of ``fragment`` that ``filter``
     keeps, projected to ``columns`` (and ``_rowoffset`` with ``with_row_offsets``), in
     physical order: the rows :func:`~fermion.table.scan.read_fragment` returns, when
     ``offsets`` hold every row it would keep. With ``exact`` the filter is known to keep
     every row at ``offsets`` and is not evaluated again. ``readers`` keeps the data file
-    open (and its deletion mask) for the next lookups."""
+    open (and its deletion mask) for the next lookups. With ``exact``, a column of
+    ``fixed`` (``{column: its one value}``: the index answered ``column = value``) is not
+    read but filled with its value, as long as another column is read."""
     stats = stats if stats is not None else ScanStats()
     used = referenced_fields(filter) if not exact else set()
     needed = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
     needed = needed or [schema.arrow.names[0]]  # (no column asked: rows are still counted)
+    filled = {c: v for c, v in (fixed or {}).items() if exact and c in needed}
+    if len(filled) == len(needed) or len(fragment.files) != 1:
+        filled = {}
+    needed = [c for c in needed if c not in filled]
     if len(fragment.files) != 1:  # columns in several files: read the fragment whole
         table = read_fragment(
             storage, schema, fragment, needed, filter, with_row_offsets=True, stats=stats
@@ -408,6 +464,9 @@ def read_rows(
     table = project_file_table(read, [f for _, f in got], schema, needed) if got else None
     if table is None:  # every needed column is newer than the file: nulls
         table = project_file_table(read.select([]), [], schema, needed)
+    for name, value in filled.items():
+        repeated = value.take(pa.array(np.zeros(table.num_rows, np.int64)))
+        table = table.append_column(schema.arrow.field(name), repeated)
     if with_row_offsets:
         table = table.append_column(ROW_OFFSET, pa.array(offsets.astype(np.uint64)))
     if not exact:
