@@ -208,10 +208,15 @@ def _btree_entries(
         positions, lengths = _block_rows(rows, np.asarray(missing, dtype=np.int64))
         table = reader.take(positions, columns=[KEY, ROW_ADDRESS]).combine_chunks()
         per_row = table.nbytes / max(table.num_rows, 1)
+        # (the blocks are slices of one table, alive while one of them is kept: a read
+        # larger than a quarter of the cache, a wide range, is not kept)
+        keep = table.nbytes * 4 <= INDEX_CACHE.capacity
         start = 0
         for block, length in zip(missing, lengths.tolist(), strict=True):
             parts[block] = table.slice(start, length)
-            INDEX_CACHE.put((storage.uri, path, block), parts[block], int(length * per_row) + 64)
+            if keep:
+                nbytes = int(length * per_row) + 64
+                INDEX_CACHE.put((storage.uri, path, block), parts[block], nbytes)
             start += length
     if not parts:
         return pa.table({KEY: pa.array([], reader.schema.field(KEY).type),
@@ -243,9 +248,11 @@ def _key_lists(
         array = column.column(ROW_ADDRESS).combine_chunks()
         flat = pc.list_flatten(array).to_numpy(zero_copy_only=False).astype(np.uint64)
         lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False)
+        keep = flat.nbytes * 4 <= INDEX_CACHE.capacity  # (views of flat: see _btree_entries)
         for position, part in zip(missing, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
             lists[position] = part
-            INDEX_CACHE.put((storage.uri, path, position), part, part.nbytes + 64)
+            if keep:
+                INDEX_CACHE.put((storage.uri, path, position), part, part.nbytes + 64)
     return [lists[p] for p in positions]
 
 
