@@ -395,7 +395,8 @@ def indexed_scan(
     readers: ReaderCache | None = None,
 ) -> tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]:
     """A :data:`~fermion.table.scan.IndexedScan`: the fragments left to read, and a reader
-    of a fragment's rows through the index (None for a fragment to scan as usual)."""
+    of a fragment's rows through the index (None for a fragment to scan as usual; its
+    ``answers_all(fragments)`` tells whether the index answers each of them)."""
     kept, hits, exact, fixed = _plan(storage, manifest, schema, filter, fragments, stats)
 
     def read(fragment: pb.Fragment) -> pa.Table | None:
@@ -408,7 +409,22 @@ def indexed_scan(
             fixed=fixed,
         )  # fmt: skip
 
-    return kept, read
+    return kept, _IndexedRead(read, set(hits))
+
+
+class _IndexedRead:
+    """A fragment reader through an index, knowing the fragments the index answers."""
+
+    def __init__(self, read: Callable[[pb.Fragment], pa.Table | None], answered: set[int]):
+        self._read = read
+        self._answered = answered
+
+    def __call__(self, fragment: pb.Fragment) -> pa.Table | None:
+        return self._read(fragment)
+
+    def answers_all(self, fragments: Sequence[pb.Fragment]) -> bool:
+        """Whether the index answers every one of ``fragments``."""
+        return all(f.id in self._answered for f in fragments)
 
 
 def read_rows(
