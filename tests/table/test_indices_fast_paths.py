@@ -6,8 +6,8 @@
   than 127 in one block once dropped the block), keys absent, deleted rows, fragments
   appended after the build (not covered), and after a compaction and
   ``optimize_indices``;
-- an equality answered by the index fills its column with the literal instead of reading
-  it;
+- an exact answer fills the indexed column instead of reading it: with the literal of an
+  equality, or with a BTREE's keys of the rows;
 - the build's integer sort (numpy, ties by row address) and its merge of sorted runs.
 
 Every result is compared with ``use_indices=False``.
@@ -129,7 +129,7 @@ def test_in_list_of_more_than_127_keys_in_one_block(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", ["BTREE", "BITMAP"])
-def test_an_equality_fills_its_column_with_the_literal(tmp_path: Path, kind: str) -> None:
+def test_an_exact_answer_fills_its_column_from_the_index(tmp_path: Path, kind: str) -> None:
     table = pa.table({
         "s": pa.array([f"v{i % 5}" for i in range(300)]),
         "i": pa.array([i % 4 for i in range(300)], pa.int16()),
@@ -150,6 +150,11 @@ def test_an_equality_fills_its_column_with_the_literal(tmp_path: Path, kind: str
         ("i = 2.0", None),
         ("t = TIMESTAMP '1970-01-01 00:00:01'", None),
         ("s = 'v1' AND x > 100", None),  # not the whole filter: read and filtered
+        ("s IN ('v1', 'v3', 'zz')", None),  # a BTREE fills the keys of its entries
+        ("i IN (1, 3)", ["x", "i"]),
+        ("t IN (TIMESTAMP '1970-01-01 00:00:00', TIMESTAMP '1970-01-01 00:00:02')", ["t"]),
+        ("t IN (TIMESTAMP '1970-01-01 00:00:00', TIMESTAMP '1970-01-01 00:00:02')", None),
+        ("i >= 2", ["i", "s", "x"]),
     ):
         indexed, stats = _same(ds, text, columns)
         assert stats.fragments_indexed >= 2, text

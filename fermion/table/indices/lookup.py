@@ -275,7 +275,21 @@ def lookup_addresses(
     Raises:
         InvalidFileError: A file of the index is not an index file.
     """
+    found = _lookup(storage, index, predicate, key_type, stats)
+    return found[0] if found is not None else None
+
+
+def _lookup(
+    storage: TableStorage,
+    index: pb.IndexMetadata,
+    predicate: KeyPredicate,
+    key_type: pa.DataType,
+    stats: ScanStats,
+) -> tuple[np.ndarray, pa.Array | None] | None:
+    """:func:`lookup_addresses`, with the key of each address when a BTREE read its entries
+    (one per row: the row's value at the build), else None for the keys."""
     found: list[np.ndarray] = []
+    keys: list[pa.Array] = []
     for path in index.files:
         if is_fences_path(path):
             continue
@@ -296,14 +310,22 @@ def lookup_addresses(
                 table = reader.read(columns=[KEY, ROW_ADDRESS], filter=to_expression(predicate))
             stats.index_bytes_read += reader.source.stats.bytes_read - before
         if table is not None:
-            keep = evaluate(predicate, table.column(KEY).combine_chunks())
-            column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
+            key_column = table.column(KEY).combine_chunks()
+            keep = pa.array(evaluate(predicate, key_column))
+            column = table.column(ROW_ADDRESS).combine_chunks().filter(keep)
             found.append(column.to_numpy(zero_copy_only=False))
+            keys.append(key_column.filter(keep))
     if not found:
-        return np.empty(0, np.uint64)
+        return np.empty(0, np.uint64), None
     if len(found) == 1 and index.kind in (BITMAP, LABEL_LIST):
-        return found[0]  # (one list: ascending, each address once)
-    return np.unique(np.concatenate(found).astype(np.uint64, copy=False))
+        return found[0], None  # (one list: ascending, each address once)
+    if len(found) == 1 and index.kind == BTREE:
+        addresses = found[0].astype(np.uint64, copy=False)
+        order = np.argsort(addresses, kind="stable")
+        addresses = addresses[order]
+        if not np.any(addresses[1:] == addresses[:-1]):  # (an entry per row)
+            return addresses, keys[0].take(pa.array(order))
+    return np.unique(np.concatenate(found).astype(np.uint64, copy=False)), None
 
 
 def plan_indexed_scan(
@@ -328,9 +350,11 @@ def _plan(
     filter: pc.Expression,
     fragments: Sequence[pb.Fragment],
     stats: ScanStats,
-) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool, dict[str, pa.Array]]:
-    """:func:`plan_indexed_scan`, and the columns whose value the index fixes in every
-    candidate row (``{column: its one value}``, see :func:`_fixed_value`)."""
+) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool, dict[int, dict[str, pa.Array]]]:
+    """:func:`plan_indexed_scan`, and per fragment the column whose values the index
+    knows for its candidate rows (exact answers only): ``{column: values}``, one value
+    for all of them (an equality, see :func:`_fixed_value`) or one per candidate (a BTREE's
+    keys of those rows)."""
     present = {f.id for f in fragments}
     for index in manifest.indices:
         column = index_column(index, schema)
@@ -341,20 +365,40 @@ def _plan(
         if predicate is None:
             continue
         key_type = key_type_of(index.kind, schema.arrow.field(column).type)
-        addresses = lookup_addresses(storage, index, predicate, key_type, stats)
-        if addresses is None:
+        found = _lookup(storage, index, predicate, key_type, stats)
+        if found is None:
             continue
+        addresses, keys = found
         ids, offsets = split_addresses(addresses)
+        value = _fixed_value(index.kind, predicate, key_type) if exact else None
+        # an exact answer's rows hold the keys the entries hold (of identical types)
+        aligned = keys is not None and exact and value is None and _identical(key_type)
         hits: dict[int, np.ndarray] = {}
+        fills: dict[int, dict[str, pa.Array]] = {}
         for fragment_id in covered:
             lo, hi = np.searchsorted(ids, [fragment_id, fragment_id + 1])
             if hi > lo:
                 hits[fragment_id] = offsets[lo:hi]
+                if value is not None:
+                    fills[fragment_id] = {column: value}
+                elif aligned and keys is not None:
+                    fills[fragment_id] = {column: keys.slice(lo, hi - lo)}
         stats.fragments_indexed += len(covered)
         kept = [f for f in fragments if f.id not in covered or f.id in hits]
-        value = _fixed_value(index.kind, predicate, key_type) if exact else None
-        return kept, hits, exact, ({column: value} if value is not None else {})
+        return kept, hits, exact, fills
     return list(fragments), {}, False, {}
+
+
+def _identical(t: pa.DataType) -> bool:
+    """Whether equal values of type ``t`` are identical (not floats: ``-0.0 = 0.0``)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
 
 
 def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> pa.Array | None:
@@ -364,19 +408,10 @@ def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> p
     floats: ``-0.0 = 0.0``); else None."""
     if kind not in (BTREE, BITMAP) or predicate[0] != "cmp" or predicate[1] != "equal":
         return None
-    t = key_type
-    identical = (
-        pa.types.is_integer(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-    )
-    if not identical:
+    if not _identical(key_type):
         return None
     try:
-        value = pa.array([predicate[2]]).cast(t)  # safe cast: a lossy literal raises
+        value = pa.array([predicate[2]]).cast(key_type)  # safe cast: a lossy literal raises
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     return value if not value.null_count else None
@@ -406,7 +441,7 @@ def indexed_scan(
         return read_rows(
             storage, schema, fragment, columns, filter, offsets,
             with_row_offsets=with_row_offsets, stats=stats, exact=exact, readers=readers,
-            fixed=fixed,
+            fixed=fixed.get(fragment.id),
         )  # fmt: skip
 
     return kept, _IndexedRead(read, set(hits))
@@ -447,8 +482,9 @@ def read_rows(
     ``offsets`` hold every row it would keep. With ``exact`` the filter is known to keep
     every row at ``offsets`` and is not evaluated again. ``readers`` keeps the data file
     open (and its deletion mask) for the next lookups. With ``exact``, a column of
-    ``fixed`` (``{column: its one value}``: the index answered ``column = value``) is not
-    read but filled with its value, as long as another column is read."""
+    ``fixed`` (``{column: values}``: one value for every row, the index answered
+    ``column = value``, or a value per offset) is not read but filled with those values,
+    as long as another column is read."""
     stats = stats if stats is not None else ScanStats()
     used = referenced_fields(filter) if not exact else set()
     needed = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
@@ -474,7 +510,12 @@ def read_rows(
         if fragment.HasField("deletion_file"):
             keep, read_now = opened.keep_mask(storage, fragment)
             stats.deletion_files_read += read_now
-            offsets = offsets[keep[offsets]]
+            live = keep[offsets]
+            if len(offsets) > 1:  # (values per offset: those of the live ones)
+                filled = {
+                    c: v if len(v) == 1 else v.filter(pa.array(live)) for c, v in filled.items()
+                }
+            offsets = offsets[live]
         file_ids = opened.top_ids
         wanted = {top_ids[schema.arrow.get_field_index(n)] for n in needed}
         got = [(reader.schema.field(i).name, f) for i, f in enumerate(file_ids) if f in wanted]
@@ -487,9 +528,10 @@ def read_rows(
     table = project_file_table(read, [f for _, f in got], schema, needed) if got else None
     if table is None:  # every needed column is newer than the file: nulls
         table = project_file_table(read.select([]), [], schema, needed)
-    for name, value in filled.items():
-        repeated = value.take(pa.array(np.zeros(table.num_rows, np.int64)))
-        table = table.append_column(schema.arrow.field(name), repeated)
+    for name, values in filled.items():
+        if len(values) != table.num_rows:  # one value for every row
+            values = values.take(pa.array(np.zeros(table.num_rows, np.int64)))
+        table = table.append_column(schema.arrow.field(name), values)
     if with_row_offsets:
         table = table.append_column(ROW_OFFSET, pa.array(offsets.astype(np.uint64)))
     if not exact:
