@@ -46,7 +46,7 @@ from fermion.table.indices.model import (
     row_addresses,
 )
 from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.scan import ROW_OFFSET, read_fragment
+from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 
@@ -129,10 +129,14 @@ def fragment_entries(
     whole = pb.Fragment()
     whole.CopyFrom(fragment)
     whole.ClearField("deletion_file")  # deleted rows are indexed too (the scan drops them)
-    table = read_fragment(storage, schema, whole, [column], with_row_offsets=True)
-    offsets = table.column(ROW_OFFSET).to_numpy()
+    table = read_fragment(storage, schema, whole, [column])  # (every row, in order)
+    if table.num_rows != fragment.physical_rows:
+        raise InvalidFileError(
+            f"fragment {fragment.id}: {table.num_rows} rows, the manifest says "
+            f"{fragment.physical_rows}"
+        )
     keys = table.column(column)
-    addresses = row_addresses(fragment.id, offsets)
+    addresses = row_addresses(fragment.id, np.arange(table.num_rows, dtype=np.uint64))
     if kind == LABEL_LIST:
         return _label_entries(keys, addresses)
     return pa.table({KEY: keys, ROW_ADDRESS: pa.array(addresses)})
@@ -175,43 +179,52 @@ def read_entries(storage: TableStorage, paths: Iterable[str], kind: str) -> pa.T
 
 def sorted_entries(entries: pa.Table) -> pa.Table:
     """Entries sorted by key (nulls last, NaN before them), then by row address."""
-    order = _integer_order(entries)
-    if order is None:
-        keys = [(KEY, "ascending", "at_end"), (ROW_ADDRESS, "ascending", "at_end")]
-        order = pc.sort_indices(entries, sort_keys=keys)
-    return entries.take(order)
+    done = _integer_sorted(entries)
+    if done is not None:
+        return done
+    keys = [(KEY, "ascending", "at_end"), (ROW_ADDRESS, "ascending", "at_end")]
+    return entries.take(pc.sort_indices(entries, sort_keys=keys))
 
 
 #: Sorted runs up to which integer entries are merged rather than sorted afresh.
 _FEW_RUNS = 64
 
 
-def _integer_order(entries: pa.Table) -> pa.Array | None:
-    """The sorting permutation of entries with integer (or date, timestamp) keys without
-    nulls, by numpy's unstable sort of the keys alone, equal keys then put in row address
-    order (five times faster than a two-key Arrow sort); None for other entries."""
+def _integer_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Integer, date or timestamp values as numpy integers (ordered as Arrow orders them)."""
+    t = column.type
+    if not pa.types.is_integer(t):
+        column = column.cast(pa.int64() if t.bit_width == 64 else pa.int32())
+    return np.asarray(column.to_numpy())
+
+
+def _integer_sorted(entries: pa.Table) -> pa.Table | None:
+    """Entries with integer (or date, timestamp) keys without nulls, sorted by numpy's
+    unstable sort of the keys alone, equal keys then put in row address order (five
+    times faster than a two-key Arrow sort); None for other entries."""
     key = entries.column(KEY)
     t = key.type
     if not (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)):
         return None
     if key.null_count or entries.num_rows < 2:
         return None
-    if not pa.types.is_integer(t):
-        key = key.cast(pa.int64() if t.bit_width == 64 else pa.int32())
-    values = key.to_numpy()
+    values = _integer_values(key)
     # a few sorted runs (an index refresh: the old entries, then the new fragments'):
     # numpy's stable sort merges runs in linear time; else its faster unstable sort
     runs = int(np.count_nonzero(values[1:] < values[:-1])) + 1
     order = np.argsort(values, kind="stable" if runs <= _FEW_RUNS else None)
-    ordered = values[order]
+    out = entries.take(pa.array(order))
+    ordered = _integer_values(out.column(KEY))
     tied = ordered[1:] == ordered[:-1]
     if tied.any():  # runs of equal keys: sort each run's positions by row address
         at = np.flatnonzero(np.concatenate([[False], tied]) | np.concatenate([tied, [False]]))
         run = np.cumsum(np.concatenate([[True], ~tied]))[at]  # the run of each tied place
         addresses = entries.column(ROW_ADDRESS).to_numpy()
         within = np.lexsort((addresses[order[at]], run))
-        order[at] = order[at][within]
-    return pa.array(order)
+        if np.any(within != np.arange(len(at))):
+            order[at] = order[at][within]
+            out = entries.take(pa.array(order))
+    return out
 
 
 def _bitmap_rows(entries: pa.Table) -> pa.Table:
