@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +77,13 @@ def parse_predicate(text: str, schema: pa.Schema) -> pc.Expression:
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError("a predicate must be non-empty SQL text")
+    return _parsed_predicate(text, schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_predicate(text: str, schema: pa.Schema) -> pc.Expression:
+    """:func:`parse_predicate`, kept for the next scans with the same text on an equal
+    schema (expressions are immutable; a lookup repeated in a loop parses once)."""
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.SqlglotError as exc:

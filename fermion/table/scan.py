@@ -403,7 +403,11 @@ class Scanner:
         threads), so a scan holds at most ``readahead + 1`` fragments in memory.
         """
         fragments = self.fragments()
-        if len(fragments) <= 1 or readahead <= 0:
+        # fragments an index answers are read one after another: their reads are small
+        # takes, or reads that use the file reader's own threads (threads here only
+        # contend for the interpreter)
+        answered = getattr(self._indexed_read, "answers_all", None)
+        if len(fragments) <= 1 or readahead <= 0 or (answered and answered(fragments)):
             yield from ((f, self._read(f)) for f in fragments)
             return
         with ThreadPoolExecutor(min(readahead, len(fragments))) as pool:

@@ -6,6 +6,7 @@
 - :mod:`~fermion.table.indices.expression_tree`: a filter expression's tree;
 - :mod:`~fermion.table.indices.match`: which filter conjuncts an index answers;
 - :mod:`~fermion.table.indices.lookup`: the scan through an index;
+- :mod:`~fermion.table.indices.cache`: decoded index parts kept between lookups;
 - :mod:`~fermion.table.indices.api`: create, drop and optimize (the ``Dataset`` methods);
 - :mod:`~fermion.table.indices.tasks`: a build as plan → execute → commit (the job's).
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,6 +35,7 @@ from fermion.format import FileReader
 from fermion.format.encoding.arrow_ops import filter_table
 from fermion.format.read.pruning import referenced_fields
 from fermion.table.indices.build import FENCE_ROW, fences_path, is_fences_path
+from fermion.table.indices.cache import INDEX_CACHE
 from fermion.table.indices.match import (
     KeyPredicate,
     evaluate,
@@ -151,29 +152,108 @@ class _IndexReaders:
 _INDEX_READERS = _IndexReaders(16)
 
 
-def _btree_positions(
-    storage: TableStorage, path: str, bounds: list[tuple[Any, Any]], stats: ScanStats
-) -> np.ndarray:
-    """Entry rows of a BTREE file that may hold keys within ``bounds`` (closed intervals),
-    found by binary search in its fences."""
-    keys, rows, read = _cached_fences(storage, path)
-    stats.index_bytes_read += read
-    blocks = np.zeros(len(keys) + 1, dtype=np.int8)  # +1/-1 at block range starts/ends
-    for lo, hi in bounds:
-        # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also
-        # end the block before it
-        first = 0 if lo is None else max(int(np.searchsorted(keys, lo, "left")) - 1, 0)
-        last = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
-        if last > first:
-            blocks[first] += 1
-            blocks[last] -= 1
-    wanted = np.flatnonzero(np.cumsum(blocks[:-1]) > 0)
-    if not len(wanted):
-        return np.empty(0, np.int64)
-    starts, stops = rows[wanted].astype(np.int64), rows[wanted + 1].astype(np.int64)
+def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarray:
+    """Blocks (between fences ``i`` and ``i + 1``) that may hold keys within ``bounds``
+    (closed intervals), found by binary search in the fence ``keys`` (all the bounds of
+    an ``IN`` list in one search)."""
+    n = len(bounds)
+    first = np.zeros(n, dtype=np.int64)
+    last = np.full(n, len(keys), dtype=np.int64)
+    # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also end
+    # the block before it
+    for at, out in ((0, first), (1, last)):
+        where = [i for i, b in enumerate(bounds) if b[at] is not None]
+        if where:
+            values = np.array([bounds[i][at] for i in where], dtype=keys.dtype)
+            out[where] = np.searchsorted(keys, values, "left" if at == 0 else "right")
+    bounded_below = np.array([b[0] is not None for b in bounds], dtype=bool)
+    first = np.where(bounded_below, np.maximum(first - 1, 0), 0)
+    ok = last > first
+    changes = np.zeros(len(keys) + 1, dtype=np.int64)  # +1/-1 at block range starts/ends
+    np.add.at(changes, first[ok], 1)
+    np.add.at(changes, last[ok], -1)
+    return np.flatnonzero(np.cumsum(changes[:-1]) > 0)
+
+
+def _block_rows(rows: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entry rows of ``blocks`` (in block order) and each block's row count."""
+    starts, stops = rows[blocks].astype(np.int64), rows[blocks + 1].astype(np.int64)
     lengths = stops - starts
     offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets, lengths
+
+
+def _btree_entries(
+    storage: TableStorage,
+    reader: FileReader,
+    path: str,
+    bounds: list[tuple[Any, Any]],
+    stats: ScanStats,
+) -> pa.Table:
+    """The ``key``, ``_rowaddr`` entries of a BTREE file that may hold keys within
+    ``bounds``: the blocks its fences give, from :data:`INDEX_CACHE` or else read (with one
+    ``take`` of every missing block) and kept there."""
+    keys, rows, read = _cached_fences(storage, fences_path(path))
+    stats.index_bytes_read += read
+    wanted = _wanted_blocks(keys, bounds)
+    parts: dict[int, pa.Table] = {}
+    missing = []
+    for block in wanted.tolist():
+        found = INDEX_CACHE.get((storage.uri, path, block))
+        if found is None:
+            missing.append(block)
+        else:
+            parts[block] = found
+    if missing:
+        positions, lengths = _block_rows(rows, np.asarray(missing, dtype=np.int64))
+        table = reader.take(positions, columns=[KEY, ROW_ADDRESS]).combine_chunks()
+        per_row = table.nbytes / max(table.num_rows, 1)
+        # (the blocks are slices of one table, alive while one of them is kept: a read
+        # larger than a quarter of the cache, a wide range, is not kept)
+        keep = table.nbytes * 4 <= INDEX_CACHE.capacity
+        start = 0
+        for block, length in zip(missing, lengths.tolist(), strict=True):
+            parts[block] = table.slice(start, length)
+            if keep:
+                nbytes = int(length * per_row) + 64
+                INDEX_CACHE.put((storage.uri, path, block), parts[block], nbytes)
+            start += length
+    if not parts:
+        return pa.table({KEY: pa.array([], reader.schema.field(KEY).type),
+                         ROW_ADDRESS: pa.array([], pa.uint64())})  # fmt: skip
+    return pa.concat_tables([parts[b] for b in wanted.tolist()])
+
+
+def _key_lists(
+    storage: TableStorage, reader: FileReader, path: str, predicate: KeyPredicate
+) -> list[np.ndarray]:
+    """The row address lists of the keys of a BITMAP or LABEL_LIST file ``predicate``
+    keeps: its keys and each key's list from :data:`INDEX_CACHE` or else read (one
+    ``take`` of every missing list) and kept there."""
+    keys = INDEX_CACHE.get((storage.uri, path, KEY))
+    if keys is None:
+        keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
+        INDEX_CACHE.put((storage.uri, path, KEY), keys, keys.nbytes + 64)
+    positions = np.flatnonzero(evaluate(predicate, keys)).tolist()
+    lists: dict[int, np.ndarray] = {}
+    missing = []
+    for position in positions:
+        found = INDEX_CACHE.get((storage.uri, path, position))
+        if found is None:
+            missing.append(position)
+        else:
+            lists[position] = found
+    if missing:
+        column = reader.take(np.asarray(missing, np.int64), columns=[ROW_ADDRESS])
+        array = column.column(ROW_ADDRESS).combine_chunks()
+        flat = pc.list_flatten(array).to_numpy(zero_copy_only=False).astype(np.uint64)
+        lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False)
+        keep = flat.nbytes * 4 <= INDEX_CACHE.capacity  # (views of flat: see _btree_entries)
+        for position, part in zip(missing, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
+            lists[position] = part
+            if keep:
+                INDEX_CACHE.put((storage.uri, path, position), part, part.nbytes + 64)
+    return [lists[p] for p in positions]
 
 
 def lookup_addresses(
@@ -186,14 +266,30 @@ def lookup_addresses(
     """Sorted distinct row addresses whose key ``predicate`` keeps; None when the files'
     key type is not ``key_type`` (the column was widened since the build).
 
-    A BTREE searches its fences for the entry rows that may match (when the predicate has
-    key intervals) and reads only those; otherwise, like a BITMAP, it reads the file with
-    the predicate as a filter (its pages are pruned by their key statistics).
+    A BTREE searches its fences for the blocks of entry rows that may match (when the
+    predicate has key intervals) and reads only those; otherwise it reads the file with
+    the predicate as a filter (its pages are pruned by their key statistics). A BITMAP or
+    LABEL_LIST evaluates the predicate on its keys and reads the lists of those it keeps.
+    Decoded blocks, keys and lists are kept in :data:`INDEX_CACHE` for the next lookups.
 
     Raises:
         InvalidFileError: A file of the index is not an index file.
     """
+    found = _lookup(storage, index, predicate, key_type, stats)
+    return found[0] if found is not None else None
+
+
+def _lookup(
+    storage: TableStorage,
+    index: pb.IndexMetadata,
+    predicate: KeyPredicate,
+    key_type: pa.DataType,
+    stats: ScanStats,
+) -> tuple[np.ndarray, pa.Array | None] | None:
+    """:func:`lookup_addresses`, with the key of each address when a BTREE read its entries
+    (one per row: the row's value at the build), else None for the keys."""
     found: list[np.ndarray] = []
+    keys: list[pa.Array] = []
     for path in index.files:
         if is_fences_path(path):
             continue
@@ -205,25 +301,31 @@ def lookup_addresses(
                 return None
             stats.index_files_read += 1
             bounds = intervals(predicate, key_type) if index.kind == BTREE else None
-            fences = fences_path(path)
-            if bounds is not None and fences in index.files:
-                positions = _btree_positions(storage, fences, bounds, stats)
-                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
-            elif index.kind in (BITMAP, LABEL_LIST):  # a row per key: evaluate them all
-                keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
-                positions = np.flatnonzero(evaluate(predicate, keys))
-                table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            table = None
+            if index.kind in (BITMAP, LABEL_LIST):  # a row per key: evaluate them all
+                found.extend(_key_lists(storage, reader, path, predicate))
+            elif bounds is not None and fences_path(path) in index.files:
+                table = _btree_entries(storage, reader, path, bounds, stats)
             else:
                 table = reader.read(columns=[KEY, ROW_ADDRESS], filter=to_expression(predicate))
             stats.index_bytes_read += reader.source.stats.bytes_read - before
-        keep = evaluate(predicate, table.column(KEY).combine_chunks())
-        column = table.column(ROW_ADDRESS).combine_chunks().filter(pa.array(keep))
-        if index.kind in (BITMAP, LABEL_LIST):
-            column = pc.list_flatten(column)
-        found.append(column.to_numpy(zero_copy_only=False))
+        if table is not None:
+            key_column = table.column(KEY).combine_chunks()
+            keep = pa.array(evaluate(predicate, key_column))
+            column = table.column(ROW_ADDRESS).combine_chunks().filter(keep)
+            found.append(column.to_numpy(zero_copy_only=False))
+            keys.append(key_column.filter(keep))
     if not found:
-        return np.empty(0, np.uint64)
-    return np.unique(np.concatenate(found).astype(np.uint64, copy=False))
+        return np.empty(0, np.uint64), None
+    if len(found) == 1 and index.kind in (BITMAP, LABEL_LIST):
+        return found[0], None  # (one list: ascending, each address once)
+    if len(found) == 1 and index.kind == BTREE:
+        addresses = found[0].astype(np.uint64, copy=False)
+        order = np.argsort(addresses, kind="stable")
+        addresses = addresses[order]
+        if not np.any(addresses[1:] == addresses[:-1]):  # (an entry per row)
+            return addresses, keys[0].take(pa.array(order))
+    return np.unique(np.concatenate(found).astype(np.uint64, copy=False)), None
 
 
 def plan_indexed_scan(
@@ -237,6 +339,22 @@ def plan_indexed_scan(
     """The fragments left to read, for those an index answers their candidate rows (sorted
     physical offsets), and whether the candidates are exactly the filter's rows (the index
     answered every conjunct). Without a usable index: ``fragments``, ``{}``, False."""
+    kept, hits, exact, _ = _plan(storage, manifest, schema, filter, fragments, stats)
+    return kept, hits, exact
+
+
+def _plan(
+    storage: TableStorage,
+    manifest: pb.Manifest,
+    schema: TableSchema,
+    filter: pc.Expression,
+    fragments: Sequence[pb.Fragment],
+    stats: ScanStats,
+) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool, dict[int, dict[str, pa.Array]]]:
+    """:func:`plan_indexed_scan`, and per fragment the column whose values the index
+    knows for its candidate rows (exact answers only): ``{column: values}``, one value
+    for all of them (an equality, see :func:`_fixed_value`) or one per candidate (a BTREE's
+    keys of those rows)."""
     present = {f.id for f in fragments}
     for index in manifest.indices:
         column = index_column(index, schema)
@@ -247,19 +365,56 @@ def plan_indexed_scan(
         if predicate is None:
             continue
         key_type = key_type_of(index.kind, schema.arrow.field(column).type)
-        addresses = lookup_addresses(storage, index, predicate, key_type, stats)
-        if addresses is None:
+        found = _lookup(storage, index, predicate, key_type, stats)
+        if found is None:
             continue
+        addresses, keys = found
         ids, offsets = split_addresses(addresses)
+        value = _fixed_value(index.kind, predicate, key_type) if exact else None
+        # an exact answer's rows hold the keys the entries hold (of identical types)
+        aligned = keys is not None and exact and value is None and _identical(key_type)
         hits: dict[int, np.ndarray] = {}
+        fills: dict[int, dict[str, pa.Array]] = {}
         for fragment_id in covered:
             lo, hi = np.searchsorted(ids, [fragment_id, fragment_id + 1])
             if hi > lo:
                 hits[fragment_id] = offsets[lo:hi]
+                if value is not None:
+                    fills[fragment_id] = {column: value}
+                elif aligned and keys is not None:
+                    fills[fragment_id] = {column: keys.slice(lo, hi - lo)}
         stats.fragments_indexed += len(covered)
         kept = [f for f in fragments if f.id not in covered or f.id in hits]
-        return kept, hits, exact
-    return list(fragments), {}, False
+        return kept, hits, exact, fills
+    return list(fragments), {}, False, {}
+
+
+def _identical(t: pa.DataType) -> bool:
+    """Whether equal values of type ``t`` are identical (not floats: ``-0.0 = 0.0``)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
+
+
+def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> pa.Array | None:
+    """The one value (a 1-element array of ``key_type``) of a BTREE or BITMAP key that
+    ``predicate`` keeps, when it is an equality with a literal that is exactly a key and
+    whose equal keys are identical (integers, strings, booleans, dates, timestamps; not
+    floats: ``-0.0 = 0.0``); else None."""
+    if kind not in (BTREE, BITMAP) or predicate[0] != "cmp" or predicate[1] != "equal":
+        return None
+    if not _identical(key_type):
+        return None
+    try:
+        value = pa.array([predicate[2]]).cast(key_type)  # safe cast: a lossy literal raises
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    return value if not value.null_count else None
 
 
 def indexed_scan(
@@ -275,8 +430,9 @@ def indexed_scan(
     readers: ReaderCache | None = None,
 ) -> tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]:
     """A :data:`~fermion.table.scan.IndexedScan`: the fragments left to read, and a reader
-    of a fragment's rows through the index (None for a fragment to scan as usual)."""
-    kept, hits, exact = plan_indexed_scan(storage, manifest, schema, filter, fragments, stats)
+    of a fragment's rows through the index (None for a fragment to scan as usual; its
+    ``answers_all(fragments)`` tells whether the index answers each of them)."""
+    kept, hits, exact, fixed = _plan(storage, manifest, schema, filter, fragments, stats)
 
     def read(fragment: pb.Fragment) -> pa.Table | None:
         offsets = hits.get(fragment.id)
@@ -285,9 +441,25 @@ def indexed_scan(
         return read_rows(
             storage, schema, fragment, columns, filter, offsets,
             with_row_offsets=with_row_offsets, stats=stats, exact=exact, readers=readers,
+            fixed=fixed.get(fragment.id),
         )  # fmt: skip
 
-    return kept, read
+    return kept, _IndexedRead(read, set(hits))
+
+
+class _IndexedRead:
+    """A fragment reader through an index, knowing the fragments the index answers."""
+
+    def __init__(self, read: Callable[[pb.Fragment], pa.Table | None], answered: set[int]):
+        self._read = read
+        self._answered = answered
+
+    def __call__(self, fragment: pb.Fragment) -> pa.Table | None:
+        return self._read(fragment)
+
+    def answers_all(self, fragments: Sequence[pb.Fragment]) -> bool:
+        """Whether the index answers every one of ``fragments``."""
+        return all(f.id in self._answered for f in fragments)
 
 
 def read_rows(
@@ -302,17 +474,25 @@ def read_rows(
     stats: ScanStats | None = None,
     exact: bool = False,
     readers: ReaderCache | None = None,
+    fixed: Mapping[str, pa.Array] | None = None,
 ) -> pa.Table:
     """The live rows at physical ``offsets`` (sorted) of ``fragment`` that ``filter``
     keeps, projected to ``columns`` (and ``_rowoffset`` with ``with_row_offsets``), in
     physical order: the rows :func:`~fermion.table.scan.read_fragment` returns, when
     ``offsets`` hold every row it would keep. With ``exact`` the filter is known to keep
     every row at ``offsets`` and is not evaluated again. ``readers`` keeps the data file
-    open (and its deletion mask) for the next lookups."""
+    open (and its deletion mask) for the next lookups. With ``exact``, a column of
+    ``fixed`` (``{column: values}``: one value for every row, the index answered
+    ``column = value``, or a value per offset) is not read but filled with those values,
+    as long as another column is read."""
     stats = stats if stats is not None else ScanStats()
     used = referenced_fields(filter) if not exact else set()
     needed = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
     needed = needed or [schema.arrow.names[0]]  # (no column asked: rows are still counted)
+    filled = {c: v for c, v in (fixed or {}).items() if exact and c in needed}
+    if len(filled) == len(needed) or len(fragment.files) != 1:
+        filled = {}
+    needed = [c for c in needed if c not in filled]
     if len(fragment.files) != 1:  # columns in several files: read the fragment whole
         table = read_fragment(
             storage, schema, fragment, needed, filter, with_row_offsets=True, stats=stats
@@ -330,7 +510,12 @@ def read_rows(
         if fragment.HasField("deletion_file"):
             keep, read_now = opened.keep_mask(storage, fragment)
             stats.deletion_files_read += read_now
-            offsets = offsets[keep[offsets]]
+            live = keep[offsets]
+            if len(offsets) > 1:  # (values per offset: those of the live ones)
+                filled = {
+                    c: v if len(v) == 1 else v.filter(pa.array(live)) for c, v in filled.items()
+                }
+            offsets = offsets[live]
         file_ids = opened.top_ids
         wanted = {top_ids[schema.arrow.get_field_index(n)] for n in needed}
         got = [(reader.schema.field(i).name, f) for i, f in enumerate(file_ids) if f in wanted]
@@ -343,6 +528,10 @@ def read_rows(
     table = project_file_table(read, [f for _, f in got], schema, needed) if got else None
     if table is None:  # every needed column is newer than the file: nulls
         table = project_file_table(read.select([]), [], schema, needed)
+    for name, values in filled.items():
+        if len(values) != table.num_rows:  # one value for every row
+            values = values.take(pa.array(np.zeros(table.num_rows, np.int64)))
+        table = table.append_column(schema.arrow.field(name), values)
     if with_row_offsets:
         table = table.append_column(ROW_OFFSET, pa.array(offsets.astype(np.uint64)))
     if not exact:

@@ -1,0 +1,262 @@
+"""The fast paths of scalar index lookups and builds give the rows the unindexed scan gives.
+
+- the index cache (fermion.table.indices.cache): a lookup repeated reads no index bytes and
+  returns the same rows; blocks read once serve other keys;
+- ``IN`` lists whose keys spread over many blocks of a BTREE, or many in one block (more
+  than 127 in one block once dropped the block), keys absent, deleted rows, fragments
+  appended after the build (not covered), and after a compaction and
+  ``optimize_indices``;
+- an exact answer fills the indexed column instead of reading it: with the literal of an
+  equality, or with a BTREE's keys of the rows;
+- the build's integer sort (numpy, ties by row address) and its merge of sorted runs.
+
+Every result is compared with ``use_indices=False``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fermion.table as ft
+from fermion.format import FileReader
+from fermion.table.indices import build, lookup
+from fermion.table.indices.build import sorted_entries
+from fermion.table.indices.cache import INDEX_CACHE, IndexCache
+from tests.support.budget import examples
+
+
+def _same(ds: ft.Dataset, filter: Any, columns: list[str] | None = None) -> tuple[pa.Table, Any]:
+    """The indexed result and its scan stats, checked equal to the unindexed one."""
+    scanner = ds.scanner(columns, filter)
+    indexed = scanner.to_table()
+    plain = ds.scanner(columns, filter, use_indices=False).to_table()
+    assert indexed.equals(plain), f"{filter}: {indexed.num_rows} rows != {plain.num_rows}"
+    return indexed, scanner.stats
+
+
+def _keys_table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-(2**40), 2**40, n)
+    return pa.table({
+        "key": keys,
+        "label": pa.array([f"l{v % 13:02d}" for v in keys]),
+        "value": np.arange(n, dtype=np.float64),
+        "seven": np.arange(n) % 7,
+    })  # fmt: skip
+
+
+def _in(keys: Any) -> str:
+    return "key IN (" + ", ".join(str(int(k)) for k in keys) + ")"
+
+
+def test_index_cache_keeps_the_most_recent_parts_within_its_budget() -> None:
+    cache = IndexCache(100)
+    cache.put("a", 1, 40)
+    cache.put("b", 2, 40)
+    assert cache.get("a") == 1  # a is now the most recent
+    cache.put("c", 3, 40)  # over budget: b (least recent) goes
+    assert (cache.get("a"), cache.get("b"), cache.get("c")) == (1, None, 3)
+    assert cache.bytes_held == 80
+    cache.put("huge", 4, 101)  # larger than the whole budget: not kept
+    assert cache.get("huge") is None and cache.bytes_held == 80
+    cache.put("a", 5, 10)  # replaced, bytes recounted
+    assert cache.get("a") == 5 and cache.bytes_held == 50
+    cache.clear()
+    assert cache.get("a") is None and cache.bytes_held == 0
+
+
+def test_a_repeated_lookup_reads_no_index_bytes(tmp_path: Path) -> None:
+    table = _keys_table(5000)
+    ds = ft.write_dataset(table, str(tmp_path / "t"), max_rows_per_file=1000)
+    ds.create_index("key", "BTREE")
+    ds.create_index("label", "BITMAP")
+    keys = table.column("key").to_numpy()
+    for text in (f"key = {keys[17]}", _in(keys[::50]), "label = 'l03'"):
+        first, cold = _same(ds, text)
+        second, warm = _same(ds, text)
+        assert first.equals(second) and first.num_rows >= 1
+        assert cold.index_bytes_read > 0 and warm.index_bytes_read == 0, text
+        assert warm.index_files_read == cold.index_files_read == 1
+
+
+@pytest.mark.parametrize("capacity", [0, 1 << 30])
+def test_in_lists_spread_over_blocks_with_absent_keys_deletions_and_appends(
+    tmp_path: Path, capacity: int
+) -> None:
+    table = _keys_table(6000, seed=1)
+    keys = table.column("key").to_numpy()
+    ds = ft.write_dataset(table.slice(0, 4000), str(tmp_path / "t"), max_rows_per_file=1000)
+    ds.create_index("key", "BTREE")  # 4000 entries: 16 blocks
+    ds.delete(pc.field("seven") == 0)
+    ds.append(table.slice(4000, 2000), max_rows_per_file=1000)  # not covered
+    present = keys[::37]  # covered and uncovered fragments, every block
+    absent = [int(keys.max()) + 1, int(keys.min()) - 1, 0]
+    with mock.patch.object(lookup, "INDEX_CACHE", IndexCache(capacity)):
+        for text in (
+            _in([*present, *absent]),
+            _in(absent),
+            f"{_in(present)} AND value > 1000",
+            f"{_in(present[:5])} OR key = {keys[3999]}",
+            f"key = {keys[4500]}",  # only in an uncovered fragment
+        ):
+            for _ in range(2):  # (cold, then from the cache when it has room)
+                indexed, stats = _same(ds, text)
+                assert stats.index_files_read == 1 and stats.fragments_indexed >= 3
+        ds.compact_files(target_rows_per_fragment=3000)
+        ds.optimize_indices()
+        assert ds.indices()[0].fragment_ids == tuple(f.id for f in ds.fragments)
+        indexed, stats = _same(ds, _in([*present, *absent]))
+        assert indexed.num_rows == sum(1 for i in range(0, 6000, 37) if i % 7 or i >= 4000)
+
+
+def test_in_list_of_more_than_127_keys_in_one_block(tmp_path: Path) -> None:
+    """Every key of the list starts its search in block 0 (a per-block count in int8
+    overflowed at 128 and dropped the block: no rows)."""
+    ds = ft.write_dataset(pa.table({"k": list(range(1000))}), str(tmp_path / "t"))
+    ds.create_index("k", "BTREE")
+    text = "k IN (" + ", ".join(str(i) for i in range(200)) + ")"
+    indexed, _ = _same(ds, text)
+    assert indexed.column("k").to_pylist() == list(range(200))
+
+
+@pytest.mark.parametrize("kind", ["BTREE", "BITMAP"])
+def test_an_exact_answer_fills_its_column_from_the_index(tmp_path: Path, kind: str) -> None:
+    table = pa.table({
+        "s": pa.array([f"v{i % 5}" for i in range(300)]),
+        "i": pa.array([i % 4 for i in range(300)], pa.int16()),
+        "t": pa.array([(i % 3) * 10**6 for i in range(300)], pa.timestamp("us", "UTC")),
+        "x": pa.array(range(300)),
+        "nine": pa.array([i % 9 for i in range(300)]),
+    })  # fmt: skip
+    ds = ft.write_dataset(table, str(tmp_path / "t"), max_rows_per_file=100)
+    for column in ("s", "i", "t"):
+        ds.create_index(column, kind, name=f"{column}_{kind}")
+    ds.delete("nine = 0")
+    for text, columns in (
+        ("s = 'v3'", None),
+        ("s = 'v3'", ["x", "s"]),
+        ("s = 'v3'", ["s"]),  # the only column: read, not filled
+        ("s = 'v2x'", None),  # absent (within the statistics' bounds)
+        ("i = 2", ["i", "x"]),
+        ("i = 2.0", None),
+        ("t = TIMESTAMP '1970-01-01 00:00:01'", None),
+        ("s = 'v1' AND x > 100", None),  # not the whole filter: read and filtered
+        ("s IN ('v1', 'v3', 'zz')", None),  # a BTREE fills the keys of its entries
+        ("i IN (1, 3)", ["x", "i"]),
+        ("t IN (TIMESTAMP '1970-01-01 00:00:00', TIMESTAMP '1970-01-01 00:00:02')", ["t"]),
+        ("t IN (TIMESTAMP '1970-01-01 00:00:00', TIMESTAMP '1970-01-01 00:00:02')", None),
+        ("i >= 2", ["i", "s", "x"]),
+    ):
+        indexed, stats = _same(ds, text, columns)
+        assert stats.fragments_indexed >= 2, text
+
+
+def _arrow_sorted(entries: pa.Table) -> pa.Table:
+    keys = [("key", "ascending", "at_end"), ("_rowaddr", "ascending", "at_end")]
+    return entries.take(pc.sort_indices(entries, sort_keys=keys))
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(
+    keys=st.lists(st.integers(-3, 3), min_size=0, max_size=60),
+    runs=st.integers(1, 3),
+    data=st.data(),
+)
+def test_integer_sort_and_merge_equal_arrows_two_key_sort(
+    keys: list[int], runs: int, data: Any
+) -> None:
+    n = len(keys)
+    addresses = data.draw(st.permutations(list(range(n)))) if n else []
+    entries = pa.table({"key": pa.array(keys, pa.int64()),
+                        "_rowaddr": pa.array(addresses, pa.uint64())})  # fmt: skip
+    assert sorted_entries(entries).equals(_arrow_sorted(entries))
+    # sorted runs one after another (an index refresh): merged
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), min_size=runs - 1, max_size=runs - 1)))
+    parts = [entries.slice(a, b - a) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+    merged = pa.concat_tables([_arrow_sorted(p) for p in parts])
+    assert sorted_entries(merged).equals(_arrow_sorted(entries))
+    for t in (pa.date32(), pa.timestamp("ms")):
+        column = entries.column("key")
+        column = column.cast(pa.int32()).cast(t) if t == pa.date32() else column.cast(t)
+        typed = entries.set_column(0, "key", column)
+        assert sorted_entries(typed).equals(_arrow_sorted(typed))
+
+
+@pytest.mark.parametrize("fence_rows", [1, 3])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_lookups_with_many_small_blocks_equal_unindexed_scans(
+    tmp_path_factory: pytest.TempPathFactory, fence_rows: int, data: Any
+) -> None:
+    """Fences every ``fence_rows`` entries: every lookup spans many blocks, some from the
+    cache of an earlier lookup, through deletions, appends, compactions and refreshes."""
+    value = st.integers(-20, 20)
+
+    def table() -> pa.Table:
+        keys = data.draw(st.lists(st.one_of(st.none(), value), min_size=1, max_size=40))
+        return pa.table(
+            {"k": pa.array(keys, pa.int64()), "o": pa.array([i % 3 for i in range(len(keys))])}
+        )
+
+    filters = data.draw(
+        st.lists(
+            st.one_of(
+                st.lists(value, min_size=1, max_size=30).map(
+                    lambda ks: "k IN (" + ", ".join(map(str, ks)) + ")"
+                ),
+                value.map(lambda k: f"k = {k}"),
+                st.tuples(value, value).map(lambda r: f"k BETWEEN {min(r)} AND {max(r)}"),
+            ),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    steps = data.draw(st.lists(st.sampled_from(["delete", "append", "compact", "optimize"])))
+    with (
+        mock.patch.object(build, "FENCE_ROWS", fence_rows),
+        mock.patch.object(lookup, "INDEX_CACHE", IndexCache(1 << 20)),
+    ):
+        uri = str(tmp_path_factory.mktemp("t"))
+        ds = ft.write_dataset(table(), uri, max_rows_per_file=data.draw(st.integers(3, 15)))
+        ds.create_index("k", "BTREE")
+        for step in [None, *steps[:4]]:
+            if step == "delete" and ds.count_rows():
+                ds.delete(pc.field("o") == data.draw(st.integers(0, 2)))
+            elif step == "append":
+                ds.append(table(), max_rows_per_file=7)
+            elif step == "compact":
+                ds.compact_files(target_rows_per_fragment=data.draw(st.integers(5, 40)))
+            elif step == "optimize":
+                ds.optimize_indices()
+            for text in filters:
+                _same(ds, text)
+
+
+def test_refreshed_index_file_is_sorted(tmp_path: Path) -> None:
+    table = _keys_table(3000, seed=2)
+    # ties across the old and the new entries: every key twice
+    table = pa.concat_tables([table, table])
+    ds = ft.write_dataset(table.slice(0, 4000), str(tmp_path / "t"), max_rows_per_file=1000)
+    ds.create_index("key", "BTREE")
+    ds.append(table.slice(4000, 2000))
+    ds.optimize_indices()
+    index = ds.indices()[0]
+    entries_path = next(p for p in index.files if not p.endswith(".fences.fermion"))
+    with FileReader(str(tmp_path / "t" / entries_path)) as reader:
+        entries = reader.read()
+    assert entries.num_rows == 6000
+    assert entries.equals(_arrow_sorted(entries))
+    _same(ds, _in(table.column("key").to_numpy()[::97]))
+
+
+def test_the_process_cache_is_bounded() -> None:
+    assert INDEX_CACHE.bytes_held <= INDEX_CACHE.capacity
