@@ -25,7 +25,9 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,6 +43,13 @@ settings.register_profile(
     "dev", deadline=None, max_examples=10, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+if xdist_worker() is not None and sys.modules["__main__"].__spec__ is None:
+    # An xdist worker's __main__ is execnet's bare ``python -c`` module, which
+    # pyspark.sql.connect (imported by great_expectations) takes for a doctest run: without
+    # grpc it calls sys.exit(0). A spec named "__main__" (what ``python -m pytest`` has in
+    # effect; multiprocessing skips re-importing it) makes it check grpc as usual instead.
+    sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("__main__", None)
 
 TESTS = Path(__file__).resolve().parent
 SPARK_DIRS = ("spark", "jobs")
