@@ -11,6 +11,10 @@ AIRFLOW_VENV  ?= .venv-airflow
 AIRFLOW_REQS  := airflow_dags/requirements.txt airflow_dags/constraints.txt
 AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed-$(shell cat $(AIRFLOW_REQS) | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
+# Two pytest-xdist workers (2 cores; a file's tests stay in one worker, in collection order:
+# tests/conftest.py puts the Spark and Airflow files first). TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: all venv airflow-venv run test test-fast lint bench proto dist clean
 
@@ -42,13 +46,14 @@ run: $(STAMP) $(AIRFLOW_STAMP)
 
 ## make test: the whole suite (unit, property, corruption/fuzz, golden files)
 test: $(STAMP) $(AIRFLOW_STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) $(PYTEST_ARGS)
 
 ## make test-fast: the loop to run while working: everything but the tests marked spark,
 ## airflow, cluster or slow (tests/conftest.py marks them), with the dev hypothesis profile
 FAST_MARKERS := not spark and not airflow and not cluster and not slow
 test-fast: $(STAMP)
-	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -q -p no:cacheprovider $(XDIST) -m "$(FAST_MARKERS)" \
+		$(PYTEST_ARGS)
 
 ## make lint: ruff + mypy
 lint: $(STAMP)

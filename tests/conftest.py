@@ -14,12 +14,20 @@
   of the examples, what ``make test-fast`` runs), chosen by ``HYPOTHESIS_PROFILE``. A
   property test states its budget under ``ci`` with :func:`tests.support.budget.examples`.
 
-- A real S3-compatible server on 127.0.0.1 and ``make dist``'s output, each built once.
+- A real S3-compatible server on 127.0.0.1 and ``make dist``'s output, each built once
+  (``make dist``'s once per run, shared by the xdist workers: :mod:`tests.support.once`).
+
+- **Two workers** (pytest-xdist, ``-n 2 --dist loadfile``: a file's tests run in one worker,
+  so module fixtures are built once). Under xdist the files with a test marked ``spark``,
+  ``airflow``, ``cluster`` or ``slow`` are scheduled first, the many quick files last, so
+  no long file starts when the other worker is nearly done.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +35,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.jobs.helpers import build_dist
+from tests.support.once import built_once, xdist_worker
 from tests.support.s3server import S3Server, start_s3_server
 
 settings.register_profile("ci", deadline=None)  # hypothesis's own 100 examples per test
@@ -35,10 +44,18 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+if xdist_worker() is not None and sys.modules["__main__"].__spec__ is None:
+    # An xdist worker's __main__ is execnet's bare ``python -c`` module, which
+    # pyspark.sql.connect (imported by great_expectations) takes for a doctest run: without
+    # grpc it calls sys.exit(0). A spec named "__main__" (what ``python -m pytest`` has in
+    # effect; multiprocessing skips re-importing it) makes it check grpc as usual instead.
+    sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+
 TESTS = Path(__file__).resolve().parent
 SPARK_DIRS = ("spark", "jobs")
 SPARK_NAMES = ("spark", "tpch")  # benchmarks/ modules that start Spark
 CLUSTER_MODULES = ("jobs/test_standalone_cluster.py",)
+HEAVY = ("spark", "airflow", "cluster", "slow")
 
 
 def markers_for(relative: str, fixtures: set[str], node_id: str) -> set[str]:
@@ -74,6 +91,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = set(getattr(item, "fixturenames", ()))
         for name in sorted(markers_for(relative, fixtures, item.nodeid)):
             item.add_marker(name)
+    if xdist_worker() is not None:
+        items[:] = heavy_files_first(items)
+
+
+def heavy_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The items of the files with a heavy test (``HEAVY`` markers) first, in their order,
+    then the others (what ``--dist loadfile --no-loadscope-reorder`` hands out first)."""
+    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY)}
+    return sorted(items, key=lambda item: item.path not in heavy)  # stable
 
 
 @pytest.fixture(scope="session")
@@ -104,4 +130,4 @@ def s3_bucket(s3_env: S3Server) -> str:
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``make dist`` run in a copy of the checkout: its ``dist/`` (wheel, ``fermion.zip``),
     built once for the jobs' tests and the bare-wheel test."""
-    return build_dist(tmp_path_factory.mktemp("dist"))
+    return built_once(tmp_path_factory, "dist", build_dist)

@@ -3,11 +3,13 @@ markers ``make test-fast`` deselects are the registered ones."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +64,55 @@ def test_the_collection_hook_marks_the_real_suite() -> None:
     assert collected, done.stdout
     assert all(line.startswith("tests/spark/test_spark_types.py::") for line in collected)
     assert "deselected" in done.stdout  # the format module's tests were collected, then not
+
+
+def test_heavy_files_first_keeps_each_group_in_order() -> None:
+    """Under xdist the files with a heavy test go first (the order loadfile hands them out)."""
+    from types import SimpleNamespace
+
+    from tests.conftest import heavy_files_first
+
+    def item(path: str, *markers: str) -> Any:
+        return SimpleNamespace(path=Path(path), get_closest_marker=lambda m: m in markers or None)
+
+    items = [
+        item("a.py"), item("b.py"), item("b.py", "spark"), item("c.py"),
+        item("d.py", "airflow"), item("e.py", "slow"), item("e.py"),
+    ]  # fmt: skip
+    ordered = heavy_files_first(items)
+    assert [i.path.stem for i in ordered] == ["b", "b", "d", "e", "e", "a", "c"]
+    assert ordered[:2] == items[1:3] and ordered[-2:] == [items[0], items[3]]
+
+
+def test_built_once_is_shared_by_the_xdist_workers(tmp_path: Path) -> None:
+    """Two workers, two files asking for one session product: one build, one path for both
+    (``make test``'s ``dist`` and Airflow template); without xdist, a build per session."""
+    builds = tmp_path / "builds.log"
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from tests.support.once import built_once\n\n"
+        "def _build(folder):\n"
+        f"    with open({str(builds)!r}, 'a') as log:\n"
+        "        log.write(f'{folder}\\n')\n"
+        "    (folder / 'product').write_text('built')\n"
+        "    return folder / 'product'\n\n"
+        "@pytest.fixture(scope='session')\n"
+        "def product(tmp_path_factory):\n"
+        "    return built_once(tmp_path_factory, 'product', _build)\n"
+    )
+    for name in ("test_one.py", "test_two.py"):
+        (tmp_path / name).write_text(
+            "def test_product(product):\n    assert product.read_text() == 'built'\n"
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["PYTHONPATH"] = str(ROOT)
+    for workers, expected_builds in (("2", 1), ("0", 1)):
+        builds.unlink(missing_ok=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers,
+             "--dist", "loadfile", str(tmp_path)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "2 passed" in done.stdout
+        assert len(builds.read_text().splitlines()) == expected_builds, workers
