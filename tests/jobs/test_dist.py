@@ -1,4 +1,9 @@
-"""``make dist``: the wheel and the ``--py-files`` zip hold every module of the package."""
+"""``make dist``: the wheel and the ``--py-files`` zip hold every module of the package.
+
+The wheel also holds ``fermion_spark_daemon.py``, the local sessions' Python worker daemon
+(docs/SPARK.md); the ``--py-files`` zip does not: it reaches an executor's worker only
+after the worker's daemon started, so a cluster cannot use it from there.
+"""
 
 from __future__ import annotations
 
@@ -22,10 +27,12 @@ def test_make_dist_builds_the_wheel_and_a_complete_py_files_zip(dist: Path) -> N
     with zipfile.ZipFile(tree / "dist" / "fermion.zip") as py_files:
         zipped = sorted(n for n in py_files.namelist() if n.endswith(".py"))
         assert all(n.startswith("fermion/") for n in py_files.namelist())
+        assert "fermion_spark_daemon.py" not in py_files.namelist()
     assert zipped == modules
     assert "fermion/spark/jobs/runner.py" in zipped
     with zipfile.ZipFile(wheels[0]) as wheel:
-        assert sorted(n for n in wheel.namelist() if n.endswith(".py")) == modules
+        in_wheel = sorted(n for n in wheel.namelist() if n.endswith(".py"))
+        assert in_wheel == sorted([*modules, "fermion_spark_daemon.py"])
         compiled = [n for n in wheel.namelist() if n.endswith((".so", ".pyd"))]
     # the .so of each, when built here
     kernels = [n for n in compiled if n.startswith("fermion/format/kernels.")]
