@@ -47,6 +47,7 @@ __all__ = [
     "FLAG_DELETION_FILES",
     "FLAG_INDICES",
     "FLAG_ROW_IDS",
+    "FLAG_WRITE_PROPERTIES",
     "KNOWN_READER_FLAGS",
     "KNOWN_WRITER_FLAGS",
     "check_reader_flags",
@@ -73,8 +74,12 @@ FLAG_INDICES = 2
 #: Reader and writer feature flag: every fragment has row ids and the manifest keeps
 #: ``next_row_id`` (docs/TABLE_FORMAT.md, "Row ids").
 FLAG_ROW_IDS = 4
+#: Writer feature flag only: the table's config records write properties
+#: (``fermion.write.*``) that every writer must honour; older readers still read it
+#: (docs/TABLE_FORMAT.md, "Write properties").
+FLAG_WRITE_PROPERTIES = 8
 KNOWN_READER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES | FLAG_ROW_IDS
-KNOWN_WRITER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES | FLAG_ROW_IDS
+KNOWN_WRITER_FLAGS = FLAG_DELETION_FILES | FLAG_INDICES | FLAG_ROW_IDS | FLAG_WRITE_PROPERTIES
 
 
 def _frame(kind: int, payload: bytes) -> bytes:

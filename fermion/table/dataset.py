@@ -241,6 +241,8 @@ class Dataset:
     def __init__(self, storage: TableStorage, manifest: pb.Manifest) -> None:
         self._storage = storage
         self._manifest = manifest
+        # (the message it copies, the copy) behind the ``manifest`` property
+        self._manifest_copy: tuple[pb.Manifest, pb.Manifest] | None = None
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         # data files kept open between batch lookups (fermion.table.readers)
@@ -319,9 +321,29 @@ class Dataset:
 
     @property
     def manifest(self) -> pb.Manifest:
-        """A copy of this version's manifest message."""
+        """This version's manifest message, as a copy: the table's own message stays private.
+
+        The copy is made on the first access and the same copy is returned on later ones
+        until this object moves to another version (a commit through it, ``restore``...),
+        so reading fields in a loop costs no copy. Changing the returned message changes
+        neither the table nor what this object reads or commits; later accesses return
+        the changed message, so copy it (``CopyFrom``) before changing it.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> ds.manifest is ds.manifest, ds.manifest.version
+            (True, 1)
+            >>> ds.append(pa.table({"x": [3]}))
+            >>> ds.manifest.version, len(ds.manifest.fragments)
+            (2, 2)
+        """
+        cached = self._manifest_copy
+        if cached is not None and cached[0] is self._manifest:
+            return cached[1]
         copy = pb.Manifest()
         copy.CopyFrom(self._manifest)
+        self._manifest_copy = (self._manifest, copy)
         return copy
 
     @property

@@ -26,12 +26,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fermion.errors import DatasetError
-from fermion.table.codec import FLAG_DELETION_FILES, FLAG_INDICES, FLAG_ROW_IDS
+from fermion.table.codec import (
+    FLAG_DELETION_FILES,
+    FLAG_INDICES,
+    FLAG_ROW_IDS,
+    FLAG_WRITE_PROPERTIES,
+)
 from fermion.table.indices.model import KINDS as SCALAR_INDEX_KINDS
 from fermion.table.operations import Operation, Overwrite
 from fermion.table.operations.base import ApplyContext, live_rows
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_ids import assign_row_ids
+from fermion.table.write_properties import WRITE_KEY_PREFIX
 from fermion.version import __version__
 
 __all__ = ["WRITER_LIBRARY", "apply_operation", "live_rows"]
@@ -125,6 +131,9 @@ def apply_operation(
     if manifest.indices:
         flags |= FLAG_INDICES
     manifest.reader_feature_flags = flags
+    # a writer unaware of write properties would write files that ignore them
+    if any(key.startswith(WRITE_KEY_PREFIX) for key in manifest.config):
+        flags |= FLAG_WRITE_PROPERTIES
     manifest.writer_feature_flags = flags
     return manifest
 

@@ -328,3 +328,18 @@ def test_cli_log_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert cli_main(["show", uri, "--version", "9"]) == 1
     assert "does not exist" in capsys.readouterr().err
     assert cli_main(["log", str(tmp_path / "missing")]) == 1
+
+
+def test_manifest_is_copied_once_and_changing_it_leaves_the_table_alone(tmp_path: Path) -> None:
+    ds = ft.write_dataset(pa.table({"x": pa.array([1, 2], pa.int64())}), str(tmp_path / "t"))
+    first = ds.manifest
+    assert ds.manifest is first  # no copy per access
+    first.fragments.pop()
+    first.version = 99
+    first.writer_feature_flags |= 1 << 33
+    assert ds.version == 1 and ds.count_rows() == 2 and len(ds.fragments) == 1
+    ds.append(pa.table({"x": pa.array([3], pa.int64())}))  # the flag was on the copy only
+    assert ds.manifest is not first
+    assert ds.manifest.version == 2 and len(ds.manifest.fragments) == 2
+    assert ft.dataset(ds.uri).manifest.version == 2
+    assert ds.checkout(1).manifest.version == 1

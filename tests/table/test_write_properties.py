@@ -24,7 +24,8 @@ import pytest
 
 import fermion
 import fermion.table as ft
-from fermion.errors import InvalidArgumentError, UnsupportedTypeError
+from fermion.errors import InvalidArgumentError, UnsupportedTypeError, UnsupportedVersionError
+from fermion.table import codec
 from fermion.table.operations import UpdateConfig
 from fermion.table.tasks import (
     WritePlan,
@@ -331,3 +332,54 @@ def test_a_newer_librarys_unknown_property_is_skipped_when_reading(tmp_path: Pat
     assert WriteProperties.from_config(config, strict=False).compression == "none"
     with pytest.raises(InvalidArgumentError, match="future_thing"):
         WriteProperties.from_config(config)
+
+
+# -- the WRITE_PROPERTIES writer feature flag (docs/TABLE_FORMAT.md, "Feature flags") -----
+
+
+def _small(first: int = 0) -> pa.Table:
+    return pa.table({"id": pa.array(range(first, first + 3), pa.int64()), "v": [0.5] * 3})
+
+
+def test_only_versions_with_write_properties_carry_the_writer_flag(tmp_path: Path) -> None:
+    flag = codec.FLAG_WRITE_PROPERTIES
+    plain = ft.write_dataset(_small(), str(tmp_path / "plain"))
+    plain.append(_small(3))
+    assert not plain.manifest.writer_feature_flags & flag
+    made = ft.write_dataset(_small(), str(tmp_path / "made"), write_properties=PROPS)
+    assert made.manifest.writer_feature_flags & flag
+    assert not made.manifest.reader_feature_flags & flag  # older readers still read it
+    made.append(_small(3))
+    assert made.manifest.writer_feature_flags & flag
+    later = ft.write_dataset(_small(), str(tmp_path / "later"))
+    later.update_write_properties({"page_size": 4096})
+    assert later.manifest.writer_feature_flags & flag
+    assert not later.checkout(1).manifest.writer_feature_flags & flag
+    later.update_write_properties(unset=["page_size"])
+    assert not later.manifest.writer_feature_flags & flag
+
+
+def test_a_writer_unaware_of_write_properties_refuses_and_commits_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = ft.write_dataset(_small(), str(tmp_path / "t"), write_properties=PROPS)
+    ds.update_write_properties({"page_size": 8192})
+    # a library from before the flag: bit 8 is an unknown writer feature flag to it
+    before_flag = codec.KNOWN_WRITER_FLAGS & ~codec.FLAG_WRITE_PROPERTIES
+    monkeypatch.setattr(codec, "KNOWN_WRITER_FLAGS", before_flag)
+    with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
+        ft.write_dataset(_small(3), ds.uri, mode="append")
+    with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
+        ft.dataset(ds.uri).append(_small(3))
+    with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
+        plan_write(ds.uri, _small(3).schema, mode="append")
+    frags = ft.write_fragments(_small(3), ds.uri)
+    with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
+        ft.Dataset.commit(ds.uri, ft.Append(frags), read_version=2)
+    with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
+        ft.dataset(ds.uri).update_write_properties({"page_size": 4096})
+    # nothing committed, and every version still reads
+    reopened = ft.dataset(ds.uri)
+    assert [v.version for v in reopened.versions()] == [1, 2]
+    assert reopened.to_table().sort_by("id")["id"].to_pylist() == [0, 1, 2]
+    assert reopened.checkout(1).count_rows() == 3
