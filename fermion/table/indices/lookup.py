@@ -196,14 +196,7 @@ def _btree_entries(
     keys, rows, read = _cached_fences(storage, fences_path(path))
     stats.index_bytes_read += read
     wanted = _wanted_blocks(keys, bounds)
-    parts: dict[int, pa.Table] = {}
-    missing = []
-    for block in wanted.tolist():
-        found = INDEX_CACHE.get((storage.uri, path, block))
-        if found is None:
-            missing.append(block)
-        else:
-            parts[block] = found
+    parts, missing = _cached(storage, path, wanted.tolist())
     if missing:
         positions, lengths = _block_rows(rows, np.asarray(missing, dtype=np.int64))
         table = reader.take(positions, columns=[KEY, ROW_ADDRESS]).combine_chunks()
@@ -224,6 +217,20 @@ def _btree_entries(
     return pa.concat_tables([parts[b] for b in wanted.tolist()])
 
 
+def _cached(storage: TableStorage, path: str, parts: list[int]) -> tuple[dict[int, Any], list[int]]:
+    """The parts (BTREE blocks, BITMAP/LABEL_LIST lists) of index file ``path`` found in
+    :data:`INDEX_CACHE`, by part number, and the part numbers not found there."""
+    found: dict[int, Any] = {}
+    missing = []
+    for part in parts:
+        kept = INDEX_CACHE.get((storage.uri, path, part))
+        if kept is None:
+            missing.append(part)
+        else:
+            found[part] = kept
+    return found, missing
+
+
 def _key_lists(
     storage: TableStorage, reader: FileReader, path: str, predicate: KeyPredicate
 ) -> list[np.ndarray]:
@@ -235,14 +242,7 @@ def _key_lists(
         keys = reader.read(columns=[KEY]).column(KEY).combine_chunks()
         INDEX_CACHE.put((storage.uri, path, KEY), keys, keys.nbytes + 64)
     positions = np.flatnonzero(evaluate(predicate, keys)).tolist()
-    lists: dict[int, np.ndarray] = {}
-    missing = []
-    for position in positions:
-        found = INDEX_CACHE.get((storage.uri, path, position))
-        if found is None:
-            missing.append(position)
-        else:
-            lists[position] = found
+    lists, missing = _cached(storage, path, positions)
     if missing:
         column = reader.take(np.asarray(missing, np.int64), columns=[ROW_ADDRESS])
         array = column.column(ROW_ADDRESS).combine_chunks()
