@@ -21,10 +21,8 @@ It lives outside the ``fermion`` package on purpose: importing ``fermion`` would
 pyarrow and numpy (and start threads) in the process that forks every worker.
 
 Example:
-    >>> _reordered(["/spark/python/lib/pyspark.zip", "/site"], lambda p: True)
-    ['/site', '/spark/python/lib/pyspark.zip']
-    >>> _reordered(["/spark/python/lib/pyspark.zip", "/site"], lambda p: False)
-    ['/spark/python/lib/pyspark.zip', '/site']
+    >>> installed_first(["/spark/python/lib/pyspark.zip", "/no/site"])  # nothing installed
+    ['/spark/python/lib/pyspark.zip', '/no/site']
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ import os
 import re
 import sys
 import zipfile
-from collections.abc import Callable
 
 __all__ = ["bundled_archive", "installed_first"]
 
@@ -83,14 +80,6 @@ def _installed_version(path: list[str]) -> str | None:
     return found.group(1) if found else None
 
 
-def _reordered(path: list[str], same_pyspark: Callable[[list[str]], bool]) -> list[str]:
-    bundled = [p for p in path if bundled_archive(p)]
-    rest = [p for p in path if not bundled_archive(p)]
-    if not bundled or not same_pyspark(rest):
-        return list(path)
-    return rest + bundled
-
-
 def installed_first(path: list[str]) -> list[str]:
     """``path`` with Spark's bundled archives moved last, when that changes nothing.
 
@@ -102,15 +91,15 @@ def installed_first(path: list[str]) -> list[str]:
         >>> installed_first(["/nowhere/pyspark.zip", "/nowhere/site"])
         ['/nowhere/pyspark.zip', '/nowhere/site']
     """
-
-    def same_pyspark(rest: list[str]) -> bool:
-        zips = [p for p in path if os.path.basename(p) == "pyspark.zip"]
-        if not zips:
-            return False
-        bundled = _zip_version(zips[0])
-        return bundled is not None and bundled == _installed_version(rest)
-
-    return _reordered(path, same_pyspark)
+    bundled = [p for p in path if bundled_archive(p)]
+    rest = [p for p in path if not bundled_archive(p)]
+    zips = [p for p in bundled if os.path.basename(p) == "pyspark.zip"]
+    if not zips:
+        return list(path)
+    version = _zip_version(zips[0])
+    if version is None or version != _installed_version(rest):
+        return list(path)
+    return rest + bundled
 
 
 def main() -> None:

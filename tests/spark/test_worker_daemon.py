@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -94,11 +95,27 @@ def test_workers_import_the_installed_pyspark_and_read_the_same_rows(
     )
     files = set(origins.collect())
     assert files and not any(".zip" in f for f in files), files
+    data = pa.table({"id": list(range(100)), "k": [i % 10 for i in range(100)]})
     uri = str(tmp_path / "t")
-    ft.write_dataset(pa.table({"k": list(range(100))}), uri)
-    frame = spark.read.format("fermion").load(uri)
-    assert frame.filter("k % 10 = 3").count() == 10
-    assert frame.agg({"k": "sum"}).collect()[0][0] == sum(range(100))
+    ft.write_dataset(data, uri)
+    pq.write_table(data, tmp_path / "t.parquet")
+    ours = spark.read.format("fermion").load(uri)
+    theirs = spark.read.parquet(str(tmp_path / "t.parquet"))
+    # one DataFrame counted, filtered, counted again; a self-join; a scalar subquery
+    for frame in (ours, theirs):
+        frame.createOrReplaceTempView("v")
+        got = (
+            frame.count(),
+            frame.filter("k = 3").count(),
+            frame.count(),
+            frame.alias("a").join(frame.filter("k > 5").alias("b"), "id").count(),
+            spark.sql(
+                "select count(*) from v where k > (select avg(k) from v where k > 5)"
+            ).collect()[0][0],
+        )
+        if frame is ours:
+            expected = got
+    assert got == expected == (100, 10, 100, 40, 20)
 
 
 def test_the_module_examples_run() -> None:
