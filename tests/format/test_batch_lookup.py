@@ -322,13 +322,13 @@ def test_the_header_block_is_read_only_when_it_holds_wanted_values(
     path, table, sizes, ids = _batch_file(tmp_path)
     _rewrite_header_count(path)
     decoded: list[int] = []
-    real = batch_lookup.decompress_frames
+    real = batch_lookup.decompress_blocks
 
-    def counting(frames: list[memoryview], block_sizes: list[int], where: str) -> bytes:
+    def counting(frames: list[memoryview], block_sizes: list[int], where: str) -> list[bytes]:
         decoded.append(len(frames))
         return real(frames, block_sizes, where)
 
-    monkeypatch.setattr(batch_lookup, "decompress_frames", counting)
+    monkeypatch.setattr(batch_lookup, "decompress_blocks", counting)
     late = 300  # rows past block 0's (2,048 bytes hold the header and 2,024 plane bytes)
     first = int(sum(sizes[:late]))
     last = first + sizes[late] - 1
@@ -504,3 +504,78 @@ def test_a_lookup_keeps_few_tracked_objects_per_column(tmp_path: Path) -> None:
     many = _tracked_after_lookup(path, names, 57)
     per_column = (many - one) / (width - 1)
     assert 5 <= per_column <= 10, per_column
+
+
+def _scattered_file(tmp_path: Path) -> tuple[Path, pa.Table, list[int]]:
+    """A file of several pages a column (random float64 and float32: BYTE_SPLIT, an int64
+    sequence), and rows at page and block boundaries and scattered between them."""
+    rng = np.random.default_rng(11)
+    n = 40_000
+    table = pa.table({
+        "d": pa.array(rng.random(n)),
+        "f": pa.array(rng.random(n).astype(np.float32)),
+        "k": pa.array(np.arange(n, dtype=np.int64) * 3 - 5),
+    })  # fmt: skip
+    path = tmp_path / "s.fermion"
+    with fermion.FileWriter(path, table.schema, page_size=16 << 10) as w:
+        w.write(table)
+    with fermion.FileReader(path) as r:
+        (proj,) = r.file_meta.projections(["d"])
+        (meta,) = r.file_meta.column_metas([proj])
+        spec = proj.tree.stream(StreamType.DATA)
+        assert spec is not None
+        lay = meta.streams[spec.index].layout(0)
+        assert len(lay.starts) > 4  # several pages
+        page = r.source.read(int(lay.offsets[1]), 6)
+        assert (page[4], page[5]) == (Encoding.BYTE_SPLIT, Compression.ZSTD_BLOCKS)
+        edges = np.concatenate([lay.starts, lay.ends - 1])
+    inside = rng.choice(n, 30, replace=False)
+    rows = np.unique(np.concatenate([edges, edges + 1, inside, [0, n - 1]]))
+    return path, table, rows[rows < n].tolist()
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_scattered_points_are_picked_from_the_blocks_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sparse: bool
+) -> None:
+    """The values of scattered rows come from their decoded blocks byte by byte (few
+    wanted bytes) or from the blocks joined (many): both give the rows, at page and
+    block boundaries too."""
+    path, table, rows = _scattered_file(tmp_path)
+    monkeypatch.setattr(batch_lookup, "_SPARSE_PICK", 0 if sparse else 1 << 40)
+    picked: list[bool] = []
+    real = batch_lookup._Decoded.take
+
+    def spying(self: batch_lookup._Decoded, at: np.ndarray) -> np.ndarray:
+        picked.append(self._whole is None and at.size * batch_lookup._SPARSE_PICK < self.bases[-1])
+        return real(self, at)
+
+    monkeypatch.setattr(batch_lookup._Decoded, "take", spying)
+    for memory_map in (True, False):
+        with fermion.FileReader(path, memory_map=memory_map) as r:
+            got = r.take(rows)
+        assert got.equals(table.take(pa.array(rows)))
+    assert picked and all(p == sparse for p in picked)
+
+
+def test_decompress_blocks_refuses_bad_frames() -> None:
+    import zstandard
+
+    comp = zstandard.ZstdCompressor(write_checksum=True)
+    good = comp.compress(b"abcdefgh" * 100)
+    assert (
+        batch_lookup.decompress_blocks([good, memoryview(good)], [800, 800], "p")
+        == [b"abcdefgh" * 100] * 2
+    )
+    unsized = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
+    assert batch_lookup.decompress_blocks([unsized.compress(b"xy" * 9)], [18], "p") == [b"xy" * 9]
+    with pytest.raises(fermion.InvalidFileError, match="p: corrupt zstd block"):
+        batch_lookup.decompress_blocks([good + b"\0"], [800], "p")  # trailing bytes
+    with pytest.raises(fermion.InvalidFileError, match="p: .*wrong size"):
+        batch_lookup.decompress_blocks([good], [801], "p")
+    with pytest.raises(fermion.InvalidFileError, match="p: corrupt zstd block"):
+        batch_lookup.decompress_blocks([unsized.compress(b"xy" * 9)], [17], "p")
+    flipped = bytearray(good)
+    flipped[-1] ^= 1  # the content checksum
+    with pytest.raises(fermion.ChecksumError, match="p: zstd content checksum mismatch"):
+        batch_lookup.decompress_blocks([bytes(flipped)], [800], "p")
