@@ -69,6 +69,7 @@ import zstandard
 from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format.encoding import encodings
 from fermion.format.encoding.pages import PAGE_HEADER_SIZE
+from fermion.format.encoding.stripe_dictionary import is_dictionary_chunk
 from fermion.format.metadata.cmb import ColumnMeta
 from fermion.format.metadata.layout import Kind, Node
 from fermion.format.metadata.structs import (
@@ -84,12 +85,21 @@ from fermion.format.read.plan import Projection
 from fermion.format.read.points import (
     PagePayload,
     SparsePage,
+    binary_values,
     fixed_values,
     list_value_ranges,
 )
 from fermion.io.source import ByteSource
 
-__all__ = ["decompress_blocks", "fast_columns", "list_columns", "read_list_points", "read_points"]
+__all__ = [
+    "binary_columns",
+    "decompress_blocks",
+    "fast_columns",
+    "list_columns",
+    "read_binary_points",
+    "read_list_points",
+    "read_points",
+]
 
 _HEAD = struct.Struct("<IBBBBII")  # PageHeader: crc, encoding, compression, flags, -, size, n
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -173,6 +183,92 @@ def list_columns(projs: Sequence[Projection], metas: Sequence[ColumnMeta]) -> li
         ):
             out.append(j)
     return out
+
+
+_BINARY_TYPES = (pa.string(), pa.binary(), pa.large_string(), pa.large_binary())
+
+
+def binary_columns(projs: Sequence[Projection], metas: Sequence[ColumnMeta]) -> list[int]:
+    """Positions of the projections :func:`read_binary_points` may read: whole flat
+    string or binary columns (not views, not extension types, not read as dictionaries)
+    storing no nulls, offsets and values in FULL chunks."""
+    out = []
+    for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
+        tree = p.tree
+        if not m.present or not p.flat or p.dictionary or p.selected is not None:
+            continue
+        if tree.kind != Kind.BINARY or tree.type != tree.storage or tree.type not in _BINARY_TYPES:
+            continue
+        vspec = tree.stream(StreamType.VALIDITY)
+        if vspec is None or m.streams[vspec.index].desc_type != DescType.USE_DEFAULT:
+            continue
+        if _full(tree, m, StreamType.OFFSETS) and _full(tree, m, StreamType.DATA):
+            out.append(j)
+    return out
+
+
+def read_binary_points(
+    source: ByteSource,
+    p: Projection,
+    m: ColumnMeta,
+    s: int,
+    rows: np.ndarray,
+    options: ReadOptions,
+) -> pa.Array | None:
+    """The values at ``rows`` (sorted, unique, within stripe ``s``) of a column listed by
+    :func:`binary_columns`, each page pair (OFFSETS, DATA) holding rows read value by
+    value by :func:`fermion.format.read.points.binary_values`, without the stripe reader's
+    planning. None: the chunk has a stripe dictionary (the caller reads it another way).
+
+    Raises:
+        InvalidFileError: the pages disagree with the metadata or with each other.
+        ChecksumError: a checksum covering bytes used does not match.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    tree = p.tree
+    ospec, dspec = tree.stream(StreamType.OFFSETS), tree.stream(StreamType.DATA)
+    assert ospec is not None and dspec is not None
+    odesc, ddesc = m.streams[ospec.index], m.streams[dspec.index]
+    if not len(rows) or is_dictionary_chunk(ddesc.pages(s)["row_count"]):
+        return None
+    where = f"{source.name}: column {p.info.field.name!r}, stripe {s}"
+    olay, dlay = odesc.layout(s), ddesc.layout(s)
+    if not np.array_equal(olay.counts, dlay.counts):
+        raise InvalidFileError(f"{where}: OFFSETS and DATA pages hold different rows")
+    if int(rows[-1]) >= int(dlay.ends[-1]):
+        raise InvalidFileError(f"{where}: pages hold {int(dlay.ends[-1])} rows")
+    gap = options.coalesce_gap if source.mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)
+
+    def page(offset: int, size: int) -> memoryview | SparsePage:
+        if source.mapped:
+            return source.read(offset, size)
+        return SparsePage(source, offset, size, source.read(offset, min(size, 512)), gap)
+
+    lengths, parts = [], []
+    width = tree.byte_width
+    for k, r, _ in _split(rows, dlay.starts, dlay.ends):
+        off = int(dlay.offsets[k])
+        got, data = binary_values(
+            page(int(olay.offsets[k]), int(olay.sizes[k])),
+            page(off, int(dlay.sizes[k])),
+            r,
+            int(dlay.counts[k]),
+            width,
+            f"{where}, page at offset {off}",
+            None,
+            options.verify_checksums,
+        )
+        lengths.append(got)
+        parts.append(data)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    dtype = np.dtype("<i4") if width == 4 else np.dtype("<i8")
+    if int(offsets[-1]) > np.iinfo(dtype).max:
+        raise InvalidFileError(f"{where}: selected values exceed the offset width")
+    data = b"".join(parts)
+    return pa.Array.from_buffers(
+        tree.type, len(rows), [None, pa.py_buffer(offsets.astype(dtype)), pa.py_buffer(data)]
+    )
 
 
 class _Page:
