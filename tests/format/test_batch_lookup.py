@@ -675,3 +675,15 @@ def test_flipped_bytes_of_string_pages_are_caught_or_harmless(tmp_path: Path) ->
             assert got.equals(expected), f"silently different values after flipping {pos}"
             caught["same"] += 1
     assert caught["checksum"] > 0 and caught["same"] > 0
+
+
+def test_take_returns_rows_in_the_order_asked(tmp_path: Path) -> None:
+    """Rows asked in increasing order come back as read; in any other order, or with
+    repeats, they are put in the order asked (across stripes, both sources)."""
+    path, table = _strings_file(tmp_path)
+    increasing = [0, 3, 11_999, 12_000, 20_000, 29_999]
+    for asked in (increasing, increasing[::-1], [12_000, 3, 12_000, 0], [7], [5, 5], []):
+        for memory_map in (True, False):
+            with fermion.FileReader(path, memory_map=memory_map) as r:
+                got = r.take(asked)
+            assert got.equals(table.take(pa.array(asked, pa.int64()))), (asked, memory_map)

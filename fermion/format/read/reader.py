@@ -340,6 +340,8 @@ class FileReader:
             cols += self._virtual_columns(virtual, s, n, sel)
             parts.append(self._ordered(cols, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
+        if len(unique) == len(idx) and bool(np.all(idx[1:] > idx[:-1])):
+            return table  # asked in increasing order without repeats: already in place
         order = pa.array(inverse, type=pa.int64())
         columns_out = [take_values(col, order) for col in table.columns]
         return pa.Table.from_arrays(columns_out, schema=schema)
