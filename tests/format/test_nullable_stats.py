@@ -249,3 +249,22 @@ def test_pruned_file_read_equals_unpruned(
             assert same_rows(r.read(columns=names), whole)
             for expr in exprs:
                 assert same_rows(r.read(columns=names, filter=expr), whole.filter(expr)), expr
+
+
+def test_expressions_read_once_are_not_confused() -> None:
+    """The serialisation of an expression is kept by expression object: expressions made
+    and dropped one after another (whose ids Python reuses) each give their own fields,
+    literals and pruning."""
+    from fermion.format.read import pruning
+
+    schema = pa.schema([(f"c{i}", pa.int64()) for i in range(40)])
+    guarantee = guarantee_for("c0", pa.int64(), (0, 9), 0, 10)
+    for i in range(40):
+        expr = pc.field(f"c{i}") == i
+        assert pruning.referenced_fields(expr) == {f"c{i}"}
+        assert pruning.equality_constraints(expr)[f"c{i}"].to_pylist() == [i]
+        assert segments_that_may_match(schema, [guarantee], expr) == [0]
+        assert segments_that_may_match(schema, [guarantee], pc.field("c0") == 10 + i) == []
+        del expr
+    nan = pc.field("c0") <= float("nan")
+    assert segments_that_may_match(schema, [guarantee], nan) == [0]  # NaN: nothing pruned

@@ -260,3 +260,21 @@ def test_refreshed_index_file_is_sorted(tmp_path: Path) -> None:
 
 def test_the_process_cache_is_bounded() -> None:
     assert INDEX_CACHE.bytes_held <= INDEX_CACHE.capacity
+
+
+def test_expression_trees_kept_are_not_confused() -> None:
+    """The tree of an expression is kept by expression object: expressions made and
+    dropped one after another (whose ids Python reuses) each get their own tree, and an
+    index matches each as its own filter."""
+    from fermion.table.indices.expression_tree import expression_tree
+    from fermion.table.indices.match import match_filter
+
+    for i in range(40):
+        expr = pc.field(f"c{i % 3}") == i
+        tree = expression_tree(expr)
+        assert tree[:2] == ("call", "equal") and tree[2][0] == ("field", f"c{i % 3}")
+        assert tree[2][1][1].as_py() == i
+        predicate, exact = match_filter(expr, f"c{i % 3}")
+        assert predicate is not None and predicate[2].as_py() == i and exact
+        assert match_filter(expr, f"c{(i + 1) % 3}") == (None, False)
+        del expr, tree

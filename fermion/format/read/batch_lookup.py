@@ -21,14 +21,16 @@ temporal; see :func:`fast_columns`) are read in phases shared by all of them:
    Phases 2 and 3 copy the bytes out even of a memory-mapped file
    (:meth:`~fermion.io.source.ByteSource.read_copies`): faulting a few bytes of many
    pages into a fresh mapping, then unmapping them on close, cost more than a ``pread``;
-4. every zstd block of every column is decompressed by one ``multi_decompress_to_buffer``
-   call (one GIL release); each frame must carry zstd's content checksum (checked in its
-   header first), which zstd verifies, and must decompress to exactly its block's size
-   (zstd refuses a frame declaring another size; a truncated frame fails);
+4. every zstd block of every column is decompressed (:func:`decompress_blocks`, a
+   ``decompress`` call per frame: cheaper than one ``multi_decompress_to_buffer`` call for
+   all); each frame must carry zstd's content checksum (checked in its header first), which
+   zstd verifies, must fill its bytes exactly and must decompress to exactly its block's
+   size (a truncated frame fails);
 5. each column's values are gathered from its decoded blocks into one Arrow buffer; the
    positions of the values among a page's decoded blocks are computed once for all pages
-   alike (the same rows, encoding, width and blocks), and their values gathered by one
-   NumPy index.
+   alike (the same rows, encoding, width and blocks), and their values gathered at once:
+   byte by byte from the blocks when they are few (a lookup of scattered rows wants a byte
+   of each plane of a BYTE_SPLIT block), else by one NumPy index of the blocks joined.
 
 Other pages (CRC_BLOCKS, encoded integers, one zstd frame) are read value by value by
 :func:`fermion.format.read.points.fixed_values`, from the mapping or, of another source, as a
@@ -57,17 +59,17 @@ Example:
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import zstandard
 
-from fermion.errors import InvalidFileError, UnsupportedVersionError
+from fermion.errors import ChecksumError, InvalidFileError, UnsupportedVersionError
 from fermion.format.encoding import encodings
-from fermion.format.encoding.pages import (
-    PAGE_HEADER_SIZE,
-    decompress_frames,
-)
+from fermion.format.encoding.pages import PAGE_HEADER_SIZE
+from fermion.format.encoding.stripe_dictionary import is_dictionary_chunk
 from fermion.format.metadata.cmb import ColumnMeta
 from fermion.format.metadata.layout import Kind, Node
 from fermion.format.metadata.structs import (
@@ -83,12 +85,21 @@ from fermion.format.read.plan import Projection
 from fermion.format.read.points import (
     PagePayload,
     SparsePage,
+    binary_values,
     fixed_values,
     list_value_ranges,
 )
 from fermion.io.source import ByteSource
 
-__all__ = ["fast_columns", "list_columns", "read_list_points", "read_points"]
+__all__ = [
+    "binary_columns",
+    "decompress_blocks",
+    "fast_columns",
+    "list_columns",
+    "read_binary_points",
+    "read_list_points",
+    "read_points",
+]
 
 _HEAD = struct.Struct("<IBBBBII")  # PageHeader: crc, encoding, compression, flags, -, size, n
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -172,6 +183,92 @@ def list_columns(projs: Sequence[Projection], metas: Sequence[ColumnMeta]) -> li
         ):
             out.append(j)
     return out
+
+
+_BINARY_TYPES = (pa.string(), pa.binary(), pa.large_string(), pa.large_binary())
+
+
+def binary_columns(projs: Sequence[Projection], metas: Sequence[ColumnMeta]) -> list[int]:
+    """Positions of the projections :func:`read_binary_points` may read: whole flat
+    string or binary columns (not views, not extension types, not read as dictionaries)
+    storing no nulls, offsets and values in FULL chunks."""
+    out = []
+    for j, (p, m) in enumerate(zip(projs, metas, strict=True)):
+        tree = p.tree
+        if not m.present or not p.flat or p.dictionary or p.selected is not None:
+            continue
+        if tree.kind != Kind.BINARY or tree.type != tree.storage or tree.type not in _BINARY_TYPES:
+            continue
+        vspec = tree.stream(StreamType.VALIDITY)
+        if vspec is None or m.streams[vspec.index].desc_type != DescType.USE_DEFAULT:
+            continue
+        if _full(tree, m, StreamType.OFFSETS) and _full(tree, m, StreamType.DATA):
+            out.append(j)
+    return out
+
+
+def read_binary_points(
+    source: ByteSource,
+    p: Projection,
+    m: ColumnMeta,
+    s: int,
+    rows: np.ndarray,
+    options: ReadOptions,
+) -> pa.Array | None:
+    """The values at ``rows`` (sorted, unique, within stripe ``s``) of a column listed by
+    :func:`binary_columns`, each page pair (OFFSETS, DATA) holding rows read value by
+    value by :func:`fermion.format.read.points.binary_values`, without the stripe reader's
+    planning. None: the chunk has a stripe dictionary (the caller reads it another way).
+
+    Raises:
+        InvalidFileError: the pages disagree with the metadata or with each other.
+        ChecksumError: a checksum covering bytes used does not match.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    tree = p.tree
+    ospec, dspec = tree.stream(StreamType.OFFSETS), tree.stream(StreamType.DATA)
+    assert ospec is not None and dspec is not None
+    odesc, ddesc = m.streams[ospec.index], m.streams[dspec.index]
+    if not len(rows) or is_dictionary_chunk(ddesc.pages(s)["row_count"]):
+        return None
+    where = f"{source.name}: column {p.info.field.name!r}, stripe {s}"
+    olay, dlay = odesc.layout(s), ddesc.layout(s)
+    if not np.array_equal(olay.counts, dlay.counts):
+        raise InvalidFileError(f"{where}: OFFSETS and DATA pages hold different rows")
+    if int(rows[-1]) >= int(dlay.ends[-1]):
+        raise InvalidFileError(f"{where}: pages hold {int(dlay.ends[-1])} rows")
+    gap = options.coalesce_gap if source.mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)
+
+    def page(offset: int, size: int) -> memoryview | SparsePage:
+        if source.mapped:
+            return source.read(offset, size)
+        return SparsePage(source, offset, size, source.read(offset, min(size, 512)), gap)
+
+    lengths, parts = [], []
+    width = tree.byte_width
+    for k, r, _ in _split(rows, dlay.starts, dlay.ends):
+        off = int(dlay.offsets[k])
+        got, data = binary_values(
+            page(int(olay.offsets[k]), int(olay.sizes[k])),
+            page(off, int(dlay.sizes[k])),
+            r,
+            int(dlay.counts[k]),
+            width,
+            f"{where}, page at offset {off}",
+            None,
+            options.verify_checksums,
+        )
+        lengths.append(got)
+        parts.append(data)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    dtype = np.dtype("<i4") if width == 4 else np.dtype("<i8")
+    if int(offsets[-1]) > np.iinfo(dtype).max:
+        raise InvalidFileError(f"{where}: selected values exceed the offset width")
+    data = b"".join(parts)
+    return pa.Array.from_buffers(
+        tree.type, len(rows), [None, pa.py_buffer(offsets.astype(dtype)), pa.py_buffer(data)]
+    )
 
 
 class _Page:
@@ -345,10 +442,10 @@ def read_points(
         k = bad[0]
         pg = max((p for p in pages if p.block_size and p.slot <= k), key=lambda p: p.slot)
         raise InvalidFileError(f"{pg.where}: zstd block frame carries no content checksum")
-    # phase 4: every zstd block of every page in one call
+    # phase 4: every zstd block of every page
     where = f"{name}: stripe {s}"
-    buf = np.frombuffer(decompress_frames(frames, sizes, where), dtype=np.uint8)
-    bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    buf = _Decoded(decompress_blocks(frames, sizes, where), sizes)
+    bases = buf.bases
     # phase 5: each page's values, then each column's array; the values of pages alike lie
     # at the same positions from their first decoded block: one gather serves them all
     values: list[bytes | memoryview | pa.Buffer] = [b""] * len(pages)
@@ -358,7 +455,7 @@ def read_points(
         if first.encoding == _BYTE_SPLIT and first.blocks and first.blocks[0] == 0:
             _check_split_headers(group, buf, starts, width)  # read anyway: checked
         at = _value_bytes(first, width)
-        got = buf[starts[:, None] + at[None, :]]  # a row of value bytes per page
+        got = buf.take(starts[:, None] + at[None, :])  # a row of value bytes per page
         # slices of one Arrow buffer: no memoryview a page (the GC tracks those)
         whole, n = pa.py_buffer(got), got.shape[1]
         for k, i in enumerate(members):
@@ -515,11 +612,11 @@ def _blocks_needed(pg: _Page, width: int, bs: int) -> list[int]:
 
 
 def _check_split_headers(
-    group: Sequence[_Page], buf: np.ndarray, bases: np.ndarray, width: int
+    group: Sequence[_Page], buf: _Decoded, bases: np.ndarray, width: int
 ) -> None:
     """Check the EncodingHeader of each blocked BYTE_SPLIT page of ``group`` (pages alike),
     in its block 0, decoded at ``bases`` of ``buf``."""
-    raw = buf[bases[:, None] + np.arange(_H, dtype=np.int64)[None, :]]
+    raw = buf.take(bases[:, None] + np.arange(_H, dtype=np.int64)[None, :])
     head = raw.view(ENCODING_HEADER_DTYPE)[:, 0]  # (a fresh C-ordered array: viewable)
     count, out_width, flags = head["count"], head["out_width"], head["flags"]
     bad = (count != group[0].values) | (out_width != width) | (flags & _LENGTHS != 0)
@@ -528,6 +625,78 @@ def _check_split_headers(
         if int(count[k]) != group[k].values:
             raise InvalidFileError(f"{group[k].where}: encoded page holds {int(count[k])} values")
         raise InvalidFileError(f"{group[k].where}: BYTE_SPLIT payload has the wrong size")
+
+
+def decompress_blocks(
+    frames: Sequence[bytes | memoryview], sizes: Sequence[int], where: str
+) -> list[bytes]:
+    """Each zstd frame decompressed on its own, to exactly its block's size.
+
+    A frame must fill its bytes exactly (zstd refuses trailing bytes) and decode to
+    ``sizes[k]`` bytes; zstd verifies the content checksum every frame carries (the caller
+    checks the flag). One ``decompress`` call a frame costs less than one
+    ``multi_decompress_to_buffer`` call for all of them, and no buffer of every decoded
+    block is made: the few values wanted are gathered from the blocks (:class:`_Decoded`).
+
+    Raises:
+        ChecksumError: a frame's content checksum does not match.
+        InvalidFileError: a frame is corrupt or decodes to another size.
+
+    Example:
+        >>> comp = zstandard.ZstdCompressor(write_checksum=True)
+        >>> decompress_blocks([comp.compress(b"ab" * 8), comp.compress(b"c")], [16, 1], "p")
+        [b'abababababababab', b'c']
+    """
+    decompress = _decompressor().decompress
+    try:
+        out = [
+            decompress(frame, max_output_size=size, allow_extra_data=False)
+            for frame, size in zip(frames, sizes, strict=True)
+        ]
+    except zstandard.ZstdError as exc:
+        if "checksum" in str(exc).lower():
+            raise ChecksumError(f"{where}: zstd content checksum mismatch") from None
+        raise InvalidFileError(f"{where}: corrupt zstd block: {exc}") from None
+    if any(len(block) != size for block, size in zip(out, sizes, strict=True)):
+        raise InvalidFileError(f"{where}: a zstd block decompressed to the wrong size")
+    return out
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's zstd decompressor (a decompression context is not shared by threads)."""
+    found: zstandard.ZstdDecompressor | None = getattr(_LOCAL, "decompressor", None)
+    if found is None:
+        found = _LOCAL.decompressor = zstandard.ZstdDecompressor()
+    return found
+
+
+_LOCAL = threading.local()
+#: Wanted bytes below 1 / this of the decoded bytes are picked block by block; more are
+#: picked from one buffer of all the blocks (a copy of them all).
+_SPARSE_PICK = 16
+
+
+class _Decoded:
+    """Decoded zstd blocks, addressed as if back to back (block ``k`` at ``bases[k]``)."""
+
+    def __init__(self, blocks: list[bytes], sizes: Sequence[int]) -> None:
+        self.blocks = blocks
+        self.bases = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self._whole: np.ndarray | None = None
+
+    def take(self, at: np.ndarray) -> np.ndarray:
+        """The bytes at positions ``at`` (any shape, all within the blocks), as uint8."""
+        total = int(self.bases[-1])
+        if self._whole is None and at.size * _SPARSE_PICK < total:
+            flat = at.ravel()
+            block = self.bases.searchsorted(flat, side="right") - 1
+            within = (flat - self.bases[block]).tolist()
+            blocks = self.blocks
+            picked = bytes([blocks[b][i] for b, i in zip(block.tolist(), within, strict=True)])
+            return np.frombuffer(picked, dtype=np.uint8).reshape(at.shape)
+        if self._whole is None:
+            self._whole = np.frombuffer(b"".join(self.blocks), dtype=np.uint8)
+        return self._whole[at]
 
 
 def _value_bytes(pg: _Page, width: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,15 +88,32 @@ def _metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
 
 
 def _serialized(expr: pc.Expression) -> tuple[list[tuple[bytes, bytes]], pa.RecordBatch | None]:
+    """The metadata pairs and literals batch of ``expr``'s serialisation (not to be
+    modified: the last few are kept by expression object, as one scan asks several times
+    of the same filter)."""
+    with _SERIALIZED_LOCK:
+        found = _SERIALIZED.get(id(expr))
+    if found is not None and found[0] is expr:
+        return found[1]
     if not isinstance(expr, pc.Expression):
         raise InvalidArgumentError(f"filter must be a pyarrow.compute.Expression, not {expr!r}")
     try:
         _, (buf,) = expr.__reduce__()
         reader = pa.ipc.open_file(buf)
         batch = reader.get_batch(0) if reader.num_record_batches else None
-        return _metadata_pairs(reader.schema), batch
+        result = _metadata_pairs(reader.schema), batch
     except (pa.ArrowException, ValueError, TypeError) as exc:
         raise InvalidArgumentError(f"cannot analyse filter {expr}: {exc}") from None
+    with _SERIALIZED_LOCK:  # (the entry holds the expression: its id is not reused)
+        _SERIALIZED[id(expr)] = (expr, result)
+        while len(_SERIALIZED) > _SERIALIZED_KEPT:
+            del _SERIALIZED[next(iter(_SERIALIZED))]
+    return result
+
+
+_SERIALIZED: dict[int, tuple[pc.Expression, Any]] = {}
+_SERIALIZED_KEPT = 16
+_SERIALIZED_LOCK = threading.Lock()
 
 
 def _parse(pairs: list[tuple[bytes, bytes]], batch: pa.RecordBatch | None) -> Any:

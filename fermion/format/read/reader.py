@@ -38,8 +38,10 @@ from fermion.format.metadata.footer import FileMetadata
 from fermion.format.metadata.layout import Kind, is_wrapped
 from fermion.format.options import ReadOptions, split_options
 from fermion.format.read.batch_lookup import (
+    binary_columns,
     fast_columns,
     list_columns,
+    read_binary_points,
     read_list_points,
     read_points,
 )
@@ -338,6 +340,8 @@ class FileReader:
             cols += self._virtual_columns(virtual, s, n, sel)
             parts.append(self._ordered(cols, schema, projs, virtual, columns))
         table = pa.Table.from_batches(parts, schema=schema) if parts else schema.empty_table()
+        if len(unique) == len(idx) and bool(np.all(idx[1:] > idx[:-1])):
+            return table  # asked in increasing order without repeats: already in place
         order = pa.array(inverse, type=pa.int64())
         columns_out = [take_values(col, order) for col in table.columns]
         return pa.Table.from_arrays(columns_out, schema=schema)
@@ -436,7 +440,11 @@ class FileReader:
         schema = self._output_schema(projs, columns is None, virtual, columns)
         metas = self.file_meta.column_metas(projs)
         fast = fast_columns(projs, metas)  # read together, not column by column
-        lists = list_columns(projs, metas) if self.options.point_reads else []
+        lists = (
+            sorted(list_columns(projs, metas) + binary_columns(projs, metas))
+            if self.options.point_reads
+            else []
+        )
         plan = _BatchPlan(projs, virtual, schema, metas, fast, lists)
         if len(self._batch_plans) >= _BATCH_PLANS:
             del self._batch_plans[next(iter(self._batch_plans))]
@@ -472,9 +480,10 @@ class FileReader:
             for j, arr in zip(fast, got, strict=True):
                 arrays[j] = arr
         for j in lists:
-            arrays[j] = read_list_points(
-                self.source, projs[j], metas[j], s, sel.points, self.options
+            point_read = (
+                read_binary_points if projs[j].tree.kind == Kind.BINARY else read_list_points
             )
+            arrays[j] = point_read(self.source, projs[j], metas[j], s, sel.points, self.options)
         rest = [j for j in range(len(projs)) if arrays[j] is None]
         if rest:
             part = self._stripes.read_stripe(
@@ -621,7 +630,7 @@ class _BatchPlan(NamedTuple):
     schema: pa.Schema
     metas: list[ColumnMeta]
     fast: list[int]  # positions read together by batch_lookup.read_points
-    lists: list[int]  # positions read value by value by batch_lookup.read_list_points
+    lists: list[int]  # positions read value by value (batch_lookup.read_list_points, binary)
 
 
 def _order(

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -39,6 +40,27 @@ def expression_tree(expr: pc.Expression) -> Any:
     Raises:
         InvalidArgumentError: Not an expression, or one whose serialisation is not read.
     """
+    with _TREES_LOCK:
+        found = _TREES.get(id(expr))
+    if found is not None and found[0] is expr:
+        return found[1]
+    tree = _read_tree(expr)
+    with _TREES_LOCK:  # (the entry holds the expression: its id is not reused)
+        _TREES[id(expr)] = (expr, tree)
+        while len(_TREES) > _TREES_KEPT:
+            del _TREES[next(iter(_TREES))]
+    return tree
+
+
+#: The trees of the last few expressions read (a scan's filter is read by each index,
+#: and a filter text parsed once is the same expression in the next scans); not to be
+#: modified by callers.
+_TREES: dict[int, tuple[pc.Expression, Any]] = {}
+_TREES_KEPT = 16
+_TREES_LOCK = threading.Lock()
+
+
+def _read_tree(expr: pc.Expression) -> Any:
     if not isinstance(expr, pc.Expression):
         raise InvalidArgumentError(f"expected a pyarrow.compute.Expression, got {expr!r}")
     try:

@@ -169,9 +169,8 @@ def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarra
     bounded_below = np.array([b[0] is not None for b in bounds], dtype=bool)
     first = np.where(bounded_below, np.maximum(first - 1, 0), 0)
     ok = last > first
-    changes = np.zeros(len(keys) + 1, dtype=np.int64)  # +1/-1 at block range starts/ends
-    np.add.at(changes, first[ok], 1)
-    np.add.at(changes, last[ok], -1)
+    size = len(keys) + 1  # +1/-1 at block range starts/ends
+    changes = np.bincount(first[ok], minlength=size) - np.bincount(last[ok], minlength=size)
     return np.flatnonzero(np.cumsum(changes[:-1]) > 0)
 
 
