@@ -63,3 +63,28 @@ def test_queries_answer_as_spark_parquet(
         assert results["fermion-sql"][name] == results["parquet"][name], name
     assert all(results["parquet"][name] for name in tpch.QUERIES)  # no empty answer
     assert len(results["parquet"]["q01_pricing_summary"]) == 4
+
+
+def test_floor_probe_answers_as_spark_parquet(
+    spark: SparkSession,
+    written: dict[str, Path | dict[str, int]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The floor probe's IPC source (benchmarks/floor_probe.py) reads the views
+    ``fermion.spark.sql`` plans, with their columns and filters, and gets Parquet's
+    answers: Q6 (filters on one table), Q17 (a table read twice) and Q12 (a join)."""
+    import fermion.table as ft
+    from benchmarks import floor_probe
+
+    root, parquet = written["fermion"], written["parquet"]
+    assert isinstance(root, Path) and isinstance(parquet, Path)
+    ipc_roots = floor_probe.ipc_copies(root, tmp_path_factory.mktemp("ipc"))
+    assert sorted(p.name for p in ipc_roots["lineitem"].glob("*.arrow"))  # files written
+    schemas = {t: ft.dataset(str(root / t)).schema for t in tpch.TABLES}
+    spark.dataSource.register(floor_probe.IpcFloorSource)
+    for name in ("q06_forecast_revenue", "q17_small_quantity", "q12_shipping_modes"):
+        query = tpch.QUERIES[name]
+        floor = tpch.normalise(floor_probe.floor_sql(spark, query, ipc_roots, schemas).collect())
+        tpch.register_views(spark, parquet, "parquet")
+        assert floor == tpch.normalise(spark.sql(query).collect()), name
+        assert floor, name
