@@ -65,6 +65,7 @@ __all__ = [
     "fragment_from_bytes",
     "fragment_from_dict",
     "fragment_from_proto",
+    "fragment_message",
     "fragment_stats",
     "fragment_to_bytes",
     "fragment_to_dict",
@@ -253,6 +254,20 @@ def fragment_to_proto(fragment: Fragment) -> pb.Fragment:
             path=f.path, field_ids=f.field_ids, size_bytes=f.size_bytes, file_format=f.file_format
         )
     return message
+
+
+def fragment_message(fragment: pb.Fragment | Fragment) -> pb.Fragment:
+    """The manifest message of a fragment given either way (a message is returned as is).
+
+    For the functions that read a fragment's files and accept both a ``Dataset.fragments``
+    value and a manifest message.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> fragment_message(Fragment(id=None, files=(), physical_rows=3)).physical_rows
+        3
+    """
+    return fragment if isinstance(fragment, pb.Fragment) else fragment_to_proto(fragment)
 
 
 def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:

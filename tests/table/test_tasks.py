@@ -514,7 +514,7 @@ def test_materialization_rewrites_heavily_deleted_fragments_only(tmp_path: Path)
     results = _in_other_process(execute_rewrite, plan.tasks)
     commit_rewrite(plan, results)
     after = ft.dataset(uri)
-    assert [f.HasField("deletion_file") for f in after.fragments] == [False, True, False]
+    assert [f.HasField("deletion_file") for f in after.manifest.fragments] == [False, True, False]
     assert after.count_rows() == 30 - 7
     with pytest.raises(InvalidArgumentError):
         plan_materialization(uri, threshold=1.0)
@@ -549,7 +549,7 @@ def test_index_rebuild_in_other_processes_and_only_stale_next_time(tmp_path: Pat
     after = ft.dataset(uri)
     (index,) = [i for i in after.manifest.indices if i.name == STATS_INDEX_NAME]
     assert sorted(index.fragment_ids) == [0, 1, 2, 3]
-    last = after.fragments[3].stats[0]
+    last = after.manifest.fragments[3].stats[0]
     assert (last.min.int_value, last.max.int_value) == (30, 34)  # live rows only
     assert plan_index(uri, columns=["id"]).tasks == ()
     ft.write_dataset(_rows(100, 5), uri, mode="append")

@@ -33,6 +33,8 @@ import pyarrow as pa
 from fermion.errors import BatchModeError
 from fermion.format.encoding.arrow_ops import take_table
 from fermion.table._datafile import open_data_file
+from fermion.table.codec import fragment_message
+from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_ids import ROW_ID, add_row_id_column
 from fermion.table.scan import ROW_OFFSET, read_fragment
@@ -73,7 +75,7 @@ def _sorted(table: pa.Table, column: str) -> pa.Table:
 def fragment_id_chunks(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: pb.Fragment | Fragment,
     column: str,
     *,
     ids_from: int | None = None,
@@ -98,6 +100,7 @@ def fragment_id_chunks(
         ...     ds.storage, ds.table_schema, ds.fragments[0], "b", ids_from=2)]
         [[2, 3]]
     """
+    fragment = fragment_message(fragment)
     names = schema.arrow.names
 
     def read(stripes: range | None = None) -> pa.Table:
