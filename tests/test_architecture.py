@@ -828,7 +828,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.tasks.common",
         "fermion.table.tasks.delete",
         "fermion.table.tasks.index",
-        "fermion.table.tasks.merge",
         "fermion.table.tasks.rewrite",
         "fermion.table.tasks.write",
         "fermion.table.update",

@@ -457,7 +457,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
             fragment_id_chunks(
                 storage,
                 task.schema,
-                fragment_to_proto(f),
+                f,
                 column,
                 ids_from=task.ids_from,
                 ids_below=task.ids_below,
