@@ -62,7 +62,16 @@ The rules:
    :class:`~fermion.table.ref.TableRef` (``ref.open()``), which carries the filesystem
    options and the manifest store to any process (docs/ARCHITECTURE.md, "The table handle").
 
-There is no allowlist: every rule holds for the whole package.
+9. **The wire format stays in the table's codec**: only the modules in
+   ``PROTO_ALLOWED`` (each with its reason) import the generated protobuf modules
+   ``fermion.table.proto.*``; everyone else works with the domain model
+   (:mod:`fermion.table.domain`: ``Fragment``, ``DataFile``) and converts through
+   :mod:`fermion.table.codec` (docs/ARCHITECTURE.md, "Domain model and wire format").
+   ``PROTO_NOT_YET_MOVED`` lists the modules that still read manifest messages directly;
+   it may only shrink: a module listed there that no longer imports the protobuf modules
+   fails the test until it is taken off the list.
+
+Rule 9 is the only one with an allowlist; every other rule holds for the whole package.
 """
 
 from __future__ import annotations
@@ -781,3 +790,115 @@ def test_only_the_table_layer_builds_table_storage() -> None:
 )
 def test_table_storage_rule(source: str, lines: list[int]) -> None:
     assert _table_storage_calls(ast.parse(source)) == lines
+
+
+PROTO_PACKAGE = "fermion.table.proto"  # rule 9
+#: Modules that may import the generated protobuf modules, and why.
+PROTO_ALLOWED: dict[str, str] = {
+    "fermion.table.codec": "frames manifest/transaction files; pb <-> domain conversions",
+    "fermion.table.versions": "reads and writes the manifest and transaction files",
+    "fermion.table.transition": "applies a transaction to a manifest message",
+    "fermion.table.operations": "operations are transaction messages (the package, all of it)",
+    "fermion.table.deletions": "deletion files: the DeletionFile message's encodings",
+    "fermion.table.row_ids": "row ids: the RowIdSequence message's encoding",
+    "fermion.table.schema": "TableSchema <-> the manifest Schema message",
+    "fermion.table.stats": "builds the FieldStats messages stored per fragment",
+    "fermion.table.indices.model": "index metadata: the IndexMetadata message",
+}
+#: Modules that still read manifest messages directly (issue 43, item 4): only shrinks.
+PROTO_NOT_YET_MOVED = frozenset(
+    {
+        "fermion.table.batches",
+        "fermion.table.column_join",
+        "fermion.table.column_values",
+        "fermion.table.commit",
+        "fermion.table.dataset",
+        "fermion.table.dataset_batches",
+        "fermion.table.fragments",
+        "fermion.table.indices.api",
+        "fermion.table.indices.build",
+        "fermion.table.indices.lookup",
+        "fermion.table.indices.tasks",
+        "fermion.table.maintenance",
+        "fermion.table.merge_insert",
+        "fermion.table.readers",
+        "fermion.table.row_edits",
+        "fermion.table.row_id_take",
+        "fermion.table.scan",
+        "fermion.table.tasks.common",
+        "fermion.table.tasks.delete",
+        "fermion.table.tasks.index",
+        "fermion.table.tasks.rewrite",
+        "fermion.table.tasks.write",
+        "fermion.table.update",
+    }
+)
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _proto_imports(module: Module) -> list[tuple[str, int]]:
+    return [(t, line) for t, line in module.imports if _within(t, PROTO_PACKAGE)]
+
+
+def _proto_violations(
+    modules: dict[str, Module],
+    allowed: dict[str, str] | None = None,
+    pending: frozenset[str] | None = None,
+) -> list[str]:
+    """Imports of the protobuf modules outside the allowed ones, and pending entries that
+    no longer import them."""
+    allowed = PROTO_ALLOWED if allowed is None else allowed
+    pending = PROTO_NOT_YET_MOVED if pending is None else pending
+    bad = []
+    for module in modules.values():
+        found = _proto_imports(module)
+        if _within(module.name, PROTO_PACKAGE) or any(_within(module.name, a) for a in allowed):
+            continue
+        if module.name in pending:
+            if not found:
+                bad.append(f"{module.name} no longer imports {PROTO_PACKAGE}; unlist it")
+            continue
+        bad.extend(
+            f"{_where(module, line)}: imports {target}: use fermion.table.domain and "
+            "fermion.table.codec"
+            for target, line in found
+        )
+    bad.extend(f"{name} is not a module" for name in sorted(pending) if name not in modules)
+    return bad
+
+
+def test_only_the_codec_modules_import_the_protobuf_modules() -> None:
+    assert all(reason for reason in PROTO_ALLOWED.values())
+    assert not set(PROTO_ALLOWED) & PROTO_NOT_YET_MOVED
+    bad = _proto_violations(MODULES)
+    assert not bad, "\n".join(bad)
+
+
+def test_proto_rule() -> None:
+    fake = _scratch(
+        {
+            "fermion.table.proto.m_pb2": "",
+            "fermion.table.codec": "from fermion.table.proto import m_pb2 as pb\n",
+            "fermion.table.ops.sub": "import fermion.table.proto.m_pb2\n",
+            "fermion.table.scan": "\nfrom fermion.table.proto import m_pb2 as pb\n",
+            "fermion.table.old": "from fermion.table.proto import m_pb2\n",
+            "fermion.table.done": "from fermion.table.codec import x\n",
+            "fermion.spark.read": "x = 1\nfrom fermion.table.proto.m_pb2 import Fragment\n",
+        }
+    )
+    for module in fake.values():
+        _collect_imports(module, fake)
+    allowed = {"fermion.table.codec": "codec", "fermion.table.ops": "a package"}
+    pending = frozenset({"fermion.table.old", "fermion.table.done", "fermion.table.gone"})
+    found = [m.split(": ", 1)[-1] for m in _proto_violations(fake, allowed, pending)]
+    assert found == [
+        "imports fermion.table.proto.m_pb2: use fermion.table.domain and fermion.table.codec",
+        "fermion.table.done no longer imports fermion.table.proto; unlist it",
+        "imports fermion.table.proto.m_pb2: use fermion.table.domain and fermion.table.codec",
+        "fermion.table.gone is not a module",
+    ]
+    lines = [m.split(": ", 1)[0] for m in _proto_violations(fake, allowed, pending)]
+    assert lines[0].endswith(":2") and lines[2].endswith(":2")

@@ -44,11 +44,12 @@ from fermion.spark.options import ReadOptions
 from fermion.spark.packing import pack, slice_bytes
 from fermion.spark.types import arrow_schema, conform, spark_schema
 from fermion.table import Dataset, dataset
+from fermion.table.codec import fragment_from_proto, fragment_to_proto
+from fermion.table.domain import Fragment
 from fermion.table.predicate import parse_predicate
 from fermion.table.row_ids import ROW_ID, add_row_id_column, row_id_request
 from fermion.table.scan import ROW_OFFSET, ScanStats, fragment_stripe_rows, read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.tasks import FragmentInfo
 
 __all__ = [
     "FermionReader",
@@ -68,11 +69,12 @@ class FragmentSlice(InputPartition):
     """One task's share: a fragment, or a range of its stripes.
 
     Attributes:
-        fragment: :meth:`FragmentInfo.to_bytes` of the committed fragment.
+        fragment: The committed fragment (a picklable
+            :class:`~fermion.table.domain.Fragment`).
         stripes: ``(start, stop)`` stripes of its data file, or ``None`` for all of it.
     """
 
-    fragment: bytes
+    fragment: Fragment
     stripes: tuple[int, int] | None = None
 
 
@@ -185,7 +187,7 @@ class FermionReader(DataSourceReader):
         sizes: list[int] = []
         columns = len(self.table_schema.arrow.names)
         for fragment in scanner.fragments():
-            data = FragmentInfo.from_proto(fragment, committed=True).to_bytes()
+            data = fragment_from_proto(fragment, committed=True)
             rows = fragment.physical_rows
             file_bytes = sum(f.size_bytes for f in fragment.files)
             size = partial(slice_bytes, file_bytes, len(self.read_columns), columns, of_rows=rows)
@@ -221,7 +223,7 @@ class FermionReader(DataSourceReader):
         self, part: FragmentSlice, stats: ScanStats | None = None
     ) -> Iterator[pa.RecordBatch]:
         """:meth:`read`, counting what it touched into ``stats``."""
-        fragment = FragmentInfo.from_bytes(part.fragment).to_proto()
+        fragment = fragment_to_proto(part.fragment)
         stripes = None if part.stripes is None else range(*part.stripes)
         table = read_fragment(
             self.table.open(),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from fermion.table.batches import BatchLookup
 from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.dataset import Dataset, WriteMode, dataset, write_dataset
+from fermion.table.domain import DataFile, Fragment
 from fermion.table.fragments import write_fragments
 from fermion.table.operations import (
     AddColumns,
@@ -47,8 +48,10 @@ __all__ = [
     "CommitConfig",
     "CommitResult",
     "CreateIndex",
+    "DataFile",
     "Dataset",
     "Delete",
+    "Fragment",
     "FragmentMetadata",
     "MergeInsert",
     "Operation",

@@ -30,18 +30,24 @@ Example:
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from fermion.errors import (
     ChecksumError,
+    InvalidArgumentError,
     InvalidFileError,
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from fermion.table.domain import DataFile, Fragment
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
+from fermion.table.schema import TableSchema
 
 __all__ = [
     "FLAG_DELETION_FILES",
@@ -56,6 +62,17 @@ __all__ = [
     "decode_transaction",
     "encode_manifest",
     "encode_transaction",
+    "fragment_from_bytes",
+    "fragment_from_dict",
+    "fragment_from_proto",
+    "fragment_message",
+    "fragment_stats",
+    "fragment_to_bytes",
+    "fragment_to_dict",
+    "fragment_to_proto",
+    "fragments_from_manifest",
+    "schema_from_bytes",
+    "schema_to_bytes",
 ]
 
 MAGIC = b"FRMT"
@@ -177,3 +194,206 @@ def check_writer_flags(manifest: pb.Manifest, name: str = "manifest") -> None:
     unknown = manifest.writer_feature_flags & ~KNOWN_WRITER_FLAGS
     if unknown:
         raise UnsupportedVersionError(f"{name}: unknown writer feature flags {unknown:#x}")
+
+
+# -- fragments: manifest message <-> domain value (fermion.table.domain) -------------------
+
+
+def fragment_from_proto(message: pb.Fragment, *, committed: bool | None = None) -> Fragment:
+    """The :class:`~fermion.table.domain.Fragment` of a manifest ``Fragment`` message.
+
+    Args:
+        message: The message (read, not kept).
+        committed: Whether ``message.id`` is meaningful (default: it is when the id is
+            non-zero or the message has a deletion file).
+
+    Example:
+        >>> m = pb.Fragment(id=2, physical_rows=3)
+        >>> _ = m.files.add(path="data/a.fermion", field_ids=[0], size_bytes=9)
+        >>> f = fragment_from_proto(m)
+        >>> f.id, f.files[0].path, f.live_rows
+        (2, 'data/a.fermion', 3)
+        >>> fragment_to_proto(f) == m
+        True
+    """
+    has_deletions = message.HasField("deletion_file")
+    if committed is None:
+        committed = message.id != 0 or has_deletions
+    return Fragment(
+        id=message.id if committed else None,
+        files=tuple(
+            DataFile(f.path, tuple(f.field_ids), f.size_bytes, f.file_format or "fermion")
+            for f in message.files
+        ),
+        physical_rows=message.physical_rows,
+        deleted_rows=message.deletion_file.num_deleted_rows if has_deletions else 0,
+        message=message.SerializeToString(deterministic=True),
+    )
+
+
+def fragment_to_proto(fragment: Fragment) -> pb.Fragment:
+    """The manifest ``Fragment`` message of ``fragment`` (a new message).
+
+    A fragment built by hand (no :attr:`~fermion.table.domain.Fragment.message`) gets
+    its id, files and row count; one read from a manifest gets its exact message back.
+
+    Example:
+        >>> from fermion.table.domain import DataFile, Fragment
+        >>> m = fragment_to_proto(Fragment(None, (DataFile("data/a.fermion", (0,), 9),), 3))
+        >>> m.physical_rows, m.files[0].path
+        (3, 'data/a.fermion')
+    """
+    message = pb.Fragment()
+    if fragment.message:
+        message.ParseFromString(fragment.message)
+        return message
+    message.id = fragment.id or 0
+    message.physical_rows = fragment.physical_rows
+    for f in fragment.files:
+        message.files.add(
+            path=f.path, field_ids=f.field_ids, size_bytes=f.size_bytes, file_format=f.file_format
+        )
+    return message
+
+
+def fragment_message(fragment: pb.Fragment | Fragment) -> pb.Fragment:
+    """The manifest message of a fragment given either way (a message is returned as is).
+
+    For the functions that read a fragment's files and accept both a ``Dataset.fragments``
+    value and a manifest message.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> fragment_message(Fragment(id=None, files=(), physical_rows=3)).physical_rows
+        3
+    """
+    return fragment if isinstance(fragment, pb.Fragment) else fragment_to_proto(fragment)
+
+
+def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:
+    """The committed fragments of a manifest, in its order.
+
+    Example:
+        >>> m = pb.Manifest(version=1)
+        >>> _ = m.fragments.add(id=0, physical_rows=2)
+        >>> [(f.id, f.physical_rows) for f in fragments_from_manifest(m)]
+        [(0, 2)]
+    """
+    return tuple(fragment_from_proto(f, committed=True) for f in manifest.fragments)
+
+
+def fragment_stats(fragment: Fragment) -> list[pb.FieldStats]:
+    """Per-field statistics recorded when the fragment was written (or rebuilt).
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> fragment_stats(Fragment(None, (), 0))
+        []
+    """
+    return list(fragment_to_proto(fragment).stats)
+
+
+def fragment_to_bytes(fragment: Fragment) -> bytes:
+    """Stable binary form: the committed flag (``C``/``N``) and the ``Fragment`` message.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> f = Fragment(id=None, files=(), physical_rows=3)
+        >>> fragment_from_bytes(fragment_to_bytes(f)).physical_rows
+        3
+    """
+    flag = b"C" if fragment.id is not None else b"N"
+    return flag + fragment_to_proto(fragment).SerializeToString(deterministic=True)
+
+
+def fragment_from_bytes(data: bytes) -> Fragment:
+    """Inverse of :func:`fragment_to_bytes`.
+
+    Raises:
+        InvalidArgumentError: Not the bytes of a fragment.
+
+    Example:
+        >>> fragment_from_bytes(b"x")
+        Traceback (most recent call last):
+        ...
+        fermion.errors.InvalidArgumentError: not the bytes of a Fragment
+    """
+    if not data or data[:1] not in (b"C", b"N"):
+        raise InvalidArgumentError("not the bytes of a Fragment")
+    message = pb.Fragment()
+    try:
+        message.ParseFromString(data[1:])
+    except DecodeError as exc:
+        raise InvalidArgumentError(f"not the bytes of a Fragment: {exc}") from exc
+    return fragment_from_proto(message, committed=data[:1] == b"C")
+
+
+def fragment_to_dict(fragment: Fragment) -> dict[str, Any]:
+    """JSON-ready dict (protobuf's canonical JSON mapping of the message).
+
+    Example:
+        >>> import json
+        >>> from fermion.table.domain import Fragment
+        >>> f = Fragment(id=None, files=(), physical_rows=3)
+        >>> fragment_from_dict(json.loads(json.dumps(fragment_to_dict(f)))).physical_rows
+        3
+    """
+    return {
+        "committed": fragment.id is not None,
+        "fragment": json_format.MessageToDict(fragment_to_proto(fragment)),
+    }
+
+
+def fragment_from_dict(value: Mapping[str, Any]) -> Fragment:
+    """Inverse of :func:`fragment_to_dict`.
+
+    Raises:
+        InvalidArgumentError: Not the dict of a fragment.
+
+    Example:
+        >>> fragment_from_dict({"fragment": {}})
+        Traceback (most recent call last):
+        ...
+        fermion.errors.InvalidArgumentError: not a Fragment dict: 'committed'
+    """
+    try:
+        message = json_format.ParseDict(value["fragment"], pb.Fragment())
+        committed = bool(value["committed"])
+    except (KeyError, TypeError, json_format.ParseError) as exc:
+        raise InvalidArgumentError(f"not a Fragment dict: {exc}") from exc
+    return fragment_from_proto(message, committed=committed)
+
+
+# -- table schemas: the manifest ``Schema`` message as bytes -------------------------------
+
+
+def schema_to_bytes(schema: TableSchema) -> bytes:
+    """The table schema's ``Schema`` message, serialized (its ``max_field_id`` aside).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> schema = TableSchema.from_arrow(pa.schema([("x", pa.int64())]))
+        >>> schema_from_bytes(schema_to_bytes(schema), schema.max_field_id) == schema
+        True
+    """
+    return schema.to_proto().SerializeToString(deterministic=True)
+
+
+def schema_from_bytes(data: bytes, max_field_id: int) -> TableSchema:
+    """Inverse of :func:`schema_to_bytes`.
+
+    Raises:
+        InvalidArgumentError: Not the bytes of a schema message.
+
+    Example:
+        >>> schema_from_bytes(b"\\xff", 0)
+        Traceback (most recent call last):
+        ...
+        fermion.errors.InvalidArgumentError: not an encoded table schema: Error parsing message...
+    """
+    message = pb.Schema()
+    try:
+        message.ParseFromString(data)
+    except DecodeError as exc:
+        raise InvalidArgumentError(f"not an encoded table schema: {exc}") from exc
+    return TableSchema.from_proto(message, max_field_id)

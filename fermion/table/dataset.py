@@ -29,6 +29,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
+from fermion.table.codec import fragments_from_manifest
 from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
@@ -37,6 +38,7 @@ from fermion.table.dataset_history import Tags, version_history
 from fermion.table.dataset_maintenance import compact_files as compact_fragments
 from fermion.table.dataset_maintenance import rebuild_stats as rebuild_fragment_stats
 from fermion.table.display import schema_preview
+from fermion.table.domain import Fragment
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.indices.lookup import indexed_scan
 from fermion.table.indices.model import IndexInfo, IndexKind
@@ -243,6 +245,7 @@ class Dataset:
         self._manifest = manifest
         # (the message it copies, the copy) behind the ``manifest`` property
         self._manifest_copy: tuple[pb.Manifest, pb.Manifest] | None = None
+        self._fragments: tuple[pb.Manifest, tuple[Fragment, ...]] | None = None
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         # data files kept open between batch lookups (fermion.table.readers)
@@ -357,9 +360,23 @@ class Dataset:
         return self._schema
 
     @property
-    def fragments(self) -> list[pb.Fragment]:
-        """This version's fragment messages."""
-        return list(self._manifest.fragments)
+    def fragments(self) -> list[Fragment]:
+        """This version's fragments (:class:`~fermion.table.domain.Fragment` values).
+
+        They are converted from the manifest once per version this object reads; the
+        manifest's ``Fragment`` messages themselves are ``manifest.fragments``.
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> [(f.id, f.physical_rows, f.live_rows) for f in ds.fragments]
+            [(0, 2, 2)]
+        """
+        cached = self._fragments
+        if cached is None or cached[0] is not self._manifest:
+            cached = (self._manifest, fragments_from_manifest(self._manifest))
+            self._fragments = cached
+        return list(cached[1])
 
     def __repr__(self) -> str:
         columns = schema_preview(self.schema)  # the first 10 columns, then how many more

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fermion.table.codec import fragment_message
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.deletions import (
     bitmap_from_offsets,
@@ -29,6 +30,7 @@ from fermion.table.deletions import (
     read_deletion_file,
     write_deletion_file,
 )
+from fermion.table.domain import Fragment
 from fermion.table.fragments import write_fragments
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
@@ -101,7 +103,10 @@ def _aligned_for_acero(table: pa.Table) -> pa.Table:
 
 
 def mark_deleted(
-    storage: TableStorage, fragment: pb.Fragment, offsets: np.ndarray, read_version: int
+    storage: TableStorage,
+    fragment: pb.Fragment | Fragment,
+    offsets: np.ndarray,
+    read_version: int,
 ) -> tuple[pb.Fragment | None, bool]:
     """Write the complete deletion set of ``fragment`` with ``offsets`` added.
 
@@ -109,6 +114,7 @@ def mark_deleted(
         ``(updated fragment, False)``, or ``(None, True)`` when no live row is left (the
         fragment is removed instead).
     """
+    fragment = fragment_message(fragment)
     rows = bitmap_from_offsets(offsets)
     if fragment.HasField("deletion_file"):
         rows |= read_deletion_file(storage, fragment.id, fragment.deletion_file)

@@ -38,7 +38,9 @@ from fermion.format import FileReader
 from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table
 from fermion.format.read.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
+from fermion.table.codec import fragment_message
 from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.domain import Fragment
 from fermion.table.predicate import parse_predicate
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
@@ -119,7 +121,7 @@ def open_fragment_files(
 def read_fragment(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: pb.Fragment | Fragment,
     columns: Sequence[str],
     filter: pc.Expression | None = None,
     *,
@@ -147,6 +149,7 @@ def read_fragment(
         ...               stripes=range(0, 1)).to_pydict()
         {'x': [1, 3]}
     """
+    fragment = fragment_message(fragment)
     stats = stats if stats is not None else ScanStats()
     needed = list(dict.fromkeys([*columns, *_referenced(filter, schema.arrow.names)]))
     if not needed:
@@ -173,7 +176,7 @@ def read_fragment(
 def take_fragment(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: pb.Fragment | Fragment,
     columns: Sequence[str],
     positions: np.ndarray,
     readers: ReaderCache | None = None,
@@ -192,6 +195,7 @@ def take_fragment(
         ...               np.array([2, 0])).to_pydict()
         {'x': [4, 1]}
     """
+    fragment = fragment_message(fragment)
     positions = np.asarray(positions, dtype=np.int64)
     if len(fragment.files) == 1:
         top_ids = schema.top_level_ids()
@@ -267,7 +271,7 @@ def _read_opened(
     return out
 
 
-def fragment_stripe_rows(storage: TableStorage, fragment: pb.Fragment) -> list[int]:
+def fragment_stripe_rows(storage: TableStorage, fragment: pb.Fragment | Fragment) -> list[int]:
     """Rows of each stripe of a fragment's data file (one entry per stripe).
 
     A fragment of several data files (columns added by a schema change) has no common

@@ -103,7 +103,7 @@ def test_materialize_deletions_job(spark: Any, tmp_path: Path) -> None:
     assert code == 0, summary
     assert (summary["files_in"], summary["files_out"], summary["rows_out"]) == (1, 1, 4)
     ds = fermion.dataset(str(uri))
-    assert [f.HasField("deletion_file") for f in ds.fragments] == [False, True, False]
+    assert [f.HasField("deletion_file") for f in ds.manifest.fragments] == [False, True, False]
     assert _ids(uri) == [i for i in range(36) if i >= 8 and i != 20]
 
 

@@ -50,7 +50,7 @@ def test_expression_values_go_to_one_new_file_per_fragment(tmp_path: Path) -> No
     assert table["g"].to_pylist() == want_g.to_pylist()
     assert table["h"].to_pylist() == [x + 1 for x in before["x"].to_pylist()]
     new_ids = list(ds.table_schema.field_ids[-2:])
-    for old, fragment in zip(old_files, ds.fragments, strict=True):
+    for old, fragment in zip(old_files, ds.manifest.fragments, strict=True):
         assert [f.path for f in fragment.files[:-1]] == old  # untouched
         added = fragment.files[-1]
         assert list(added.field_ids) == new_ids

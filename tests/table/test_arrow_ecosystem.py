@@ -72,8 +72,8 @@ def test_streamed_fragment_stats_equal_whole_table_stats(tmp_path: Path) -> None
     reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=3))
     streamed = ft.write_dataset(reader, str(tmp_path / "a"))
     whole = ft.write_dataset(data, str(tmp_path / "b"))
-    assert list(streamed.fragments[0].stats) == list(whole.fragments[0].stats)
-    stats = {s.field_id: s for s in streamed.fragments[0].stats}
+    assert list(streamed.manifest.fragments[0].stats) == list(whole.manifest.fragments[0].stats)
+    stats = {s.field_id: s for s in streamed.manifest.fragments[0].stats}
     assert (stats[0].min.int_value, stats[0].max.int_value, stats[0].null_count) == (1, 9, 1)
     assert not stats[1].HasField("min")  # a NaN: no range
     assert streamed.count_rows("a > 8") == 1

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import fermion.table as ft
 import fermion.table.fragments as fragments_module
 from fermion.format import FileReader, FileWriter
+from fermion.table.codec import fragment_stats
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import fragment_stripe_rows, read_fragment
 from fermion.table.tasks import (
@@ -84,9 +85,9 @@ def _batches_by_id(ds: ft.Dataset, fragments: list[pb.Fragment]) -> dict[int, pa
     return {i: pa.concat_tables(p).combine_chunks() for i, p in parts.items()}
 
 
-def _id_range(fragment: pb.Fragment, ds: ft.Dataset) -> tuple[int, int]:
+def _id_range(fragment: ft.Fragment, ds: ft.Dataset) -> tuple[int, int]:
     field_id = ds.table_schema.top_level_ids()[ds.table_schema.arrow.get_field_index("b")]
-    stat = next(s for s in fragment.stats if s.field_id == field_id)
+    stat = next(s for s in fragment_stats(fragment) if s.field_id == field_id)
     return stat.min.int_value, stat.max.int_value
 
 

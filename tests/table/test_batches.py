@@ -461,7 +461,7 @@ def test_lookup_matches_a_filtered_scan(
     assert got.equals(expected(ds, present, ["tags", "pos"]).select(["tags", "pos"]))
     assert lookup.missing.tolist() == sorted({w for w in wanted if w not in live})
     may_hold = 0  # fragments with live rows whose written id range covers a wanted id
-    for fragment in ds.fragments:
+    for fragment in ds.manifest.fragments:
         if fragment.deletion_file.num_deleted_rows == fragment.physical_rows:
             continue
         with FileReader(ds.storage.target(fragment.files[0].path)) as reader:

@@ -146,7 +146,7 @@ def test_one_version_with_deletion_vectors_and_new_fragments(tmp_path: Path) -> 
     summary = ds.manifest.summary
     assert summary.operation == "merge_insert"
     assert (summary.added_fragments, summary.added_rows, summary.deleted_rows) == (1, 3, 2)
-    with_deletions = [f.id for f in ds.fragments if f.HasField("deletion_file")]
+    with_deletions = [f.id for f in ds.manifest.fragments if f.HasField("deletion_file")]
     assert with_deletions == [0, 1]  # rows 3 and 7: fragments 0 and 1, nothing rewritten
     assert ds.count_rows() == 21
     assert ds.to_table(filter="k = 7").to_pylist() == [{"k": 7, "v": 1, "s": "a"}]

@@ -57,7 +57,7 @@ def _by_rowid(ds: ft.Dataset) -> dict[int, tuple[int, str]]:
 
 def _all_ids(ds: ft.Dataset) -> np.ndarray:
     """The ids of every physical row of the version (deleted rows included)."""
-    parts = [fragment_row_ids(f) for f in ds.fragments]
+    parts = [fragment_row_ids(f) for f in ds.manifest.fragments]
     return np.concatenate([p for p in parts if p is not None])
 
 
@@ -72,7 +72,8 @@ def test_a_new_table_has_row_ids_in_write_order(tmp_path: Path) -> None:
     table = ds.to_table(columns=["id", "_rowid"])
     assert table.schema.field("_rowid").type == pa.uint64()
     assert table["_rowid"].to_pylist() == table["id"].to_pylist() == list(range(10))
-    assert [f.row_ids.segments[0].WhichOneof("kind") for f in ds.fragments] == ["range"] * 3
+    kinds = [f.row_ids.segments[0].WhichOneof("kind") for f in ds.manifest.fragments]
+    assert kinds == ["range"] * 3
 
 
 def test_appends_continue_and_deleted_ids_are_never_given_again(tmp_path: Path) -> None:
@@ -146,7 +147,7 @@ def test_compaction_and_materialisation_keep_ids(tmp_path: Path) -> None:
     taken = ds.take_rowids([49, 0, 21, 49], columns=["_rowid", "id", "v"])
     counts = ds.compact_files(target_rows_per_fragment=1000, materialize_deletions_threshold=0)
     assert counts["fragments_removed"] == 8 and len(ds.fragments) == 1
-    assert not ds.fragments[0].HasField("deletion_file")
+    assert not ds.manifest.fragments[0].HasField("deletion_file")
     assert _by_rowid(ds) == before
     assert ds.take_rowids([49, 0, 21, 49], columns=["_rowid", "id", "v"]).equals(taken)
     assert ds.manifest.next_row_id == 50
@@ -171,7 +172,7 @@ def test_batch_mode_compaction_moves_ids_with_their_rows(tmp_path: Path) -> None
     after = ds.to_table(columns=["_rowid", "b", "x"]).sort_by("_rowid")
     assert after.equals(before)
     # the merge reordered rows by batch id: the sequences are not plain ranges any more
-    kinds = {s.WhichOneof("kind") for f in ds.fragments for s in f.row_ids.segments}
+    kinds = {s.WhichOneof("kind") for f in ds.manifest.fragments for s in f.row_ids.segments}
     assert kinds - {"range"}
 
 
@@ -323,7 +324,7 @@ def test_a_table_from_before_row_ids_still_reads_and_writes(tmp_path: Path) -> N
     latest = ft.dataset(uri)
     assert not latest.manifest.reader_feature_flags & FLAG_ROW_IDS
     assert latest.manifest.next_row_id == 0
-    assert all(not f.HasField("row_ids") for f in latest.fragments)
+    assert all(not f.HasField("row_ids") for f in latest.manifest.fragments)
     assert latest.to_table()["name"].to_pylist()[-1] == "x"
     assert latest.count_rows() == 12
 
@@ -389,6 +390,6 @@ def test_a_sorted_segment_must_hold_its_count() -> None:
 def test_compacting_untouched_fragments_keeps_one_range(tmp_path: Path) -> None:
     ds = ft.write_dataset(_rows(range(30)), str(tmp_path / "t"), max_rows_per_file=7)
     ds.compact_files(target_rows_per_fragment=100)
-    (fragment,) = ds.fragments
+    (fragment,) = ds.manifest.fragments
     assert [s.WhichOneof("kind") for s in fragment.row_ids.segments] == ["range"]
     assert fragment.row_ids.ByteSize() < 16

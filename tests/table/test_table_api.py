@@ -175,7 +175,7 @@ def test_deletions_use_arrow_for_few_rows_and_roaring_for_many(tmp_path: Path, c
     uri = str(tmp_path / "t")
     ds = ft.write_dataset(_ids(5000), uri)
     ds.delete(pc.field("id") < count)
-    (fragment,) = ds.fragments
+    (fragment,) = ds.manifest.fragments
     kind = fragment.deletion_file.file_type
     assert kind == (
         pb.DeletionFile.ARROW_ARRAY if count <= ARROW_MAX_ROWS else pb.DeletionFile.BITMAP
@@ -195,7 +195,7 @@ def test_compaction_materialises_deletions_and_merges_small_fragments(tmp_path: 
     stats = ds.compact_files(target_rows_per_fragment=200, materialize_deletions_threshold=0.2)
     assert stats["fragments_removed"] == 8
     assert [f.physical_rows for f in ds.fragments] == [187, 113]  # groups of <= 200 live rows
-    assert not any(f.HasField("deletion_file") for f in ds.fragments)
+    assert not any(f.HasField("deletion_file") for f in ds.manifest.fragments)
     assert ds.to_table().sort_by("id").equals(before)
     again = ds.compact_files(target_rows_per_fragment=200)
     assert again["fragments_removed"] == 0

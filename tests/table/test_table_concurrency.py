@@ -201,7 +201,7 @@ def _commit_overlapping_delete(uri: str, worker: int) -> str:
     from fermion.table.deletions import write_deletion_file
 
     fragment = ft.FragmentMetadata()
-    fragment.CopyFrom(ds.fragments[0])
+    fragment.CopyFrom(ds.manifest.fragments[0])
     fragment.deletion_file.CopyFrom(
         write_deletion_file(ds.storage, fragment.id, 1, BitMap(offsets))
     )

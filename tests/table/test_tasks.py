@@ -29,6 +29,16 @@ from fermion.errors import (
     SchemaMismatchError,
 )
 from fermion.format import FileReader
+from fermion.table.codec import (
+    fragment_from_bytes,
+    fragment_from_dict,
+    fragment_from_proto,
+    fragment_stats,
+    fragment_to_bytes,
+    fragment_to_dict,
+    fragment_to_proto,
+)
+from fermion.table.domain import DataFile
 from fermion.table.operations import INPUT_KEY_PREFIX
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.tasks import (
@@ -62,6 +72,7 @@ from fermion.table.tasks import (
     resolve_write_schema,
     write_committed,
 )
+from fermion.table.tasks.model import loads_json
 from tests.support.budget import examples
 from tests.table.conftest import CTX
 
@@ -113,25 +124,30 @@ def test_fragment_info_round_trips(
     stats.min.int_value = low
     stats.max.string_value = text
     message.stats.add(field_id=2).min.binary_value = blob
-    info = FragmentInfo.from_proto(message, committed=fid is not None)
+    info = fragment_from_proto(message, committed=fid is not None)
+    assert isinstance(info, FragmentInfo)  # the older name of Fragment
     assert info.id == fid
     assert info.live_rows == rows - (deleted if fid is not None else 0)
-    assert FragmentInfo.from_bytes(info.to_bytes()) == info
-    assert FragmentInfo.from_json(info.to_json()) == info
+    assert info.files == tuple(
+        DataFile(path, (i, i + 1), i * 7, "fermion") for i, path in enumerate(paths)
+    )
+    assert fragment_from_bytes(fragment_to_bytes(info)) == info
+    assert fragment_from_dict(loads_json(json.dumps(fragment_to_dict(info)))) == info
     assert pickle.loads(pickle.dumps(info)) == info
-    assert info.to_proto() == message
+    assert fragment_to_proto(info) == message
+    assert fragment_stats(info) == list(message.stats)
 
 
 @pytest.mark.parametrize("bad", [b"", b"X123", b"C\xff\xff\xff"])
 def test_fragment_info_rejects_foreign_bytes(bad: bytes) -> None:
     with pytest.raises(InvalidArgumentError):
-        FragmentInfo.from_bytes(bad)
+        fragment_from_bytes(bad)
 
 
 @pytest.mark.parametrize("bad", ["", "[1]", '{"committed": true}', '{"fragment": 3}'])
 def test_fragment_info_rejects_foreign_json(bad: str) -> None:
     with pytest.raises(InvalidArgumentError):
-        FragmentInfo.from_json(bad)
+        fragment_from_dict(loads_json(bad))
 
 
 def test_every_plan_task_and_result_round_trips_through_json_and_pickle(tmp_path: Path) -> None:
@@ -498,7 +514,7 @@ def test_materialization_rewrites_heavily_deleted_fragments_only(tmp_path: Path)
     results = _in_other_process(execute_rewrite, plan.tasks)
     commit_rewrite(plan, results)
     after = ft.dataset(uri)
-    assert [f.HasField("deletion_file") for f in after.fragments] == [False, True, False]
+    assert [f.HasField("deletion_file") for f in after.manifest.fragments] == [False, True, False]
     assert after.count_rows() == 30 - 7
     with pytest.raises(InvalidArgumentError):
         plan_materialization(uri, threshold=1.0)
@@ -533,7 +549,7 @@ def test_index_rebuild_in_other_processes_and_only_stale_next_time(tmp_path: Pat
     after = ft.dataset(uri)
     (index,) = [i for i in after.manifest.indices if i.name == STATS_INDEX_NAME]
     assert sorted(index.fragment_ids) == [0, 1, 2, 3]
-    last = after.fragments[3].stats[0]
+    last = after.manifest.fragments[3].stats[0]
     assert (last.min.int_value, last.max.int_value) == (30, 34)  # live rows only
     assert plan_index(uri, columns=["id"]).tasks == ()
     ft.write_dataset(_rows(100, 5), uri, mode="append")

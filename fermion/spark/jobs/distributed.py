@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
+from fermion.table.codec import fragment_from_bytes, fragment_to_bytes, fragment_to_proto
+from fermion.table.domain import Fragment
 from fermion.table.ref import TableRef
 from fermion.table.scan import read_fragment
 from fermion.table.tasks import (
-    FragmentInfo,
     WritePlan,
     WriteResult,
     abort_write,
@@ -147,7 +148,7 @@ def fragments_frame(
     spark: SparkSession,
     uri: str | TableRef,
     plan_schema: Any,
-    fragments: Sequence[FragmentInfo],
+    fragments: Sequence[Fragment],
     spark_schema: Any,
 ) -> DataFrame:
     """The live rows of ``fragments`` as a DataFrame with ``spark_schema``, read by tasks.
@@ -164,14 +165,14 @@ def fragments_frame(
     target = to_arrow_schema(spark_schema, timezone=spark.conf.get("spark.sql.session.timeZone"))
     names = list(target.names)
     ref = TableRef.of(uri)  # made here: the tasks open it without the environment
-    encoded = [(f.to_bytes(),) for f in fragments]
+    encoded = [(fragment_to_bytes(f),) for f in fragments]
     slices = max(1, min(len(encoded), spark.sparkContext.defaultParallelism * 4))
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = ref.open()
         for batch in batches:
             for data in batch.column(0).to_pylist():
-                fragment = FragmentInfo.from_bytes(data).to_proto()
+                fragment = fragment_to_proto(fragment_from_bytes(data))
                 table = read_fragment(storage, plan_schema, fragment, names)
                 yield from table.select(names).cast(target).to_batches()
 

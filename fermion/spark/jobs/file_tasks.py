@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 
 from fermion.errors import FermionError
 from fermion.spark.jobs.row_digest import RowDigest, digestible
+from fermion.table.codec import fragment_to_proto
 from fermion.table.scan import read_fragment
 from fermion.table.tasks import WritePlan, WriteResult, execute_write
 
@@ -514,7 +515,7 @@ def _verify(
     names = plan.schema.arrow.names
     source = _Rows(task_batches(pieces, schema, plan.batch_id_column), schema)
     for info in result.fragments:
-        written = read_fragment(storage, plan.schema, info.to_proto(), names)
+        written = read_fragment(storage, plan.schema, fragment_to_proto(info), names)
         expected = source.take(written.num_rows).select(names)
         if expected.num_rows != written.num_rows or not written.equals(
             expected.cast(written.schema)
@@ -557,7 +558,7 @@ def _verify_digest(plan: WritePlan, result: WriteResult, source: RowDigest) -> N
     names = plan.schema.arrow.names
     written = RowDigest(plan.schema.arrow)
     for info in result.fragments:
-        written.add(read_fragment(storage, plan.schema, info.to_proto(), names))
+        written.add(read_fragment(storage, plan.schema, fragment_to_proto(info), names))
     if written.rows != source.rows:
         raise FileVerificationError(
             f"the task wrote {written.rows:,} rows; its Parquet pieces hold {source.rows:,}"

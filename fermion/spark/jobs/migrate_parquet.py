@@ -31,12 +31,13 @@ from fermion.spark.jobs.distributed import (
 )
 from fermion.spark.jobs.file_tasks import execute_file_tasks, parquet_tasks
 from fermion.spark.jobs.runner import JobContext, JobResult
+from fermion.table.codec import fragment_from_proto
 from fermion.table.commit import CommitConfig
+from fermion.table.domain import Fragment
 from fermion.table.operations import INPUT_KEY_PREFIX
 from fermion.table.ref import TableRef
 from fermion.table.tasks import (
     CommitSummary,
-    FragmentInfo,
     WriteResult,
     commit_write,
     input_recorded,
@@ -154,7 +155,7 @@ def _verify(
     source: DataFrame,
     uri: TableRef,
     schema: Any,
-    fragments: list[FragmentInfo],
+    fragments: list[Fragment],
 ) -> dict[str, Any]:
     context.log.info("verifying %d written fragments against the source", len(fragments))
     expected = column_checksums(source)
@@ -175,7 +176,7 @@ def _export(context: JobContext, config: MigrateParquetConfig) -> JobResult:
         raise DatasetError(f"{config.table}: not a Fermion table (no versions)")
     manifest = load_manifest(storage, version)
     schema = schema_of(manifest)
-    fragments = [FragmentInfo.from_proto(f) for f in manifest.fragments]
+    fragments = [fragment_from_proto(f) for f in manifest.fragments]
     spark = context.spark
     from pyspark.sql.pandas.types import from_arrow_schema
 

@@ -2,7 +2,8 @@
 
 This is the seam through which Spark (or any other engine) distributes table work;
 docs/ARCHITECTURE.md describes it. Plans, tasks and results are frozen dataclasses that
-pickle and have a JSON form; fragments travel as :class:`FragmentInfo`.
+pickle and have a JSON form; fragments travel as :class:`~fermion.table.domain.Fragment`
+(``FragmentInfo``, its older name, is the same class).
 
 The package also owns the write and commit semantics: :func:`resolve_write_schema` (the
 schema a write uses), :func:`write_committed` (did it commit?), :func:`abort_write` and

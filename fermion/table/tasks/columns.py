@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
+from fermion.table.codec import fragment_from_proto, fragment_to_proto
 from fermion.table.column_values import (
     compute_fragment_columns,
     expression_columns,
@@ -39,6 +40,7 @@ from fermion.table.column_values import (
     write_column_file,
 )
 from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.domain import Fragment
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import AddColumns
 from fermion.table.ref import TableRef
@@ -56,7 +58,6 @@ from fermion.table.tasks.model import (
     SCHEMA,
     Codec,
     CommitSummary,
-    FragmentInfo,
     JsonMixin,
     OnTable,
     tasks_codec,
@@ -79,7 +80,7 @@ class AddColumnsTask(JsonMixin):
     """Fragments whose new columns one worker computes and writes."""
 
     task_id: str
-    fragments: tuple[FragmentInfo, ...]
+    fragments: tuple[Fragment, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {"fragments": FRAGMENTS}
 
@@ -135,7 +136,7 @@ class AddColumnsResult(JsonMixin):
 
     task_id: str
     write_id: str
-    fragments: tuple[FragmentInfo, ...] = ()
+    fragments: tuple[Fragment, ...] = ()
 
     @property
     def bytes_written(self) -> int:
@@ -199,12 +200,12 @@ def execute_add_columns(plan: AddColumnsPlan, task: AddColumnsTask) -> AddColumn
     part = plan.part
     entries = []
     for info in task.fragments:
-        fragment = info.to_proto()
+        fragment = fragment_to_proto(info)
         values = compute_fragment_columns(storage, plan.schema, fragment, plan.columns)
         if not values.schema.equals(part.arrow):
             values = values.cast(part.arrow)
         entry = write_column_file(storage, part, fragment, values, prefix=plan.prefix)
-        entries.append(FragmentInfo.from_proto(entry, committed=True))
+        entries.append(fragment_from_proto(entry, committed=True))
     return AddColumnsResult(task.task_id, plan.write_id, tuple(entries))
 
 
@@ -230,7 +231,7 @@ def commit_add_columns(
                 f"result of task {each.task_id} belongs to write {each.write_id}, "
                 f"not {plan.write_id}"
             )
-    entries = [f.to_proto() for r in results for f in r.fragments]
+    entries = [fragment_to_proto(f) for r in results for f in r.fragments]
     planned = {f.id for t in plan.tasks for f in t.fragments if f.id is not None}
     missing = sorted(planned - {e.id for e in entries})
     if missing:

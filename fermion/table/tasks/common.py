@@ -18,13 +18,14 @@ from typing import Any
 
 from fermion.deprecation import deprecated_alias
 from fermion.errors import DatasetError
-from fermion.table.codec import check_writer_flags
+from fermion.table.codec import check_writer_flags, fragment_from_proto
 from fermion.table.commit import CommitResult
+from fermion.table.domain import Fragment
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.model import CommitSummary, FragmentInfo
+from fermion.table.tasks.model import CommitSummary
 from fermion.table.versions import latest_manifest, load_manifest
 
 __all__ = [
@@ -38,16 +39,14 @@ __all__ = [
 ]
 
 
-def fragment_groups(
-    fragments: Sequence[pb.Fragment], per_task: int
-) -> list[tuple[FragmentInfo, ...]]:
+def fragment_groups(fragments: Sequence[pb.Fragment], per_task: int) -> list[tuple[Fragment, ...]]:
     """Committed ``fragments`` as plain data, ``per_task`` to a task, in order.
 
     Example:
         >>> [len(g) for g in fragment_groups([pb.Fragment(id=i) for i in range(5)], 2)]
         [2, 2, 1]
     """
-    infos = [FragmentInfo.from_proto(f, committed=True) for f in fragments]
+    infos = [fragment_from_proto(f, committed=True) for f in fragments]
     return [tuple(infos[i : i + per_task]) for i in range(0, len(infos), per_task)]
 
 

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
+from fermion.table.codec import fragment_from_proto, fragment_to_proto
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import (
     bitmap_from_offsets,
@@ -38,6 +39,7 @@ from fermion.table.deletions import (
     read_deletion_file,
     write_deletion_file,
 )
+from fermion.table.domain import Fragment
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Delete
 from fermion.table.predicate import parse_predicate
@@ -55,7 +57,6 @@ from fermion.table.tasks.model import (
     SCHEMA,
     Codec,
     CommitSummary,
-    FragmentInfo,
     JsonMixin,
     OnTable,
     tasks_codec,
@@ -81,7 +82,7 @@ class DeleteTask(OnTable, JsonMixin):
     table: TableRef
     read_version: int
     schema: TableSchema
-    fragments: tuple[FragmentInfo, ...]
+    fragments: tuple[Fragment, ...]
     predicate: pc.Expression
 
     _codecs: ClassVar[dict[str, Codec]] = {
@@ -112,7 +113,7 @@ class DeleteResult(JsonMixin):
     """Fragments with their new deletion files, and fragments with no live row left."""
 
     task_id: str
-    updated: tuple[FragmentInfo, ...]
+    updated: tuple[Fragment, ...]
     removed_ids: tuple[int, ...]
     rows_deleted: int
 
@@ -187,7 +188,7 @@ def execute_delete(task: DeleteTask) -> DeleteResult:
     storage = task.table.open()
     updated, removed, deleted = [], [], 0
     for info in task.fragments:
-        fragment = info.to_proto()
+        fragment = fragment_to_proto(info)
         update, gone, rows = _delete_in(
             storage, task.schema, fragment, task.predicate, task.read_version
         )
@@ -195,7 +196,7 @@ def execute_delete(task: DeleteTask) -> DeleteResult:
         if gone:
             removed.append(fragment.id)
         elif update is not None:
-            updated.append(FragmentInfo.from_proto(update, committed=True))
+            updated.append(fragment_from_proto(update, committed=True))
     storage.sync_directories()  # the deletion files are durable before they are reported
     return DeleteResult(task.task_id, tuple(updated), tuple(removed), deleted)
 
@@ -241,7 +242,7 @@ def commit_delete(
             f"commit_delete needs one result per task: expected {sorted(expected)}, got {got}"
         )
     storage = open_ref(plan.table, manifest_store)[1]
-    updated = tuple(f.to_proto() for r in results for f in r.updated)
+    updated = tuple(fragment_to_proto(f) for r in results for f in r.updated)
     removed = tuple(i for r in results for i in r.removed_ids)
     if not updated and not removed:
         return CommitSummary(False, plan.read_version, plan.read_version, operation="delete")

@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
+from fermion.table.codec import fragment_from_proto, fragment_to_proto
 from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.domain import Fragment
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import CreateIndex
 from fermion.table.proto import manifest_pb2 as pb
@@ -47,7 +49,6 @@ from fermion.table.tasks.model import (
     STRS,
     Codec,
     CommitSummary,
-    FragmentInfo,
     JsonMixin,
     OnTable,
     tasks_codec,
@@ -75,7 +76,7 @@ class IndexTask(OnTable, JsonMixin):
     table: TableRef
     read_version: int
     schema: TableSchema
-    fragments: tuple[FragmentInfo, ...]
+    fragments: tuple[Fragment, ...]
     columns: tuple[str, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {
@@ -107,7 +108,7 @@ class IndexResult(JsonMixin):
     """Fresh statistics of some fragments: one ``Fragment`` message (id + stats) each."""
 
     task_id: str
-    fragment_stats: tuple[FragmentInfo, ...]
+    fragment_stats: tuple[Fragment, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {"fragment_stats": FRAGMENTS}
 
@@ -160,14 +161,14 @@ def execute_index(task: IndexTask) -> IndexResult:
     ids = [task.schema.id_of(n) for n in task.columns]
     out = []
     for info in task.fragments:
-        fragment = info.to_proto()
+        fragment = fragment_to_proto(info)
         table = read_fragment(storage, task.schema, fragment, list(task.columns))
         fresh = {s.field_id: s for s in compute_field_stats(table, ids)}
         update = pb.Fragment(id=fragment.id)
         update.stats.extend(fresh.get(s.field_id, s) for s in fragment.stats)
         known = {s.field_id for s in fragment.stats}
         update.stats.extend(s for i, s in fresh.items() if i not in known)
-        out.append(FragmentInfo.from_proto(update, committed=True))
+        out.append(fragment_from_proto(update, committed=True))
     return IndexResult(task.task_id, tuple(out))
 
 
@@ -184,7 +185,7 @@ def commit_index(
     index that are still present, plus the rebuilt ones.
     """
     storage = open_ref(plan.table, manifest_store)[1]
-    updates = [f.to_proto() for r in results for f in r.fragment_stats]
+    updates = [fragment_to_proto(f) for r in results for f in r.fragment_stats]
     gone: list[str] = []
 
     def build(manifest: pb.Manifest | None) -> CreateIndex | None:

@@ -33,7 +33,8 @@ import pyarrow as pa
 from fermion.errors import BatchModeError
 from fermion.format.encoding.arrow_ops import take_table
 from fermion.table._datafile import open_data_file
-from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.codec import fragment_to_proto
+from fermion.table.domain import Fragment
 from fermion.table.row_ids import ROW_ID, add_row_id_column
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
@@ -73,7 +74,7 @@ def _sorted(table: pa.Table, column: str) -> pa.Table:
 def fragment_id_chunks(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment,
     column: str,
     *,
     ids_from: int | None = None,
@@ -98,15 +99,16 @@ def fragment_id_chunks(
         ...     ds.storage, ds.table_schema, ds.fragments[0], "b", ids_from=2)]
         [[2, 3]]
     """
+    message = fragment_to_proto(fragment)
     names = schema.arrow.names
 
     def read(stripes: range | None = None) -> pa.Table:
         table = read_fragment(
-            storage, schema, fragment, names, stripes=stripes, with_row_offsets=with_row_ids
+            storage, schema, message, names, stripes=stripes, with_row_offsets=with_row_ids
         )
         if with_row_ids:
             table = add_row_id_column(
-                table, fragment, [*names, ROW_ID], ROW_OFFSET, keep_offsets=False
+                table, message, [*names, ROW_ID], ROW_OFFSET, keep_offsets=False
             )
         return table
 

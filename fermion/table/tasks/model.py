@@ -1,20 +1,16 @@
-"""Plain data that crosses process boundaries: fragments, commit summaries, JSON helpers.
+"""Plain data that crosses process boundaries: commit summaries, JSON helpers.
 
-A Spark executor (or any worker process) returns what it wrote as :class:`FragmentInfo`
-values inside a task result; the driver commits them. Every type here is a frozen
-dataclass that pickles, and has a stable bytes form (protobuf, for fragments) and a JSON
-form, so a result can travel through Spark rows, files or a queue.
+A Spark executor (or any worker process) returns what it wrote as
+:class:`~fermion.table.domain.Fragment` values inside a task result; the driver commits
+them. Every type here is a frozen dataclass that pickles and has a JSON form (fragments
+through :mod:`fermion.table.codec`), so a result can travel through Spark rows, files or a
+queue. ``FragmentInfo`` and ``DataFileInfo`` are the older names of ``Fragment`` and
+``DataFile``.
 
 Example:
-    >>> from fermion.table.proto import manifest_pb2 as pb
-    >>> message = pb.Fragment(physical_rows=3)
-    >>> _ = message.files.add(path="data/a.fermion", field_ids=[0, 1], size_bytes=99)
-    >>> info = FragmentInfo.from_proto(message)
-    >>> info.files[0].path, info.physical_rows, info.live_rows
-    ('data/a.fermion', 3, 3)
-    >>> FragmentInfo.from_json(info.to_json()) == info
-    True
-    >>> FragmentInfo.from_bytes(info.to_bytes()) == info
+    >>> from fermion.table.domain import DataFile, Fragment
+    >>> info = Fragment(None, (DataFile("data/a.fermion", (0, 1), 99),), physical_rows=3)
+    >>> fragments_from_json(fragments_to_json([info]))[0].files == info.files
     True
 """
 
@@ -24,16 +20,20 @@ import base64
 import json
 import pickle
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.codec import (
+    fragment_from_dict,
+    fragment_to_dict,
+    schema_from_bytes,
+    schema_to_bytes,
+)
+from fermion.table.domain import DataFile, Fragment
 from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.write_properties import WriteProperties
@@ -56,129 +56,19 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class DataFileInfo:
-    """One data file of a fragment (path relative to the table root)."""
-
-    path: str
-    field_ids: tuple[int, ...]
-    size_bytes: int
-    file_format: str = "fermion"
+#: The names plans used before :mod:`fermion.table.domain` (same classes).
+DataFileInfo = DataFile
+FragmentInfo = Fragment
 
 
-@dataclass(frozen=True)
-class FragmentInfo:
-    """A fragment as plain data: what a worker wrote, or what the manifest holds.
-
-    Attributes:
-        id: The fragment id (``None`` for a fragment not committed yet: ids are assigned
-            by the commit).
-        files: Its data files.
-        physical_rows: Rows in the data files, deleted ones included.
-        deleted_rows: Rows marked deleted by its deletion file (0 without one).
-        message: The exact manifest message (statistics, deletion file, ...); the fields
-            above are read from it.
-    """
-
-    id: int | None
-    files: tuple[DataFileInfo, ...]
-    physical_rows: int
-    deleted_rows: int
-    message: bytes = field(repr=False)
-
-    @classmethod
-    def from_proto(cls, message: pb.Fragment, *, committed: bool | None = None) -> FragmentInfo:
-        """Wrap a manifest ``Fragment`` message (copied).
-
-        ``committed`` says whether ``message.id`` is meaningful (default: it is when the
-        id is non-zero or the message has a deletion file).
-        """
-        if committed is None:
-            committed = message.id != 0 or message.HasField("deletion_file")
-        files = tuple(
-            DataFileInfo(f.path, tuple(f.field_ids), f.size_bytes, f.file_format or "fermion")
-            for f in message.files
-        )
-        deleted = message.deletion_file.num_deleted_rows if message.HasField("deletion_file") else 0
-        return cls(
-            id=message.id if committed else None,
-            files=files,
-            physical_rows=message.physical_rows,
-            deleted_rows=deleted,
-            message=message.SerializeToString(deterministic=True),
-        )
-
-    def to_proto(self) -> pb.Fragment:
-        """The manifest ``Fragment`` message."""
-        message = pb.Fragment()
-        message.ParseFromString(self.message)
-        return message
-
-    @property
-    def live_rows(self) -> int:
-        """Rows not deleted."""
-        return self.physical_rows - self.deleted_rows
-
-    @property
-    def stats(self) -> list[pb.FieldStats]:
-        """Per-field statistics recorded when the fragment was written (or rebuilt)."""
-        return list(self.to_proto().stats)
-
-    def to_bytes(self) -> bytes:
-        """Stable binary form: the protobuf ``Fragment`` message plus the committed flag."""
-        return (b"C" if self.id is not None else b"N") + self.message
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> FragmentInfo:
-        """Inverse of :meth:`to_bytes`.
-
-        Raises:
-            InvalidArgumentError: Not the bytes of a fragment.
-        """
-        if not data or data[:1] not in (b"C", b"N"):
-            raise InvalidArgumentError("not the bytes of a FragmentInfo")
-        message = pb.Fragment()
-        try:
-            message.ParseFromString(data[1:])
-        except DecodeError as exc:
-            raise InvalidArgumentError(f"not the bytes of a FragmentInfo: {exc}") from exc
-        return cls.from_proto(message, committed=data[:1] == b"C")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (protobuf's canonical JSON mapping of the message)."""
-        return {
-            "committed": self.id is not None,
-            "fragment": json_format.MessageToDict(self.to_proto()),
-        }
-
-    @classmethod
-    def from_dict(cls, value: Mapping[str, Any]) -> FragmentInfo:
-        """Inverse of :meth:`to_dict`."""
-        try:
-            message = json_format.ParseDict(value["fragment"], pb.Fragment())
-            committed = bool(value["committed"])
-        except (KeyError, TypeError, json_format.ParseError) as exc:
-            raise InvalidArgumentError(f"not a FragmentInfo dict: {exc}") from exc
-        return cls.from_proto(message, committed=committed)
-
-    def to_json(self) -> str:
-        """JSON text of :meth:`to_dict`."""
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> FragmentInfo:
-        """Inverse of :meth:`to_json`."""
-        return cls.from_dict(loads_json(text))
+def fragments_to_json(fragments: Sequence[Fragment]) -> list[dict[str, Any]]:
+    """Fragments as JSON-ready dicts (:func:`~fermion.table.codec.fragment_to_dict`)."""
+    return [fragment_to_dict(f) for f in fragments]
 
 
-def fragments_to_json(fragments: Sequence[FragmentInfo]) -> list[dict[str, Any]]:
-    """Fragments as JSON-ready dicts."""
-    return [f.to_dict() for f in fragments]
-
-
-def fragments_from_json(values: Sequence[Mapping[str, Any]]) -> tuple[FragmentInfo, ...]:
+def fragments_from_json(values: Sequence[Mapping[str, Any]]) -> tuple[Fragment, ...]:
     """Inverse of :func:`fragments_to_json`."""
-    return tuple(FragmentInfo.from_dict(v) for v in values)
+    return tuple(fragment_from_dict(v) for v in values)
 
 
 def loads_json(text: str | bytes) -> Any:
@@ -192,18 +82,16 @@ def loads_json(text: str | bytes) -> Any:
 def encode_schema(schema: TableSchema) -> dict[str, Any]:
     """A table schema (with field ids) as a JSON-ready dict."""
     return {
-        "schema": base64.b64encode(schema.to_proto().SerializeToString()).decode(),
+        "schema": base64.b64encode(schema_to_bytes(schema)).decode(),
         "max_field_id": schema.max_field_id,
     }
 
 
 def decode_schema(value: Mapping[str, Any]) -> TableSchema:
     """Inverse of :func:`encode_schema`."""
-    message = pb.Schema()
     try:
-        message.ParseFromString(base64.b64decode(value["schema"]))
-        return TableSchema.from_proto(message, int(value["max_field_id"]))
-    except (KeyError, TypeError, ValueError, DecodeError) as exc:
+        return schema_from_bytes(base64.b64decode(value["schema"]), int(value["max_field_id"]))
+    except (KeyError, TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"not an encoded table schema: {exc}") from exc
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pyarrow as pa
 
 from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.table.codec import fragment_to_proto
 from fermion.table.commit import CommitConfig
 from fermion.table.predicate import parse_predicate
 from fermion.table.row_edits import commit_planned
@@ -100,7 +101,7 @@ def commit_replace_where(
             )
     storage = TableStorage(plan.uri)
     read = load_manifest(storage, plan.read_version)
-    fragments = tuple(f.to_proto() for r in results for f in r.fragments)
+    fragments = tuple(fragment_to_proto(f) for r in results for f in r.fragments)
     result, _ = commit_planned(
         storage,
         read,

@@ -38,7 +38,9 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError
+from fermion.table.codec import fragment_from_proto, fragment_to_proto
 from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.domain import Fragment
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Rewrite, RewriteGroup
@@ -57,7 +59,6 @@ from fermion.table.tasks.model import (
     SCHEMA,
     Codec,
     CommitSummary,
-    FragmentInfo,
     JsonMixin,
     OnTable,
     tasks_codec,
@@ -108,7 +109,7 @@ class RewriteTask(OnTable, JsonMixin):
     read_version: int
     write_id: str
     schema: TableSchema
-    fragments: tuple[FragmentInfo, ...]
+    fragments: tuple[Fragment, ...]
     target_rows_per_file: int
     batch_id_column: str | None = None
     unit: str | None = None
@@ -164,9 +165,9 @@ class RewritePlan(OnTable, JsonMixin):
         return out
 
 
-def unit_fragments(tasks: Sequence[RewriteTask]) -> list[FragmentInfo]:
+def unit_fragments(tasks: Sequence[RewriteTask]) -> list[Fragment]:
     """The distinct fragments a unit of tasks replaces, in the order first met."""
-    seen: dict[int | None, FragmentInfo] = {}
+    seen: dict[int | None, Fragment] = {}
     for task in tasks:
         for fragment in task.fragments:
             seen.setdefault(fragment.id, fragment)
@@ -189,7 +190,7 @@ class RewriteResult(JsonMixin):
 
     task_id: str
     old_fragment_ids: tuple[int, ...]
-    new_fragments: tuple[FragmentInfo, ...]
+    new_fragments: tuple[Fragment, ...]
     rows: int
 
     _codecs: ClassVar[dict[str, Codec]] = {"old_fragment_ids": INTS, "new_fragments": FRAGMENTS}
@@ -306,7 +307,7 @@ def _plan(
                     read_version=manifest.version,
                     write_id=write_id,
                     schema=schema,
-                    fragments=tuple(FragmentInfo.from_proto(f, committed=True) for f in members),
+                    fragments=tuple(fragment_from_proto(f, committed=True) for f in members),
                     target_rows_per_file=target_rows,
                     batch_id_column=batch_column,
                     unit=f"u{i}" if len(ranges) > 1 else None,
@@ -446,7 +447,9 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
     """
     storage = task.table.open()
     # a table with row ids: the rows move with their ids (docs/TABLE_FORMAT.md, "Row ids")
-    carry = bool(task.fragments) and all(f.to_proto().HasField("row_ids") for f in task.fragments)
+    carry = bool(task.fragments) and all(
+        fragment_to_proto(f).HasField("row_ids") for f in task.fragments
+    )
     moved: list[np.ndarray] = []
     if task.batch_id_column is not None:
         column = task.batch_id_column
@@ -454,7 +457,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
             fragment_id_chunks(
                 storage,
                 task.schema,
-                f.to_proto(),
+                f,
                 column,
                 ids_from=task.ids_from,
                 ids_below=task.ids_below,
@@ -488,7 +491,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
         names = task.schema.arrow.names
         tables = []
         for info in task.fragments:
-            fragment = info.to_proto()
+            fragment = fragment_to_proto(info)
             table = read_fragment(storage, task.schema, fragment, names, with_row_offsets=carry)
             if carry:
                 offsets = table.column(ROW_OFFSET).to_numpy().astype(np.int64)
@@ -517,7 +520,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
     if carry:
         attach_row_ids(new, np.concatenate(moved) if moved else np.zeros(0, np.int64))
     old_ids = tuple(f.id for f in task.fragments if f.id is not None)
-    infos = tuple(FragmentInfo.from_proto(f, committed=False) for f in new)
+    infos = tuple(fragment_from_proto(f, committed=False) for f in new)
     return RewriteResult(task.task_id, old_ids, infos, rows)
 
 
@@ -572,7 +575,7 @@ def commit_rewrite(
         elif any(t.task_id in by_task for t in members):  # part of a unit: commits nothing
             skipped.extend(t.task_id for t in members if t.task_id in by_task)
     planned = {
-        unit: {f.id: _content(f.to_proto()) for f in unit_fragments(units[unit])}
+        unit: {f.id: _content(fragment_to_proto(f)) for f in unit_fragments(units[unit])}
         for unit in complete
     }
 
@@ -587,7 +590,9 @@ def commit_rewrite(
             )
             if unchanged:
                 old = tuple(f.id for f in unit_fragments(members) if f.id is not None)
-                new = tuple(f.to_proto() for t in members for f in by_task[t.task_id].new_fragments)
+                new = tuple(
+                    fragment_to_proto(f) for t in members for f in by_task[t.task_id].new_fragments
+                )
                 kept.append(RewriteGroup(old, new))
             else:
                 skipped.extend(t.task_id for t in members if t.task_id not in skipped)

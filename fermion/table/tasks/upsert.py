@@ -45,8 +45,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
+from fermion.table.codec import fragment_from_proto, fragment_to_proto
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import deletion_path
+from fermion.table.domain import Fragment
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import key_hashes
@@ -71,7 +73,6 @@ from fermion.table.tasks.model import (
     STRS,
     Codec,
     CommitSummary,
-    FragmentInfo,
     JsonMixin,
     OnTable,
     tasks_codec,
@@ -118,7 +119,7 @@ class UpsertTask(JsonMixin):
     """Fragments whose keys one worker matches with the source keys."""
 
     task_id: str
-    fragments: tuple[FragmentInfo, ...]
+    fragments: tuple[Fragment, ...]
 
     _codecs: ClassVar[dict[str, Codec]] = {"fragments": FRAGMENTS}
 
@@ -186,7 +187,7 @@ class UpsertMatch(JsonMixin):
 
     task_id: str
     write_id: str
-    updated: tuple[FragmentInfo, ...]
+    updated: tuple[Fragment, ...]
     removed: tuple[int, ...]
     matched_keys: pa.Table
     deleted_rows: int = 0
@@ -200,7 +201,7 @@ class UpsertMatch(JsonMixin):
         """The deletion files this worker wrote (relative paths)."""
         out = []
         for info in self.updated:
-            fragment = info.to_proto()
+            fragment = fragment_to_proto(info)
             out.append(deletion_path(fragment.id, fragment.deletion_file))
         return out
 
@@ -375,7 +376,7 @@ def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
         predicate = parse_predicate(plan.delete_predicate, plan.schema.arrow)
         columns = list(plan.schema.arrow.names)  # the predicate's columns among them
     for info in task.fragments:
-        fragment = info.to_proto()
+        fragment = fragment_to_proto(info)
         target = read_fragment(storage, plan.schema, fragment, columns, with_row_offsets=True)
         matched = target.select([*on, ROW_OFFSET]).join(plan.keys, on, join_type="inner")
         gone = [matched.column(ROW_OFFSET).to_numpy()]
@@ -394,7 +395,7 @@ def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
         if emptied:
             removed.append(fragment.id)
         elif update is not None:
-            updated.append(FragmentInfo.from_proto(update, committed=True))
+            updated.append(fragment_from_proto(update, committed=True))
     keys = (
         pa.concat_tables(matched_keys) if matched_keys else plan.keys.schema.empty_table()
     ).combine_chunks()
@@ -460,9 +461,9 @@ def commit_upsert(
             f"{extra} more copies are due"
         )
     storage = open_ref(plan.table, manifest_store)[1]
-    new_fragments = tuple(f.to_proto() for w in writes for f in w.fragments)
+    new_fragments = tuple(fragment_to_proto(f) for w in writes for f in w.fragments)
     op = MergeInsert(
-        updated_fragments=tuple(f.to_proto() for m in matches for f in m.updated),
+        updated_fragments=tuple(fragment_to_proto(f) for m in matches for f in m.updated),
         removed_fragment_ids=tuple(i for m in matches for i in m.removed),
         new_fragments=new_fragments, on=plan.on, key_hashes=plan.key_hashes,
         inserted_rows=inserted, config=dict(table_config or {}),

@@ -37,8 +37,9 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
-from fermion.table.codec import check_writer_flags
+from fermion.table.codec import check_writer_flags, fragment_from_proto, fragment_to_proto
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
+from fermion.table.domain import Fragment
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
@@ -59,7 +60,6 @@ from fermion.table.tasks.model import (
     SCHEMA,
     Codec,
     CommitSummary,
-    FragmentInfo,
     JsonMixin,
     OnTable,
     check_arrow_schema,
@@ -133,7 +133,7 @@ class WriteResult(JsonMixin):
 
     task_id: str
     write_id: str
-    fragments: tuple[FragmentInfo, ...] = ()
+    fragments: tuple[Fragment, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -324,7 +324,7 @@ def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> Wr
         batch_id_column=plan.batch_id_column,
         properties=plan.properties,
     )
-    infos = tuple(FragmentInfo.from_proto(f, committed=False) for f in fragments)
+    infos = tuple(fragment_from_proto(f, committed=False) for f in fragments)
     return WriteResult(str(task_id), plan.write_id, infos)
 
 
@@ -372,7 +372,7 @@ def commit_write(
                 f"not {plan.write_id}"
             )
     storage = open_ref(plan.table, manifest_store)[1]
-    fragments = tuple(f.to_proto() for r in results for f in r.fragments)
+    fragments = tuple(fragment_to_proto(f) for r in results for f in r.fragments)
     entries = dict(table_config or {})
     if plan.read_version == 0 or plan.mode == "overwrite":
         for key, value in plan.properties.to_config().items():
