@@ -315,3 +315,52 @@ def test_the_first_page_that_tries_a_dictionary_decides_not_the_first_blocked_on
     kinds = [enc.page(p, 1_000, blocks=True).data[5] for p in (small, large, large, large)]
     assert trainings == [len(large)]  # the dictionary lost on the first large page
     assert Compression.ZSTD_DICT_BLOCKS not in kinds
+
+
+def _float_planes(n: int, seed: int) -> bytes:
+    """A BYTE_SPLIT payload of ``n`` random float64 values: the exponent planes compress,
+    the others do not, and blocks lose nothing to one frame."""
+    from fermion.format.encoding.byte_split import encode_byte_split
+
+    planes = encode_byte_split(np.random.default_rng(seed).random(n).tobytes(), 8)
+    assert planes is not None
+    return planes
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        _float_planes(40_000, 0),
+        _float_planes(65_536, 1),
+        np.random.default_rng(2).integers(0, 1 << 40, 40_000).tobytes(),
+    ],
+    ids=["float-planes-320k", "float-planes-512k", "random-int64"],
+)
+def test_blocks_that_lose_nothing_to_one_frame_do_not_try_a_dictionary(
+    payload: bytes, trainings: list[int]
+) -> None:
+    """A page whose blocks are at most DICTIONARY_SKIP_RATIO times one frame trains no
+    dictionary, and is byte for byte the page of a writer without dictionaries."""
+    page = _page(payload, dictionary_block_size=4096)
+    assert trainings == []
+    assert page == _page(payload, dictionary_block_size=0)
+    assert page[5] == Compression.ZSTD_BLOCKS
+    assert bytes(_body(page).decompress_all()) == payload
+
+
+def test_random_float_columns_train_no_dictionary_and_read_back_bit_exact(
+    trainings: list[int],
+) -> None:
+    """A file of random float64 columns (one page each) is the file of a writer without
+    dictionaries, and reads back bit for bit."""
+    rng = np.random.default_rng(3)
+    table = pa.table({f"f{i}": rng.random(40_000) for i in range(3)})
+    sinks = [pa.BufferOutputStream(), pa.BufferOutputStream()]
+    fermion.write_table(table, sinks[0])
+    assert trainings == []
+    fermion.write_table(table, sinks[1], dictionary_block_size=0)
+    assert sinks[0].getvalue().equals(sinks[1].getvalue())
+    got = fermion.FileReader(pa.BufferReader(sinks[0].getvalue())).read()
+    for name in table.column_names:
+        want = table.column(name).to_numpy().view(np.uint64)
+        assert np.array_equal(got.column(name).to_numpy().view(np.uint64), want)
