@@ -364,3 +364,37 @@ def test_random_float_columns_train_no_dictionary_and_read_back_bit_exact(
     for name in table.column_names:
         want = table.column(name).to_numpy().view(np.uint64)
         assert np.array_equal(got.column(name).to_numpy().view(np.uint64), want)
+
+
+def test_later_stripes_follow_the_choices_of_the_first_and_make_them_again_every_fourth(
+    monkeypatch,
+) -> None:
+    """The writer keeps a column's choices from stripe to stripe: only the first stripe's
+    first DATA page is compressed as ZSTD_BLOCKS to compare with one frame and dictionary
+    blocks; the next three stripes are dictionary blocks at once, and the fifth decides
+    again. The pages are the ones a writer deciding on every stripe writes."""
+    from fermion.format.write import shred
+
+    compared: list[int] = []
+    real = zstd_blocks.compress_blocks
+
+    def counting(payload, level, block_size, sections=()):  # type: ignore[no-untyped-def]
+        compared.append(len(payload))
+        return real(payload, level, block_size, sections)
+
+    monkeypatch.setattr(zstd_blocks, "compress_blocks", counting)
+    table = pa.table({"s": pa.array(pool_text(50_000, seed=5))})
+    options = {"max_stripe_rows": 10_000, "page_size": 64 << 10}
+    sink = pa.BufferOutputStream()
+    fermion.write_table(table, sink, **options)
+    assert len(compared) == 2  # stripes 0 and 4 of 5
+    r = fermion.FileReader(pa.BufferReader(sink.getvalue()))
+    chunks = r.describe()["columns"][0]["streams"][2]["chunks"]
+    assert len(chunks) == 5 and all(c["compressions"] == ["ZSTD_DICT_BLOCKS"] for c in chunks)
+    assert r.read().equals(table)
+    compared.clear()
+    monkeypatch.setattr(shred, "CHOICE_STRIPES", 1)  # choices made on every stripe
+    every = pa.BufferOutputStream()
+    fermion.write_table(table, every, **options)
+    assert len(compared) == 5
+    assert every.getvalue().equals(sink.getvalue())

@@ -68,6 +68,7 @@ __all__ = [
     "BLOCKED",
     "BlockedBody",
     "CrcBlockedBody",
+    "blocks_win_sample",
     "DICTIONARY_SIZE",
     "DICTIONARY_SKIP_RATIO",
     "tries_dictionary",
@@ -160,7 +161,7 @@ def encode_page(
     trained on the page. They are kept when no larger than the ZSTD_BLOCKS body, or, when
     one frame won, than one frame plus ``block_overhead``: a point read then decompresses
     a smaller block per value for the same bytes on disk. ``dictionary_only``: try them
-    first and keep them when a dictionary can be trained (the chunk's first page won).
+    first and keep them when a dictionary can be trained (the column's first page won).
     They are not tried when the ZSTD_BLOCKS body was compared with one frame and is at
     most :data:`DICTIONARY_SKIP_RATIO` times its size: a shared dictionary wins back what
     independent blocks lose against one frame (what they have in common), and such
@@ -283,6 +284,31 @@ def _compress_choice(
     if always or len(blocked) <= len(one) * (1 + block_overhead):
         return blocked, Compression.ZSTD_BLOCKS, len(one)
     return one, codec, len(one)
+
+
+def blocks_win_sample(
+    payload: bytes | memoryview, level: int, block_size: int, block_overhead: float, sample: int
+) -> bool:
+    """Whether ``sample`` blocks of ``block_size`` bytes spread evenly over ``payload``,
+    each one zstd frame (at ``level``), are at most ``1 + block_overhead`` times one frame
+    of their bytes: the comparison :func:`encode_page` makes with a ``block_sample``.
+
+    Example:
+        >>> import random
+        >>> rnd = random.Random(0)
+        >>> words = b" ".join(b"%x" % rnd.getrandbits(40) for _ in range(20000))
+        >>> [blocks_win_sample(p, 3, 4096, 0.25, 4) for p in (words, b"ab" * 9000)]
+        [True, False]
+    """
+    data = memoryview(payload).cast("B")
+    count = -(-len(data) // block_size)
+    parts = [
+        data[k * block_size : (k + 1) * block_size] for k in _spread(count, min(sample, count))
+    ]
+    comp = zstd_blocks.zstd_compressor(level, checksum=True)
+    frames = sum(len(comp.compress(part)) for part in parts)
+    one = CODECS[Compression.ZSTD].compress(b"".join(parts), level)
+    return frames <= len(one) * (1 + block_overhead)
 
 
 def decompress_body(head: PageHead, where: str) -> bytes | memoryview:
