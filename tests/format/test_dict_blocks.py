@@ -398,3 +398,28 @@ def test_later_stripes_follow_the_choices_of_the_first_and_make_them_again_every
     fermion.write_table(table, every, **options)
     assert len(compared) == 5
     assert every.getvalue().equals(sink.getvalue())
+
+
+def test_batch_mode_keeps_no_choices_across_stripes(monkeypatch) -> None:
+    """Batch mode decides blocks on a sample of each stripe's first page already: no kept
+    choice is checked (that would sample the page twice), and the file reads back."""
+    from fermion.format.write import shred
+
+    checks: list[int] = []
+    real = shred.blocks_win_sample
+
+    def counting(payload, *args):  # type: ignore[no-untyped-def]
+        checks.append(len(payload))
+        return real(payload, *args)
+
+    monkeypatch.setattr(shred, "blocks_win_sample", counting)
+    rows = pool_text(70_000, seed=6)  # stripes of 8 * page_size = 32,768 rows
+    sink = pa.BufferOutputStream()
+    schema = pa.schema([("s", pa.string())])
+    with fermion.FileWriter(sink, schema, page_size=4096) as w:
+        for k in range(0, len(rows), 5_000):
+            w.append_batch(k, pa.table({"s": rows[k : k + 5_000]}, schema=schema))
+    r = fermion.FileReader(pa.BufferReader(sink.getvalue()))
+    assert r.num_stripes == 3
+    assert checks == []
+    assert r.read().column("s").to_pylist() == rows

@@ -574,8 +574,11 @@ class FileWriter:
             array = _joined(self.schema.field(i), column.chunks)
         name = self.schema.field(i).name
         encode = self.options.encodes(name)
-        choices = self._choices[i]
-        choices.next_stripe()
+        # batch mode decides blocks on a sample of each stripe's first page already: a
+        # kept choice would only add the check's sample to it
+        choices = self._choices[i] if bounds is None else None
+        if choices is not None:
+            choices.next_stripe()
         try:
             chunks, features = shred_column(
                 self._trees[i],
