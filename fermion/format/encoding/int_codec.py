@@ -176,6 +176,8 @@ def encode_ints(
         return Encoding.PLAIN, b""
 
     def build(enc: Encoding, v: np.ndarray) -> bytes:
+        if enc == Encoding.FOR and v is values:  # the page: its bounds are known
+            return _encode_for(v, out_width, flags, mn, dictionary, (mn, mx))
         return _encode_as(enc, v, out_width, flags, mn, dictionary)
 
     if len(candidates) == 1:
@@ -300,13 +302,20 @@ def _encode_constant(
 
 
 def _encode_for(
-    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+    values: np.ndarray,
+    out_width: int,
+    flags: int,
+    mn: int,
+    dictionary: _Distinct,
+    bounds: tuple[int, int] | None = None,
 ) -> bytes:
+    """FOR: ``values - min`` bit-packed; ``bounds``: the values' (min, max), when known."""
     n = len(values)
     sums = flags & EncodingFlag.CHECKPOINTS
     flags &= ~EncodingFlag.CHECKPOINTS
-    vmin = int(values.min())  # a sample may have a higher minimum than the page
-    bits = _for_bits(int(values.max()) - vmin)
+    # (a sample may have a higher minimum than the page: ``mn`` is not its minimum)
+    vmin, vmax = bounds if bounds is not None else (int(values.min()), int(values.max()))
+    bits = _for_bits(vmax - vmin)
     packed = values - vmin
     with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
     head = encoding_header(
