@@ -176,8 +176,9 @@ def encode_ints(
         return Encoding.PLAIN, b""
 
     def build(enc: Encoding, v: np.ndarray) -> bytes:
-        if enc == Encoding.FOR and v is values:  # the page: its bounds are known
-            return _encode_for(v, out_width, flags, mn, dictionary, (mn, mx))
+        within = INT_CODECS[enc].encode_within if v is values else None
+        if within is not None:  # the page: its bounds are known
+            return within(v, out_width, flags, mn, dictionary, (mn, mx))
         return _encode_as(enc, v, out_width, flags, mn, dictionary)
 
     if len(candidates) == 1:
@@ -643,6 +644,10 @@ class IntCodec:
     # packed + base unpacked straight into unsigned slots (:func:`decode_for_into`)
     unpacks_into: Callable[[memoryview | bytes, np.ndarray, str], None] | None = None
     sums_lengths: bool = False  # point reads sum its value lengths from checkpoints
+    # ``encode`` given the values' (min, max) as well (one pass fewer each)
+    encode_within: (
+        Callable[[np.ndarray, int, int, int, _Distinct, tuple[int, int]], bytes] | None
+    ) = None
 
 
 INT_CODECS: dict[Encoding, IntCodec] = {
@@ -664,6 +669,7 @@ INT_CODECS: dict[Encoding, IntCodec] = {
             checkpointed=_lengths_flag,
             unpacks_into=decode_for_into,
             sums_lengths=True,
+            encode_within=_encode_for,
         ),
         IntCodec(
             Encoding.DELTA,
