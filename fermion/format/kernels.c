@@ -2,6 +2,7 @@
  * - the CRC_BLOCKS checksums (format 1.5): a CRC32 per block of a page's payload,
  *   verified over exactly the blocks a point read touched;
  * - the header checks of ZSTD_BLOCKS frames before they are decompressed (format 1.2);
+ * - the writer's bit-packing of integers, and the full reads' unpacking;
  * - the gather of single bit-packed integers (docs/FORMAT.md bit-packing), and of the
  *   sums since the last checkpoint (CHECKPOINTS, format 1.3) before them;
  * - the BYTE_SPLIT transform of float pages and its inverse (docs/FORMAT.md §5.1), for
@@ -747,6 +748,61 @@ static PyObject *unpack_bits(PyObject *self, PyObject *args)
                            : PyBool_FromLong(fits);
 }
 
+/* pack_bits(values, w, out) -> bool
+ *
+ * The writer's inverse of unpack_bits: ``values`` (native uint64, each below 2**w) bit-packed
+ * at ``w`` bits (1..56 or 64; value i at bits [i*w, (i+1)*w), least significant bit first)
+ * into ``out``, exactly (n * w + 7) / 8 bytes; what fermion.format.bitpack.pack does with
+ * eight strided numpy passes over 64-bit words, in one. False, with ``out`` partly
+ * written, when a value does not fit in ``w`` bits (the caller then packs in Python).
+ */
+static PyObject *pack_bits(PyObject *self, PyObject *args)
+{
+    Py_buffer values, out;
+    int w;
+    if (!PyArg_ParseTuple(args, "y*iw*:pack_bits", &values, &w, &out))
+        return NULL;
+    const char *problem = NULL;
+    int fits = 1;
+    uint64_t n = (uint64_t)(values.len / 8);
+    if (w < 1 || w > 64 || (w > 56 && w != 64))
+        problem = "bit width must be in [1, 56] or 64";
+    else if (values.len % 8 != 0 || (uint64_t)out.len != (n * (uint64_t)w + 7) / 8)
+        problem = "values must be uint64 and out exactly their packed size";
+    if (problem == NULL && n) {
+        const uint8_t *src = (const uint8_t *)values.buf;
+        uint8_t *dst = (uint8_t *)out.buf;
+        PyThreadState *saved = n >= 16384 ? PyEval_SaveThread() : NULL;
+        uint64_t acc = 0; /* the bits not yet written, from bit 0 */
+        int have = 0;     /* how many: 0..63 */
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, src + 8 * i, 8);
+            if (w < 64 && (v >> w) != 0) {
+                fits = 0;
+                break;
+            }
+            acc |= v << have; /* have < 64 */
+            if (have + w >= 64) {
+                for (int b = 0; b < 8; b++)
+                    *dst++ = (uint8_t)(acc >> (8 * b));
+                acc = have ? v >> (64 - have) : 0;
+                have = have + w - 64;
+            } else {
+                have += w;
+            }
+        }
+        for (int b = 0; fits && b < (have + 7) / 8; b++)
+            *dst++ = (uint8_t)(acc >> (8 * b));
+        if (saved != NULL)
+            PyEval_RestoreThread(saved);
+    }
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&out);
+    return problem != NULL ? PyErr_Format(PyExc_ValueError, "%s", problem)
+                           : PyBool_FromLong(fits);
+}
+
 /* take_binary(parts, offset_size) -> (offsets, data) | None
  *
  * The values of consecutive DICTIONARY pages materialised as one binary column
@@ -1467,6 +1523,8 @@ static PyMethodDef methods[] = {
     {"unpack_bits", unpack_bits, METH_VARARGS,
      "unpack_bits(buf, offset, w, out, itemsize) -> bool: every bit-packed value, as "
      "integers of itemsize bytes."},
+    {"pack_bits", pack_bits, METH_VARARGS,
+     "pack_bits(values, w, out) -> bool: uint64 values bit-packed at w bits into out."},
     {"gather_bits", gather_bits, METH_VARARGS,
      "gather_bits(buf, offset, w, indices, out) -> bool: bit-packed values at indices."},
     {"segment_sums", segment_sums, METH_VARARGS,

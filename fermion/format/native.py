@@ -28,6 +28,7 @@ FUNCTIONS = (
     "verify_packed",
     "gather_bits",
     "unpack_bits",
+    "pack_bits",
     "take_binary",
     "segment_sums",
     "byte_planes",

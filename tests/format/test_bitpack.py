@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fermion
+from fermion.format import native
 from fermion.format.encoding import bitpack
 from tests.support.budget import examples
 
@@ -108,6 +109,41 @@ def test_unpack_into_any_unsigned_width_keeps_the_low_bits(
     out = np.full(n, 0xAB, dtype=f"<u{out_bytes}")
     bitpack.unpack_into(memoryview(buf), offset, w, out)
     np.testing.assert_array_equal(out, values.astype(out.dtype))
+
+
+needs_kernels = pytest.mark.skipif(native.KERNELS is None, reason="kernels not built here")
+
+
+@needs_kernels
+@pytest.mark.parametrize("w", [w for w in WIDTHS if w not in (8, 16, 32, 64)])
+def test_the_pack_kernel_writes_the_bytes_of_the_numpy_passes(w: int, monkeypatch) -> None:
+    """``kernels.pack_bits`` (one loop) and the eight numpy passes give the same bytes,
+    also on pages long enough for the kernel to release the GIL."""
+    for n in [*LENGTHS, 16_383, 16_384, 100_003]:
+        values = random_values(w, n, seed=w * 7 + n)
+        with_kernels = bitpack.pack(values, w)
+        monkeypatch.setattr(native, "KERNELS", None)
+        assert bitpack.pack(values, w) == with_kernels, (w, n)
+        monkeypatch.undo()
+        if n <= 2001:
+            assert with_kernels == reference_pack(values, w)
+
+
+@needs_kernels
+def test_the_pack_kernel_refuses_what_it_cannot_pack() -> None:
+    """A value wider than ``w`` bits: False (``pack`` then makes the numpy passes, whose
+    bytes are the same as before the kernel); a bad width or output size: ValueError."""
+    kernels = native.KERNELS
+    assert kernels is not None
+    wide = np.array([1, 2, 9, 3], dtype=np.uint64)  # 9 needs 4 bits
+    assert not kernels.pack_bits(wide, 3, bytearray(bitpack.packed_size(4, 3)))
+    out = bytearray(bitpack.packed_size(4, 4))
+    assert kernels.pack_bits(wide, 4, out) and bytes(out) == bitpack.pack(wide, 4)
+    for w, size in [(0, 1), (57, 29), (3, 1), (3, 3)]:
+        with pytest.raises(ValueError):
+            kernels.pack_bits(wide, w, bytearray(size))
+    with pytest.raises(ValueError):
+        kernels.pack_bits(b"\x01\x02\x03", 3, bytearray(2))  # not whole uint64 values
 
 
 def test_the_example_of_the_format_spec() -> None:

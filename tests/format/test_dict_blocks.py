@@ -315,3 +315,111 @@ def test_the_first_page_that_tries_a_dictionary_decides_not_the_first_blocked_on
     kinds = [enc.page(p, 1_000, blocks=True).data[5] for p in (small, large, large, large)]
     assert trainings == [len(large)]  # the dictionary lost on the first large page
     assert Compression.ZSTD_DICT_BLOCKS not in kinds
+
+
+def _float_planes(n: int, seed: int) -> bytes:
+    """A BYTE_SPLIT payload of ``n`` random float64 values: the exponent planes compress,
+    the others do not, and blocks lose nothing to one frame."""
+    from fermion.format.encoding.byte_split import encode_byte_split
+
+    planes = encode_byte_split(np.random.default_rng(seed).random(n).tobytes(), 8)
+    assert planes is not None
+    return planes
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        _float_planes(40_000, 0),
+        _float_planes(65_536, 1),
+        np.random.default_rng(2).integers(0, 1 << 40, 40_000).tobytes(),
+    ],
+    ids=["float-planes-320k", "float-planes-512k", "random-int64"],
+)
+def test_blocks_that_lose_nothing_to_one_frame_do_not_try_a_dictionary(
+    payload: bytes, trainings: list[int]
+) -> None:
+    """A page whose blocks are at most DICTIONARY_SKIP_RATIO times one frame trains no
+    dictionary, and is byte for byte the page of a writer without dictionaries."""
+    page = _page(payload, dictionary_block_size=4096)
+    assert trainings == []
+    assert page == _page(payload, dictionary_block_size=0)
+    assert page[5] == Compression.ZSTD_BLOCKS
+    assert bytes(_body(page).decompress_all()) == payload
+
+
+def test_random_float_columns_train_no_dictionary_and_read_back_bit_exact(
+    trainings: list[int],
+) -> None:
+    """A file of random float64 columns (one page each) is the file of a writer without
+    dictionaries, and reads back bit for bit."""
+    rng = np.random.default_rng(3)
+    table = pa.table({f"f{i}": rng.random(40_000) for i in range(3)})
+    sinks = [pa.BufferOutputStream(), pa.BufferOutputStream()]
+    fermion.write_table(table, sinks[0])
+    assert trainings == []
+    fermion.write_table(table, sinks[1], dictionary_block_size=0)
+    assert sinks[0].getvalue().equals(sinks[1].getvalue())
+    got = fermion.FileReader(pa.BufferReader(sinks[0].getvalue())).read()
+    for name in table.column_names:
+        want = table.column(name).to_numpy().view(np.uint64)
+        assert np.array_equal(got.column(name).to_numpy().view(np.uint64), want)
+
+
+def test_later_stripes_follow_the_choices_of_the_first_and_make_them_again_every_fourth(
+    monkeypatch,
+) -> None:
+    """The writer keeps a column's choices from stripe to stripe: only the first stripe's
+    first DATA page is compressed as ZSTD_BLOCKS to compare with one frame and dictionary
+    blocks; the next three stripes are dictionary blocks at once, and the fifth decides
+    again. The pages are the ones a writer deciding on every stripe writes."""
+    from fermion.format.write import shred
+
+    compared: list[int] = []
+    real = zstd_blocks.compress_blocks
+
+    def counting(payload, level, block_size, sections=()):  # type: ignore[no-untyped-def]
+        compared.append(len(payload))
+        return real(payload, level, block_size, sections)
+
+    monkeypatch.setattr(zstd_blocks, "compress_blocks", counting)
+    table = pa.table({"s": pa.array(pool_text(50_000, seed=5))})
+    options = {"max_stripe_rows": 10_000, "page_size": 64 << 10}
+    sink = pa.BufferOutputStream()
+    fermion.write_table(table, sink, **options)
+    assert len(compared) == 2  # stripes 0 and 4 of 5
+    r = fermion.FileReader(pa.BufferReader(sink.getvalue()))
+    chunks = r.describe()["columns"][0]["streams"][2]["chunks"]
+    assert len(chunks) == 5 and all(c["compressions"] == ["ZSTD_DICT_BLOCKS"] for c in chunks)
+    assert r.read().equals(table)
+    compared.clear()
+    monkeypatch.setattr(shred, "CHOICE_STRIPES", 1)  # choices made on every stripe
+    every = pa.BufferOutputStream()
+    fermion.write_table(table, every, **options)
+    assert len(compared) == 5
+    assert every.getvalue().equals(sink.getvalue())
+
+
+def test_batch_mode_keeps_no_choices_across_stripes(monkeypatch) -> None:
+    """Batch mode decides blocks on a sample of each stripe's first page already: no kept
+    choice is checked (that would sample the page twice), and the file reads back."""
+    from fermion.format.write import shred
+
+    checks: list[int] = []
+    real = shred.blocks_win_sample
+
+    def counting(payload, *args):  # type: ignore[no-untyped-def]
+        checks.append(len(payload))
+        return real(payload, *args)
+
+    monkeypatch.setattr(shred, "blocks_win_sample", counting)
+    rows = pool_text(70_000, seed=6)  # stripes of 8 * page_size = 32,768 rows
+    sink = pa.BufferOutputStream()
+    schema = pa.schema([("s", pa.string())])
+    with fermion.FileWriter(sink, schema, page_size=4096) as w:
+        for k in range(0, len(rows), 5_000):
+            w.append_batch(k, pa.table({"s": rows[k : k + 5_000]}, schema=schema))
+    r = fermion.FileReader(pa.BufferReader(sink.getvalue()))
+    assert r.num_stripes == 3
+    assert checks == []
+    assert r.read().column("s").to_pylist() == rows

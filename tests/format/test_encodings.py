@@ -883,3 +883,52 @@ def test_string_pages_are_sized_by_how_they_are_read(tmp_path: Path) -> None:
             assert max(_data_page_rows(other, "few")) * 4 <= page_size  # >= 4 bytes per value
         assert_same(fermion.read_table(other), table)
     assert_same(fermion.read_table(path), table)
+
+
+def _hashed_dictionary_page(values: pa.Array, monkeypatch) -> tuple[bytes, pa.Array] | None:
+    """``dictionary_page`` through Arrow's hashing (``dictionary_encode``) only."""
+    from fermion.format.encoding import page_dictionary
+
+    with monkeypatch.context() as m:
+        m.setattr(page_dictionary, "_short_codes_dictionary", lambda v: None)
+        return page_dictionary.dictionary_page(values)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(
+    width=st.sampled_from([1, 2, 3]),
+    distinct=st.integers(1, 20),
+    n=st.integers(64, 3000),
+    at=st.integers(0, 40),
+    kind=st.sampled_from([pa.string(), pa.binary(), pa.large_string(), pa.large_binary()]),
+    nulls=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_short_code_pages_are_the_dictionary_pages_arrow_hashing_gives(
+    width: int, distinct: int, n: int, at: int, kind: pa.DataType, nulls: bool, seed: int
+) -> None:
+    """Pages of 1- and 2-byte codes (counted with NumPy, not hashed) get the payload and
+    distinct values Arrow's ``dictionary_encode`` gives: the same bytes on disk; other
+    widths, nulls and pages of more distinct values take the hashing path."""
+    from fermion.format.encoding import page_dictionary
+
+    rng = np.random.default_rng(seed)
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    pool = ["".join(rng.choice(list(letters), width)) for _ in range(distinct)]
+    rows = [pool[i] for i in rng.integers(0, distinct, n + at)]
+    if nulls:
+        rows[rng.integers(0, n + at)] = None
+    values = pa.array(rows, kind).slice(at)  # an offset into the buffers
+    short = page_dictionary._short_codes_dictionary(values)
+    found = len(set(values.to_pylist()))
+    assert (short is not None) == (width < 3 and not values.null_count and found <= 16)
+    got = page_dictionary.dictionary_page(values)
+    with pytest.MonkeyPatch.context() as mp:
+        want = _hashed_dictionary_page(values, mp)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert got[0] == want[0]
+    assert got[1].equals(want[1])
+    assert got[1].type == kind

@@ -123,7 +123,10 @@ def unpack_ints(
 
 
 def pack_ints(values: np.ndarray, bits: int) -> bytes:
-    """Non-negative integers bit-packed at ``bits`` (see :func:`unpack_ints`)."""
+    """Non-negative integers bit-packed at ``bits`` (see :func:`unpack_ints`); int64 and
+    uint64 values are packed in place (no copy: the packing only reads them)."""
+    if values.dtype in (np.int64, np.uint64):
+        return bitpack.pack(values.view(np.uint64), bits)
     return bitpack.pack(values.astype(np.uint64), bits)
 
 

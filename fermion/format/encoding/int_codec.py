@@ -176,6 +176,9 @@ def encode_ints(
         return Encoding.PLAIN, b""
 
     def build(enc: Encoding, v: np.ndarray) -> bytes:
+        within = INT_CODECS[enc].encode_within if v is values else None
+        if within is not None:  # the page: its bounds are known
+            return within(v, out_width, flags, mn, dictionary, (mn, mx))
         return _encode_as(enc, v, out_width, flags, mn, dictionary)
 
     if len(candidates) == 1:
@@ -300,13 +303,20 @@ def _encode_constant(
 
 
 def _encode_for(
-    values: np.ndarray, out_width: int, flags: int, mn: int, dictionary: _Distinct
+    values: np.ndarray,
+    out_width: int,
+    flags: int,
+    mn: int,
+    dictionary: _Distinct,
+    bounds: tuple[int, int] | None = None,
 ) -> bytes:
+    """FOR: ``values - min`` bit-packed; ``bounds``: the values' (min, max), when known."""
     n = len(values)
     sums = flags & EncodingFlag.CHECKPOINTS
     flags &= ~EncodingFlag.CHECKPOINTS
-    vmin = int(values.min())  # a sample may have a higher minimum than the page
-    bits = _for_bits(int(values.max()) - vmin)
+    # (a sample may have a higher minimum than the page: ``mn`` is not its minimum)
+    vmin, vmax = bounds if bounds is not None else (int(values.min()), int(values.max()))
+    bits = _for_bits(vmax - vmin)
     packed = values - vmin
     with_sums = sums and flags & EncodingFlag.LENGTHS and n >= CHECKPOINT_INTERVAL
     head = encoding_header(
@@ -634,6 +644,10 @@ class IntCodec:
     # packed + base unpacked straight into unsigned slots (:func:`decode_for_into`)
     unpacks_into: Callable[[memoryview | bytes, np.ndarray, str], None] | None = None
     sums_lengths: bool = False  # point reads sum its value lengths from checkpoints
+    # ``encode`` given the values' (min, max) as well (one pass fewer each)
+    encode_within: (
+        Callable[[np.ndarray, int, int, int, _Distinct, tuple[int, int]], bytes] | None
+    ) = None
 
 
 INT_CODECS: dict[Encoding, IntCodec] = {
@@ -655,6 +669,7 @@ INT_CODECS: dict[Encoding, IntCodec] = {
             checkpointed=_lengths_flag,
             unpacks_into=decode_for_into,
             sums_lengths=True,
+            encode_within=_encode_for,
         ),
         IntCodec(
             Encoding.DELTA,

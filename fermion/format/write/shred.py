@@ -50,6 +50,7 @@ from fermion.format.encoding.pages import (
     BLOCKED,
     COMPRESS_RATIO,
     ENCODED_COMPRESS_RATIO,
+    blocks_win_sample,
     encode_page,
     tries_dictionary,
 )
@@ -75,7 +76,7 @@ from fermion.format.metadata.structs import (
 )
 from fermion.format.options import BATCH_BLOCK_SIZE, WriteOptions
 
-__all__ = ["EncodedPage", "StreamChunk", "shred_column"]
+__all__ = ["CHOICE_STRIPES", "ColumnChoices", "EncodedPage", "StreamChunk", "shred_column"]
 
 
 @dataclass
@@ -102,6 +103,42 @@ class StreamChunk:
     stats_flags: int = 0
 
 
+# a column's choices (ColumnChoices) are made again on every this many stripes' first pages
+CHOICE_STRIPES = 4
+_CHOICE_SAMPLE = 4  # blocks of a later stripe's first page sampled to check them
+
+
+@dataclass
+class ColumnChoices:
+    """What a column's first pages decided (per encoding: whether blocks beat one frame,
+    whether blocks sharing a dictionary won), kept by the writer from one stripe to the
+    next so that the first page of each stripe does not compress its payload two or
+    three ways again; made anew every :data:`CHOICE_STRIPES` stripes, and on a stripe
+    whose first page of that encoding, sampled (a few blocks against one frame of them),
+    no longer agrees on blocks vs one frame: the values changed kind.
+
+    Example:
+        >>> c = ColumnChoices()
+        >>> c.next_stripe(), c.stripes
+        (False, 1)
+    """
+
+    blocks_won: dict[Encoding, bool] = field(default_factory=dict)
+    dictionary_won: dict[Encoding, bool] = field(default_factory=dict)
+    stripes: int = 0  # stripes encoded since the choices were last made
+
+    def next_stripe(self) -> bool:
+        """Count a stripe; True (and the choices forgotten) when they are to be made again
+        on this one."""
+        again = self.stripes >= CHOICE_STRIPES
+        if again:
+            self.blocks_won.clear()
+            self.dictionary_won.clear()
+            self.stripes = 0
+        self.stripes += 1
+        return again
+
+
 class _Encoder:
     def __init__(
         self,
@@ -110,6 +147,7 @@ class _Encoder:
         blocks: bool = False,
         page_size: int = 0,
         batch: bool = False,
+        choices: ColumnChoices | None = None,
     ) -> None:
         self.opts = opts
         # batch mode: a lookup reads a batch's consecutive values, which lie in one or two
@@ -136,12 +174,16 @@ class _Encoder:
         self.features = RequiredFeature(0)  # what the pages written so far require
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
-        # per encoding: whether the chunk's first blockable page kept its blocks; the later
+        choices = choices if choices is not None else ColumnChoices()
+        # per encoding: whether the column's first blockable page kept its blocks; the later
         # pages then skip the one-frame comparison (a second zstd pass over the page)
-        self.blocks_won: dict[Encoding, bool] = {}
+        self.blocks_won: dict[Encoding, bool] = choices.blocks_won
         # ... and whether they shared a dictionary: the later pages then try only that
         # (and, when it lost, never try it)
-        self.dictionary_won: dict[Encoding, bool] = {}
+        self.dictionary_won: dict[Encoding, bool] = choices.dictionary_won
+        # encodings whose choices an earlier stripe made: kept only if this stripe's first
+        # blockable page of that encoding, sampled, still agrees on blocks vs one frame
+        self.carried = set(choices.blocks_won)
 
     def page(
         self,
@@ -158,6 +200,13 @@ class _Encoder:
             block_size = 0
         blockable = self.compressed and 0 < block_size < len(payload)
         overhead = self.opts.compression_block_overhead
+        if blockable and encoding in self.carried:
+            self.carried.discard(encoding)
+            level = self.opts.compression_level
+            won = blocks_win_sample(payload, level, block_size, overhead, _CHOICE_SAMPLE)
+            if won != self.blocks_won.get(encoding):  # the values changed: choose again
+                self.blocks_won.pop(encoding, None)
+                self.dictionary_won.pop(encoding, None)
         if blockable and self.blocks_won.get(encoding):
             overhead = float("inf")
         shared = self.dictionary_won.get(encoding)
@@ -271,6 +320,7 @@ def shred_column(
     *,
     encode: bool = True,
     batch_bounds: np.ndarray | None = None,
+    choices: ColumnChoices | None = None,
 ) -> tuple[list[StreamChunk], RequiredFeature]:
     """Encode one column's values for one stripe into a chunk per stream (file order).
 
@@ -280,6 +330,8 @@ def shred_column(
     ``batch_bounds`` (batch mode) are the row boundaries ``[0, ..., len(array)]`` of the
     stripe's batches: every page of every stream is then cut at batch boundaries, mapped
     to each nested level's values through the parent offsets.
+    ``choices``: the column's choices so far (the writer's, for this column); None: made
+    on this stripe's pages alone.
     """
     point_readable = node.kind in (Kind.FIXED, Kind.BINARY)  # see fermion.format.read.points
     # a column readers read stripe by stripe whole gains nothing from small pages
@@ -292,6 +344,7 @@ def shred_column(
         blocks=(point_readable or batch_bounds is not None) and not is_wrapped(node.type),
         page_size=page_size,
         batch=batch_bounds is not None,
+        choices=choices,
     )
     out: list[StreamChunk] = []
     _shred(node, array, enc, out, batch_bounds)

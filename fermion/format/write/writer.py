@@ -71,7 +71,7 @@ from fermion.format.metadata.structs import (
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.streams import ArrowInput, as_reader
 from fermion.format.threads import pool
-from fermion.format.write.shred import StreamChunk, shred_column
+from fermion.format.write.shred import ColumnChoices, StreamChunk, shred_column
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
@@ -143,6 +143,7 @@ class FileWriter:
                 raise UnsupportedTypeError(f"no bloom filters for {f.name!r} of type {f.type}")
         self._schema_area = build_schema_area(schema, field_ids, self._trees)
         self._columns = [ColumnRecord(t) for t in self._trees]
+        self._choices = [ColumnChoices() for _ in self._trees]  # see ColumnChoices
         self._stripe_rows: list[int] = []
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
@@ -573,9 +574,19 @@ class FileWriter:
             array = _joined(self.schema.field(i), column.chunks)
         name = self.schema.field(i).name
         encode = self.options.encodes(name)
+        # batch mode decides blocks on a sample of each stripe's first page already: a
+        # kept choice would only add the check's sample to it
+        choices = self._choices[i] if bounds is None else None
+        if choices is not None:
+            choices.next_stripe()
         try:
             chunks, features = shred_column(
-                self._trees[i], array, self.options, encode=encode, batch_bounds=bounds
+                self._trees[i],
+                array,
+                self.options,
+                encode=encode,
+                batch_bounds=bounds,
+                choices=choices,
             )
         except UnsupportedTypeError as exc:  # values an encoded type cannot hold
             raise UnsupportedTypeError(f"column {name!r}: {exc}") from None
