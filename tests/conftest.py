@@ -44,6 +44,14 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+#: JVM options of every Spark driver the tests start (this process's sessions, the jobs'
+#: ``spark-submit`` and ``python jobs/...`` runs, the DAGs' tasks and the benchmarks'
+#: workers all inherit them): short-lived JVMs on two shared cores spend much of their CPU
+#: in the optimising JIT compiler, so compilation stops at its first tier, and one GC thread
+#: collects. Only how the JVM compiles and collects changes; a value already set is kept.
+TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
+
 if xdist_worker() is not None and sys.modules["__main__"].__spec__ is None:
     # An xdist worker's __main__ is execnet's bare ``python -c`` module, which
     # pyspark.sql.connect (imported by great_expectations) takes for a doctest run: without
