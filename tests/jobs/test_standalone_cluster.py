@@ -42,6 +42,7 @@ import fermion
 from tests.jobs.helpers import CONF, JOBS, ROOT, SPARK_SUBMIT
 from tests.jobs.standalone_cluster import StandaloneCluster, standalone_cluster
 from tests.support.s3server import S3Server
+from tests.support.spark_cds import JVM_OPTS
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +63,7 @@ CLUSTER_CONF = {
     "spark.scheduler.minRegisteredResourcesRatio": "1.0",
     "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
     "spark.sql.shuffle.partitions": "4",
+    "spark.executor.extraJavaOptions": JVM_OPTS,  # as the drivers (tests/support/spark_cds.py)
 }
 _OUTPUTS: list[str] = []  # every submission's stdout and stderr, searched for the secret
 _IMPORT_LINE = re.compile(r"^FERMION-IMPORT pid=(\d+) origin=(.*)$", re.MULTILINE)
