@@ -44,9 +44,16 @@ airflow-venv: $(AIRFLOW_STAMP)
 run: $(STAMP) $(AIRFLOW_STAMP)
 	$(PY) -m scripts.main_job $(RUN_ARGS)
 
+# The class archive the suite's Spark drivers start from (tests/support/spark_cds.py),
+# built once per venv
+SPARK_CDS := $(VENV)/spark-classes.jsa
+$(SPARK_CDS): $(STAMP) tests/support/spark_cds.py
+	$(PY) -m tests.support.spark_cds $@
+
 ## make test: the whole suite (unit, property, corruption/fuzz, golden files)
-test: $(STAMP) $(AIRFLOW_STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) $(PYTEST_ARGS)
+test: $(STAMP) $(AIRFLOW_STAMP) $(SPARK_CDS)
+	FERMION_TEST_SPARK_CDS=$(SPARK_CDS) $(PY) -m pytest -q -p no:cacheprovider $(XDIST) \
+		$(PYTEST_ARGS)
 
 ## make test-fast: the loop to run while working: everything but the tests marked spark,
 ## airflow, cluster or slow (tests/conftest.py marks them), with the dev hypothesis profile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,10 @@ DATA_VERSION = 1
 SEED = 20261122
 DEFAULT_REPEAT = 5
 #: Untimed runs before the timed ones (the first one's result is checked for shape).
-WARMUP_RUNS = 1
+#: ``FERMION_BENCH_WARMUP=0`` (inherited by the workers) skips them in the Spark and TPC-H
+#: cases, for the quick-mode tests, which assert results, never times; the file cases'
+#: workers always make one untimed first run, whose result they check.
+WARMUP_RUNS = int(os.environ.get("FERMION_BENCH_WARMUP", "1"))
 #: A single (scenario, system) worker may not take longer than this.
 WORKER_TIMEOUT_S = 1800
 #: A worker prints its result as one line starting with this (benchmarks.launch reads it).

@@ -37,12 +37,21 @@ from hypothesis import HealthCheck, settings
 from tests.jobs.helpers import build_dist
 from tests.support.once import built_once, xdist_worker
 from tests.support.s3server import S3Server, start_s3_server
+from tests.support.spark_cds import ENV_VAR as SPARK_CDS_VAR
+from tests.support.spark_cds import jvm_options
 
 settings.register_profile("ci", deadline=None)  # hypothesis's own 100 examples per test
 settings.register_profile(
     "dev", deadline=None, max_examples=10, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# JVM options of every Spark driver the tests start (this process's sessions, the jobs'
+# spark-submit and ``python jobs/...`` runs, the DAGs' tasks and the benchmarks' workers all
+# inherit them): first-tier JIT, one GC thread, and the class archive ``make test`` built
+# (tests/support/spark_cds.py). Only how the JVM compiles, collects and loads classes
+# changes; a value already set is kept.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", jvm_options(os.environ.get(SPARK_CDS_VAR)))
 
 if xdist_worker() is not None and sys.modules["__main__"].__spec__ is None:
     # An xdist worker's __main__ is execnet's bare ``python -c`` module, which

@@ -116,3 +116,17 @@ def test_built_once_is_shared_by_the_xdist_workers(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert "2 passed" in done.stdout
         assert len(builds.read_text().splitlines()) == expected_builds, workers
+
+
+def test_spark_drivers_start_from_the_class_archive_once_it_is_built(tmp_path: Path) -> None:
+    from tests.support.spark_cds import JVM_OPTS, jvm_options
+
+    archive = tmp_path / "spark-classes.jsa"
+    assert jvm_options(str(archive)) == JVM_OPTS  # not built (yet): the JIT and GC flags only
+    archive.write_bytes(b"")
+    options = jvm_options(str(archive)).split()
+    assert options[:2] == JVM_OPTS.split()
+    assert f"-XX:SharedArchiveFile={archive.resolve()}" in options
+    assert options[-2:] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]  # never on stdout
+    makefile = (ROOT / "Makefile").read_text()
+    assert "FERMION_TEST_SPARK_CDS=$(SPARK_CDS) $(PY) -m pytest" in makefile

@@ -42,6 +42,7 @@ import fermion
 from tests.jobs.helpers import CONF, JOBS, ROOT, SPARK_SUBMIT
 from tests.jobs.standalone_cluster import StandaloneCluster, standalone_cluster
 from tests.support.s3server import S3Server
+from tests.support.spark_cds import JVM_OPTS
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +63,7 @@ CLUSTER_CONF = {
     "spark.scheduler.minRegisteredResourcesRatio": "1.0",
     "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
     "spark.sql.shuffle.partitions": "4",
+    "spark.executor.extraJavaOptions": JVM_OPTS,  # as the drivers (tests/support/spark_cds.py)
 }
 _OUTPUTS: list[str] = []  # every submission's stdout and stderr, searched for the secret
 _IMPORT_LINE = re.compile(r"^FERMION-IMPORT pid=(\d+) origin=(.*)$", re.MULTILINE)
@@ -157,18 +159,27 @@ def _app_id(cluster: StandaloneCluster, name: str) -> str:
 
 
 def _check_ran_on_both_workers(cluster: StandaloneCluster, app_id: str) -> set[int]:
-    """Each worker launched one executor JVM for the app, and its Python workers imported
-    Fermion only from the shipped zip; returns the pids of those Python workers."""
+    """Both workers launched executor JVMs for the app (one each, or more when the worker
+    relaunched an executor), and on each worker Python workers of the app imported Fermion,
+    only ever from the shipped zip; returns the pids of those Python workers."""
     logs = cluster.executor_logs(app_id)
-    assert sorted(p.parents[2] for p in logs) == sorted(cluster.work_dirs), sorted(logs)
-    jvms = {int(m) for text in logs.values() for m in _EXECUTOR_JVM.findall(text)}
-    assert len(jvms) == 2 and os.getpid() not in jvms, jvms
-    python_pids: set[int] = set()
+    by_worker: dict[Path, list[str]] = {work: [] for work in cluster.work_dirs}
     for path, text in logs.items():
-        imports = _IMPORT_LINE.findall(text)
-        assert imports, f"no Python task of {app_id} imported fermion in {path}"
+        by_worker[path.parents[2]].append(text)  # <work>/<app>/<exec>/stderr
+    jvms_of = {
+        work: {int(m) for text in texts for m in _EXECUTOR_JVM.findall(text)}
+        for work, texts in by_worker.items()
+    }
+    for work, jvms in jvms_of.items():
+        assert jvms and os.getpid() not in jvms, (work, jvms, sorted(logs))
+    first, second = jvms_of.values()
+    assert not first & second, jvms_of  # two workers, two sets of executor processes
+    python_pids: set[int] = set()
+    for work, texts in by_worker.items():
+        imports = [found for text in texts for found in _IMPORT_LINE.findall(text)]
+        assert imports, f"no Python task of {app_id} imported fermion on {work}"
         for pid, origin in imports:
-            assert origin.endswith("/fermion.zip/fermion/__init__.py"), (path, origin)
+            assert origin.endswith("/fermion.zip/fermion/__init__.py"), (work, origin)
             assert not origin.startswith(str(ROOT)), origin
             python_pids.add(int(pid))
     return python_pids
