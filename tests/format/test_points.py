@@ -753,3 +753,21 @@ def test_encoded_pages_decode_only_the_gathered_values(
     with fermion.FileReader(path, point_reads=False) as r:
         r.take(idx, columns=["for"])
     assert count_unpacks == [(20, n)]  # the whole page
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.binary()])
+@pytest.mark.parametrize("mmap", [True, False])
+def test_take_from_a_stripe_of_only_empty_values(tmp_path: Path, kind, mmap: bool) -> None:
+    """A stripe whose values are all empty has OFFSETS pages but no DATA page; a take of
+    its rows reads it through the stripe reader, not as page pairs (found by
+    test_property_points_equal_whole_pages: it raised InvalidFileError)."""
+    values = (
+        [b"", b"x", b"", b"", b"yy", b""] if kind == pa.binary() else ["", "x", "", "", "yy", ""]
+    )
+    table = pa.table({"v": pa.array(values, kind)})
+    path = tmp_path / "empty.fermion"
+    fermion.write_table(table, path, page_size=64, max_stripe_rows=2, compression="zstd")
+    for indices in ([0], [2, 3], [0, 1, 2, 3, 4, 5], [5, 0, 3]):
+        check_take(path, table, indices)
+    with fermion.FileReader(path, memory_map=mmap) as r:
+        assert r.take([2, 3, 4]).column("v").to_pylist() == values[2:5]

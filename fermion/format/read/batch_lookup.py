@@ -218,7 +218,9 @@ def read_binary_points(
     """The values at ``rows`` (sorted, unique, within stripe ``s``) of a column listed by
     :func:`binary_columns`, each page pair (OFFSETS, DATA) holding rows read value by
     value by :func:`fermion.format.read.points.binary_values`, without the stripe reader's
-    planning. None: the chunk has a stripe dictionary (the caller reads it another way).
+    planning. None: the chunk has a stripe dictionary, or its OFFSETS and DATA pages are
+    not pairs holding the same rows (a stripe of empty values has no DATA page); the
+    caller reads it another way.
 
     Raises:
         InvalidFileError: the pages disagree with the metadata or with each other.
@@ -234,7 +236,9 @@ def read_binary_points(
     where = f"{source.name}: column {p.info.field.name!r}, stripe {s}"
     olay, dlay = odesc.layout(s), ddesc.layout(s)
     if not np.array_equal(olay.counts, dlay.counts):
-        raise InvalidFileError(f"{where}: OFFSETS and DATA pages hold different rows")
+        # not page pairs: e.g. a stripe of only empty values has no DATA page at all; the
+        # stripe reader reads (and checks) such a chunk
+        return None
     if int(rows[-1]) >= int(dlay.ends[-1]):
         raise InvalidFileError(f"{where}: pages hold {int(dlay.ends[-1])} rows")
     gap = options.coalesce_gap if source.mapped else min(options.coalesce_gap, SparsePage.MAX_GAP)

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from fermion.errors import InvalidArgumentError
 
 __all__ = [
+    "ExpressionMemo",
     "and_all",
     "arrow_reason",
     "equality_constraints",
@@ -87,14 +88,50 @@ def _metadata_pairs(schema: pa.Schema) -> list[tuple[bytes, bytes]]:
             _RELEASE(c_schema.release)(ctypes.byref(c_schema))
 
 
+class ExpressionMemo:
+    """What was computed of the last few expression objects, by object.
+
+    A scan asks several times about the same filter object, and a filter text parsed once
+    is the same object in the next scans. An entry holds its expression, so the
+    expression's ``id`` is not reused while the entry lives.
+
+    Example:
+        >>> memo = ExpressionMemo(kept=2)
+        >>> e = pc.field("a") > 1
+        >>> memo.get(e) is None
+        True
+        >>> memo.put(e, "result")
+        'result'
+        >>> memo.get(e), memo.get(pc.field("a") > 1)
+        ('result', None)
+    """
+
+    def __init__(self, kept: int = 16) -> None:
+        self._kept = kept
+        self._entries: dict[int, tuple[pc.Expression, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, expr: pc.Expression) -> Any:
+        """The value kept for this very object, or ``None``."""
+        with self._lock:
+            found = self._entries.get(id(expr))
+        return found[1] if found is not None and found[0] is expr else None
+
+    def put(self, expr: pc.Expression, value: Any) -> Any:
+        """Keep ``value`` for ``expr`` (dropping the oldest entry past ``kept``); returns it."""
+        with self._lock:
+            self._entries[id(expr)] = (expr, value)
+            while len(self._entries) > self._kept:
+                del self._entries[next(iter(self._entries))]
+        return value
+
+
 def _serialized(expr: pc.Expression) -> tuple[list[tuple[bytes, bytes]], pa.RecordBatch | None]:
     """The metadata pairs and literals batch of ``expr``'s serialisation (not to be
-    modified: the last few are kept by expression object, as one scan asks several times
-    of the same filter)."""
-    with _SERIALIZED_LOCK:
-        found = _SERIALIZED.get(id(expr))
-    if found is not None and found[0] is expr:
-        return found[1]
+    modified: the last few are kept by expression object, see :class:`ExpressionMemo`)."""
+    found = _SERIALIZED.get(expr)
+    if found is not None:
+        return found
     if not isinstance(expr, pc.Expression):
         raise InvalidArgumentError(f"filter must be a pyarrow.compute.Expression, not {expr!r}")
     try:
@@ -104,16 +141,10 @@ def _serialized(expr: pc.Expression) -> tuple[list[tuple[bytes, bytes]], pa.Reco
         result = _metadata_pairs(reader.schema), batch
     except (pa.ArrowException, ValueError, TypeError) as exc:
         raise InvalidArgumentError(f"cannot analyse filter {expr}: {exc}") from None
-    with _SERIALIZED_LOCK:  # (the entry holds the expression: its id is not reused)
-        _SERIALIZED[id(expr)] = (expr, result)
-        while len(_SERIALIZED) > _SERIALIZED_KEPT:
-            del _SERIALIZED[next(iter(_SERIALIZED))]
-    return result
+    return _SERIALIZED.put(expr, result)
 
 
-_SERIALIZED: dict[int, tuple[pc.Expression, Any]] = {}
-_SERIALIZED_KEPT = 16
-_SERIALIZED_LOCK = threading.Lock()
+_SERIALIZED = ExpressionMemo()
 
 
 def _parse(pairs: list[tuple[bytes, bytes]], batch: pa.RecordBatch | None) -> Any:

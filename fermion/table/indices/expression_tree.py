@@ -19,14 +19,13 @@ Example:
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
-from fermion.format.read.pruning import referenced_fields
+from fermion.format.read.pruning import ExpressionMemo, referenced_fields
 
 __all__ = ["expression_tree"]
 
@@ -40,24 +39,16 @@ def expression_tree(expr: pc.Expression) -> Any:
     Raises:
         InvalidArgumentError: Not an expression, or one whose serialisation is not read.
     """
-    with _TREES_LOCK:
-        found = _TREES.get(id(expr))
-    if found is not None and found[0] is expr:
-        return found[1]
-    tree = _read_tree(expr)
-    with _TREES_LOCK:  # (the entry holds the expression: its id is not reused)
-        _TREES[id(expr)] = (expr, tree)
-        while len(_TREES) > _TREES_KEPT:
-            del _TREES[next(iter(_TREES))]
-    return tree
+    found = _TREES.get(expr)
+    if found is not None:
+        return found
+    return _TREES.put(expr, _read_tree(expr))
 
 
 #: The trees of the last few expressions read (a scan's filter is read by each index,
 #: and a filter text parsed once is the same expression in the next scans); not to be
 #: modified by callers.
-_TREES: dict[int, tuple[pc.Expression, Any]] = {}
-_TREES_KEPT = 16
-_TREES_LOCK = threading.Lock()
+_TREES = ExpressionMemo()
 
 
 def _read_tree(expr: pc.Expression) -> Any:
