@@ -100,4 +100,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--workload"]:
         workload(Path(sys.argv[2]))
     else:
-        print(build(Path(sys.argv[1])))
+        try:
+            print(build(Path(sys.argv[1])))
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+            # the archive only speeds the drivers up: without it they start as before
+            print(f"no class archive, the tests' Spark drivers start without one: {exc}",
+                  file=sys.stderr)  # fmt: skip
