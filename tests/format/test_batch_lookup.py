@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -204,14 +205,43 @@ def test_lookup_uses_the_shared_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert got.equals(expected_rows(table, sizes, ids, [ids[5], ids[399], ids[5]]))
 
 
-def _page_span(path: Path, column: str) -> tuple[int, int]:
+def _page_span(path: Path, column: str, stream: StreamType = StreamType.DATA) -> tuple[int, int]:
     with fermion.FileReader(path) as r:
         (proj,) = r.file_meta.projections([column])
         (meta,) = r.file_meta.column_metas([proj])
-        spec = proj.tree.stream(StreamType.DATA)
+        spec = proj.tree.stream(stream)
         assert spec is not None
         lay = meta.streams[spec.index].layout(0)
         return int(lay.offsets[0]), int(lay.offsets[-1] + lay.sizes[-1])
+
+
+def _flips_caught(
+    path: Path,
+    begin: int,
+    end: int,
+    samples: int,
+    read: Callable[[Path], pa.Table],
+    expected: pa.Table,
+) -> dict[str, int]:
+    """Flip about ``samples`` bytes of ``[begin, end)`` one at a time and ``read(path)``:
+    how many raised ``ChecksumError``, another ``FermionError``, or read ``expected``
+    (anything else fails the test)."""
+    original = path.read_bytes()
+    caught = {"checksum": 0, "structural": 0, "same": 0}
+    for pos in range(begin, end, max(1, (end - begin) // samples)):
+        data = bytearray(original)
+        data[pos] ^= 0xFF
+        path.write_bytes(bytes(data))
+        try:
+            got = read(path)
+        except fermion.ChecksumError:
+            caught["checksum"] += 1
+        except fermion.FermionError:
+            caught["structural"] += 1
+        else:
+            assert got.equals(expected), f"silently different values after flipping {pos}"
+            caught["same"] += 1
+    return caught
 
 
 @pytest.mark.parametrize("memory_map", [True, False])
@@ -222,23 +252,12 @@ def test_flipped_bytes_of_the_pages_read_are_caught_or_harmless(
     asked = [ids[0], ids[30]]
     expected = expected_rows(table, sizes, ids, asked).select(["f2"])
     begin, end = _page_span(path, "f2")
-    original = path.read_bytes()
-    caught = {"checksum": 0, "structural": 0, "same": 0}
-    step = max(1, (end - begin) // 600)
-    for pos in range(begin, end, step):
-        data = bytearray(original)
-        data[pos] ^= 0xFF
-        path.write_bytes(bytes(data))
-        try:
-            with fermion.FileReader(path, memory_map=memory_map) as r:
-                got = r.read_batches(asked, columns=["f2"])
-        except fermion.ChecksumError:
-            caught["checksum"] += 1
-        except fermion.FermionError:
-            caught["structural"] += 1
-        else:
-            assert got.equals(expected), f"silently different values after flipping {pos}"
-            caught["same"] += 1
+
+    def read(p: Path) -> pa.Table:
+        with fermion.FileReader(p, memory_map=memory_map) as r:
+            return r.read_batches(asked, columns=["f2"])
+
+    caught = _flips_caught(path, begin, end, 600, read, expected)
     assert caught["checksum"] > 0 and caught["same"] > 0  # blocks not read are not used
 
 
@@ -651,29 +670,13 @@ def test_flipped_bytes_of_string_pages_are_caught_or_harmless(tmp_path: Path) ->
     rows = [5, 4_000, 11_999, 12_000, 29_999]
     expected = table.take(pa.array(rows)).select(["hi"])
     begin, end = _page_span(path, "hi")
-    with fermion.FileReader(path) as r:
-        (proj,) = r.file_meta.projections(["hi"])
-        (meta,) = r.file_meta.column_metas([proj])
-        spec = proj.tree.stream(StreamType.OFFSETS)
-        assert spec is not None
-        lay = meta.streams[spec.index].layout(0)
-        begin = min(begin, int(lay.offsets[0]))
-    original = path.read_bytes()
-    caught = {"checksum": 0, "structural": 0, "same": 0}
-    for pos in range(begin, end, max(1, (end - begin) // 400)):
-        data = bytearray(original)
-        data[pos] ^= 0xFF
-        path.write_bytes(bytes(data))
-        try:
-            with fermion.FileReader(path) as r:
-                got = r.take(rows, columns=["hi"])
-        except fermion.ChecksumError:
-            caught["checksum"] += 1
-        except fermion.FermionError:
-            caught["structural"] += 1
-        else:
-            assert got.equals(expected), f"silently different values after flipping {pos}"
-            caught["same"] += 1
+    begin = min(begin, _page_span(path, "hi", StreamType.OFFSETS)[0])
+
+    def read(p: Path) -> pa.Table:
+        with fermion.FileReader(p) as r:
+            return r.take(rows, columns=["hi"])
+
+    caught = _flips_caught(path, begin, end, 400, read, expected)
     assert caught["checksum"] > 0 and caught["same"] > 0
 
 
