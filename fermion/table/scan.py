@@ -363,22 +363,33 @@ class Scanner:
         self._indexed_read: Callable[[pb.Fragment], pa.Table | None] | None = None
 
     def fragments(self) -> list[pb.Fragment]:
-        """The fragments left after pruning by manifest statistics."""
+        """The fragments left after pruning by a scalar index and by manifest statistics.
+
+        The index is consulted first (its lookup costs the same whatever fragments
+        statistics would keep): a fragment it answers exactly (every conjunct) is read only
+        at its candidate rows, the rows the filter keeps (none: the fragment is dropped),
+        which statistics cannot narrow, so statistics prune only the other fragments.
+        """
         fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
         self.stats.fragments_total = len(self._manifest.fragments)
-        if self.filter is not None and fragments:
-            only = set(_referenced(self.filter, self._schema.arrow.names))
-            guarantees = [
-                fragment_guarantee(f.stats, self._schema, f.physical_rows, only) for f in fragments
-            ]
-            keep = prune(guarantees, self._schema.arrow, self.filter)
-            fragments = [f for f, k in zip(fragments, keep, strict=True) if k]
+        answered: Callable[[Sequence[pb.Fragment]], bool] | None = None
         if self.filter is not None and self._indices is not None and self._manifest.indices:
             fragments, self._indexed_read = self._indices(
                 self._storage, self._manifest, self._schema, self.filter, fragments,
                 stats=self.stats, columns=self.columns,
                 with_row_offsets=self._offsets, readers=self._readers,
             )  # fmt: skip
+            if getattr(self._indexed_read, "exact", False):
+                answered = getattr(self._indexed_read, "answers_all", None)
+        unanswered = [f for f in fragments if answered is None or not answered([f])]
+        if self.filter is not None and unanswered:
+            only = set(_referenced(self.filter, self._schema.arrow.names))
+            guarantees = [
+                fragment_guarantee(f.stats, self._schema, f.physical_rows, only) for f in unanswered
+            ]
+            keep = prune(guarantees, self._schema.arrow, self.filter)
+            pruned = {id(f) for f, k in zip(unanswered, keep, strict=True) if not k}
+            fragments = [f for f in fragments if id(f) not in pruned]
         self.stats.fragments_pruned = self.stats.fragments_total - len(fragments)
         return fragments
 

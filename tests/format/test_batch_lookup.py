@@ -526,12 +526,14 @@ def test_a_lookup_keeps_few_tracked_objects_per_column(tmp_path: Path) -> None:
 
 
 def _scattered_file(tmp_path: Path) -> tuple[Path, pa.Table, list[int]]:
-    """A file of several pages a column (random float64 and float32: BYTE_SPLIT, an int64
-    sequence), and rows at page and block boundaries and scattered between them."""
+    """A file of several pages a column (random float64 with 24 low mantissa bits cleared,
+    whose planes zstd keeps in blocks: BYTE_SPLIT, random float32, an int64 sequence), and
+    rows at page and block boundaries and scattered between them."""
     rng = np.random.default_rng(11)
     n = 40_000
+    d = (rng.random(n).view(np.uint64) & np.uint64(~0xFFFFFF & (2**64 - 1))).view(np.float64)
     table = pa.table({
-        "d": pa.array(rng.random(n)),
+        "d": pa.array(d),
         "f": pa.array(rng.random(n).astype(np.float32)),
         "k": pa.array(np.arange(n, dtype=np.int64) * 3 - 5),
     })  # fmt: skip

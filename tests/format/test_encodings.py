@@ -197,7 +197,9 @@ def test_writer_chooses_encodings_and_round_trips(tmp_path: Path) -> None:
     assert enc[("price", "DATA")] <= {"FOR", "INT_DICTIONARY", "DELTA"}
     assert enc[("flag", "DATA")] == {"DICTIONARY"} and enc[("flag", "OFFSETS")] == {"DERIVED"}
     assert enc[("comment", "OFFSETS")] - {"PLAIN"}
-    assert enc[("feature", "DATA")] == {"BYTE_SPLIT"}
+    # random floats: the planes save less than a quarter, so a point-read column keeps
+    # them PLAIN, read in place (test_point_read_float_planes_save_a_quarter)
+    assert enc[("feature", "DATA")] == {"PLAIN"}
     assert enc[("huge", "DATA")] == {"PLAIN"}
     assert fermion.FileReader(path).metadata.required_features & RequiredFeature.ENCODINGS
     plain = tmp_path / "p.fermion"
@@ -205,15 +207,41 @@ def test_writer_chooses_encodings_and_round_trips(tmp_path: Path) -> None:
     assert path.stat().st_size < 0.8 * plain.stat().st_size
 
 
+def test_point_read_float_planes_save_a_quarter(tmp_path: Path) -> None:
+    """BYTE_SPLIT pages of a point-read column are kept only if zstd saves a quarter of
+    them (docs/FORMAT.md §5.2: a point read decompresses a block per plane); columns that
+    are not point-read keep the usual 10%."""
+    rng = np.random.default_rng(4)
+    n = 20_000
+    table = pa.table({
+        "random": rng.random(n),  # the planes save about 15%
+        "smooth": 20 + np.cumsum(rng.normal(0, 1e-3, n)),  # they save more than a quarter
+        "nested": pa.array([[x] for x in rng.random(n)]),  # not point-read
+    })  # fmt: skip
+    path = tmp_path / "f.fermion"
+    fermion.write_table(table, path, page_size=64 << 10)
+    assert_same(fermion.read_table(path), table)
+    enc = encodings_of(path)
+    assert enc[("random", "DATA")] == {"PLAIN"}
+    assert enc[("smooth", "DATA")] == {"BYTE_SPLIT"}
+    assert enc[("nested.item", "DATA")] == {"BYTE_SPLIT"}
+    rows = [5, 17_000, 9_999]
+    assert fermion.FileReader(path).take(rows).equals(table.take(rows))
+
+
 @pytest.mark.parametrize("compression", ["zstd", "none"])
 def test_byte_split_pages_only_where_zstd_keeps_them(tmp_path: Path, compression: str) -> None:
     """The planes only help zstd: a float page zstd does not keep is stored PLAIN (same size
-    less a header, read in place). Normal float32 at 64 KiB pages: zstd saves 10% of
-    some pages' planes and not of others (before: 8 of 13 pages uncompressed BYTE_SPLIT)."""
+    less a header, read in place). Normal float32 at 64 KiB pages, the second half with the
+    low 16 bits of their mantissas cleared: zstd saves the quarter a point-read column asks
+    (docs/FORMAT.md §5.2) of the later pages' planes and not of the first ones (before:
+    8 of 13 pages of normal float32 uncompressed BYTE_SPLIT)."""
     from tests.format.test_points import page_spans
 
     rng = np.random.default_rng(11)
-    table = pa.table({"x": pa.array(rng.standard_normal(200_000).astype(np.float32))})
+    x = rng.standard_normal(200_000).astype(np.float32)
+    x[100_000:] = (x[100_000:].view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    table = pa.table({"x": pa.array(x)})
     path = tmp_path / "f.fermion"
     fermion.write_table(table, path, page_size=64 << 10, compression=compression)
     pages = page_spans(path, "x")
@@ -241,7 +269,10 @@ def test_float_pages_sample_byte_split_on_every_8th_page(tmp_path: Path, monkeyp
 
     monkeypatch.setattr(byte_split, "byte_split_sizes", counted)
     rng = np.random.default_rng(12)
-    x = rng.random(20 * 2048, dtype=np.float32)  # uniform: planes win (zstd keeps them)
+    # uniform, the low 16 mantissa bits cleared: the planes win, zstd keeps them (it saves
+    # the quarter a point-read column asks, docs/FORMAT.md §5.2)
+    x = rng.random(20 * 2048, dtype=np.float32)
+    x = (x.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
     table = pa.table({"x": x})
     path = tmp_path / "f.fermion"
     fermion.write_table(table, path, page_size=8 << 10, max_stripe_rows=10 * 2048)

@@ -278,3 +278,28 @@ def test_expression_trees_kept_are_not_confused() -> None:
         assert predicate is not None and predicate[2].as_py() == i and exact
         assert match_filter(expr, f"c{(i + 1) % 3}") == (None, False)
         del expr, tree
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    fences=st.lists(st.integers(-50, 50), min_size=1, max_size=300),
+    bounds=st.lists(
+        st.tuples(st.none() | st.integers(-60, 60), st.none() | st.integers(-60, 60)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_wanted_blocks_are_the_union_of_each_bounds_blocks(
+    fences: list[int], bounds: list[tuple[int | None, int | None]]
+) -> None:
+    """Block ``i`` holds keys in ``[keys[i], keys[i + 1]]``: a bound wants the blocks from
+    the one before the first fence not below its low end (a key equal to a fence may end
+    the block before it) up to the last fence not above its high end; the blocks are the
+    union of those ranges, in order."""
+    keys = np.array(sorted(fences), dtype=np.int64)
+    expected: set[int] = set()
+    for lo, hi in bounds:
+        first = max(int(np.searchsorted(keys, lo, "left")) - 1, 0) if lo is not None else 0
+        last = int(np.searchsorted(keys, hi, "right")) if hi is not None else len(keys)
+        expected.update(range(first, last))
+    assert lookup._wanted_blocks(keys, bounds).tolist() == sorted(expected)

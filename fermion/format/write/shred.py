@@ -220,10 +220,15 @@ class _Encoder:
             encoding=encoding,
             block_size=block_size,
             block_overhead=overhead,
-            # bit-packed values that point reads gather: zstd only where it saves a quarter
-            # (BYTE_SPLIT is a transform for zstd: the usual rule)
+            # bit-packed values that point reads gather: zstd only where it saves a quarter;
+            # likewise BYTE_SPLIT planes (not in batch mode), where a point read decompresses
+            # a block per plane (8 for a float64) instead of reading the value in place
             keep_ratio=ENCODED_COMPRESS_RATIO
-            if self.checkpoints and ENCODINGS[encoding].bit_packed
+            if self.checkpoints
+            and (
+                ENCODINGS[encoding].bit_packed
+                or (ENCODINGS[encoding].undo is not None and not self.batch)
+            )
             else COMPRESS_RATIO,
             checksum_block_size=self.checksum_block_size if blocks else 0,
             block_sample=_BATCH_BLOCK_SAMPLE if self.batch else 0,

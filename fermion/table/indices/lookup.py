@@ -443,15 +443,22 @@ def indexed_scan(
             fixed=fixed.get(fragment.id),
         )  # fmt: skip
 
-    return kept, _IndexedRead(read, set(hits))
+    return kept, _IndexedRead(read, set(hits), exact)
 
 
 class _IndexedRead:
-    """A fragment reader through an index, knowing the fragments the index answers."""
+    """A fragment reader through an index, knowing the fragments the index answers and
+    whether its candidates are exactly the filter's rows (``exact``)."""
 
-    def __init__(self, read: Callable[[pb.Fragment], pa.Table | None], answered: set[int]):
+    def __init__(
+        self,
+        read: Callable[[pb.Fragment], pa.Table | None],
+        answered: set[int],
+        exact: bool = False,
+    ):
         self._read = read
         self._answered = answered
+        self.exact = exact
 
     def __call__(self, fragment: pb.Fragment) -> pa.Table | None:
         return self._read(fragment)
