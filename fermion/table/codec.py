@@ -266,7 +266,7 @@ def _wire_fragment(message: pb.Fragment, fragment_id: int | None, deletions: boo
         physical_rows=message.physical_rows,
         deleted_rows=message.deletion_file.num_deleted_rows if deletions else 0,
         # Not ``deterministic=True``: that option only orders map entries, and no message
-        # a Fragment holds has a map field (tests/table/test_codec.py checks), so the
+        # a Fragment holds has a map field (tests/table/test_codec_fragments.py checks), so the
         # bytes are the same and the option's slower path buys nothing.
         message=message.SerializeToString(),
     )
