@@ -58,8 +58,6 @@ __all__ = [
     "FLAG_ROW_IDS",
     "FLAG_WRITE_PROPERTIES",
     "FragmentInfo",
-    "FragmentMessage",
-    "ManifestMessage",
     "KNOWN_READER_FLAGS",
     "KNOWN_WRITER_FLAGS",
     "check_reader_flags",
@@ -81,14 +79,6 @@ __all__ = [
     "schema_from_bytes",
     "schema_to_bytes",
 ]
-
-#: The wire messages of a manifest and of a fragment, by name, for the modules that hold
-#: or pass them on (a ``Dataset``'s version, a commit's result, a planner's argument)
-#: without importing the generated modules (tests/test_architecture.py, rule 9). A
-#: fragment's fields are read as a domain value (:func:`fragments_from_manifest`,
-#: :func:`fragment_from_proto`).
-ManifestMessage = pb.Manifest
-FragmentMessage = pb.Fragment
 
 MAGIC = b"FRMT"
 FRAMING_VERSION = 1

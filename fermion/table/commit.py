@@ -47,7 +47,7 @@ from fermion.errors import (
     InvalidFileError,
 )
 from fermion.io import failpoints
-from fermion.table.codec import ManifestMessage, check_writer_flags, encode_manifest
+from fermion.table.codec import check_writer_flags, encode_manifest
 from fermion.table.conflicts import Verdict, check
 from fermion.table.operations import (
     Operation,
@@ -56,6 +56,7 @@ from fermion.table.operations import (
     operation_to_proto,
 )
 from fermion.table.operations.base import RebaseConflict
+from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 from fermion.table.transition import apply_operation
 from fermion.table.versions import load_manifest, load_transaction, write_transaction
@@ -75,7 +76,7 @@ BACKOFF_BASE_DEFAULT = 0.005  # seconds; attempt k sleeps uniform(0, base * 2**k
 BACKOFF_MAX_DEFAULT = 1.0
 
 #: Re-plans an operation on a newer manifest after a retryable conflict; ``None`` = no-op.
-Planner = Callable[[ManifestMessage], Operation | None]
+Planner = Callable[[pb.Manifest], Operation | None]
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ class CommitConfig:
 class CommitResult:
     """The committed manifest and what it took."""
 
-    manifest: ManifestMessage
+    manifest: pb.Manifest
     attempts: int
     rebased: int
     replanned: int
@@ -113,7 +114,7 @@ class CommitResult:
     committed: bool = True  # False: a re-plan found nothing left to do (manifest: latest)
 
 
-def _their_operation(storage: TableStorage, manifest: ManifestMessage) -> Operation | None:
+def _their_operation(storage: TableStorage, manifest: pb.Manifest) -> Operation | None:
     try:
         txn = load_transaction(storage, manifest.transaction_file)
         return operation_from_proto(txn)

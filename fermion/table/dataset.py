@@ -29,7 +29,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
-from fermion.table.codec import ManifestMessage, fragment_views
+from fermion.table.codec import fragment_views
 from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
@@ -47,6 +47,7 @@ from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import MergeInsertBuilder
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.operations.update_config import plan_update_config
+from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
 from fermion.table.scan import Scanner, take_fragment
@@ -239,12 +240,12 @@ class Dataset:
         ({'x': [1, 2]}, 3)
     """
 
-    def __init__(self, storage: TableStorage, manifest: ManifestMessage) -> None:
+    def __init__(self, storage: TableStorage, manifest: pb.Manifest) -> None:
         self._storage = storage
         self._manifest = manifest
         # (the message it copies, the copy) behind the ``manifest`` property
-        self._manifest_copy: tuple[ManifestMessage, ManifestMessage] | None = None
-        self._fragments: tuple[ManifestMessage, tuple[Fragment, ...]] | None = None
+        self._manifest_copy: tuple[pb.Manifest, pb.Manifest] | None = None
+        self._fragments: tuple[pb.Manifest, tuple[Fragment, ...]] | None = None
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         # data files kept open between batch lookups (fermion.table.readers)
@@ -322,7 +323,7 @@ class Dataset:
         return self._storage.latest_version() or 0
 
     @property
-    def manifest(self) -> ManifestMessage:
+    def manifest(self) -> pb.Manifest:
         """This version's manifest message, as a copy: the table's own message stays private.
 
         The copy is made on the first access and the same copy is returned on later ones
@@ -343,7 +344,7 @@ class Dataset:
         cached = self._manifest_copy
         if cached is not None and cached[0] is self._manifest:
             return cached[1]
-        copy = ManifestMessage()
+        copy = pb.Manifest()
         copy.CopyFrom(self._manifest)
         self._manifest_copy = (self._manifest, copy)
         return copy
@@ -923,7 +924,7 @@ class Dataset:
             self._schema = schema_of(self._manifest)
 
     def _change_schema(self, change: Any) -> None:
-        def plan(manifest: ManifestMessage) -> SchemaChange:
+        def plan(manifest: pb.Manifest) -> SchemaChange:
             return SchemaChange(change(schema_of(manifest)))
 
         self._commit(plan(self._manifest), plan)
@@ -1024,7 +1025,7 @@ class Dataset:
             True
         """
 
-        def plan(manifest: ManifestMessage) -> Operation:
+        def plan(manifest: pb.Manifest) -> Operation:
             return plan_update_config(manifest, values, unset)
 
         self._commit(plan(self._manifest), plan, max_retries)

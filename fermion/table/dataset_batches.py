@@ -31,7 +31,7 @@ from fermion.table.batches import (
     epoch_batches,
 )
 from fermion.table.batches import batch_id_column as batch_id_column_of
-from fermion.table.codec import ManifestMessage
+from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -49,12 +49,12 @@ class BatchReads:
         self._batch_ranges: dict[tuple[int, int], BatchRanges] = {}
 
     def column(
-        self, manifest: ManifestMessage, schema: TableSchema, batch_id_column: str | None
+        self, manifest: pb.Manifest, schema: TableSchema, batch_id_column: str | None
     ) -> str:
         """The batch-id column: ``batch_id_column``, else the one the table records."""
         return batch_id_column_of(manifest, schema, batch_id_column)
 
-    def ranges(self, manifest: ManifestMessage, schema: TableSchema, column: str) -> BatchRanges:
+    def ranges(self, manifest: pb.Manifest, schema: TableSchema, column: str) -> BatchRanges:
         """The batch ranges of ``column`` in ``manifest``'s version (cached)."""
         key = (manifest.version, schema.id_of(column))
         ranges = self._batch_ranges.get(key)
@@ -65,7 +65,7 @@ class BatchReads:
 
     def lookup(
         self,
-        manifest: ManifestMessage,
+        manifest: pb.Manifest,
         schema: TableSchema,
         batch_ids: Sequence[int] | np.ndarray | pa.Array,
         columns: Sequence[str] | None,
@@ -82,7 +82,7 @@ class BatchReads:
 
     def epoch(
         self,
-        manifest: ManifestMessage,
+        manifest: pb.Manifest,
         schema: TableSchema,
         column: str,
         ids: np.ndarray,

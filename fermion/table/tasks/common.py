@@ -18,15 +18,11 @@ from typing import Any
 
 from fermion.deprecation import deprecated_alias
 from fermion.errors import DatasetError
-from fermion.table.codec import (
-    FragmentMessage,
-    ManifestMessage,
-    check_writer_flags,
-    fragment_from_proto,
-)
+from fermion.table.codec import check_writer_flags, fragment_from_proto
 from fermion.table.commit import CommitResult
 from fermion.table.domain import Fragment
 from fermion.table.manifest_store import ManifestStore
+from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.model import CommitSummary
@@ -43,13 +39,11 @@ __all__ = [
 ]
 
 
-def fragment_groups(
-    fragments: Sequence[FragmentMessage], per_task: int
-) -> list[tuple[Fragment, ...]]:
+def fragment_groups(fragments: Sequence[pb.Fragment], per_task: int) -> list[tuple[Fragment, ...]]:
     """Committed ``fragments`` as plain data, ``per_task`` to a task, in order.
 
     Example:
-        >>> [len(g) for g in fragment_groups([FragmentMessage(id=i) for i in range(5)], 2)]
+        >>> [len(g) for g in fragment_groups([pb.Fragment(id=i) for i in range(5)], 2)]
         [2, 2, 1]
     """
     infos = [fragment_from_proto(f, committed=True) for f in fragments]
@@ -75,7 +69,7 @@ def open_ref(
 
 def open_version(
     uri: Any, version: int | None = None, manifest_store: ManifestStore | None = None
-) -> tuple[TableStorage, ManifestMessage]:
+) -> tuple[TableStorage, pb.Manifest]:
     """The table's storage and the manifest of ``version`` (default: the latest), checked
     writable by this library (``open_table`` before; not a ``Dataset``: see
     :func:`fermion.table.dataset`).
@@ -94,7 +88,7 @@ def open_version(
 
 def open_planned(
     where: Any, version: int | None = None, manifest_store: ManifestStore | str | None = None
-) -> tuple[TableRef, TableStorage, ManifestMessage]:
+) -> tuple[TableRef, TableStorage, pb.Manifest]:
     """:func:`open_version` with the bound ref a plan carries.
 
     Raises:
@@ -118,7 +112,7 @@ def summarise(
     result: CommitResult, read_version: int, *, committed: bool, skipped: Sequence[str] = ()
 ) -> CommitSummary:
     """A :class:`CommitSummary` of a commit result (``committed``: a new version was made)."""
-    summary = result.manifest.summary if committed else type(result.manifest.summary)()
+    summary = result.manifest.summary if committed else pb.OperationSummary()
     return CommitSummary(
         committed=committed,
         version=result.manifest.version,
@@ -137,7 +131,7 @@ def summarise(
     )
 
 
-def _manifests(storage: TableStorage, after: int) -> Iterator[ManifestMessage]:
+def _manifests(storage: TableStorage, after: int) -> Iterator[pb.Manifest]:
     """The manifest of every retained version above ``after``, ascending.
 
     A version listed in ``_versions/`` and removed before it is read (a concurrent cleanup)

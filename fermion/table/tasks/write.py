@@ -37,18 +37,13 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
-from fermion.table.codec import (
-    FragmentMessage,
-    ManifestMessage,
-    check_writer_flags,
-    fragment_from_proto,
-    fragment_to_proto,
-)
+from fermion.table.codec import check_writer_flags, fragment_from_proto, fragment_to_proto
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.domain import Fragment
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
+from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -160,7 +155,7 @@ def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
 
 
 def resolve_write_schema(
-    latest: ManifestMessage | None, data: pa.Schema, *, mode: WriteMode = "append"
+    latest: pb.Manifest | None, data: pa.Schema, *, mode: WriteMode = "append"
 ) -> TableSchema:
     """The table schema (field ids included) a write of data with Arrow schema ``data``
     writes its files with, given the table's ``latest`` manifest (``None``: no table yet).
@@ -259,7 +254,7 @@ def plan_write(
 
 
 def plan_properties(
-    latest: ManifestMessage | None,
+    latest: pb.Manifest | None,
     given: WriteProperties | Mapping[str, Any] | None,
     *,
     mode: str = "append",
@@ -290,7 +285,7 @@ def plan_properties(
 
 
 def default_batch_column(
-    latest: ManifestMessage | None, properties: WriteProperties, data: pa.Schema
+    latest: pb.Manifest | None, properties: WriteProperties, data: pa.Schema
 ) -> str | None:
     """The batch-id column a write naming none uses: with the ``batch_mode`` write
     property, the table's recorded one (``fermion.batch_id_column``) if the data has it
@@ -334,7 +329,7 @@ def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> Wr
 
 
 def _operation(
-    plan: WritePlan, fragments: tuple[FragmentMessage, ...], config: dict[str, str]
+    plan: WritePlan, fragments: tuple[pb.Fragment, ...], config: dict[str, str]
 ) -> Operation:
     if plan.read_version == 0 or plan.mode == "overwrite":
         return Overwrite(fragments, plan.schema, config)
@@ -416,7 +411,7 @@ def commit_write(
 def _append_to_created(
     storage: TableStorage,
     plan: WritePlan,
-    fragments: tuple[FragmentMessage, ...],
+    fragments: tuple[pb.Fragment, ...],
     entries: dict[str, str],
     config: CommitConfig | None,
     properties: Mapping[str, str] | None,
