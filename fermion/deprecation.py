@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["deprecated_alias"]
+__all__ = ["deprecated_alias", "warn_deprecated"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,3 +43,20 @@ def deprecated_alias(function: F, old: str, new: str) -> F:
     alias.__name__ = alias.__qualname__ = name
     alias.__doc__ = f"Deprecated: use :func:`{new}` (same arguments)."
     return cast(F, alias)
+
+
+def warn_deprecated(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` (a method or attribute, as users write it) is deprecated in
+    favour of ``new``; for the deprecated methods of a class, which call it first.
+
+    ``stacklevel`` 3 points the warning at the caller of the method that calls this.
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     warn_deprecated("Thing.old()", "new(thing)")
+        ...     str(seen[0].message)
+        'Thing.old() is deprecated: use new(thing)'
+    """
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=stacklevel)

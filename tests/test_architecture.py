@@ -819,7 +819,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.indices.build",
         "fermion.table.indices.lookup",
         "fermion.table.indices.tasks",
-        "fermion.table.maintenance",
         "fermion.table.merge_insert",
         "fermion.table.readers",
         "fermion.table.row_edits",

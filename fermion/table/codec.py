@@ -29,14 +29,17 @@ Example:
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
+from fermion.deprecation import warn_deprecated
 from fermion.errors import (
     ChecksumError,
     InvalidArgumentError,
@@ -54,6 +57,7 @@ __all__ = [
     "FLAG_INDICES",
     "FLAG_ROW_IDS",
     "FLAG_WRITE_PROPERTIES",
+    "FragmentInfo",
     "KNOWN_READER_FLAGS",
     "KNOWN_WRITER_FLAGS",
     "check_reader_flags",
@@ -70,6 +74,7 @@ __all__ = [
     "fragment_to_bytes",
     "fragment_to_dict",
     "fragment_to_proto",
+    "fragment_views",
     "fragments_from_manifest",
     "schema_from_bytes",
     "schema_to_bytes",
@@ -202,6 +207,10 @@ def check_writer_flags(manifest: pb.Manifest, name: str = "manifest") -> None:
 def fragment_from_proto(message: pb.Fragment, *, committed: bool | None = None) -> Fragment:
     """The :class:`~fermion.table.domain.Fragment` of a manifest ``Fragment`` message.
 
+    The value is a :class:`FragmentInfo` (a ``Fragment`` that also answers the methods
+    ``FragmentInfo`` had before the domain model, with a ``DeprecationWarning``); it
+    equals, hashes and pickles as the plain ``Fragment`` of the same fields would.
+
     Args:
         message: The message (read, not kept).
         committed: Whether ``message.id`` is meaningful (default: it is when the id is
@@ -219,16 +228,39 @@ def fragment_from_proto(message: pb.Fragment, *, committed: bool | None = None) 
     has_deletions = message.HasField("deletion_file")
     if committed is None:
         committed = message.id != 0 or has_deletions
-    return Fragment(
-        id=message.id if committed else None,
-        files=tuple(
-            DataFile(f.path, tuple(f.field_ids), f.size_bytes, f.file_format or "fermion")
-            for f in message.files
-        ),
+    return _wire_fragment(message, message.id if committed else None, has_deletions)
+
+
+# The fields of a message read straight into a new value's ``__dict__``: what the
+# generated ``__init__`` of the frozen dataclasses would store, without its per-field
+# ``object.__setattr__`` calls (``Dataset.fragments`` converts every fragment of a version
+# at once). Neither class has ``__post_init__`` or ``__slots__``.
+_new = object.__new__
+
+
+def _wire_fragment(message: pb.Fragment, fragment_id: int | None, deletions: bool) -> Fragment:
+    files = []
+    for f in message.files:
+        data_file = _new(DataFile)
+        data_file.__dict__.update(
+            path=f.path,
+            field_ids=tuple(f.field_ids),
+            size_bytes=f.size_bytes,
+            file_format=f.file_format or "fermion",
+        )
+        files.append(data_file)
+    fragment = _new(FragmentInfo)
+    fragment.__dict__.update(
+        id=fragment_id,
+        files=tuple(files),
         physical_rows=message.physical_rows,
-        deleted_rows=message.deletion_file.num_deleted_rows if has_deletions else 0,
-        message=message.SerializeToString(deterministic=True),
+        deleted_rows=message.deletion_file.num_deleted_rows if deletions else 0,
+        # Not ``deterministic=True``: that option only orders map entries, and no message
+        # a Fragment holds has a map field (tests/table/test_codec_fragments.py checks), so the
+        # bytes are the same and the option's slower path buys nothing.
+        message=message.SerializeToString(),
     )
+    return fragment
 
 
 def fragment_to_proto(fragment: Fragment) -> pb.Fragment:
@@ -279,7 +311,31 @@ def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:
         >>> [(f.id, f.physical_rows) for f in fragments_from_manifest(m)]
         [(0, 2)]
     """
-    return tuple(fragment_from_proto(f, committed=True) for f in manifest.fragments)
+    return tuple(_wire_fragment(f, f.id, f.HasField("deletion_file")) for f in manifest.fragments)
+
+
+def fragment_views(manifest: pb.Manifest) -> tuple[Fragment, ...]:
+    """The committed fragments of a manifest, each converted when first read.
+
+    What :attr:`Dataset.fragments <fermion.table.dataset.Dataset.fragments>` holds: making
+    the values costs about what listing the messages does, and a fragment's fields are
+    read from its message the first time any of them is read (then kept, as
+    :func:`fragments_from_manifest` would have made them). The values equal, hash, print
+    and pickle as those of :func:`fragments_from_manifest`. The manifest must not be
+    changed in place while they live (a ``Dataset``'s own manifest never is).
+
+    Example:
+        >>> m = pb.Manifest(version=1)
+        >>> _ = m.fragments.add(id=0, physical_rows=2)
+        >>> fragment_views(m) == fragments_from_manifest(m)
+        True
+    """
+    out = []
+    for message in manifest.fragments:
+        fragment = _new(_FragmentView)
+        fragment.__dict__["_wire"] = message
+        out.append(fragment)
+    return tuple(out)
 
 
 def fragment_stats(fragment: Fragment) -> list[pb.FieldStats]:
@@ -362,6 +418,153 @@ def fragment_from_dict(value: Mapping[str, Any]) -> Fragment:
     except (KeyError, TypeError, json_format.ParseError) as exc:
         raise InvalidArgumentError(f"not a Fragment dict: {exc}") from exc
     return fragment_from_proto(message, committed=committed)
+
+
+# -- FragmentInfo: the fragment class before the domain model, deprecated ----------------
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FragmentInfo(Fragment):
+    """Deprecated: a :class:`~fermion.table.domain.Fragment` with the methods the class
+    had before the domain model; each warns with a ``DeprecationWarning`` and calls the
+    codec function named in the warning.
+
+    It lives here, not in :mod:`fermion.table.domain`, because its methods need the wire
+    format (the domain model imports nothing of the codec). The fragments this module
+    makes from messages (``Dataset.fragments``, task results, the bytes and JSON forms)
+    are ``FragmentInfo`` values, so older code calling ``fragment.to_json()`` on them
+    keeps working; they compare, hash and print as the ``Fragment`` of the same fields,
+    and a hand-built ``Fragment`` equals them.
+
+    Example:
+        >>> import warnings
+        >>> f = fragment_from_proto(pb.Fragment(id=1, physical_rows=2))
+        >>> isinstance(f, Fragment), f == Fragment(1, (), 2, 0, f.message)
+        (True, True)
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     f.to_proto().physical_rows, seen[0].category.__name__
+        (2, 'DeprecationWarning')
+    """
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Fragment):
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    def __hash__(self) -> int:
+        return Fragment.__hash__(self)
+
+    def __repr__(self) -> str:
+        return "Fragment" + Fragment.__repr__(self)[len(type(self).__qualname__) :]
+
+    @classmethod
+    def from_proto(cls, message: pb.Fragment, *, committed: bool | None = None) -> Fragment:
+        """Deprecated: :func:`fragment_from_proto`."""
+        warn_deprecated("FragmentInfo.from_proto()", "fermion.table.codec.fragment_from_proto()")
+        return fragment_from_proto(message, committed=committed)
+
+    def to_proto(self) -> pb.Fragment:
+        """Deprecated: :func:`fragment_to_proto`."""
+        warn_deprecated("FragmentInfo.to_proto()", "fermion.table.codec.fragment_to_proto()")
+        return fragment_to_proto(self)
+
+    @property
+    def stats(self) -> list[pb.FieldStats]:
+        """Deprecated: :func:`fragment_stats`."""
+        warn_deprecated("FragmentInfo.stats", "fermion.table.codec.fragment_stats()")
+        return fragment_stats(self)
+
+    def to_bytes(self) -> bytes:
+        """Deprecated: :func:`fragment_to_bytes`."""
+        warn_deprecated("FragmentInfo.to_bytes()", "fermion.table.codec.fragment_to_bytes()")
+        return fragment_to_bytes(self)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Fragment:
+        """Deprecated: :func:`fragment_from_bytes`."""
+        warn_deprecated("FragmentInfo.from_bytes()", "fermion.table.codec.fragment_from_bytes()")
+        return fragment_from_bytes(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Deprecated: :func:`fragment_to_dict`."""
+        warn_deprecated("FragmentInfo.to_dict()", "fermion.table.codec.fragment_to_dict()")
+        return fragment_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any]) -> Fragment:
+        """Deprecated: :func:`fragment_from_dict`."""
+        warn_deprecated("FragmentInfo.from_dict()", "fermion.table.codec.fragment_from_dict()")
+        return fragment_from_dict(value)
+
+    def to_json(self) -> str:
+        """Deprecated: ``json.dumps(fragment_to_dict(fragment), sort_keys=True)``."""
+        warn_deprecated(
+            "FragmentInfo.to_json()", "json.dumps(fermion.table.codec.fragment_to_dict())"
+        )
+        return json.dumps(fragment_to_dict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Fragment:
+        """Deprecated: ``fragment_from_dict(json.loads(text))``.
+
+        Raises:
+            InvalidArgumentError: Not the JSON of a fragment.
+        """
+        warn_deprecated(
+            "FragmentInfo.from_json()", "fermion.table.codec.fragment_from_dict(json.loads())"
+        )
+        try:
+            value = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise InvalidArgumentError(f"not valid JSON: {exc}") from exc
+        return fragment_from_dict(value)
+
+
+class _Unread:
+    """A field of a :class:`_FragmentView` not read from its message yet.
+
+    A non-data descriptor: once the view's fields are in its ``__dict__`` they shadow it,
+    so later reads cost what a plain dataclass attribute costs.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, fragment: Any, owner: type | None = None) -> Any:
+        if fragment is None:
+            return self
+        values = fragment.__dict__
+        message = values.get("_wire")
+        if message is not None:  # another thread may have read it meanwhile
+            read = _wire_fragment(message, message.id, message.HasField("deletion_file"))
+            values.update(vars(read))
+            values.pop("_wire", None)
+        return values[self.name]
+
+
+class _FragmentView(FragmentInfo):
+    """A fragment of a manifest read from its message on first use
+    (:func:`fragment_views`); made only there, with ``_wire`` in its ``__dict__``."""
+
+    id = _Unread()
+    files = _Unread()
+    physical_rows = _Unread()
+    deleted_rows = _Unread()
+    message = _Unread()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return FragmentInfo, _fields(self)
+
+
+def _fields(fragment: Fragment) -> tuple[Any, ...]:
+    return (
+        fragment.id,
+        fragment.files,
+        fragment.physical_rows,
+        fragment.deleted_rows,
+        fragment.message,
+    )
 
 
 # -- table schemas: the manifest ``Schema`` message as bytes -------------------------------

@@ -29,7 +29,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
-from fermion.table.codec import fragments_from_manifest
+from fermion.table.codec import fragment_views
 from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
@@ -363,7 +363,8 @@ class Dataset:
     def fragments(self) -> list[Fragment]:
         """This version's fragments (:class:`~fermion.table.domain.Fragment` values).
 
-        They are converted from the manifest once per version this object reads; the
+        They are made once per version this object reads, each read from its manifest
+        message when first used (:func:`~fermion.table.codec.fragment_views`); the
         manifest's ``Fragment`` messages themselves are ``manifest.fragments``.
 
         Example:
@@ -374,7 +375,7 @@ class Dataset:
         """
         cached = self._fragments
         if cached is None or cached[0] is not self._manifest:
-            cached = (self._manifest, fragments_from_manifest(self._manifest))
+            cached = (self._manifest, fragment_views(self._manifest))
             self._fragments = cached
         return list(cached[1])
 

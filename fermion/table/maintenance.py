@@ -23,24 +23,11 @@ from datetime import UTC, datetime, timedelta
 
 from fermion.errors import InvalidArgumentError
 from fermion.io.atomic import is_temp_name
-from fermion.table.deletions import deletion_path
 from fermion.table.manifest_store import is_staging_path
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage, manifest_name
-from fermion.table.versions import list_tags, load_manifest
+from fermion.table.versions import list_tags, load_manifest, referenced_files
 
 __all__ = ["RETENTION_DEFAULT", "cleanup_old_versions"]
-
-
-def _referenced_files(manifest: pb.Manifest) -> set[str]:
-    files = {f"_transactions/{manifest.transaction_file}"} if manifest.transaction_file else set()
-    for fragment in manifest.fragments:
-        files.update(d.path for d in fragment.files)
-        if fragment.HasField("deletion_file"):
-            files.add(deletion_path(fragment.id, fragment.deletion_file))
-    for index in manifest.indices:
-        files.update(index.files)
-    return files
 
 
 # lance's default: a version is kept two weeks after a newer one replaced it
@@ -105,7 +92,7 @@ def cleanup_old_versions(
         manifest = load_manifest(storage, version)
         created = manifest.timestamp_us / 1e6
         if version == latest or version in pinned or created >= cutoff.timestamp():
-            referenced |= _referenced_files(manifest)
+            referenced |= referenced_files(manifest)
         else:
             doomed.append(version)
     # files: anything under the managed directories that no retained version references

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from fermion.errors import DatasetError, InvalidArgumentError, InvalidFileError
 from fermion.table.codec import decode_manifest, decode_transaction, encode_transaction
+from fermion.table.deletions import deletion_path
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
 from fermion.table.schema import TableSchema
@@ -30,6 +31,7 @@ __all__ = [
     "list_tags",
     "load_manifest",
     "load_transaction",
+    "referenced_files",
     "resolve_tag",
     "schema_of",
     "transaction_name",
@@ -61,6 +63,26 @@ def latest_manifest(storage: TableStorage) -> pb.Manifest | None:
     """The latest manifest, or ``None`` when the table has no version yet."""
     version = storage.latest_version()
     return None if version is None else load_manifest(storage, version)
+
+
+def referenced_files(manifest: pb.Manifest) -> set[str]:
+    """Every file of the table a version needs, relative to the table root: its
+    transaction file, its fragments' data and deletion files, its indices' files.
+
+    Example:
+        >>> m = pb.Manifest(version=2, transaction_file="2-t.txn")
+        >>> _ = m.fragments.add(id=0).files.add(path="data/a.fermion")
+        >>> sorted(referenced_files(m))
+        ['_transactions/2-t.txn', 'data/a.fermion']
+    """
+    files = {f"_transactions/{manifest.transaction_file}"} if manifest.transaction_file else set()
+    for fragment in manifest.fragments:
+        files.update(d.path for d in fragment.files)
+        if fragment.HasField("deletion_file"):
+            files.add(deletion_path(fragment.id, fragment.deletion_file))
+    for index in manifest.indices:
+        files.update(index.files)
+    return files
 
 
 def schema_of(manifest: pb.Manifest) -> TableSchema:

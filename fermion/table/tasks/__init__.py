@@ -3,7 +3,7 @@
 This is the seam through which Spark (or any other engine) distributes table work;
 docs/ARCHITECTURE.md describes it. Plans, tasks and results are frozen dataclasses that
 pickle and have a JSON form; fragments travel as :class:`~fermion.table.domain.Fragment`
-(``FragmentInfo``, its older name, is the same class).
+(``FragmentInfo``, its older name, is a deprecated subclass with the old methods).
 
 The package also owns the write and commit semantics: :func:`resolve_write_schema` (the
 schema a write uses), :func:`write_committed` (did it commit?), :func:`abort_write` and

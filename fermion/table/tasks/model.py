@@ -4,8 +4,9 @@ A Spark executor (or any worker process) returns what it wrote as
 :class:`~fermion.table.domain.Fragment` values inside a task result; the driver commits
 them. Every type here is a frozen dataclass that pickles and has a JSON form (fragments
 through :mod:`fermion.table.codec`), so a result can travel through Spark rows, files or a
-queue. ``FragmentInfo`` and ``DataFileInfo`` are the older names of ``Fragment`` and
-``DataFile``.
+queue. ``DataFileInfo`` is the older name of ``DataFile``; ``FragmentInfo`` (deprecated,
+:class:`fermion.table.codec.FragmentInfo`) is the ``Fragment`` subclass that keeps the
+methods the class had before the domain model.
 
 Example:
     >>> from fermion.table.domain import DataFile, Fragment
@@ -28,6 +29,7 @@ import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
 from fermion.table.codec import (
+    FragmentInfo,
     fragment_from_dict,
     fragment_to_dict,
     schema_from_bytes,
@@ -56,9 +58,8 @@ __all__ = [
 ]
 
 
-#: The names plans used before :mod:`fermion.table.domain` (same classes).
+#: The name plans used before :mod:`fermion.table.domain` (same class).
 DataFileInfo = DataFile
-FragmentInfo = Fragment
 
 
 def fragments_to_json(fragments: Sequence[Fragment]) -> list[dict[str, Any]]:
