@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,6 +297,20 @@ class MergeInsertBuilder:
         chosen = list(Scanner(storage, manifest, schema, [], prune).fragments())
         dense = _DenseKeys.of(keys, on, sum(f.physical_rows for f in chosen))
 
+        properties = write_properties_of(manifest.config)
+        # an upsert of whole rows writes every source row once, updated or inserted, unless
+        # a key matches several table rows: so the source is written while the fragments
+        # are joined, and kept when the joins find no key matched twice
+        whole = self._update is not None and not partial and self._insert and source.num_rows > 0
+        early: Future[list[pb.Fragment]] | None = None
+        pool = ThreadPoolExecutor(max_workers=1) if whole else None
+        if pool is not None:
+            rows = [source.select(names)]
+            early = pool.submit(
+                write_new_rows, storage, schema, rows, max_rows_per_file, properties
+            )
+            pool.shutdown(wait=False)
+
         def join(fragment: pb.Fragment) -> _FragmentMatch:
             # the statistics chose the fragment; the join, not a row filter, finds the keys
             target = read_fragment(storage, schema, fragment, columns, with_row_offsets=True)
@@ -311,7 +326,8 @@ class MergeInsertBuilder:
             if self._update is not None and matched.num_rows:
                 offsets = matched.column(ROW_OFFSET).to_numpy()
                 gone.append(offsets)
-                found.rows = _updated_rows(matched, source, names, set_columns, partial)
+                if early is None:
+                    found.rows = _updated_rows(matched, source, names, set_columns, partial)
                 found.ids = row_ids_at(fragment, offsets)
                 found.updated = matched.num_rows
             if self._delete_unmatched:
@@ -328,7 +344,17 @@ class MergeInsertBuilder:
             found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
             return found
 
-        matches = map_fragments(join, chosen)
+        try:
+            matches = map_fragments(join, chosen)
+        except BaseException:
+            _discard(storage, early)
+            raise
+        if early is not None and not _each_once(matches, source.num_rows):
+            _discard(storage, early)  # a key matched several rows: written once per match
+            early = None
+            for found in matches:
+                if found.updated:
+                    found.rows = source.take(pa.array(found.source_rows)).select(names)
         matched_rows = np.zeros(source.num_rows, dtype=bool)
         new_tables: list[pa.Table] = []
         moved: list[np.ndarray | None] = []  # updated rows keep their ids, inserted get new
@@ -340,7 +366,9 @@ class MergeInsertBuilder:
         updated = sum(found.updated for found in matches)
         deleted = sum(found.deleted for found in matches)
         inserted = 0
-        if self._insert:
+        if self._insert and early is not None:  # written already
+            inserted = source.num_rows - int(np.count_nonzero(matched_rows))
+        elif self._insert:
             fresh = source.filter(pa.array(~matched_rows)).drop_columns([_SOURCE_ROW])
             for name in names:  # a column added since the builder's version: nulls
                 if name not in fresh.column_names:
@@ -351,19 +379,28 @@ class MergeInsertBuilder:
             inserted = fresh.num_rows
         stats = (updated, inserted, deleted)
         emptying = [m for m in matches if m.gone.size]
-        if not emptying and not any(t.num_rows for t in new_tables):
+        if early is None and not emptying and not any(t.num_rows for t in new_tables):
             return None, stats
 
         # the deletion files and the new rows' files are written side by side
         def write(task: _FragmentMatch | None) -> Any:
             if task is None:
-                return write_new_rows(
-                    storage, schema, new_tables, max_rows_per_file,
-                    write_properties_of(manifest.config),
-                )  # fmt: skip
+                return write_new_rows(storage, schema, new_tables, max_rows_per_file, properties)
             return mark_deleted(storage, task.fragment, task.gone, manifest.version)
 
-        *marked, fragments = map_fragments(write, [*emptying, None])
+        tasks: list[_FragmentMatch | None] = [*emptying]
+        if early is None:
+            tasks.append(None)
+        try:
+            marked = map_fragments(write, tasks)
+        except BaseException:
+            _discard(storage, early)
+            raise
+        if early is None:
+            fragments = marked.pop()
+        else:  # the source's rows, in source order: their ids by source row
+            fragments = early.result()
+            moved = [_ids_by_source_row(matches, source.num_rows)]
         updates = [update for update, emptied in marked if not emptied and update is not None]
         removed = [
             m.fragment.id for m, (_, emptied) in zip(emptying, marked, strict=True) if emptied
@@ -375,6 +412,41 @@ class MergeInsertBuilder:
             key_hashes=self._hashes, inserted_rows=inserted,
         )  # fmt: skip
         return op, stats
+
+
+def _discard(storage: TableStorage, written: Future[list[pb.Fragment]] | None) -> None:
+    """Remove the files of a write that will not be committed (once it has finished; a
+    write that failed left none)."""
+    if written is None:
+        return
+    try:
+        fragments = written.result()
+    except Exception:
+        return
+    for fragment in fragments:
+        for file in fragment.files:
+            storage.remove(file.path)
+
+
+def _each_once(matches: Sequence[_FragmentMatch], rows: int) -> bool:
+    """Whether no source row (of ``rows``) matched more than one table row."""
+    picked = [found.source_rows for found in matches if found.updated]
+    if not picked:
+        return True
+    return int(np.bincount(np.concatenate(picked), minlength=rows).max()) <= 1
+
+
+def _ids_by_source_row(matches: Sequence[_FragmentMatch], rows: int) -> np.ndarray | None:
+    """The row id each source row keeps (that of the table row it updates), UNASSIGNED for
+    inserted rows; None when an updated row had no id (see ``keep_row_ids``)."""
+    ids = np.full(rows, UNASSIGNED, dtype=np.int64)
+    for found in matches:
+        if not found.updated:
+            continue
+        if found.ids is None:
+            return None
+        ids[found.source_rows] = found.ids
+    return ids
 
 
 class _DenseKeys:

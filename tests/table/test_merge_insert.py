@@ -440,3 +440,33 @@ def test_integer_keys_match_alike_by_lookup_or_hash_join(
     assert sorted(ds.to_table()["k"].to_pylist()) == sorted(offset + k for k in want) + (
         [offset + 10**9] if far else []
     )
+
+
+def _data_files(uri: Path) -> list[str]:
+    return sorted(str(p.relative_to(uri)) for p in (uri / "data").rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_an_upsert_of_whole_rows_leaves_only_the_files_it_commits(
+    tmp_path: Path, twice: bool
+) -> None:
+    # the source is written while the fragments are joined; when a key matches two table
+    # rows (``twice``) that file is removed and the rows are written once per match
+    keys = [1, 2, 3, 4] + ([2] if twice else [])
+    table = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array([0] * len(keys), pa.int64())})
+    ds = ft.write_dataset(table, str(tmp_path), max_rows_per_file=2)
+    before = {r["_rowid"]: r["k"] for r in ds.to_table(columns=["_rowid", "k"]).to_pylist()}
+    source = pa.table({"k": pa.array([2, 9], pa.int64()), "v": pa.array([5, 6], pa.int64())})
+    result = (
+        ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all().execute(source)
+    )
+    assert (result.num_updated_rows, result.num_inserted_rows) == (1 + twice, 1)
+    rows = ds.to_table(columns=["_rowid", "k", "v"]).to_pylist()
+    assert sorted((r["k"], r["v"]) for r in rows) == sorted(
+        [(1, 0), (3, 0), (4, 0), (2, 5), (9, 6)] + ([(2, 5)] if twice else [])
+    )
+    kept = {r["_rowid"] for r in rows if r["k"] == 2}
+    assert kept == {i for i, k in before.items() if k == 2}  # updated rows keep their ids
+    versions = [ft.dataset(str(tmp_path), version=v) for v in (1, ds.version)]
+    referenced = {f.path for v in versions for fragment in v.fragments for f in fragment.files}
+    assert _data_files(tmp_path) == sorted(referenced)  # (an emptied fragment's file stays)
