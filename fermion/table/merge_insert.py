@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from fermion.errors import (
     SchemaMismatchError,
 )
 from fermion.table.commit import CommitConfig, CommitResult
-from fermion.table.fragment_threads import map_fragments
+from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
 from fermion.table.key_hash import row_hashes, sorted_distinct
 from fermion.table.operations import MergeInsert
@@ -344,8 +345,11 @@ class MergeInsertBuilder:
             found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
             return found
 
+        threads = FRAGMENT_THREADS_DEFAULT
+        if early is not None:  # a core is the early write's: joins on the others
+            threads = max(1, min(threads, (os.cpu_count() or 1) - 1))
         try:
-            matches = map_fragments(join, chosen)
+            matches = map_fragments(join, chosen, threads=threads)
         except BaseException:
             _discard(storage, early)
             raise
