@@ -119,6 +119,8 @@ class _Values:
 
     def _compute(self, rows: pa.Table) -> pa.Table:
         if self.udf is None:
+            if ROW_OFFSET in rows.column_names:  # not an operand; copied if unaligned
+                rows = rows.drop_columns([ROW_OFFSET])
             try:
                 return evaluate(rows, self.expressions)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
@@ -235,8 +237,14 @@ def compute_fragment_columns(
 def _fragment_values(
     storage: TableStorage, schema: TableSchema, computer: _Values, fragment: pb.Fragment
 ) -> pa.Table:
-    rows = read_fragment(storage, schema, fragment, computer.read_columns, with_row_offsets=True)
+    # without a deletion file every row is live: the values are aligned as computed
+    deletions = fragment.HasField("deletion_file")
+    rows = read_fragment(
+        storage, schema, fragment, computer.read_columns, with_row_offsets=deletions
+    )
     new = computer.of_fragment(rows, fragment.id)
+    if not deletions:
+        return new
     offsets = rows.column(ROW_OFFSET).to_numpy()
     return _aligned(new, offsets, fragment.physical_rows)
 
