@@ -43,6 +43,7 @@ from fermion.errors import (
     SchemaMismatchError,
 )
 from fermion.table.commit import CommitConfig, CommitResult
+from fermion.table.deletions import deletion_path
 from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
 from fermion.table.key_hash import row_hashes, sorted_distinct
@@ -343,16 +344,31 @@ class MergeInsertBuilder:
                 gone.append(unmatched.column(ROW_OFFSET).to_numpy())
                 found.deleted = unmatched.num_rows
             found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
-            return found
+            if early is not None and found.gone.size:  # its deletion file, while the
+                found.marked = mark_deleted(storage, fragment, found.gone, manifest.version)
+            return found  # source's rows are still being written
+
+        def attempt(fragment: pb.Fragment) -> _FragmentMatch | BaseException:
+            try:
+                return join(fragment)
+            except Exception as exc:  # raised below, once every join has finished
+                return exc
 
         threads = FRAGMENT_THREADS_DEFAULT
         if early is not None:  # a core is the early write's: joins on the others
             threads = max(1, min(threads, (os.cpu_count() or 1) - 1))
         try:
-            matches = map_fragments(join, chosen, threads=threads)
+            joined = map_fragments(attempt, chosen, threads=threads)
         except BaseException:
             _discard(storage, early)
             raise
+        matches = [found for found in joined if isinstance(found, _FragmentMatch)]
+        failures = [exc for exc in joined if not isinstance(exc, _FragmentMatch)]
+        if failures:  # nothing of this plan is kept
+            _discard(storage, early)
+            for found in matches:
+                _discard_deletion(storage, found)
+            raise failures[0]
         if early is not None and not _each_once(matches, source.num_rows):
             _discard(storage, early)  # a key matched several rows: written once per match
             early = None
@@ -392,18 +408,20 @@ class MergeInsertBuilder:
                 return write_new_rows(storage, schema, new_tables, max_rows_per_file, properties)
             return mark_deleted(storage, task.fragment, task.gone, manifest.version)
 
-        tasks: list[_FragmentMatch | None] = [*emptying]
+        pending = [m for m in emptying if m.marked is None]  # (the joins wrote the others)
+        tasks: list[_FragmentMatch | None] = [*pending]
         if early is None:
             tasks.append(None)
         try:
-            marked = map_fragments(write, tasks)
+            results = map_fragments(write, tasks)
         except BaseException:
             _discard(storage, early)
             raise
-        if early is None:
-            fragments = marked.pop()
-        else:  # the source's rows, in source order: their ids by source row
-            fragments = early.result()
+        fragments = results.pop() if early is None else early.result()
+        for m, result in zip(pending, results, strict=True):
+            m.marked = result
+        marked = [m.marked for m in emptying if m.marked is not None]
+        if early is not None:  # the source's rows, in source order: their ids by source row
             moved = [_ids_by_source_row(matches, source.num_rows)]
         updates = [update for update, emptied in marked if not emptied and update is not None]
         removed = [
@@ -430,6 +448,13 @@ def _discard(storage: TableStorage, written: Future[list[pb.Fragment]] | None) -
     for fragment in fragments:
         for file in fragment.files:
             storage.remove(file.path)
+
+
+def _discard_deletion(storage: TableStorage, found: _FragmentMatch) -> None:
+    """Remove the deletion file a join wrote for a plan that will not be committed."""
+    update = found.marked[0] if found.marked is not None else None
+    if update is not None:
+        storage.remove(deletion_path(update.id, update.deletion_file))
 
 
 def _each_once(matches: Sequence[_FragmentMatch], rows: int) -> bool:
@@ -517,6 +542,7 @@ class _FragmentMatch:
     ids: np.ndarray | None = None  # their row ids
     updated: int = 0
     deleted: int = 0
+    marked: tuple[pb.Fragment | None, bool] | None = None  # mark_deleted's, when written
 
 
 def _updated_rows(

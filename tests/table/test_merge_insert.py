@@ -470,3 +470,28 @@ def test_an_upsert_of_whole_rows_leaves_only_the_files_it_commits(
     versions = [ft.dataset(str(tmp_path), version=v) for v in (1, ds.version)]
     referenced = {f.path for v in versions for fragment in v.fragments for f in fragment.files}
     assert _data_files(tmp_path) == sorted(referenced)  # (an emptied fragment's file stays)
+
+
+def test_a_join_failing_on_one_fragment_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the joins write deletion files and the source is written beside them: when one
+    # fragment cannot be read, every file of the plan is removed and the error raised
+    import fermion.table.merge_insert as merge_module
+
+    table = pa.table({"k": pa.array(range(8), pa.int64()), "v": pa.array([0] * 8, pa.int64())})
+    ds = ft.write_dataset(table, str(tmp_path), max_rows_per_file=2)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    read = merge_module.read_fragment
+
+    def failing(storage: Any, schema: Any, fragment: Any, *args: Any, **kwargs: Any) -> Any:
+        if fragment.id == ds.fragments[-1].id:
+            raise OSError("unreadable fragment")
+        return read(storage, schema, fragment, *args, **kwargs)
+
+    monkeypatch.setattr(merge_module, "read_fragment", failing)
+    source = pa.table({"k": pa.array([1, 3, 5, 7, 9], pa.int64()), "v": pa.array([1] * 5)})
+    with pytest.raises(OSError, match="unreadable"):
+        ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all().execute(source)
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert after == before
