@@ -9,6 +9,11 @@ commits one :class:`~fermion.table.operations.MergeInsert`. After a conflicting 
 rows, ...) the whole merge is planned again on the newer version, so it never works on rows
 it did not see.
 
+Speed: a single integer key with dense values is matched through a lookup array
+(:class:`_DenseKeys`), other keys by Arrow's hash join; an upsert of whole rows
+(``when_matched_update_all`` + ``when_not_matched_insert_all``) writes the source while the
+fragments are joined and their deletion files written (see ``_plan``).
+
 Semantics (as SQL ``MERGE``): a target row matches a source row when every key column is
 equal (a null key matches nothing). Two source rows with the same key are an error, as is a
 null key in the source. A source key matching several target rows updates each of them.
@@ -307,9 +312,9 @@ class MergeInsertBuilder:
         early: Future[list[pb.Fragment]] | None = None
         pool = ThreadPoolExecutor(max_workers=1) if whole else None
         if pool is not None:
-            rows = [source.select(names)]
+            written = [source.select(names)]
             early = pool.submit(
-                write_new_rows, storage, schema, rows, max_rows_per_file, properties
+                write_new_rows, storage, schema, written, max_rows_per_file, properties
             )
             pool.shutdown(wait=False)
 
