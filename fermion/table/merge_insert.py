@@ -317,6 +317,7 @@ class MergeInsertBuilder:
                 write_new_rows, storage, schema, written, max_rows_per_file, properties
             )
             pool.shutdown(wait=False)
+        marks = ThreadPoolExecutor(max_workers=FRAGMENT_THREADS_DEFAULT) if whole else None
 
         def join(fragment: pb.Fragment) -> _FragmentMatch:
             # the statistics chose the fragment; the join, not a row filter, finds the keys
@@ -349,9 +350,11 @@ class MergeInsertBuilder:
                 gone.append(unmatched.column(ROW_OFFSET).to_numpy())
                 found.deleted = unmatched.num_rows
             found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
-            if early is not None and found.gone.size:  # its deletion file, while the
-                found.marked = mark_deleted(storage, fragment, found.gone, manifest.version)
-            return found  # source's rows are still being written
+            if marks is not None and found.gone.size:  # its deletion file, while the
+                found.marking = marks.submit(  # source's rows are still being written
+                    mark_deleted, storage, fragment, found.gone, manifest.version
+                )  # (on threads of their own: the fsyncs overlap, not the joins' thread)
+            return found
 
         def attempt(fragment: pb.Fragment) -> _FragmentMatch | BaseException:
             try:
@@ -367,8 +370,17 @@ class MergeInsertBuilder:
         except BaseException:
             _discard(storage, early)
             raise
+        finally:
+            if marks is not None:
+                marks.shutdown(wait=True)
         matches = [found for found in joined if isinstance(found, _FragmentMatch)]
         failures = [exc for exc in joined if not isinstance(exc, _FragmentMatch)]
+        for found in matches:
+            if found.marking is not None:
+                try:
+                    found.marked = found.marking.result()
+                except Exception as exc:
+                    failures.append(exc)
         if failures:  # nothing of this plan is kept
             _discard(storage, early)
             for found in matches:
@@ -548,6 +560,7 @@ class _FragmentMatch:
     updated: int = 0
     deleted: int = 0
     marked: tuple[pb.Fragment | None, bool] | None = None  # mark_deleted's, when written
+    marking: Future[tuple[pb.Fragment | None, bool]] | None = None  # ... while it is
 
 
 def _updated_rows(
