@@ -119,6 +119,8 @@ class _Values:
 
     def _compute(self, rows: pa.Table) -> pa.Table:
         if self.udf is None:
+            if ROW_OFFSET in rows.column_names:  # not an operand; copied if unaligned
+                rows = rows.drop_columns([ROW_OFFSET])
             try:
                 return evaluate(rows, self.expressions)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
@@ -235,8 +237,14 @@ def compute_fragment_columns(
 def _fragment_values(
     storage: TableStorage, schema: TableSchema, computer: _Values, fragment: pb.Fragment
 ) -> pa.Table:
-    rows = read_fragment(storage, schema, fragment, computer.read_columns, with_row_offsets=True)
+    # without a deletion file every row is live: the values are aligned as computed
+    deletions = fragment.HasField("deletion_file")
+    rows = read_fragment(
+        storage, schema, fragment, computer.read_columns, with_row_offsets=deletions
+    )
     new = computer.of_fragment(rows, fragment.id)
+    if not deletions:
+        return new
     offsets = rows.column(ROW_OFFSET).to_numpy()
     return _aligned(new, offsets, fragment.physical_rows)
 
@@ -302,6 +310,19 @@ def plan_add_columns(
     def compute(fragment: pb.Fragment) -> pa.Table:
         return _fragment_values(storage, schema, computer, fragment)
 
+    if computer.udf is None and computer.new_schema is not None:
+        # expressions know their types up front: each fragment is computed and written in
+        # one task, so one fragment's file write and fsync overlap another's computing
+        full, part = new_columns_schema(schema, computer.new_schema)
+        properties = write_properties_of(manifest.config)
+
+        def write(fragment: pb.Fragment) -> pb.Fragment:
+            values = compute(fragment)
+            return write_column_file(storage, part, fragment, values, properties=properties)
+
+        entries = _all_or_nothing(storage, write, fragments)
+        return AddColumns(full, tuple(entries)), len(entries)
+
     # expressions know their types up front, so fragments compute side by side; a function
     # runs on one fragment after another (the first one's output fixes the types)
     threads = FRAGMENT_THREADS_DEFAULT if computer.udf is None else 1
@@ -309,6 +330,30 @@ def plan_add_columns(
     if computer.new_schema is None:  # no fragment and a function: nothing to learn from
         raise InvalidArgumentError("add_columns with a function needs a table with rows")
     return column_files_operation(storage, manifest, schema, computer.new_schema, fragments, tables)
+
+
+def _all_or_nothing(
+    storage: TableStorage,
+    write: Callable[[pb.Fragment], pb.Fragment],
+    fragments: Sequence[pb.Fragment],
+) -> list[pb.Fragment]:
+    """``write`` of every fragment on a few threads, in order; when one fails, the files
+    the others wrote are removed and the first failure (in fragment order) is raised."""
+
+    def attempt(fragment: pb.Fragment) -> tuple[pb.Fragment | None, Exception | None]:
+        try:
+            return write(fragment), None
+        except Exception as exc:  # raised below, once every write has finished
+            return None, exc
+
+    results = map_fragments(attempt, fragments)
+    failures = [exc for _, exc in results if exc is not None]
+    if failures:
+        for entry, _ in results:
+            for file in entry.files if entry is not None else ():
+                storage.remove(file.path)
+        raise failures[0]
+    return [entry for entry, _ in results if entry is not None]
 
 
 def column_files_operation(

@@ -114,6 +114,18 @@ def test_bad_values_are_typed_errors_and_commit_nothing(tmp_path: Path, case: st
     assert ft.dataset(uri).version == 1 and ds.version == 1
 
 
+def test_an_expression_failing_on_one_fragment_leaves_no_file(tmp_path: Path) -> None:
+    # fragments are computed and written side by side: the files of those that succeeded
+    # are removed when another fails
+    data = pa.table({"n": pa.array(range(8), pa.int64()), "d": pa.array([1] * 5 + [0] + [1] * 2)})
+    ds = ft.write_dataset(data, str(tmp_path), max_rows_per_file=2)
+    before = sorted(p.name for p in (tmp_path / "data").rglob("*") if p.is_file())
+    with pytest.raises(InvalidArgumentError, match="divide by zero"):
+        ds.add_columns({"g": "n / d"})
+    assert sorted(p.name for p in (tmp_path / "data").rglob("*") if p.is_file()) == before
+    assert ft.dataset(str(tmp_path)).version == 1
+
+
 def test_add_columns_then_compaction_then_drop_columns_round_trips(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     ds = _table(uri)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,6 +78,8 @@ source_rows = st.lists(st.tuples(keys, values, strings), max_size=15, unique_by=
     delete_unmatched=st.sampled_from([False, True, "v > 0"]),
     rows_per_file=st.integers(1, 8),
     pre_delete=st.booleans(),
+    offset=st.sampled_from([0, -(2**62), 2**62 - 100]),
+    far=st.booleans(),
 )
 def test_merge_insert_equals_the_same_upsert_in_memory(
     target: list[tuple[Any, ...]],
@@ -86,15 +89,23 @@ def test_merge_insert_equals_the_same_upsert_in_memory(
     delete_unmatched: bool | str,
     rows_per_file: int,
     pre_delete: bool,
+    offset: int,
+    far: bool,
 ) -> None:
+    # keys shifted by ``offset`` (a lookup by key - lowest key must not wrap around); a
+    # ``far`` source key spreads the keys too far for a lookup array (Arrow's hash join)
     if update is None and not insert and not delete_unmatched:
         insert = True  # at least one clause
+    target = [(None if k is None else k + offset, *rest) for k, *rest in target]
+    source = [(k + offset, *rest) for k, *rest in source]
+    if far:
+        source.append((offset + 10**12, 7, "far"))
     target_table = pa.Table.from_pylist([dict(zip("kvs", r, strict=True)) for r in target], SCHEMA)
     source_table = pa.Table.from_pylist([dict(zip("kvs", r, strict=True)) for r in source], SCHEMA)
     uri = tempfile.mkdtemp()
     ds = ft.write_dataset(target_table, uri, max_rows_per_file=rows_per_file)
     if pre_delete and target:
-        ds.delete("k < 3")  # fragments with deletion files already
+        ds.delete(f"k < {offset + 3}")  # fragments with deletion files already
     before = ds.to_table()
     builder = ds.merge_insert("k")
     if update == ("k", "v", "s"):
@@ -398,3 +409,89 @@ def test_a_merge_re_planned_after_add_columns_keeps_the_new_column(tmp_path: Pat
     assert rows[2] == {"k": 2, "v": 5, "s": "n", "g": 7}  # g kept from the target row
     assert rows[77] == {"k": 77, "v": 5, "s": "n", "g": None}
     assert rows[3]["g"] == 7 and len(rows) == 21
+
+
+@pytest.mark.parametrize(
+    ("kind", "offset", "far"),
+    [
+        (pa.int64(), 0, False),  # dense keys: the lookup array
+        (pa.int64(), -(2**63) + 5, False),  # lowest key near the int64 minimum
+        (pa.int32(), -20, False),
+        (pa.uint64(), 2**63, False),  # beyond int64: Arrow's hash join
+        (pa.int64(), 0, True),  # keys too far apart for a lookup array: the hash join
+    ],
+)
+def test_integer_keys_match_alike_by_lookup_or_hash_join(
+    tmp_path: Path, kind: pa.DataType, offset: int, far: bool
+) -> None:
+    keys = [offset + k for k in range(10)]
+    table = pa.table({"k": pa.array(keys, kind), "v": pa.array([0] * 10, pa.int64())})
+    ds = ft.write_dataset(table, str(tmp_path), max_rows_per_file=5)
+    ds.delete(pc.field("k") == pa.scalar(offset + 4, kind))  # (SQL: no uint64 above int64)
+    new = [offset + 3, offset + 0, offset + 4, offset + 12] + ([offset + 10**9] if far else [])
+    source = pa.table({"k": pa.array(new, kind), "v": pa.array(range(1, len(new) + 1), pa.int64())})
+    result = (
+        ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all().execute(source)
+    )
+    assert (result.num_updated_rows, result.num_inserted_rows) == (2, 2 + far)
+    got = {r["k"] - offset: r["v"] for r in ds.to_table().to_pylist()}
+    want = {k: 0 for k in range(10) if k != 4} | {3: 1, 0: 2, 4: 3, 12: 4}
+    assert got == want | ({10**9: 5} if far else {})
+    assert sorted(ds.to_table()["k"].to_pylist()) == sorted(offset + k for k in want) + (
+        [offset + 10**9] if far else []
+    )
+
+
+def _data_files(uri: Path) -> list[str]:
+    return sorted(str(p.relative_to(uri)) for p in (uri / "data").rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_an_upsert_of_whole_rows_leaves_only_the_files_it_commits(
+    tmp_path: Path, twice: bool
+) -> None:
+    # the source is written while the fragments are joined; when a key matches two table
+    # rows (``twice``) that file is removed and the rows are written once per match
+    keys = [1, 2, 3, 4] + ([2] if twice else [])
+    table = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array([0] * len(keys), pa.int64())})
+    ds = ft.write_dataset(table, str(tmp_path), max_rows_per_file=2)
+    before = {r["_rowid"]: r["k"] for r in ds.to_table(columns=["_rowid", "k"]).to_pylist()}
+    source = pa.table({"k": pa.array([2, 9], pa.int64()), "v": pa.array([5, 6], pa.int64())})
+    result = (
+        ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all().execute(source)
+    )
+    assert (result.num_updated_rows, result.num_inserted_rows) == (1 + twice, 1)
+    rows = ds.to_table(columns=["_rowid", "k", "v"]).to_pylist()
+    assert sorted((r["k"], r["v"]) for r in rows) == sorted(
+        [(1, 0), (3, 0), (4, 0), (2, 5), (9, 6)] + ([(2, 5)] if twice else [])
+    )
+    kept = {r["_rowid"] for r in rows if r["k"] == 2}
+    assert kept == {i for i, k in before.items() if k == 2}  # updated rows keep their ids
+    versions = [ft.dataset(str(tmp_path), version=v) for v in (1, ds.version)]
+    referenced = {f.path for v in versions for fragment in v.fragments for f in fragment.files}
+    assert _data_files(tmp_path) == sorted(referenced)  # (an emptied fragment's file stays)
+
+
+def test_a_join_failing_on_one_fragment_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the joins write deletion files and the source is written beside them: when one
+    # fragment cannot be read, every file of the plan is removed and the error raised
+    import fermion.table.merge_insert as merge_module
+
+    table = pa.table({"k": pa.array(range(8), pa.int64()), "v": pa.array([0] * 8, pa.int64())})
+    ds = ft.write_dataset(table, str(tmp_path), max_rows_per_file=2)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    read = merge_module.read_fragment
+
+    def failing(storage: Any, schema: Any, fragment: Any, *args: Any, **kwargs: Any) -> Any:
+        if fragment.id == ds.fragments[-1].id:
+            raise OSError("unreadable fragment")
+        return read(storage, schema, fragment, *args, **kwargs)
+
+    monkeypatch.setattr(merge_module, "read_fragment", failing)
+    source = pa.table({"k": pa.array([1, 3, 5, 7, 9], pa.int64()), "v": pa.array([1] * 5)})
+    with pytest.raises(OSError, match="unreadable"):
+        ds.merge_insert("k").when_matched_update_all().when_not_matched_insert_all().execute(source)
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert after == before
