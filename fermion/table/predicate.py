@@ -224,7 +224,12 @@ class _Builder:
     def cast(self, literal: _Literal, opposite: Any) -> pc.Expression:
         if isinstance(opposite, exp.Column):
             return pc.scalar(self.convert(literal.value, self.type_of(opposite)))
-        return pc.scalar(literal.value)
+        try:
+            return pc.scalar(literal.value)
+        except OverflowError:  # an integer beyond int64 and uint64 beside an expression
+            raise InvalidArgumentError(
+                f"predicate {self.text!r}: {literal.value!r} does not fit a 64-bit integer"
+            ) from None
 
     def value(self, node: Any, kind: pa.DataType) -> Any:
         literal = self.build(node)
@@ -236,8 +241,19 @@ class _Builder:
         if pa.types.is_decimal(kind) and isinstance(value, int) and not isinstance(value, bool):
             value = decimal.Decimal(value)  # an int64 scalar does not fit decimal(p<21, s)
         try:
-            return pa.scalar(value).cast(kind)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            try:
+                scalar = pa.scalar(value)
+            except OverflowError:  # an integer beyond int64: built as the column's type
+                if pa.types.is_floating(kind):
+                    return pa.scalar(float(value), type=kind)
+                return pa.scalar(value, type=kind)
+            return scalar.cast(kind)
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowNotImplementedError,
+            pa.ArrowTypeError,
+            OverflowError,
+        ) as exc:
             raise InvalidArgumentError(
                 f"predicate {self.text!r}: {value!r} is not a {kind} value ({exc})"
             ) from None

@@ -2,7 +2,9 @@
 
 Each case is checked against the rows SQL's three-valued logic keeps. Bad inputs tried:
 unknown columns, incomplete SQL, constant predicates, sub-queries, functions, literals that
-do not fit the column type, empty and non-string predicates.
+do not fit the column type (strings for integers, integers beyond int64 for int64 and int8,
+beyond uint64 for uint64, negative for uint64, beyond 64 bits beside an expression), empty
+and non-string predicates.
 """
 
 from __future__ import annotations
@@ -82,9 +84,40 @@ def test_predicates_keep_what_sql_keeps(sql: str, kept: list[int]) -> None:
         ("d = DATE 'nope'", InvalidArgumentError, "nope"),
         ("  ", InvalidArgumentError, "non-empty"),
         (None, InvalidArgumentError, "non-empty"),
+        ("a = 9223372036854775812", InvalidArgumentError, "not a int64 value"),
+        ("`weird name` = 9223372036854775812", InvalidArgumentError, "not a int32 value"),
+        ("a + 1 = 99999999999999999999", InvalidArgumentError, "does not fit a 64-bit"),
     ],
 )
 def test_bad_predicates_raise_one_typed_error(sql: Any, error: type, match: str) -> None:
     with pytest.raises(error, match=match) as info:
         parse_predicate(sql, SCHEMA)
     assert "\n" not in str(info.value)
+
+
+U64 = pa.table({"u": pa.array([0, 2**63 + 4, 2**64 - 1], pa.uint64())})
+
+
+@pytest.mark.parametrize(
+    ("sql", "kept"),
+    [
+        ("u = 9223372036854775812", [1]),  # beyond int64, a uint64 value
+        ("u >= 9223372036854775812", [1, 2]),
+        ("u = 18446744073709551615", [2]),
+        ("u < 5", [0]),
+    ],
+)
+def test_uint64_literals_beyond_int64(sql: str, kept: list[int]) -> None:
+    rows = U64.append_column("row", pa.array(range(U64.num_rows)))
+    assert rows.filter(parse_predicate(sql, U64.schema))["row"].to_pylist() == kept
+
+
+@pytest.mark.parametrize("sql", ["u = 18446744073709551616", "u = -1"])
+def test_literals_outside_uint64_raise_a_typed_error(sql: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="not a uint64 value"):
+        parse_predicate(sql, U64.schema)
+
+
+def test_a_float_column_takes_an_integer_beyond_int64() -> None:
+    table = pa.table({"f": [1.0, 2.0**70]})
+    assert table.filter(parse_predicate("f = 1180591620717411303424", table.schema)).num_rows == 1
