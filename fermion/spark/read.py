@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +41,7 @@ from pyspark.sql.types import StructType
 
 from fermion.deprecation import deprecated_alias
 from fermion.errors import ColumnNotFoundError
+from fermion.format.read.pruning import referenced_fields
 from fermion.spark.options import ReadOptions
 from fermion.spark.packing import pack, slice_bytes
 from fermion.spark.types import arrow_schema, conform, spark_schema
@@ -124,7 +126,8 @@ def table_schema(options: ReadOptions) -> StructType:
 
 def check_columns(names: Sequence[str], arrow: pa.Schema) -> None:
     """Raise ColumnNotFoundError naming every one of ``names`` not in ``arrow``."""
-    missing = [n for n in names if n not in arrow.names]
+    known = set(arrow.names)  # (``names`` builds the whole list at each access)
+    missing = [n for n in names if n not in known]
     if missing:
         raise ColumnNotFoundError(f"no such column(s) {missing}; the table has {arrow.names}")
 
@@ -141,6 +144,27 @@ def _stripe_groups(counts: Sequence[int], target: int) -> list[tuple[int, int]]:
     if start < len(counts):
         groups.append((start, len(counts)))
     return groups
+
+
+def _read_schema(
+    schema: TableSchema, columns: Sequence[str], filter: pc.Expression | None
+) -> TableSchema:
+    """``schema`` cut to the columns a task reads: ``columns`` and those ``filter`` names
+    (the table's first column when that is none, as
+    :func:`~fermion.table.scan.read_fragment` reads it then)."""
+    used = referenced_fields(filter) if filter is not None else set()
+    names = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
+    return schema.select_columns(names or schema.arrow.names[:1])
+
+
+def _task_fragment(message: Any) -> Fragment:
+    """A manifest fragment as a task gets it: without its column statistics, which only
+    :meth:`FermionReader.partitions` prunes by (``read_fragment`` never looks at them;
+    they were most of a partition's bytes on a wide table)."""
+    light = type(message)()
+    light.CopyFrom(message)
+    light.ClearField("stats")
+    return fragment_from_proto(light, committed=True)
 
 
 class FermionReader(DataSourceReader):
@@ -163,7 +187,6 @@ class FermionReader(DataSourceReader):
         self.table = table.ref  # the tasks open the table through it: no environment variable
         self.uri = table.uri
         self.version = table.version
-        self.table_schema: TableSchema = table.table_schema
         self.schema = schema
         self.columns = list(schema.fieldNames())
         # "_rowid" among the columns (docs/TABLE_FORMAT.md, "Row ids"): read as a LongType
@@ -177,6 +200,9 @@ class FermionReader(DataSourceReader):
         self.filter: pc.Expression | None = None
         if options.filter is not None:
             self.filter = parse_predicate(options.filter, table.schema)
+        # the tasks read through the schema of the columns they read, not the whole table's:
+        # the reader is pickled into every task (10,000 columns were 390 KB of it)
+        self.table_schema = _read_schema(table.table_schema, self.read_columns, self.filter)
 
     def partitions(self) -> list[FragmentSlice | FragmentSlices]:
         """The fragments left after manifest pruning (large ones split between stripes),
@@ -185,9 +211,9 @@ class FermionReader(DataSourceReader):
         scanner = table.scanner(self.read_columns, self.filter)
         slices: list[FragmentSlice] = []
         sizes: list[int] = []
-        columns = len(self.table_schema.arrow.names)
+        columns = len(table.schema)
         for fragment in scanner.fragments():
-            data = fragment_from_proto(fragment, committed=True)
+            data = _task_fragment(fragment)
             rows = fragment.physical_rows
             file_bytes = sum(f.size_bytes for f in fragment.files)
             size = partial(slice_bytes, file_bytes, len(self.read_columns), columns, of_rows=rows)
