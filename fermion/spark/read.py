@@ -116,7 +116,9 @@ def table_schema(options: ReadOptions) -> StructType:
     table = open_dataset(options)
     arrow = table.schema
     if options.columns is not None:
-        _, row_ids = row_id_request(table.manifest, arrow.names, options.columns)
+        row_ids = False  # (the manifest is copied only when _rowid is asked for)
+        if ROW_ID in options.columns:
+            _, row_ids = row_id_request(table.manifest, arrow.names, options.columns)
         check_columns([c for c in options.columns if not (row_ids and c == ROW_ID)], arrow)
         arrow = pa.schema(
             [SPARK_ROW_ID if row_ids and c == ROW_ID else arrow.field(c) for c in options.columns]
@@ -126,8 +128,7 @@ def table_schema(options: ReadOptions) -> StructType:
 
 def check_columns(names: Sequence[str], arrow: pa.Schema) -> None:
     """Raise ColumnNotFoundError naming every one of ``names`` not in ``arrow``."""
-    known = set(arrow.names)  # (``names`` builds the whole list at each access)
-    missing = [n for n in names if n not in known]
+    missing = [n for n in names if arrow.get_field_index(n) < 0]  # (names are unique)
     if missing:
         raise ColumnNotFoundError(f"no such column(s) {missing}; the table has {arrow.names}")
 
@@ -153,7 +154,7 @@ def _read_schema(
     (the table's first column when that is none, as
     :func:`~fermion.table.scan.read_fragment` reads it then)."""
     used = referenced_fields(filter) if filter is not None else set()
-    names = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
+    names = list(dict.fromkeys([*columns, *(n for n in used if n in schema.arrow.names)]))
     return schema.select_columns(names or schema.arrow.names[:1])
 
 
@@ -190,7 +191,9 @@ class FermionReader(DataSourceReader):
         self.schema = schema
         self.columns = list(schema.fieldNames())
         # "_rowid" among the columns (docs/TABLE_FORMAT.md, "Row ids"): read as a LongType
-        _, self.row_ids = row_id_request(table.manifest, table.schema.names, self.columns)
+        self.row_ids = False
+        if ROW_ID in self.columns:
+            _, self.row_ids = row_id_request(table.manifest, table.schema.names, self.columns)
         self.read_columns = [c for c in self.columns if not (self.row_ids and c == ROW_ID)]
         check_columns(self.read_columns, table.schema)
         self.target = arrow_schema(schema)

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -140,12 +141,12 @@ class TableSchema:
 
     @classmethod
     def from_proto(cls, message: pb.Schema, max_field_id: int) -> TableSchema:
-        """Decode a protobuf schema (raises ``InvalidFileError`` on bad bytes)."""
-        try:
-            arrow = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
-        except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
-            raise InvalidFileError(f"unreadable table schema: {exc}") from exc
-        return cls(arrow, tuple(message.field_ids), max_field_id)
+        """Decode a protobuf schema (raises ``InvalidFileError`` on bad bytes).
+
+        The same bytes give the same (immutable) object: a process opening a table again
+        (a Spark worker planning each query) does not decode its schema again.
+        """
+        return _decoded(message.arrow_schema, tuple(message.field_ids), max_field_id)
 
     def to_proto(self) -> pb.Schema:
         """Encode as the protobuf ``Schema`` message."""
@@ -285,6 +286,15 @@ class TableSchema:
         return TableSchema(
             pa.schema(fields, self.arrow.metadata), self.field_ids, self.max_field_id
         )
+
+
+@functools.lru_cache(maxsize=16)
+def _decoded(arrow_bytes: bytes, field_ids: tuple[int, ...], max_field_id: int) -> TableSchema:
+    try:
+        arrow = pa.ipc.read_schema(pa.py_buffer(arrow_bytes))
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        raise InvalidFileError(f"unreadable table schema: {exc}") from exc
+    return TableSchema(arrow, field_ids, max_field_id)
 
 
 def project_file_table(

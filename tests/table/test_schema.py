@@ -76,3 +76,17 @@ def test_select_columns_keeps_each_columns_ids() -> None:
     assert flat.select_columns(["y"]).field_ids == (2,)
     with pytest.raises(InvalidArgumentError, match="nope"):
         schema.select_columns(["a", "nope"])
+
+
+def test_a_schema_decoded_twice_is_the_same_object_and_bad_bytes_still_fail() -> None:
+    schema = TableSchema.from_arrow(NESTED)
+    message = schema.to_proto()
+    first = TableSchema.from_proto(message, schema.max_field_id)
+    assert first == schema and TableSchema.from_proto(message, schema.max_field_id) is first
+    assert TableSchema.from_proto(message, schema.max_field_id + 1).max_field_id == (
+        schema.max_field_id + 1
+    )
+    message.arrow_schema = b"not a schema"
+    for _ in range(2):
+        with pytest.raises(InvalidFileError):
+            TableSchema.from_proto(message, schema.max_field_id)
