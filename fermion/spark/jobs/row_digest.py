@@ -73,6 +73,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
 #: same ones (a task's source digest, then the digest of what it read back).
 _KEPT_WEIGHTS = 1 << 23
 _kept = np.zeros(0, dtype=np.uint64)
+#: Words folded at a time (512 KiB of them).
+_FOLD_BLOCK = 1 << 16
 
 
 def _computed_weights(start: int, count: int) -> np.ndarray:
@@ -100,18 +102,22 @@ def _fold(words: np.ndarray, weights: np.ndarray, salt: np.uint64, *, own: bool 
     ``scramble`` (a xor-shift, an odd multiply, a xor-shift: a bijection) spreads every bit
     of a word over the high and the low half, so that no two flipped bits cancel.
     ``own``: ``words`` is a fresh array the fold may overwrite (no copy is made)."""
-    if not len(words):
-        return 0
+    total = 0
     with np.errstate(over="ignore"):
-        values = words if own else words.copy()
-        values ^= salt
-        shifted = np.right_shift(values, _S32)
-        values ^= shifted
-        values *= _M1
-        np.right_shift(values, _S29, out=shifted)
-        values ^= shifted
-        values *= weights
-        return int(values.sum(dtype=np.uint64))
+        # a block at a time: the passes below then work in the CPU's cache (a 500,000-row
+        # column read back went 2-3x slower than the same rows in 65,536-row batches)
+        for start in range(0, len(words), _FOLD_BLOCK):
+            block = words[start : start + _FOLD_BLOCK]
+            values = block if own else block.copy()
+            values ^= salt
+            shifted = np.right_shift(values, _S32)
+            values ^= shifted
+            values *= _M1
+            np.right_shift(values, _S29, out=shifted)
+            values ^= shifted
+            values *= weights[start : start + _FOLD_BLOCK]
+            total += int(values.sum(dtype=np.uint64))
+    return total
 
 
 def _is_bytes(type_: pa.DataType) -> bool:
