@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +41,7 @@ from pyspark.sql.types import StructType
 
 from fermion.deprecation import deprecated_alias
 from fermion.errors import ColumnNotFoundError
+from fermion.format.read.pruning import referenced_fields
 from fermion.spark.options import ReadOptions
 from fermion.spark.packing import pack, slice_bytes
 from fermion.spark.types import arrow_schema, conform, spark_schema
@@ -114,7 +116,9 @@ def table_schema(options: ReadOptions) -> StructType:
     table = open_dataset(options)
     arrow = table.schema
     if options.columns is not None:
-        _, row_ids = row_id_request(table.manifest, arrow.names, options.columns)
+        row_ids = False  # (the manifest is copied only when _rowid is asked for)
+        if ROW_ID in options.columns:
+            _, row_ids = row_id_request(table.manifest, arrow.names, options.columns)
         check_columns([c for c in options.columns if not (row_ids and c == ROW_ID)], arrow)
         arrow = pa.schema(
             [SPARK_ROW_ID if row_ids and c == ROW_ID else arrow.field(c) for c in options.columns]
@@ -124,7 +128,7 @@ def table_schema(options: ReadOptions) -> StructType:
 
 def check_columns(names: Sequence[str], arrow: pa.Schema) -> None:
     """Raise ColumnNotFoundError naming every one of ``names`` not in ``arrow``."""
-    missing = [n for n in names if n not in arrow.names]
+    missing = [n for n in names if arrow.get_field_index(n) < 0]  # (names are unique)
     if missing:
         raise ColumnNotFoundError(f"no such column(s) {missing}; the table has {arrow.names}")
 
@@ -141,6 +145,27 @@ def _stripe_groups(counts: Sequence[int], target: int) -> list[tuple[int, int]]:
     if start < len(counts):
         groups.append((start, len(counts)))
     return groups
+
+
+def _read_schema(
+    schema: TableSchema, columns: Sequence[str], filter: pc.Expression | None
+) -> TableSchema:
+    """``schema`` cut to the columns a task reads: ``columns`` and those ``filter`` names
+    (the table's first column when that is none, as
+    :func:`~fermion.table.scan.read_fragment` reads it then)."""
+    used = referenced_fields(filter) if filter is not None else set()
+    names = list(dict.fromkeys([*columns, *(n for n in used if n in schema.arrow.names)]))
+    return schema.select_columns(names or schema.arrow.names[:1])
+
+
+def _task_fragment(message: Any) -> Fragment:
+    """A manifest fragment as a task gets it: without its column statistics, which only
+    :meth:`FermionReader.partitions` prunes by (``read_fragment`` never looks at them;
+    they were most of a partition's bytes on a wide table)."""
+    light = type(message)()
+    light.CopyFrom(message)
+    light.ClearField("stats")
+    return fragment_from_proto(light, committed=True)
 
 
 class FermionReader(DataSourceReader):
@@ -163,11 +188,12 @@ class FermionReader(DataSourceReader):
         self.table = table.ref  # the tasks open the table through it: no environment variable
         self.uri = table.uri
         self.version = table.version
-        self.table_schema: TableSchema = table.table_schema
         self.schema = schema
         self.columns = list(schema.fieldNames())
         # "_rowid" among the columns (docs/TABLE_FORMAT.md, "Row ids"): read as a LongType
-        _, self.row_ids = row_id_request(table.manifest, table.schema.names, self.columns)
+        self.row_ids = False
+        if ROW_ID in self.columns:
+            _, self.row_ids = row_id_request(table.manifest, table.schema.names, self.columns)
         self.read_columns = [c for c in self.columns if not (self.row_ids and c == ROW_ID)]
         check_columns(self.read_columns, table.schema)
         self.target = arrow_schema(schema)
@@ -177,6 +203,9 @@ class FermionReader(DataSourceReader):
         self.filter: pc.Expression | None = None
         if options.filter is not None:
             self.filter = parse_predicate(options.filter, table.schema)
+        # the tasks read through the schema of the columns they read, not the whole table's:
+        # the reader is pickled into every task (10,000 columns were 390 KB of it)
+        self.table_schema = _read_schema(table.table_schema, self.read_columns, self.filter)
 
     def partitions(self) -> list[FragmentSlice | FragmentSlices]:
         """The fragments left after manifest pruning (large ones split between stripes),
@@ -185,9 +214,9 @@ class FermionReader(DataSourceReader):
         scanner = table.scanner(self.read_columns, self.filter)
         slices: list[FragmentSlice] = []
         sizes: list[int] = []
-        columns = len(self.table_schema.arrow.names)
+        columns = len(table.schema)
         for fragment in scanner.fragments():
-            data = fragment_from_proto(fragment, committed=True)
+            data = _task_fragment(fragment)
             rows = fragment.physical_rows
             file_bytes = sum(f.size_bytes for f in fragment.files)
             size = partial(slice_bytes, file_bytes, len(self.read_columns), columns, of_rows=rows)

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +63,20 @@ def count_nodes(field: pa.Field) -> int:
     return sum(1 for _ in build_tree(field).walk())
 
 
+#: Ids of Arrow types that are always one schema node: no children, neither dictionary,
+#: extension nor encoded (what :func:`count_nodes` counts as 1 without building a tree).
+_ONE_NODE_TYPE_IDS = frozenset(
+    t.id
+    for t in (
+        pa.null(), pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(),
+        pa.uint16(), pa.uint32(), pa.uint64(), pa.float16(), pa.float32(), pa.float64(),
+        pa.string(), pa.large_string(), pa.binary(), pa.large_binary(), pa.binary(1),
+        pa.date32(), pa.date64(), pa.time32("s"), pa.time64("us"), pa.timestamp("us"),
+        pa.duration("us"), pa.month_day_nano_interval(), pa.decimal128(1), pa.decimal256(1),
+    )
+)  # fmt: skip
+
+
 def top_level_field_ids(schema: pa.Schema, field_ids: Sequence[int]) -> list[int]:
     """The id of each top-level field, given the DFS pre-order ids of every node.
 
@@ -74,6 +89,9 @@ def top_level_field_ids(schema: pa.Schema, field_ids: Sequence[int]) -> list[int
         >>> top_level_field_ids(sch, [10, 11, 12, 13])
         [10, 11, 13]
     """
+    types = schema.types
+    if len(field_ids) == len(types) and {t.id for t in types} <= _ONE_NODE_TYPE_IDS:
+        return [int(i) for i in field_ids]  # one node per column (a wide flat table's case)
     out: list[int] = []
     position = 0
     for field in schema:
@@ -123,12 +141,12 @@ class TableSchema:
 
     @classmethod
     def from_proto(cls, message: pb.Schema, max_field_id: int) -> TableSchema:
-        """Decode a protobuf schema (raises ``InvalidFileError`` on bad bytes)."""
-        try:
-            arrow = pa.ipc.read_schema(pa.py_buffer(message.arrow_schema))
-        except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
-            raise InvalidFileError(f"unreadable table schema: {exc}") from exc
-        return cls(arrow, tuple(message.field_ids), max_field_id)
+        """Decode a protobuf schema (raises ``InvalidFileError`` on bad bytes).
+
+        The same bytes give the same (immutable) object: a process opening a table again
+        (a Spark worker planning each query) does not decode its schema again.
+        """
+        return _decoded(message.arrow_schema, tuple(message.field_ids), max_field_id)
 
     def to_proto(self) -> pb.Schema:
         """Encode as the protobuf ``Schema`` message."""
@@ -146,6 +164,32 @@ class TableSchema:
         if index < 0:
             raise InvalidArgumentError(f"no column named {name!r}")
         return self.top_level_ids()[index]
+
+    def select_columns(self, names: Sequence[str]) -> TableSchema:
+        """Only the top-level columns ``names``, in that order, with their field ids: a
+        schema to read those columns through (``max_field_id`` is kept).
+
+        Raises:
+            InvalidArgumentError: A name is not a column.
+
+        Example:
+            >>> s = TableSchema.from_arrow(pa.schema([("a", pa.int8()), ("b", pa.int8())]))
+            >>> p = s.select_columns(["b"])
+            >>> p.arrow.names, p.field_ids, p.max_field_id
+            (['b'], (1,), 1)
+        """
+        flat = len(self.field_ids) == len(self.arrow)  # one node per column
+        ranges = None if flat else self._node_ranges()
+        fields: list[pa.Field] = []
+        ids: list[int] = []
+        for name in names:
+            index = self.arrow.get_field_index(name)
+            if index < 0:
+                raise InvalidArgumentError(f"no column named {name!r}")
+            lo, hi = (index, index + 1) if ranges is None else ranges[index]
+            fields.append(self.arrow.field(index))
+            ids.extend(self.field_ids[lo:hi])
+        return TableSchema(pa.schema(fields, self.arrow.metadata), tuple(ids), self.max_field_id)
 
     def _node_ranges(self) -> list[tuple[int, int]]:
         out = []
@@ -242,6 +286,15 @@ class TableSchema:
         return TableSchema(
             pa.schema(fields, self.arrow.metadata), self.field_ids, self.max_field_id
         )
+
+
+@functools.lru_cache(maxsize=16)
+def _decoded(arrow_bytes: bytes, field_ids: tuple[int, ...], max_field_id: int) -> TableSchema:
+    try:
+        arrow = pa.ipc.read_schema(pa.py_buffer(arrow_bytes))
+    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        raise InvalidFileError(f"unreadable table schema: {exc}") from exc
+    return TableSchema(arrow, field_ids, max_field_id)
 
 
 def project_file_table(

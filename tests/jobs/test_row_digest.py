@@ -160,3 +160,23 @@ def test_empty_input(empty: pa.Table) -> None:
     digest = _digest(empty, schema=empty.schema)
     assert digest.rows == 0
     assert digest.differences(_digest(schema=empty.schema)) == []
+
+
+def test_kept_weights_give_the_digest_computed_weights_give(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Weights are kept per process up to a bound and computed past it: the digest is the
+    same either way, and folding leaves the caller's arrays (Arrow buffers) unchanged."""
+    import fermion.spark.jobs.row_digest as row_digest
+
+    table = pa.Table.from_pylist([_row(i) for i in range(3000)], schema=SCHEMA)
+    kept = _digest(*table.to_batches(max_chunksize=700))
+    for bound in (0, 100):  # nothing kept; positions kept only up to 100
+        monkeypatch.setattr(row_digest, "_KEPT_WEIGHTS", bound)
+        monkeypatch.setattr(row_digest, "_kept", np.zeros(0, dtype=np.uint64))
+        other = _digest(*table.to_batches(max_chunksize=700))
+        assert other.differences(kept) == []
+        assert [c.value() for c in other._columns] == [c.value() for c in kept._columns]
+    assert table.equals(pa.Table.from_pylist([_row(i) for i in range(3000)], schema=SCHEMA))
+    with pytest.raises(ValueError):
+        row_digest._weights(0, 10)[0] = 1  # the kept weights are read-only

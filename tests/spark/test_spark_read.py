@@ -168,6 +168,27 @@ def test_reader_partitions_are_plain_values(versioned: str) -> None:
     assert rows == 10 and stats.files_opened == len(parts) == 3
 
 
+def test_tasks_get_only_the_columns_they_read(spark: SparkSession, versioned: str) -> None:
+    from fermion.spark.types import spark_schema
+    from fermion.table.codec import fragment_to_proto
+
+    schema = spark_schema(pa.schema([ft.dataset(versioned).schema.field("name")]))
+    options = ReadOptions.parse({"path": versioned, "columns": "name", "filter": "id >= 18"})
+    reader = FermionReader(options, schema)
+    # the schema pickled into every task: the columns read and those the filter names
+    assert reader.table_schema.arrow.names == ["name", "id"]
+    parts = reader.partitions()
+    assert parts and all(not fragment_to_proto(p.fragment).stats for p in parts)
+    assert all(fragment_to_proto(f).stats for f in ft.dataset(versioned).fragments)
+    names = [n for p in parts for b in reader.read(p) for n in b.column("name").to_pylist()]
+    assert sorted(names, key=str) == sorted(["n18", "n19", "x", None], key=str)  # ids 18-21
+    frame = spark.read.format("fermion").option("columns", "name").option("filter", "id >= 18")
+    assert sorted(frame.load(versioned).collect(), key=str) == sorted(
+        spark.read.format("fermion").load(versioned).filter("id >= 18").select("name").collect(),
+        key=str,
+    )
+
+
 def _error(action: functools.partial[object]) -> str:
     with pytest.raises(PySparkException) as caught:
         action()
