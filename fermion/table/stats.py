@@ -150,12 +150,14 @@ compute_stats = deprecated_alias(
 )
 
 
-_HAS_NAN = (pa.scalar(None), pa.scalar(None))  # _numeric_bounds: a NaN, no range
+# _numeric_bounds: a NaN, no range (no pyarrow scalar here: making one at import time
+# loads pandas, which `import fermion` leaves unloaded, tests/test_architecture.py)
+_HAS_NAN: tuple[pa.Scalar, ...] = ()
 
 
 def _numeric_bounds(
     column: pa.Array | pa.ChunkedArray, kind: pa.DataType
-) -> tuple[pa.Scalar, pa.Scalar] | None:
+) -> tuple[pa.Scalar, ...] | None:
     """(min, max) of a float or integer ``column`` without nulls by numpy (a SIMD pass, up
     to 20x faster than ``pc.min_max`` on float64), :data:`_HAS_NAN` when a float column
     holds a NaN (numpy's min propagates it), None where ``pc.min_max`` must decide: other
@@ -220,7 +222,7 @@ class StatsAccumulator:
                     continue
                 bounds = pc.min_max(column)
                 low, high = bounds["min"], bounds["max"]
-            elif fast is _HAS_NAN:
+            elif fast == _HAS_NAN:
                 self._ranged[i] = False
                 continue
             else:
