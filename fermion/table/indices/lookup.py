@@ -391,9 +391,12 @@ def _plan(
         aligned = keys is not None and exact and value is None and _identical(key_type)
         hits: dict[int, np.ndarray] = {}
         fills: dict[int, dict[str, pa.Array]] = {}
-        for fragment_id in covered:
-            lo, hi = np.searchsorted(ids, [fragment_id, fragment_id + 1])
-            if hi > lo:
+        # the addresses are sorted: one run per fragment with candidates (an equality's
+        # one or two), rather than a search per covered fragment
+        cuts = (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, len(ids)], strict=True):
+            fragment_id = int(ids[lo]) if hi > lo else -1
+            if fragment_id in covered:  # (an index file may hold uncovered fragments')
                 hits[fragment_id] = offsets[lo:hi]
                 if value is not None:
                     fills[fragment_id] = {column: value}
