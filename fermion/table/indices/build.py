@@ -398,12 +398,17 @@ def collect_entries(
     old = read_entries(storage, files, old_kind)
     if not old.num_rows:
         return new
-    ids = old.column(ROW_ADDRESS).to_numpy() >> np.uint64(32)
+    old = old.cast(schema_of_entries)
+    addresses = np.asarray(old.column(ROW_ADDRESS).to_numpy())
     # (kind "sort": with a few fragment ids numpy compares against each of them,
     # ten times faster on millions of entries than the default's lookup table)
     kept_ids = np.fromiter(keep, dtype=np.uint64, count=len(keep))
-    mask = np.isin(ids, kept_ids, kind="sort")
-    old = old.filter(pa.array(mask)).cast(schema_of_entries)
+    mask = np.isin(addresses >> np.uint64(32), kept_ids, kind="sort")
+    if not mask.all() and _integer_keyed(old):  # (numpy picks: one copy, one chunk)
+        keys = _integer_values(old.column(KEY))[mask]
+        old = _entry_table(schema_of_entries.field(KEY).type, keys, addresses[mask])
+    elif not mask.all():
+        old = old.filter(pa.array(mask))
     if old_kind == kind:
         return merge_sorted(old, sorted_entries(new))
     return pa.concat_tables([old, new])
