@@ -256,9 +256,10 @@ def _integer_sorted(entries: pa.Table) -> pa.Table | None:
 
 def merge_sorted(old: pa.Table, new: pa.Table) -> pa.Table:
     """Two tables of sorted entries (the same schema) merged into sorted entries: for
-    integer, date or timestamp keys without nulls in linear time (each ``new`` entry
-    inserted at its ``np.searchsorted`` place among the ``old`` ones, then equal keys put
-    in row address order), else concatenated and sorted.
+    integer, date or timestamp keys without nulls without sorting them again (each ``new``
+    entry placed by a binary search among the ``old`` ones, ``O(m log n)``, then every
+    entry scattered once, ``O(n + m)``, and equal keys put in row address order), else
+    concatenated and sorted.
 
     Example:
         >>> a = pa.table({"key": [1, 5], "_rowaddr": pa.array([7, 1], pa.uint64())})
@@ -383,7 +384,7 @@ def collect_entries(
     """Entries of ``fragments`` for an index of ``kind``, plus those of ``previous``
     (files, kind, fragment ids still covered) restricted to those fragments; when the old
     entries are of ``kind`` (an index refresh), sorted: the new entries sorted, then merged
-    into the old ones (which are sorted) in linear time (:func:`merge_sorted`)."""
+    into the old ones, which are sorted already (:func:`merge_sorted`)."""
     # (a column widened since the old build: its keys widen the same way)
     schema_of_entries = entry_schema(key_type_of(kind, schema.arrow.field(column).type))
     parts = [fragment_entries(storage, schema, f, column, kind) for f in fragments]
