@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import fermion.table as ft
 from fermion.format import FileReader
 from fermion.table.indices import build, lookup
-from fermion.table.indices.build import sorted_entries
+from fermion.table.indices.build import merge_sorted, sorted_entries
 from fermion.table.indices.cache import INDEX_CACHE, IndexCache
 from tests.support.budget import examples
 
@@ -189,6 +189,34 @@ def test_integer_sort_and_merge_equal_arrows_two_key_sort(
         column = column.cast(pa.int32()).cast(t) if t == pa.date32() else column.cast(t)
         typed = entries.set_column(0, "key", column)
         assert sorted_entries(typed).equals(_arrow_sorted(typed))
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(
+    keys=st.lists(st.integers(-3, 3), min_size=0, max_size=60),
+    data=st.data(),
+)
+def test_merge_sorted_equals_arrows_two_key_sort(keys: list[int], data: Any) -> None:
+    """An index refresh merges the new entries into the old ones: the same rows as
+    sorting them all, for integer keys (merged in linear time) and others (sorted)."""
+    n = len(keys)
+    addresses = data.draw(st.permutations(list(range(n)))) if n else []
+    entries = pa.table({"key": pa.array(keys, pa.int64()),
+                        "_rowaddr": pa.array(addresses, pa.uint64())})  # fmt: skip
+    cut = data.draw(st.integers(0, n))
+    for t in (pa.int64(), pa.uint8(), pa.date32(), pa.timestamp("ms"), pa.float64(), pa.string()):
+        column = entries.column("key")
+        if t == pa.uint8():
+            column = pc.add(column, 3).cast(t)
+        else:
+            column = column.cast(pa.int32()).cast(t) if t == pa.date32() else column.cast(t)
+        typed = entries.set_column(0, "key", column)
+        old, new = _arrow_sorted(typed.slice(0, cut)), _arrow_sorted(typed.slice(cut))
+        assert merge_sorted(old, new).equals(_arrow_sorted(typed)), t
+        assert merge_sorted(new, old).equals(_arrow_sorted(typed)), t
+    # unsorted parts are sorted, not merged
+    old, new = entries.slice(0, cut), entries.slice(cut)
+    assert merge_sorted(old, new).equals(_arrow_sorted(entries))
 
 
 @pytest.mark.parametrize("fence_rows", [1, 3])

@@ -61,6 +61,7 @@ __all__ = [
     "fragment_entries",
     "is_fences_path",
     "index_file_path",
+    "merge_sorted",
     "read_entries",
     "sorted_entries",
     "write_index_file",
@@ -198,33 +199,94 @@ def _integer_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.asarray(column.to_numpy())
 
 
+def _in_order(keys: np.ndarray, addresses: np.ndarray) -> bool:
+    """Whether entries are sorted: keys non-decreasing, equal keys in row address order."""
+    if len(keys) < 2:
+        return True
+    later, earlier = keys[1:], keys[:-1]
+    if bool((later < earlier).any()):
+        return False
+    return not bool(((later == earlier) & (addresses[1:] < addresses[:-1])).any())
+
+
+def _order_ties(keys: np.ndarray, addresses: np.ndarray) -> None:
+    """Sort ``addresses`` in place within each run of equal ``keys`` (sorted keys)."""
+    tied = keys[1:] == keys[:-1]
+    if not tied.any():
+        return
+    at = np.flatnonzero(np.concatenate([[False], tied]) | np.concatenate([tied, [False]]))
+    run = np.cumsum(np.concatenate([[True], ~tied]))[at]  # the run of each tied place
+    addresses[at] = addresses[at][np.lexsort((addresses[at], run))]
+
+
+def _entry_table(key_type: pa.DataType, keys: np.ndarray, addresses: np.ndarray) -> pa.Table:
+    """Entries from numpy keys (the integers of a fixed-width ``key_type``) and addresses."""
+    keys = np.ascontiguousarray(keys)
+    column = pa.Array.from_buffers(key_type, len(keys), [None, pa.py_buffer(keys)])
+    return pa.table({KEY: column, ROW_ADDRESS: pa.array(addresses, pa.uint64())})
+
+
+def _integer_keyed(entries: pa.Table) -> bool:
+    """Whether ``entries`` have integer, date or timestamp keys without nulls."""
+    key = entries.column(KEY)
+    t = key.type
+    integer = pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+    return integer and not key.null_count
+
+
 def _integer_sorted(entries: pa.Table) -> pa.Table | None:
     """Entries with integer (or date, timestamp) keys without nulls, sorted by numpy's
     unstable sort of the keys alone, equal keys then put in row address order (five
-    times faster than a two-key Arrow sort); None for other entries."""
-    key = entries.column(KEY)
-    t = key.type
-    if not (pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)):
+    times faster than a two-key Arrow sort; sorted entries are returned as they are);
+    None for other entries."""
+    if not _integer_keyed(entries) or entries.num_rows < 2:
         return None
-    if key.null_count or entries.num_rows < 2:
-        return None
-    values = _integer_values(key)
-    # a few sorted runs (an index refresh: the old entries, then the new fragments'):
-    # numpy's stable sort merges runs in linear time; else its faster unstable sort
+    values = _integer_values(entries.column(KEY))
+    addresses = np.asarray(entries.column(ROW_ADDRESS).to_numpy())
+    if _in_order(values, addresses):
+        return entries
+    # a few sorted runs (the runs of an index job's tasks): numpy's stable sort merges
+    # runs in linear time; else its faster unstable sort
     runs = int(np.count_nonzero(values[1:] < values[:-1])) + 1
     order = np.argsort(values, kind="stable" if runs <= _FEW_RUNS else None)
-    out = entries.take(pa.array(order))
-    ordered = _integer_values(out.column(KEY))
-    tied = ordered[1:] == ordered[:-1]
-    if tied.any():  # runs of equal keys: sort each run's positions by row address
-        at = np.flatnonzero(np.concatenate([[False], tied]) | np.concatenate([tied, [False]]))
-        run = np.cumsum(np.concatenate([[True], ~tied]))[at]  # the run of each tied place
-        addresses = entries.column(ROW_ADDRESS).to_numpy()
-        within = np.lexsort((addresses[order[at]], run))
-        if np.any(within != np.arange(len(at))):
-            order[at] = order[at][within]
-            out = entries.take(pa.array(order))
-    return out
+    keys, addresses = values[order], addresses[order]  # (numpy gathers: no Arrow take)
+    _order_ties(keys, addresses)
+    return _entry_table(entries.schema.field(KEY).type, keys, addresses)
+
+
+def merge_sorted(old: pa.Table, new: pa.Table) -> pa.Table:
+    """Two tables of sorted entries (the same schema) merged into sorted entries: for
+    integer, date or timestamp keys without nulls without sorting them again (each ``new``
+    entry placed by a binary search among the ``old`` ones, ``O(m log n)``, then every
+    entry scattered once, ``O(n + m)``, and equal keys put in row address order), else
+    concatenated and sorted.
+
+    Example:
+        >>> a = pa.table({"key": [1, 5], "_rowaddr": pa.array([7, 1], pa.uint64())})
+        >>> b = pa.table({"key": [1, 3], "_rowaddr": pa.array([2, 9], pa.uint64())})
+        >>> merge_sorted(a, b).to_pydict()
+        {'key': [1, 1, 3, 5], '_rowaddr': [2, 7, 9, 1]}
+    """
+    if not old.num_rows or not new.num_rows:
+        return sorted_entries(pa.concat_tables([old, new]))
+    if not (_integer_keyed(old) and _integer_keyed(new)):
+        return sorted_entries(pa.concat_tables([old, new]))
+    a, b = _integer_values(old.column(KEY)), _integer_values(new.column(KEY))
+    a_rows = np.asarray(old.column(ROW_ADDRESS).to_numpy())
+    b_rows = np.asarray(new.column(ROW_ADDRESS).to_numpy())
+    if not (_in_order(a, a_rows) and _in_order(b, b_rows)):
+        return sorted_entries(pa.concat_tables([old, new]))
+    at = np.searchsorted(a, b, side="left")
+    at += np.arange(len(b))  # the new entries' places among all
+    from_new = np.zeros(len(a) + len(b), dtype=bool)
+    from_new[at] = True
+    keys = np.empty(len(from_new), dtype=a.dtype)
+    addresses = np.empty(len(from_new), dtype=np.uint64)
+    keys[at], addresses[at] = b, b_rows
+    old_at = np.flatnonzero(~from_new)  # (scattering by index: three times faster than
+    keys[old_at], addresses[old_at] = a, a_rows  # a boolean-mask assignment, measured)
+    _order_ties(keys, addresses)
+    return _entry_table(old.schema.field(KEY).type, keys, addresses)
 
 
 def _bitmap_rows(entries: pa.Table) -> pa.Table:
@@ -250,6 +312,37 @@ def _bitmap_rows(entries: pa.Table) -> pa.Table:
     return pa.table({KEY: keys.take(pa.array(bounds[:-1])), ROW_ADDRESS: lists})
 
 
+#: Rows of the sample on which :func:`_compression_for` tries zstd.
+COMPRESSION_SAMPLE_ROWS = 1 << 16
+
+
+def _compression_for(table: pa.Table) -> str:
+    """``"zstd"``, unless the file's first :data:`COMPRESSION_SAMPLE_ROWS` rows written
+    with zstd are no smaller than without it: then ``"none"``.
+
+    Why: the writer stores a page uncompressed when zstd does not shrink it, so entries
+    whose encoded pages zstd cannot shrink (random integer keys delta-encoded, row
+    addresses bit-packed) give the same file bytes either way, and compressing each page
+    only to drop the result took about half of the writer's time (5M entries: 0.53 s of
+    zstd attempts, 0.27 s without them, one thread).
+    """
+    if table.num_rows <= COMPRESSION_SAMPLE_ROWS:
+        return "zstd"
+    sample = table.slice(0, COMPRESSION_SAMPLE_ROWS)
+    sizes = {}
+    for compression in ("zstd", "none"):
+        sink = pa.BufferOutputStream()
+        write_table(
+            sample,
+            sink,
+            page_size=INDEX_PAGE_SIZE,
+            max_stripe_rows=INDEX_STRIPE_ROWS,
+            compression=compression,
+        )
+        sizes[compression] = sink.getvalue().size
+    return "zstd" if sizes["zstd"] < sizes["none"] else "none"
+
+
 def write_index_file(
     storage: TableStorage, uuid: str, kind: str, entries: pa.Table
 ) -> tuple[list[str], int]:
@@ -271,7 +364,7 @@ def write_index_file(
             storage.target(name),
             page_size=INDEX_PAGE_SIZE,
             max_stripe_rows=INDEX_STRIPE_ROWS,
-            compression="zstd",
+            compression=_compression_for(table),
             # keys in the encoding the writer picks: sorted integer keys delta-encode (5M
             # random int64 keys: 10.4 instead of 12.5 bytes per entry); a lookup decodes
             # the pages of its blocks once, then finds them in the index cache
@@ -289,30 +382,37 @@ def collect_entries(
     kind: str = BTREE,
 ) -> pa.Table:
     """Entries of ``fragments`` for an index of ``kind``, plus those of ``previous``
-    (files, kind, fragment ids still covered) restricted to those fragments."""
-    parts = [fragment_entries(storage, schema, f, column, kind) for f in fragments]
-    if previous is not None:
-        files, old_kind, keep = previous
-        old = read_entries(storage, files, old_kind)
-        if old.num_rows:
-            ids = old.column(ROW_ADDRESS).to_numpy() >> np.uint64(32)
-            # (kind "sort": with a few fragment ids numpy compares against each of them,
-            # ten times faster on millions of entries than the default's lookup table)
-            kept_ids = np.fromiter(keep, dtype=np.uint64, count=len(keep))
-            mask = np.isin(ids, kept_ids, kind="sort")
-            old = old.filter(pa.array(mask))
-            # the old entries are sorted: the new ones sorted after them make two runs,
-            # which the file's sort merges (sorted_entries)
-            if parts and old_kind == kind:
-                parts = [sorted_entries(pa.concat_tables(parts))]
-            parts.insert(0, old)
-    key_type = key_type_of(kind, schema.arrow.field(column).type)
+    (files, kind, fragment ids still covered) restricted to those fragments; when the old
+    entries are of ``kind`` (an index refresh), sorted: the new entries sorted, then merged
+    into the old ones, which are sorted already (:func:`merge_sorted`)."""
     # (a column widened since the old build: its keys widen the same way)
-    return (
-        pa.concat_tables([p.cast(entry_schema(key_type)) for p in parts])
+    schema_of_entries = entry_schema(key_type_of(kind, schema.arrow.field(column).type))
+    parts = [fragment_entries(storage, schema, f, column, kind) for f in fragments]
+    new = (
+        pa.concat_tables([p.cast(schema_of_entries) for p in parts])
         if parts
-        else (entry_schema(key_type).empty_table())
+        else schema_of_entries.empty_table()
     )
+    if previous is None:
+        return new
+    files, old_kind, keep = previous
+    old = read_entries(storage, files, old_kind)
+    if not old.num_rows:
+        return new
+    old = old.cast(schema_of_entries)
+    addresses = np.asarray(old.column(ROW_ADDRESS).to_numpy())
+    # (kind "sort": with a few fragment ids numpy compares against each of them,
+    # ten times faster on millions of entries than the default's lookup table)
+    kept_ids = np.fromiter(keep, dtype=np.uint64, count=len(keep))
+    mask = np.isin(addresses >> np.uint64(32), kept_ids, kind="sort")
+    if not mask.all() and _integer_keyed(old):  # (numpy picks: one copy, one chunk)
+        keys = _integer_values(old.column(KEY))[mask]
+        old = _entry_table(schema_of_entries.field(KEY).type, keys, addresses[mask])
+    elif not mask.all():
+        old = old.filter(pa.array(mask))
+    if old_kind == kind:
+        return merge_sorted(old, sorted_entries(new))
+    return pa.concat_tables([old, new])
 
 
 def entry_schema(key_type: pa.DataType) -> pa.Schema:

@@ -157,6 +157,15 @@ def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarra
     (closed intervals), found by binary search in the fence ``keys`` (all the bounds of
     an ``IN`` list in one search)."""
     n = len(bounds)
+    if n == 1:  # (an equality or one range: the same search, without the arrays of many)
+        low, high = bounds[0]
+        start, stop = 0, len(keys)
+        if low is not None:
+            at = np.searchsorted(keys, np.array([low], dtype=keys.dtype), "left")[0]
+            start = max(int(at) - 1, 0)
+        if high is not None:
+            stop = int(np.searchsorted(keys, np.array([high], dtype=keys.dtype), "right")[0])
+        return np.arange(start, max(stop, start), dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
     last = np.full(n, len(keys), dtype=np.int64)
     # block i holds keys in [keys[i], keys[i + 1]]: a key equal to a fence may also end
@@ -169,8 +178,16 @@ def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarra
     bounded_below = np.array([b[0] is not None for b in bounds], dtype=bool)
     first = np.where(bounded_below, np.maximum(first - 1, 0), 0)
     ok = last > first
+    first, last = first[ok], last[ok]
+    spans = last - first
+    if len(spans) == 1:  # (an equality, one range)
+        return np.arange(first[0], last[0], dtype=np.int64)
+    total = int(spans.sum())
+    if total * 8 < len(keys):  # narrow ranges (an IN list): their blocks, not every fence's
+        steps = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(spans) - spans, spans)
+        return np.unique(np.repeat(first, spans) + steps)
     size = len(keys) + 1  # +1/-1 at block range starts/ends
-    changes = np.bincount(first[ok], minlength=size) - np.bincount(last[ok], minlength=size)
+    changes = np.bincount(first, minlength=size) - np.bincount(last, minlength=size)
     return np.flatnonzero(np.cumsum(changes[:-1]) > 0)
 
 
@@ -374,9 +391,12 @@ def _plan(
         aligned = keys is not None and exact and value is None and _identical(key_type)
         hits: dict[int, np.ndarray] = {}
         fills: dict[int, dict[str, pa.Array]] = {}
-        for fragment_id in covered:
-            lo, hi = np.searchsorted(ids, [fragment_id, fragment_id + 1])
-            if hi > lo:
+        # the addresses are sorted: one run per fragment with candidates (an equality's
+        # one or two), rather than a search per covered fragment
+        cuts = (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()
+        for lo, hi in zip([0, *cuts], [*cuts, len(ids)], strict=True):
+            fragment_id = int(ids[lo]) if hi > lo else -1
+            if fragment_id in covered:  # (an index file may hold uncovered fragments')
                 hits[fragment_id] = offsets[lo:hi]
                 if value is not None:
                     fills[fragment_id] = {column: value}
