@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fermion.format.encoding.arrow_ops import aligned_for_acero
 from fermion.table.codec import fragment_message
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.deletions import (
@@ -51,7 +52,7 @@ def evaluate(table: pa.Table, expressions: Mapping[str, pc.Expression]) -> pa.Ta
     # imported here: it loads pyarrow.dataset and pandas (import fermion stays light)
     from pyarrow import acero
 
-    table = _aligned_for_acero(table)
+    table = aligned_for_acero(table)
     plan = acero.Declaration.from_sequence(
         [
             acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
@@ -61,45 +62,6 @@ def evaluate(table: pa.Table, expressions: Mapping[str, pc.Expression]) -> pa.Ta
         ]
     )
     return plan.to_table(use_threads=False)
-
-
-#: Buffer alignment (bytes) a column needs to go to Acero uncopied: Arrow's own allocations
-#: have it, and it covers the value width of every fixed-width type.
-_ACERO_ALIGNMENT = 64
-
-
-def _aligned_for_acero(table: pa.Table) -> pa.Table:
-    """``table`` with every column whose buffers do not all start at a multiple of
-    :data:`_ACERO_ALIGNMENT` copied (data read from files may sit at unaligned offsets,
-    which Acero warns about); the columns already aligned are kept as they are.
-
-    Example:
-        >>> data = pa.py_buffer(bytes(range(65))).slice(1)  # starts one byte off
-        >>> t = pa.table({"a": pa.Array.from_buffers(pa.int8(), 64, [None, data]),
-        ...               "b": pa.array([0] * 64, pa.int8())})
-        >>> out = _aligned_for_acero(t)
-        >>> def data_at(table, name):
-        ...     return table.column(name).chunk(0).buffers()[1].address
-        >>> data_at(out, "a") % 64, data_at(out, "b") == data_at(t, "b")  # only "a" copied
-        (0, True)
-        >>> out.equals(t)
-        True
-    """
-    copy = [
-        at
-        for at, column in enumerate(table.columns)
-        if any(
-            buffer is not None and buffer.address % _ACERO_ALIGNMENT
-            for chunk in column.chunks
-            for buffer in chunk.buffers()
-        )
-    ]
-    if not copy:
-        return table
-    index = pa.array(np.arange(table.num_rows, dtype=np.int64))
-    for at in copy:
-        table = table.set_column(at, table.schema.field(at), table.column(at).take(index))
-    return table
 
 
 def mark_deleted(

@@ -265,7 +265,7 @@ def _read_opened(
         keep = keep_mask(deleted, fragment.physical_rows)[start:stop]
         merged = filter_table(merged, pa.array(keep))
     if filter is not None:
-        merged = filter_table(merged, filter)
+        merged = filter_table(merged, filter, referenced_fields(filter))
     out = merged.select([*columns, ROW_OFFSET] if with_row_offsets else list(columns))
     stats.rows_returned += out.num_rows
     return out

@@ -1,14 +1,19 @@
-"""``evaluate`` hands Acero aligned columns without copying them, and copies only the
-misaligned ones (data read from files may sit at any offset)."""
+"""``evaluate`` and ``filter_table`` hand Acero aligned columns without copying them, and
+copy only the misaligned ones (data read from files may sit at any offset)."""
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.table.row_edits import _aligned_for_acero, evaluate
+import fermion
+from fermion.format.encoding.arrow_ops import aligned_for_acero, filter_table
+from fermion.table.row_edits import evaluate
 
 
 def _off_by_one(values: list[int]) -> pa.Array:
@@ -25,7 +30,7 @@ def _data_address(table: pa.Table, name: str) -> int:
 
 def test_only_misaligned_columns_are_copied() -> None:
     table = pa.table({"a": _off_by_one([1, 2, 3]), "b": pa.array([4, 5, 6], pa.int64())})
-    out = _aligned_for_acero(table)
+    out = aligned_for_acero(table)
     assert out.equals(table)
     assert _data_address(out, "a") % 64 == 0
     assert _data_address(out, "b") == _data_address(table, "b")  # not copied
@@ -33,7 +38,7 @@ def test_only_misaligned_columns_are_copied() -> None:
 
 def test_aligned_table_is_returned_as_is() -> None:
     table = pa.table({"b": pa.array([4, 5, 6], pa.int64()), "c": ["x", None, "z"]})
-    assert _aligned_for_acero(table) is table
+    assert aligned_for_acero(table) is table
 
 
 def test_evaluate_over_misaligned_and_aligned_columns() -> None:
@@ -42,3 +47,32 @@ def test_evaluate_over_misaligned_and_aligned_columns() -> None:
         warnings.simplefilter("error")
         out = evaluate(table, {"g": pc.field("a") * 2 + pc.field("b")})
     assert out.column("g").to_pylist() == [6, 9, None]
+
+
+ACERO_WARNING = "poorly aligned"  # what Acero prints on stderr (C++, not a Python warning)
+
+
+def test_filter_over_a_misaligned_column_keeps_acero_quiet(capfd: Any) -> None:
+    table = pa.table({"a": _off_by_one([1, 2, 3, 4]), "b": pa.array([4, 5, 6, 7], pa.int64())})
+    want = pa.table({"a": [1, 2, 3, 4], "b": [4, 5, 6, 7]}).filter(pc.field("b") > 4)
+    for used in (None, {"b"}):  # the named columns known, or not
+        got = filter_table(table, pc.field("b") > 4, used)
+        assert got.equals(want)
+    assert filter_table(table, pc.field("a") >= 3).equals(want.slice(1))  # a misaligned one
+    assert ACERO_WARNING not in capfd.readouterr().err
+
+
+def test_a_filtered_read_of_values_read_in_place_keeps_acero_quiet(
+    tmp_path: Path, capfd: Any
+) -> None:
+    # random float64 values: their pages are PLAIN, read in place at any offset
+    # (docs/FORMAT.md, 5.2); the filter names another column
+    rng = np.random.default_rng(7)
+    table = pa.table({"k": np.arange(50_000), "v": rng.random(50_000)})
+    path = str(tmp_path / "t.fermion")
+    fermion.write_table(table, path)
+    got = fermion.read_table(path, filter=pc.field("k") >= 49_000)
+    assert got.equals(table.slice(49_000))
+    ds = fermion.write_dataset(table, str(tmp_path / "d"))
+    assert ds.to_table(filter="k < 1000").equals(table.slice(0, 1000))
+    assert ACERO_WARNING not in capfd.readouterr().err

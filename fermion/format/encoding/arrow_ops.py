@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -109,18 +110,73 @@ def take_table(table: pa.Table, indices: Any) -> pa.Table:
     return pa.Table.from_arrays([take_values(c, idx) for c in table.columns], schema=table.schema)
 
 
-def _arrow_filter(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
+#: Buffer alignment (bytes) a column needs to go to Acero uncopied: Arrow's own allocations
+#: have it, and it covers the value width of every fixed-width type.
+ACERO_ALIGNMENT = 64
+
+
+def _unaligned(column: pa.ChunkedArray) -> bool:
+    return any(
+        buffer is not None and buffer.address % ACERO_ALIGNMENT
+        for chunk in column.chunks
+        for buffer in chunk.buffers()
+    )
+
+
+def aligned_for_acero(table: pa.Table) -> pa.Table:
+    """``table`` with every column whose buffers do not all start at a multiple of
+    :data:`ACERO_ALIGNMENT` copied (values read in place from a file may sit at unaligned
+    offsets, which Acero, the engine behind expressions, warns about on stderr); the
+    columns already aligned are kept as they are.
+
+    Example:
+        >>> data = pa.py_buffer(bytes(range(65))).slice(1)  # starts one byte off
+        >>> t = pa.table({"a": pa.Array.from_buffers(pa.int8(), 64, [None, data]),
+        ...               "b": pa.array([0] * 64, pa.int8())})
+        >>> out = aligned_for_acero(t)
+        >>> def data_at(table, name):
+        ...     return table.column(name).chunk(0).buffers()[1].address
+        >>> data_at(out, "a") % 64, data_at(out, "b") == data_at(t, "b")  # only "a" copied
+        (0, True)
+        >>> out.equals(t)
+        True
+    """
+    copy = [at for at, column in enumerate(table.columns) if _unaligned(column)]
+    if not copy:
+        return table
+    index = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    for at in copy:
+        table = table.set_column(at, table.schema.field(at), table.column(at).take(index))
+    return table
+
+
+def _arrow_filter(
+    table: pa.Table, expr: pc.Expression | pa.Array, used: Collection[str] | None
+) -> pa.Table:
     plain = pa.schema([f.with_type(without_views(f.type)) for f in table.schema])
-    if plain == table.schema:
-        return table.filter(expr)
-    return table.cast(plain).filter(expr).cast(table.schema)
+    if plain != table.schema:
+        return _arrow_filter(table.cast(plain), expr, used).cast(table.schema)
+    if isinstance(expr, pc.Expression) and any(_unaligned(c) for c in table.columns):
+        # Acero evaluates the expression over aligned copies of the columns it names (all
+        # of them when unknown); the rows it keeps are taken from the table as it is
+        names = table.column_names
+        named = [at for at, name in enumerate(names) if used is None or name in used]
+        probe = aligned_for_acero(table.select(named))
+        probe = probe.append_column(_ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        return table.take(probe.filter(expr).column(_ROW))
+    return table.filter(expr)
 
 
-def filter_table(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
+def filter_table(
+    table: pa.Table, expr: pc.Expression | pa.Array, used: Collection[str] | None = None
+) -> pa.Table:
     """``table.filter(expr)`` (an expression or a boolean mask), also for columns Arrow has
     no filter kernel for: views are filtered as their plain types; run-end encoded columns,
     unions and list views by the rows the expression picks (it sees a run-end encoded
-    column's values; other such columns it cannot name).
+    column's values; other such columns it cannot name). Columns read in place at
+    unaligned offsets are not handed to Acero (see :func:`aligned_for_acero`); ``used``,
+    the top-level columns the expression names when the caller knows them, spares copies
+    of the others.
 
     Raises:
         UnsupportedTypeError: the expression names a column of such a type.
@@ -132,7 +188,7 @@ def filter_table(table: pa.Table, expr: pc.Expression | pa.Array) -> pa.Table:
     """
     if not any(has_run_ends(f.type) for f in table.schema):
         try:
-            return _arrow_filter(table, expr)
+            return _arrow_filter(table, expr, used)
         except pa.ArrowNotImplementedError:
             pass  # by row numbers below
     if not isinstance(expr, pc.Expression):

@@ -593,7 +593,9 @@ class FileReader:
             batch = self._with_virtual(batch, computed, s, n, selection)
             if filter is not None:
                 try:
-                    table = filter_table(pa.Table.from_batches([batch]), filter)
+                    table = filter_table(
+                        pa.Table.from_batches([batch]), filter, info.names if info else None
+                    )
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
                     raise InvalidArgumentError(
                         f"cannot apply filter {filter}: {arrow_reason(exc)}"
