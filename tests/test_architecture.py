@@ -822,7 +822,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.merge_insert",
         "fermion.table.readers",
         "fermion.table.row_edits",
-        "fermion.table.row_id_take",
         "fermion.table.scan",
         "fermion.table.tasks.common",
         "fermion.table.tasks.delete",
