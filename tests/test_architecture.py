@@ -823,7 +823,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.readers",
         "fermion.table.row_edits",
         "fermion.table.scan",
-        "fermion.table.tasks.common",
         "fermion.table.tasks.delete",
         "fermion.table.tasks.index",
         "fermion.table.tasks.rewrite",
