@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,7 @@ __all__ = [
     "fragment_to_proto",
     "fragment_views",
     "fragments_from_manifest",
+    "fragments_from_messages",
     "schema_from_bytes",
     "schema_to_bytes",
 ]
@@ -312,6 +313,19 @@ def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:
         [(0, 2)]
     """
     return tuple(_wire_fragment(f, f.id, f.HasField("deletion_file")) for f in manifest.fragments)
+
+
+def fragments_from_messages(messages: Iterable[pb.Fragment]) -> tuple[Fragment, ...]:
+    """Committed fragments of manifest messages (a version's, or a subset a plan picked),
+    in order; what :func:`fragment_from_proto` with ``committed=True`` makes of each.
+
+    Example:
+        >>> m = pb.Manifest(version=1)
+        >>> _ = m.fragments.add(id=3, physical_rows=2)
+        >>> [(f.id, f.physical_rows) for f in fragments_from_messages(m.fragments)]
+        [(3, 2)]
+    """
+    return tuple(_wire_fragment(f, f.id, f.HasField("deletion_file")) for f in messages)
 
 
 def fragment_views(manifest: pb.Manifest) -> tuple[Fragment, ...]:

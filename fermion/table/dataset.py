@@ -623,9 +623,11 @@ class Dataset:
             {'_rowid': [1], 'x': [11]}
         """
         from fermion.table.row_id_take import take_rowids
+        from fermion.table.row_ids import VersionRowIds
 
+        version = VersionRowIds(self._storage.uri, self._manifest)
         return take_rowids(
-            self._storage, self._schema, self._manifest, ids, columns,
+            self._storage, self._schema, version, ids, columns,
             missing=missing, readers=self._readers,
         )  # fmt: skip
 

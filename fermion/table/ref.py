@@ -65,7 +65,7 @@ from fermion.table.manifest_store import (
 )
 from fermion.table.storage import TableStorage
 
-__all__ = ["TableRef", "is_credential", "parse_storage_option", "ref_of"]
+__all__ = ["TableRef", "is_credential", "open_ref", "parse_storage_option", "ref_of"]
 
 #: Option names that hold credentials: never shown, never in the JSON form.
 _CREDENTIAL = re.compile(
@@ -352,3 +352,20 @@ def ref_of(storage: TableStorage) -> TableRef:
     fs = storage.fs
     options = dict(getattr(fs, "storage_options", None) or {}) if fs is not None else {}
     return TableRef(storage.uri, options, storage.manifest_store, fs)
+
+
+def open_ref(
+    where: Any, manifest_store: ManifestStore | str | None = None
+) -> tuple[TableRef, TableStorage]:
+    """The ref of a table (a :class:`TableRef`, path or URL; ``manifest_store`` given by
+    hand overrides the ref's) bound to its normalised URI and store, and its storage.
+
+    Example:
+        >>> import tempfile
+        >>> ref, storage = open_ref(tempfile.mkdtemp())
+        >>> ref.uri == storage.uri
+        True
+    """
+    ref = TableRef.of(where, manifest_store=manifest_store)
+    storage = ref.open()
+    return ref.bound(storage), storage

@@ -19,8 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -29,10 +27,8 @@ import pyarrow as pa
 
 from fermion.errors import DatasetError, InvalidArgumentError, InvalidFileError
 from fermion.format.encoding.arrow_ops import cast_table, take_table
-from fermion.table.deletions import keep_mask, read_deletion_file
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
-from fermion.table.row_ids import ROW_ID, RowIdLookup, has_row_ids, with_row_id_column
+from fermion.table.row_ids import ROW_ID, VersionRowIds, with_row_id_column
 from fermion.table.scan import take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -41,26 +37,6 @@ __all__ = ["MissingRowIds", "parse_row_ids", "take_rowids"]
 
 MissingRowIds = Literal["error", "skip"]
 _SHOWN = 5
-#: Lookups of the last few versions read, by (table, version, transaction): a version's
-#: manifest never changes, so its lookup is built once for repeated ``take_rowids``.
-_LOOKUPS: OrderedDict[tuple[str, int, str], RowIdLookup] = OrderedDict()
-_LOOKUPS_KEPT = 4
-_LOOKUPS_LOCK = threading.Lock()
-
-
-def _lookup(storage: TableStorage, manifest: pb.Manifest) -> RowIdLookup:
-    key = (storage.uri, manifest.version, manifest.transaction_uuid)
-    with _LOOKUPS_LOCK:
-        found = _LOOKUPS.get(key)
-        if found is not None:
-            _LOOKUPS.move_to_end(key)
-            return found
-    built = RowIdLookup.build(manifest.fragments)
-    with _LOOKUPS_LOCK:
-        _LOOKUPS[key] = built
-        while len(_LOOKUPS) > _LOOKUPS_KEPT:
-            _LOOKUPS.popitem(last=False)
-    return built
 
 
 def parse_row_ids(ids: Any) -> np.ndarray:
@@ -99,23 +75,10 @@ def parse_row_ids(ids: Any) -> np.ndarray:
     return wanted.astype(np.int64)
 
 
-def _live_positions(
-    storage: TableStorage, fragment: pb.Fragment, offsets: np.ndarray
-) -> np.ndarray:
-    """Positions among the fragment's live rows of physical ``offsets`` (-1: deleted)."""
-    if not fragment.HasField("deletion_file"):
-        return offsets
-    keep = keep_mask(
-        read_deletion_file(storage, fragment.id, fragment.deletion_file), fragment.physical_rows
-    )
-    before = np.cumsum(keep) - 1  # live position of each physical row, if live
-    return np.where(keep[offsets], before[offsets], -1)
-
-
 def take_rowids(
     storage: TableStorage,
     schema: TableSchema,
-    manifest: pb.Manifest,
+    version: VersionRowIds,
     ids: Any,
     columns: Sequence[str] | None = None,
     *,
@@ -124,7 +87,8 @@ def take_rowids(
 ) -> pa.Table:
     """The live rows with row ids ``ids`` (any order, repeats allowed), in the order asked.
 
-    ``columns`` may name ``_rowid`` (uint64) like any column.
+    ``columns`` may name ``_rowid`` (uint64) like any column. ``version`` is the table
+    version read (its manifest, read through :class:`~fermion.table.row_ids.VersionRowIds`).
 
     Raises:
         DatasetError: The version has no row ids (a table created before they existed).
@@ -133,25 +97,24 @@ def take_rowids(
     """
     if missing not in ("error", "skip"):
         raise InvalidArgumentError(f"missing must be 'error' or 'skip', got {missing!r}")
-    if not has_row_ids(manifest):
+    if not version.has_row_ids:
         raise DatasetError(
-            f"version {manifest.version} of this table has no row ids (it was created before "
+            f"version {version.version} of this table has no row ids (it was created before "
             "they existed): use take() with positions"
         )
     wanted = parse_row_ids(ids)
     names = list(schema.arrow.names) if columns is None else list(columns)
     with_ids = ROW_ID in names and ROW_ID not in schema.arrow.names
     read_names = [n for n in names if n != ROW_ID] if with_ids else names
-    fragments = list(manifest.fragments)
-    query, owner_of, offset = _lookup(storage, manifest).candidates(wanted)
+    query, owner_of, offset = version.lookup().candidates(wanted)
     live = np.full(query.size, -1, dtype=np.int64)
     for index in np.unique(owner_of):
         picked = np.flatnonzero(owner_of == index)
-        live[picked] = _live_positions(storage, fragments[int(index)], offset[picked])
+        live[picked] = version.live_positions(storage, int(index), offset[picked])
     alive = live >= 0
     query, owner_of, live = query[alive], owner_of[alive], live[alive]
     if np.unique(query).size != query.size:
-        raise InvalidFileError(f"version {manifest.version}: a row id held by two live rows")
+        raise InvalidFileError(f"version {version.version}: a row id held by two live rows")
     owner = np.full(wanted.size, -1, dtype=np.int64)
     position = np.full(wanted.size, -1, dtype=np.int64)
     owner[query], position[query] = owner_of, live
@@ -162,7 +125,7 @@ def take_rowids(
             shown = ", ".join(str(i) for i in absent[:_SHOWN].tolist())
             more = f" and {absent.size - _SHOWN} more" if absent.size > _SHOWN else ""
             raise InvalidArgumentError(
-                f"no live row of version {manifest.version} has the row ids {shown}{more}"
+                f"no live row of version {version.version} has the row ids {shown}{more}"
             )
         wanted, owner, position = wanted[found], owner[found], position[found]
     if not read_names:  # only the ids themselves
@@ -170,7 +133,7 @@ def take_rowids(
     pieces, order = [], []
     for index in np.unique(owner):
         picked = np.flatnonzero(owner == index)
-        fragment = fragments[int(index)]
+        fragment = version.fragment(int(index))
         table = take_fragment(storage, schema, fragment, read_names, position[picked], readers)
         pieces.append(table)
         order.append(picked)

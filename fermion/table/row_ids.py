@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -36,13 +38,17 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
 )
-from fermion.table.codec import FLAG_ROW_IDS
+from fermion.table.codec import FLAG_ROW_IDS, fragment_views
+from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.storage import TableStorage
 
 __all__ = [
     "ROW_ID",
     "UNASSIGNED",
     "RowIdLookup",
+    "VersionRowIds",
     "add_row_id_column",
     "assign_row_ids",
     "attach_row_ids",
@@ -476,3 +482,94 @@ class RowIdLookup:
             np.concatenate(fragments).astype(np.int64),
             np.concatenate(offsets).astype(np.int64),
         )
+
+
+# -- one version's row ids, for ``Dataset.take_rowids`` ------------------------------------
+
+#: Lookups of the last few versions read, by (table, version, transaction): a version's
+#: manifest never changes, so its lookup is built once for repeated ``take_rowids``.
+_LOOKUPS: OrderedDict[tuple[str, int, str], RowIdLookup] = OrderedDict()
+_LOOKUPS_KEPT = 4
+_LOOKUPS_LOCK = threading.Lock()
+
+
+class VersionRowIds:
+    """The row ids of one table version, read from its manifest on demand.
+
+    What :func:`fermion.table.row_id_take.take_rowids` works from: it asks here for the
+    version's lookup, its fragments (as :class:`~fermion.table.domain.Fragment` values)
+    and the live position of physical rows, and never reads the manifest itself.
+
+    Args:
+        table: The table's URI (with the version and transaction, the lookup's cache key).
+        manifest: The version's manifest (not changed while this lives).
+
+    Example:
+        >>> m = pb.Manifest(version=3, reader_feature_flags=FLAG_ROW_IDS)
+        >>> f = m.fragments.add(id=0, physical_rows=2)
+        >>> f.row_ids.CopyFrom(encode(np.arange(2)))
+        >>> rows = VersionRowIds("mem://t", m)
+        >>> rows.version, rows.has_row_ids, rows.fragment(0).physical_rows
+        (3, True, 2)
+        >>> [a.tolist() for a in rows.lookup().candidates(np.array([1]))]
+        [[0], [0], [1]]
+    """
+
+    def __init__(self, table: str, manifest: pb.Manifest) -> None:
+        self._table = table
+        self._manifest = manifest
+        self._fragments: tuple[Fragment, ...] | None = None
+
+    @property
+    def version(self) -> int:
+        """The version number."""
+        return self._manifest.version
+
+    @property
+    def has_row_ids(self) -> bool:
+        """Whether the version has row ids (see :func:`has_row_ids`)."""
+        return has_row_ids(self._manifest)
+
+    def lookup(self) -> RowIdLookup:
+        """The version's :class:`RowIdLookup` (built once for the last few versions read;
+        fragment positions index :meth:`fragment`).
+
+        Raises:
+            DatasetError: A fragment without row ids.
+        """
+        manifest = self._manifest
+        key = (self._table, manifest.version, manifest.transaction_uuid)
+        with _LOOKUPS_LOCK:
+            found = _LOOKUPS.get(key)
+            if found is not None:
+                _LOOKUPS.move_to_end(key)
+                return found
+        built = RowIdLookup.build(manifest.fragments)
+        with _LOOKUPS_LOCK:
+            _LOOKUPS[key] = built
+            while len(_LOOKUPS) > _LOOKUPS_KEPT:
+                _LOOKUPS.popitem(last=False)
+        return built
+
+    def fragment(self, position: int) -> Fragment:
+        """The fragment at ``position`` in the manifest (a lookup's fragment position)."""
+        if self._fragments is None:
+            self._fragments = fragment_views(self._manifest)
+        return self._fragments[position]
+
+    def live_positions(
+        self, storage: TableStorage, position: int, offsets: np.ndarray
+    ) -> np.ndarray:
+        """Positions among the live rows of the fragment at ``position`` of its physical
+        ``offsets`` (-1: a deleted row), reading its deletion file if it has one.
+
+        Raises:
+            InvalidFileError: A damaged deletion file.
+        """
+        fragment = self._manifest.fragments[position]
+        if not fragment.HasField("deletion_file"):
+            return offsets
+        deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
+        keep = keep_mask(deleted, fragment.physical_rows)
+        before = np.cumsum(keep) - 1  # live position of each physical row, if live
+        return np.where(keep[offsets], before[offsets], -1)

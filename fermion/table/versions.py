@@ -12,30 +12,45 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from fermion.errors import DatasetError, InvalidArgumentError, InvalidFileError
-from fermion.table.codec import decode_manifest, decode_transaction, encode_transaction
+from fermion.table.codec import (
+    check_writer_flags,
+    decode_manifest,
+    decode_transaction,
+    encode_transaction,
+)
 from fermion.table.deletions import deletion_path
+from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
+from fermion.table.ref import TableRef, open_ref
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage, manifest_name
 
 __all__ = [
     "VersionInfo",
+    "VersionSummary",
     "create_tag",
+    "data_file_paths",
     "delete_tag",
     "latest_manifest",
     "list_tags",
     "load_manifest",
     "load_transaction",
+    "manifests_after",
+    "open_planned",
+    "open_version",
     "referenced_files",
     "resolve_tag",
     "schema_of",
     "transaction_name",
     "version_info",
+    "version_summary",
     "write_transaction",
 ]
 
@@ -83,6 +98,141 @@ def referenced_files(manifest: pb.Manifest) -> set[str]:
     for index in manifest.indices:
         files.update(index.files)
     return files
+
+
+def open_version(
+    uri: Any, version: int | None = None, manifest_store: ManifestStore | None = None
+) -> tuple[TableStorage, pb.Manifest]:
+    """The table's storage and the manifest of ``version`` (default: the latest), checked
+    writable by this library (``open_table`` before; not a ``Dataset``: see
+    :func:`fermion.table.dataset`). Also :func:`fermion.table.tasks.open_version`.
+
+    Args:
+        uri: A :class:`TableRef`, path or URL.
+        version: The version (default: the latest).
+        manifest_store: Overrides the ref's manifest store.
+
+    Raises:
+        DatasetError: No table at ``uri``, or no such version.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> open_version(ds.uri)[1].version
+        1
+    """
+    _, storage, manifest = open_planned(uri, version, manifest_store)
+    return storage, manifest
+
+
+def open_planned(
+    where: Any, version: int | None = None, manifest_store: ManifestStore | str | None = None
+) -> tuple[TableRef, TableStorage, pb.Manifest]:
+    """:func:`open_version` with the bound ref a plan carries.
+
+    Raises:
+        DatasetError: No table at ``where``, or no such version.
+
+    Example:
+        >>> import tempfile
+        >>> open_planned(tempfile.mkdtemp())
+        Traceback (most recent call last):
+        ...
+        fermion.errors.DatasetError: ...: not a Fermion table (no versions)
+    """
+    ref, storage = open_ref(where, manifest_store)
+    manifest = load_manifest(storage, version) if version else latest_manifest(storage)
+    if manifest is None:
+        raise DatasetError(f"{storage.uri}: not a Fermion table (no versions)")
+    check_writer_flags(manifest)
+    return ref, storage, manifest
+
+
+def manifests_after(storage: TableStorage, after: int) -> Iterator[pb.Manifest]:
+    """The manifest of every retained version above ``after``, ascending.
+
+    A version listed in ``_versions/`` and removed before it is read (a concurrent cleanup)
+    is skipped; the versions an external manifest store holds beyond the listed ones are
+    read through it.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> ds.append(pa.table({"x": [2]}))
+        >>> [m.version for m in manifests_after(ds.storage, 1)]
+        [2]
+    """
+    listed = storage.versions()
+    latest = storage.latest_version()
+    versions = list(listed)
+    if latest is not None:
+        versions.extend(range((listed[-1] if listed else 0) + 1, latest + 1))
+    for version in versions:
+        if version <= after:
+            continue
+        try:
+            yield load_manifest(storage, version)
+        except DatasetError:
+            continue  # removed since it was listed: it references nothing any more
+
+
+def data_file_paths(manifest: pb.Manifest) -> set[str]:
+    """The data files of a version's fragments, relative to the table root (no deletion,
+    index or transaction files: see :func:`referenced_files` for those).
+
+    Example:
+        >>> m = pb.Manifest(version=2)
+        >>> _ = m.fragments.add(id=0).files.add(path="data/a.fermion")
+        >>> data_file_paths(m)
+        {'data/a.fermion'}
+    """
+    return {d.path for f in manifest.fragments for d in f.files}
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    """A version's number and what its manifest's summary records of the operation that
+    made it (the counts are zero and the operation empty when not given).
+
+    Attributes:
+        version: The version.
+        operation: ``append``, ``overwrite``, ``rewrite``, ``delete``, ...
+        fragments_added / fragments_removed / rows_added / rows_removed / rows_deleted:
+            The summary's counts.
+    """
+
+    version: int
+    operation: str = ""
+    fragments_added: int = 0
+    fragments_removed: int = 0
+    rows_added: int = 0
+    rows_removed: int = 0
+    rows_deleted: int = 0
+
+
+def version_summary(manifest: pb.Manifest) -> VersionSummary:
+    """The :class:`VersionSummary` of a manifest (no fragment is read: cheap on every
+    commit, unlike :func:`version_info`).
+
+    Example:
+        >>> m = pb.Manifest(version=3)
+        >>> m.summary.operation, m.summary.added_rows = "append", 5
+        >>> s = version_summary(m)
+        >>> s.version, s.operation, s.rows_added, s.rows_deleted
+        (3, 'append', 5, 0)
+    """
+    s = manifest.summary
+    return VersionSummary(
+        version=manifest.version,
+        operation=s.operation,
+        fragments_added=s.added_fragments,
+        fragments_removed=s.removed_fragments,
+        rows_added=s.added_rows,
+        rows_removed=s.removed_rows,
+        rows_deleted=s.deleted_rows,
+    )
 
 
 def schema_of(manifest: pb.Manifest) -> TableSchema:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto
+from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
 from fermion.table.column_values import (
     compute_fragment_columns,
     expression_columns,
@@ -176,7 +176,7 @@ def plan_add_columns_tasks(
     schema = schema_of(manifest)
     new = expression_columns(schema, columns)
     full, _ = new_columns_schema(schema, new)
-    groups = fragment_groups(list(manifest.fragments), fragments_per_task)
+    groups = fragment_groups(fragments_from_messages(manifest.fragments), fragments_per_task)
     return AddColumnsPlan(
         table=ref,
         write_id=write_id or uuid.uuid4().hex,

@@ -1,32 +1,38 @@
 """What every task module shares: opening the planned version, summarising a commit, and
 which files the table's versions reference (an abort removes only files none of them does).
 
+:func:`open_ref` (defined in :mod:`fermion.table.ref`) and :func:`open_version` /
+:func:`open_planned` (in :mod:`fermion.table.versions`, which reads the manifests) are
+exported from here too.
+
 Example:
     >>> import tempfile, pyarrow as pa
     >>> from fermion.table import write_dataset
     >>> uri = tempfile.mkdtemp()
     >>> _ = write_dataset(pa.table({"x": [1]}), uri)
     >>> storage, manifest = open_version(uri)
-    >>> manifest.version
+    >>> storage.latest_version()
     1
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
 
 from fermion.deprecation import deprecated_alias
-from fermion.errors import DatasetError
-from fermion.table.codec import check_writer_flags, fragment_from_proto
 from fermion.table.commit import CommitResult
 from fermion.table.domain import Fragment
-from fermion.table.manifest_store import ManifestStore
-from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.ref import TableRef
+from fermion.table.ref import open_ref
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.model import CommitSummary
-from fermion.table.versions import latest_manifest, load_manifest
+from fermion.table.versions import (
+    VersionSummary,
+    data_file_paths,
+    manifests_after,
+    open_planned,
+    open_version,
+    version_summary,
+)
 
 __all__ = [
     "data_files_of_versions",
@@ -39,67 +45,16 @@ __all__ = [
 ]
 
 
-def fragment_groups(fragments: Sequence[pb.Fragment], per_task: int) -> list[tuple[Fragment, ...]]:
-    """Committed ``fragments`` as plain data, ``per_task`` to a task, in order.
+def fragment_groups(fragments: Sequence[Fragment], per_task: int) -> list[tuple[Fragment, ...]]:
+    """Committed ``fragments``, ``per_task`` to a task, in order (a manifest's messages
+    become fragments through :func:`fermion.table.codec.fragments_from_messages`).
 
     Example:
-        >>> [len(g) for g in fragment_groups([pb.Fragment(id=i) for i in range(5)], 2)]
+        >>> from fermion.table.domain import Fragment
+        >>> [len(g) for g in fragment_groups([Fragment(i, (), 1) for i in range(5)], 2)]
         [2, 2, 1]
     """
-    infos = [fragment_from_proto(f, committed=True) for f in fragments]
-    return [tuple(infos[i : i + per_task]) for i in range(0, len(infos), per_task)]
-
-
-def open_ref(
-    where: Any, manifest_store: ManifestStore | str | None = None
-) -> tuple[TableRef, TableStorage]:
-    """The ref of a table (a :class:`TableRef`, path or URL; ``manifest_store`` given by
-    hand overrides the ref's) bound to its normalised URI and store, and its storage.
-
-    Example:
-        >>> import tempfile
-        >>> ref, storage = open_ref(tempfile.mkdtemp())
-        >>> ref.uri == storage.uri
-        True
-    """
-    ref = TableRef.of(where, manifest_store=manifest_store)
-    storage = ref.open()
-    return ref.bound(storage), storage
-
-
-def open_version(
-    uri: Any, version: int | None = None, manifest_store: ManifestStore | None = None
-) -> tuple[TableStorage, pb.Manifest]:
-    """The table's storage and the manifest of ``version`` (default: the latest), checked
-    writable by this library (``open_table`` before; not a ``Dataset``: see
-    :func:`fermion.table.dataset`).
-
-    Args:
-        uri: A :class:`TableRef`, path or URL.
-        version: The version (default: the latest).
-        manifest_store: Overrides the ref's manifest store.
-
-    Raises:
-        DatasetError: No table at ``uri``, or no such version.
-    """
-    _, storage, manifest = open_planned(uri, version, manifest_store)
-    return storage, manifest
-
-
-def open_planned(
-    where: Any, version: int | None = None, manifest_store: ManifestStore | str | None = None
-) -> tuple[TableRef, TableStorage, pb.Manifest]:
-    """:func:`open_version` with the bound ref a plan carries.
-
-    Raises:
-        DatasetError: No table at ``where``, or no such version.
-    """
-    ref, storage = open_ref(where, manifest_store)
-    manifest = load_manifest(storage, version) if version else latest_manifest(storage)
-    if manifest is None:
-        raise DatasetError(f"{storage.uri}: not a Fermion table (no versions)")
-    check_writer_flags(manifest)
-    return ref, storage, manifest
+    return [tuple(fragments[i : i + per_task]) for i in range(0, len(fragments), per_task)]
 
 
 #: Deprecated name of :func:`open_version` (it opened no table object, unlike ``dataset``).
@@ -112,44 +67,25 @@ def summarise(
     result: CommitResult, read_version: int, *, committed: bool, skipped: Sequence[str] = ()
 ) -> CommitSummary:
     """A :class:`CommitSummary` of a commit result (``committed``: a new version was made)."""
-    summary = result.manifest.summary if committed else pb.OperationSummary()
+    summary = version_summary(result.manifest)
+    if not committed:  # the latest version, made by someone else: its counts are not ours
+        summary = VersionSummary(summary.version)
     return CommitSummary(
         committed=committed,
-        version=result.manifest.version,
+        version=summary.version,
         read_version=read_version,
         attempts=result.attempts,
         operation=summary.operation,
-        fragments_added=summary.added_fragments,
-        fragments_removed=summary.removed_fragments,
-        rows_added=summary.added_rows,
-        rows_removed=summary.removed_rows,
-        rows_deleted=summary.deleted_rows,
+        fragments_added=summary.fragments_added,
+        fragments_removed=summary.fragments_removed,
+        rows_added=summary.rows_added,
+        rows_removed=summary.rows_removed,
+        rows_deleted=summary.rows_deleted,
         skipped_tasks=tuple(skipped),
         recognised=result.recognised,
         rebased=result.rebased,
         replanned=result.replanned,
     )
-
-
-def _manifests(storage: TableStorage, after: int) -> Iterator[pb.Manifest]:
-    """The manifest of every retained version above ``after``, ascending.
-
-    A version listed in ``_versions/`` and removed before it is read (a concurrent cleanup)
-    is skipped; the versions an external manifest store holds beyond the listed ones are
-    read through it.
-    """
-    listed = storage.versions()
-    latest = storage.latest_version()
-    versions = list(listed)
-    if latest is not None:
-        versions.extend(range((listed[-1] if listed else 0) + 1, latest + 1))
-    for version in versions:
-        if version <= after:
-            continue
-        try:
-            yield load_manifest(storage, version)
-        except DatasetError:
-            continue  # removed since it was listed: it references nothing any more
 
 
 def data_files_of_versions(storage: TableStorage, *, after: int = 0) -> Iterator[set[str]]:
@@ -162,8 +98,8 @@ def data_files_of_versions(storage: TableStorage, *, after: int = 0) -> Iterator
         >>> [len(files) for files in data_files_of_versions(ds.storage)]
         [1]
     """
-    for manifest in _manifests(storage, after):
-        yield {d.path for f in manifest.fragments for d in f.files}
+    for manifest in manifests_after(storage, after):
+        yield data_file_paths(manifest)
 
 
 def remove_unreferenced(storage: TableStorage, paths: Iterable[str]) -> int:

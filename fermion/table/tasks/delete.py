@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto
+from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import (
     bitmap_from_offsets,
@@ -155,7 +155,9 @@ def plan_delete(
     candidates = Scanner(storage, manifest, schema, [], expression).fragments()
     tasks = tuple(
         DeleteTask(str(n), ref, manifest.version, schema, group, expression)
-        for n, group in enumerate(fragment_groups(candidates, fragments_per_task))
+        for n, group in enumerate(
+            fragment_groups(fragments_from_messages(candidates), fragments_per_task)
+        )
     )
     return DeletePlan(ref, manifest.version, expression, text, tasks)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto
+from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.domain import Fragment
 from fermion.table.manifest_store import ManifestStore
@@ -150,7 +150,9 @@ def plan_index(
     todo = [f for f in manifest.fragments if not only_stale or stale(f)]
     tasks = tuple(
         IndexTask(str(n), ref, manifest.version, schema, group, names)
-        for n, group in enumerate(fragment_groups(todo, fragments_per_task))
+        for n, group in enumerate(
+            fragment_groups(fragments_from_messages(todo), fragments_per_task)
+        )
     )
     return IndexPlan(ref, manifest.version, names, ids, tasks)
 

@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto
+from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import deletion_path
 from fermion.table.domain import Fragment
@@ -346,7 +346,7 @@ def plan_upsert(
         for key in on:
             prune = prune & pc.field(key).isin(keys.column(key).unique())
         fragments = list(Scanner(storage, manifest, schema, [], prune).fragments())
-    groups = fragment_groups(fragments, fragments_per_task)
+    groups = fragment_groups(fragments_from_messages(fragments), fragments_per_task)
     return UpsertPlan(
         table=ref,
         write_id=write_id or uuid.uuid4().hex,
