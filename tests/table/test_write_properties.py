@@ -55,6 +55,9 @@ def _data(first: int = 0, rows: int = ROWS) -> pa.Table:
         {
             "id": pa.array(rng.permutation(rows).astype(np.int64) + first),
             "v": pa.array(rng.random(rows)),
+            # text zstd shrinks: random keys and floats are stored uncompressed where zstd
+            # saves too little (docs/FORMAT.md, 5.2), so this column shows the codec
+            "email": pa.array([f"user-{i:08d}@example.com" for i in rng.permutation(rows)]),
         }
     )
 
