@@ -8,8 +8,6 @@
 - :func:`check_rows_conserved` — a compaction's new fragments hold exactly the live rows
   they replace (checked before the rewrite commits).
 - :func:`load_suite` reads and validates a suite file.
-- :func:`preload_great_expectations` starts importing GX in the background (a job calls it
-  before it starts Spark).
 
 This package receives DataFrames; it never imports pyspark itself (GX does, to run them).
 
@@ -25,12 +23,7 @@ from __future__ import annotations
 
 from fermion.quality.conservation import ConservationResult, check_rows_conserved
 from fermion.quality.integrity import IntegrityResult, check_batch_integrity
-from fermion.quality.report import (
-    QualityCheckError,
-    QualityReport,
-    preload_great_expectations,
-    validate_dataframe,
-)
+from fermion.quality.report import QualityCheckError, QualityReport, validate_dataframe
 from fermion.quality.report import validate as validate  # deprecated name
 from fermion.quality.suite import RowCount, Suite, SuiteError, ValueRange, load_suite
 
@@ -46,6 +39,5 @@ __all__ = [
     "check_batch_integrity",
     "check_rows_conserved",
     "load_suite",
-    "preload_great_expectations",
     "validate_dataframe",
 ]

@@ -19,9 +19,7 @@ Example (needs a SparkSession ``spark``)::
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import json
-import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,7 @@ from fermion.extras import require
 from fermion.quality.integrity import check_batch_integrity
 from fermion.quality.suite import load_suite
 
-__all__ = ["QualityCheckError", "QualityReport", "preload_great_expectations", "validate_dataframe"]
+__all__ = ["QualityCheckError", "QualityReport", "validate_dataframe"]
 
 
 class QualityCheckError(FermionError):
@@ -100,48 +98,6 @@ def _describe(result: dict[str, Any]) -> str:
     return f"{result['check']}({subject})" if subject else str(result["check"])
 
 
-_preloading: threading.Thread | None = None
-_preload_lock = threading.Lock()
-
-
-def _import_great_expectations() -> None:
-    try:
-        importlib.import_module("fermion.quality.gx_run")
-    except Exception:  # noqa: BLE001, S110 - validate_dataframe imports it again and reports
-        pass
-
-
-def preload_great_expectations() -> None:
-    """Start importing great_expectations in a background thread, and return at once.
-
-    The import takes seconds; a job calls this before it starts its Spark session, so the
-    import runs while the JVM starts. :func:`validate_dataframe` waits for it to finish
-    before it imports GX itself (a failed import is raised there, as without a preload).
-    Calling it again does nothing. The thread is not a daemon: a process that ends before
-    its checks run waits for the import to finish.
-
-    Example::
-
-        preload_great_expectations()          # returns at once
-        spark = SparkSession.builder.getOrCreate()
-        validate_dataframe(spark.read.parquet("day.parquet"), "conf/quality/features.yaml")
-    """
-    global _preloading
-    with _preload_lock:
-        if _preloading is None:
-            _preloading = threading.Thread(
-                target=_import_great_expectations, name="fermion-gx-import"
-            )
-            _preloading.start()
-
-
-def _wait_for_preload() -> None:
-    with _preload_lock:
-        preloading = _preloading
-    if preloading is not None:
-        preloading.join()
-
-
 def _run_name(suite: str) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     return f"{suite}-{stamp}-{uuid.uuid4().hex[:8]}"
@@ -184,7 +140,6 @@ def validate_dataframe(
         report = validate_dataframe(df, "conf/quality/features.yaml", output_dir="/tmp/q")
         report.raise_for_failure()  # QualityCheckError naming the failed checks
     """
-    _wait_for_preload()  # never import GX in two threads at once
     require("great_expectations", "quality")
     from fermion.quality.gx_run import run_suite  # imports GX: only when checks run
 

@@ -26,7 +26,7 @@ import json
 from typing import TYPE_CHECKING
 
 from fermion.errors import IncompatibleTransactionError
-from fermion.quality import preload_great_expectations, validate_dataframe
+from fermion.quality import validate_dataframe
 from fermion.spark.jobs.config import IngestConfig, MergeConfig
 from fermion.spark.jobs.distributed import (
     arrow_schema_of,
@@ -105,8 +105,6 @@ def _check_input(context: JobContext, df: DataFrame, config: IngestConfig) -> di
 
 def ingest(context: JobContext, config: IngestConfig) -> JobResult:
     """Run the ingest (see the module docstring); it commits as its last step."""
-    if config.suite is not None:
-        preload_great_expectations()  # imports GX while Spark starts
     spark = context.spark
     df = read_source(spark, config)
     if config.replace_where is not None:

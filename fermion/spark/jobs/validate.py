@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from fermion.quality import load_suite, preload_great_expectations, validate_dataframe
+from fermion.quality import load_suite, validate_dataframe
 from fermion.spark.jobs.config import ValidateConfig
 from fermion.spark.jobs.runner import JobContext, JobResult
 from fermion.table import dataset
@@ -35,7 +35,6 @@ def validate(context: JobContext, config: ValidateConfig) -> JobResult:
     """Run the suite on the table (see the module docstring)."""
     from fermion.spark import read_dataset
 
-    preload_great_expectations()  # imports GX while the table loads and Spark starts
     table = dataset(config.ref, config.version)  # pins "latest" once
     context.log.info("validate %s version %d with %s", config.table, table.version, config.suite)
     columns = load_suite(config.suite).columns or None  # the data source reads only these
