@@ -6,10 +6,15 @@ Example::
     result = home.run("test", "fermion_ingest", "--logical-date", "2026-11-20",
                       "--conf", json.dumps({"table": "/tmp/t"}))
     result["state"], result["tasks"]["ingest"]["summary"]
+
+    with AirflowHome(Path("/tmp/airflow-home")) as home:   # one Airflow process for both runs
+        first = home.dag_test("fermion_ingest", "2026-11-20", {"table": "/tmp/t"})
+        second = home.dag_test("fermion_ingest", "2026-11-21", {"table": "/tmp/t"})
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -41,6 +46,10 @@ class AirflowHome:
         template: A metadata DB that ``airflow db migrate`` already made and nothing ran
             in (:meth:`migrated_db`): copied into a new home instead of migrating again
             (the tests migrate once per session).
+
+    :meth:`dag_test` runs its DAG runs in one Airflow process (``airflow_run.py serve``),
+    started on first use, so that Airflow starts and imports once; :meth:`close` (or the
+    end of a ``with`` block) ends it.
     """
 
     def __init__(
@@ -56,6 +65,7 @@ class AirflowHome:
         self.home = Path(home)
         self.home.mkdir(parents=True, exist_ok=True)
         self.stream = sys.stderr if stream is None else stream
+        self._server: subprocess.Popen[str] | None = None
         self.env = {
             **os.environ,
             "AIRFLOW_HOME": str(self.home),
@@ -96,5 +106,55 @@ class AirflowHome:
         return result
 
     def dag_test(self, dag_id: str, logical_date: str, conf: dict[str, Any]) -> dict[str, Any]:
-        """One run of ``dag_id`` for ``logical_date`` (``YYYY-MM-DD``) with ``dag.test()``."""
-        return self.run("test", dag_id, "--logical-date", logical_date, "--conf", json.dumps(conf))
+        """One run of ``dag_id`` for ``logical_date`` (``YYYY-MM-DD``) with ``dag.test()``,
+        in this home's Airflow process; what ``airflow_run.py test`` would print."""
+        server = self._serve()
+        assert server.stdin is not None and server.stdout is not None
+        request = {"dag_id": dag_id, "logical_date": logical_date, "conf": conf}
+        try:
+            server.stdin.write(json.dumps(request) + "\n")
+            server.stdin.flush()
+            line = server.stdout.readline()
+        except OSError:  # the process is gone: a broken pipe
+            line = ""
+        if not line:
+            self.close()
+            raise AirflowError(f"airflow_run.py serve exited {server.returncode} ({dag_id})")
+        result: dict[str, Any] = json.loads(line)
+        if "error" in result:
+            raise AirflowError(f"airflow_run.py serve: {dag_id}: {result['error']}")
+        return result
+
+    def _serve(self) -> subprocess.Popen[str]:
+        if self._server is None or self._server.poll() is not None:
+            self._server = subprocess.Popen(
+                [str(AIRFLOW_PYTHON), str(RUNNER), "serve"],
+                env=self.env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.stream,
+                text=True,
+            )
+        return self._server
+
+    def close(self) -> None:
+        """End the Airflow process :meth:`dag_test` started (it ends at the end of its input)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        if server.stdin is not None:
+            with contextlib.suppress(OSError):
+                server.stdin.close()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+
+    def __enter__(self) -> AirflowHome:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

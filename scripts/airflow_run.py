@@ -3,6 +3,7 @@
     .venv-airflow/bin/python scripts/airflow_run.py dagbag
     .venv-airflow/bin/python scripts/airflow_run.py test DAG_ID [--logical-date 2026-11-20]
                                                         [--conf '{"table": "/t"}']
+    .venv-airflow/bin/python scripts/airflow_run.py serve
 
 ``dagbag`` loads the DAG folder the way Airflow's DAG processor does (the folder on
 ``sys.path``) and prints, as JSON, the import errors, each DAG's tasks with their
@@ -10,6 +11,12 @@ downstream tasks, and which heavy modules (pyspark, pyarrow, fermion, ...) impor
 DAG files pulled in. ``test`` runs one DAG run with ``dag.test()`` and prints its state and
 each task's state, tries and returned value (a job's summary line). The last stdout line is
 the JSON; Airflow's own logging goes to stderr.
+
+``serve`` runs many DAG runs in one process, so that Airflow starts once: it reads one
+request a line from stdin (``{"dag_id": ..., "logical_date": ..., "conf": {...}}``) and
+answers each with one line on stdout, the JSON ``test`` prints (or ``{"error": ...}`` when
+the run could not start); it ends at the end of stdin. Each run parses the DAG folder again
+(the modules the DAG files import stay loaded), so every run gets fresh DAG objects.
 
 The caller sets the environment: ``AIRFLOW_HOME`` (after ``airflow db migrate``),
 ``AIRFLOW__CORE__DAGS_FOLDER``, ``AIRFLOW__CORE__LOAD_EXAMPLES=False`` and the Spark
@@ -98,15 +105,42 @@ def _returned(run: Any, task_id: str) -> Any:
         return XComModel.deserialize_value(rows[0]) if rows else None
 
 
+def serve(requests: Any, answers: Any) -> None:
+    """Answer each line of ``requests`` (a DAG run to test) with a line on ``answers``."""
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            result = test(request["dag_id"], request.get("logical_date"), request.get("conf", {}))
+        except (Exception, SystemExit) as error:  # the caller raises it; serve the next one
+            result = {"error": f"{type(error).__name__}: {error}"}
+        answers.write(json.dumps(result, default=str) + "\n")
+        answers.flush()
+
+
+def _serve() -> int:
+    # The answers get this process's stdout to themselves: anything else that writes to
+    # file descriptor 1 (a task's child process, a C library) goes to stderr instead
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(sys.stdin, answers)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("dagbag")
+    commands.add_parser("serve")
     run = commands.add_parser("test")
     run.add_argument("dag_id")
     run.add_argument("--logical-date")
     run.add_argument("--conf", default="{}", type=json.loads)
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve()
     if args.command == "dagbag":
         result = dagbag()
     else:

@@ -133,8 +133,11 @@ def run_main_job(
         "batch_id_column": "request_id",
         "max_rows_per_file": ROWS_PER_FILE,
     }
-    with open(workdir / "airflow.log", "w") as log:
-        airflow = AirflowHome(workdir / "airflow", stream=log, template=airflow_db)
+    # one Airflow process for all the runs (AirflowHome.dag_test), ended with the block
+    with (
+        open(workdir / "airflow.log", "w") as log,
+        AirflowHome(workdir / "airflow", stream=log, template=airflow_db) as airflow,
+    ):
         _say(out, f"[airflow] metadata DB ready in {airflow.home} (log: {log.name})")
         for ds, _ in written:
             _say(out, f"[fermion_ingest ds={ds}] running: ingest -> validate ...")

@@ -4,6 +4,7 @@ starts from a copy of its metadata DB."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,5 +22,7 @@ def airflow_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def airflow(tmp_path_factory: pytest.TempPathFactory, airflow_db: Path) -> AirflowHome:
-    return AirflowHome(tmp_path_factory.mktemp("airflow-home"), template=airflow_db)
+def airflow(tmp_path_factory: pytest.TempPathFactory, airflow_db: Path) -> Iterator[AirflowHome]:
+    """A home whose DAG runs (``dag_test``) share one Airflow process, ended at the end."""
+    with AirflowHome(tmp_path_factory.mktemp("airflow-home"), template=airflow_db) as home:
+        yield home

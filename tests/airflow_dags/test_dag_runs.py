@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,16 @@ def _conf(report: MainJobReport) -> dict[str, Any]:
     }
 
 
-def _dag_test(report: MainJobReport, dag_id: str, ds: str, conf: dict[str, Any]) -> dict[str, Any]:
-    """One more DAG run in the main job's Airflow home (Airflow's log appended to a file)."""
-    with open(report.workdir / "more.log", "a") as log:
-        return AirflowHome(report.workdir / "airflow", stream=log).dag_test(dag_id, ds, conf)
+@pytest.fixture(scope="module")
+def more_runs(main_job: tuple[MainJobReport, str]) -> Iterator[AirflowHome]:
+    """The main job's Airflow home for more DAG runs, all in one Airflow process (Airflow's
+    log appended to a file)."""
+    report, _ = main_job
+    with (
+        open(report.workdir / "more.log", "a") as log,
+        AirflowHome(report.workdir / "airflow", stream=log) as airflow,
+    ):
+        yield airflow
 
 
 def _files(table: Path) -> list[str]:
@@ -119,10 +126,12 @@ def test_report(main_job: tuple[MainJobReport, str]) -> None:
         assert f"[fermion_ingest ds={ds}]" in printed
 
 
-def test_rerun_of_an_ingested_day_commits_nothing(main_job: tuple[MainJobReport, str]) -> None:
+def test_rerun_of_an_ingested_day_commits_nothing(
+    main_job: tuple[MainJobReport, str], more_runs: AirflowHome
+) -> None:
     report, _ = main_job
     version = fermion.dataset(str(report.table)).version
-    run = _dag_test(report, "fermion_ingest", report.days[0][0], _conf(report))
+    run = more_runs.dag_test("fermion_ingest", report.days[0][0], _conf(report))
     assert run["state"] == "success"
     ingest = run["tasks"]["ingest"]["summary"]
     assert ingest["skipped"] is True and ingest["committed_version"] is None
@@ -130,7 +139,7 @@ def test_rerun_of_an_ingested_day_commits_nothing(main_job: tuple[MainJobReport,
 
 
 def test_broken_day_fails_at_validation_and_commits_nothing(
-    main_job: tuple[MainJobReport, str],
+    main_job: tuple[MainJobReport, str], more_runs: AirflowHome
 ) -> None:
     report, _ = main_job
     day = FIRST_DAY + dt.timedelta(days=DAYS)
@@ -140,7 +149,7 @@ def test_broken_day_fails_at_validation_and_commits_nothing(
     before_files = _files(report.table)
     before_results = set((report.reports / "results").glob("*.json"))
     conf = {**_conf(report), "input_root": str(broken_root)}
-    run = _dag_test(report, "fermion_ingest", day.isoformat(), conf)
+    run = more_runs.dag_test("fermion_ingest", day.isoformat(), conf)
     assert run["state"] == "failed"
     assert run["tasks"]["ingest"]["state"] == "failed"
     assert run["tasks"]["ingest"]["tries"] == 1  # a failed check is not retried
@@ -159,7 +168,7 @@ def test_broken_day_fails_at_validation_and_commits_nothing(
 
 
 def test_migration_dag_migrates_verifies_and_reruns_as_a_no_op(
-    main_job: tuple[MainJobReport, str],
+    main_job: tuple[MainJobReport, str], more_runs: AirflowHome
 ) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -176,7 +185,7 @@ def test_migration_dag_migrates_verifies_and_reruns_as_a_no_op(
     pq.write_to_dataset(original, str(source), partition_cols=["region"])
     conf = {"source": str(source), "target": str(target), "reports_dir": str(report.reports)}
 
-    run = _dag_test(report, "fermion_migration", "2026-11-22", conf)
+    run = more_runs.dag_test("fermion_migration", "2026-11-22", conf)
     assert run["state"] == "success", run
     migrate, validate = (run["tasks"][t]["summary"] for t in ("migrate", "validate"))
     assert migrate["verified"] is True and migrate["committed_version"] == 1
@@ -185,7 +194,7 @@ def test_migration_dag_migrates_verifies_and_reruns_as_a_no_op(
     migrated = fermion.dataset(str(target)).to_table().sort_by("id")
     assert migrated.select(original.column_names).equals(original)
 
-    again = _dag_test(report, "fermion_migration", "2026-11-23", conf)
+    again = more_runs.dag_test("fermion_migration", "2026-11-23", conf)
     assert again["state"] == "success"
     assert again["tasks"]["migrate"]["summary"]["skipped"] is True
     assert fermion.dataset(str(target)).version == 1

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scripts.airflow_env import AirflowHome
+from scripts.airflow_env import AirflowError, AirflowHome
 
 EXPECTED = {
     "fermion_ingest": {"ingest": ["validate"], "validate": []},
@@ -53,3 +53,13 @@ def test_schedules_params_and_retries(bag: dict[str, Any]) -> None:
     assert set(dags["fermion_maintenance"]["retries"].values()) == {2}
     # no pools for mutual exclusion: the commit protocol serialises the jobs
     assert {pool for dag in dags.values() for pool in dag["pools"]} == {"default_pool"}
+
+
+def test_a_run_that_cannot_start_names_its_dag_and_the_process_serves_on(
+    airflow: AirflowHome,
+) -> None:
+    """``dag_test``'s Airflow process answers a DAG run that cannot start with an error
+    naming the DAG, and answers the next request (the DAG tests' runs share it)."""
+    for dag_id in ("no_such_dag", "nor_this_one"):
+        with pytest.raises(AirflowError, match=f"no DAG '{dag_id}'"):
+            airflow.dag_test(dag_id, "2026-11-20", {})
