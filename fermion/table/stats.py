@@ -77,7 +77,11 @@ def _to_value(scalar: pa.Scalar) -> pb.Value | None:
         value = int(scalar.as_py())
         return pb.Value(int_value=value) if value <= _INT64_MAX else None
     if pa.types.is_floating(kind):
-        return pb.Value(float_value=float(scalar.as_py()))
+        # a zero bound is kept as +0.0: Arrow's min_max picks either sign among equal
+        # zeros (by position, and differently with and without nulls), and no comparison
+        # tells them apart, so one sign keeps the statistics of the same rows the same
+        # however they were cut into batches
+        return pb.Value(float_value=float(scalar.as_py()) or 0.0)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return pb.Value(string_value=scalar.as_py())
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
@@ -161,8 +165,8 @@ def _numeric_bounds(
     """(min, max) of a float or integer ``column`` without nulls by numpy (a SIMD pass, up
     to 20x faster than ``pc.min_max`` on float64), :data:`_HAS_NAN` when a float column
     holds a NaN (numpy's min propagates it), None where ``pc.min_max`` must decide: other
-    types, nulls, float bounds of zero (Arrow and numpy may pick different signs of zero
-    among equal zeros; the bounds stay exactly those of :func:`compute_field_stats`)."""
+    types, nulls, float bounds of zero (left to ``pc.min_max`` like the other cases; a
+    zero bound is stored as +0.0 either way, see :func:`_to_value`)."""
     floating = pa.types.is_floating(kind) and not pa.types.is_float16(kind)
     if column.null_count or not (floating or pa.types.is_integer(kind)):
         return None

@@ -1,6 +1,7 @@
 """StatsAccumulator (statistics of a streamed fragment) equals compute_field_stats of all
 the rows at once, whichever way the rows arrive: its numpy path for float and integer
-columns without nulls keeps Arrow's bounds exactly (NaN, signed zeros, uint64 extremes)."""
+columns without nulls keeps Arrow's bounds exactly (NaN, uint64 extremes), and a zero bound
+is +0.0 whichever sign Arrow picked (it picks by position, and differently with nulls)."""
 
 from __future__ import annotations
 
@@ -55,11 +56,22 @@ def test_accumulated_stats_equal_whole(
         ), (table.schema.field(mine.field_id - 1).name, mine, theirs)
 
 
-def test_nan_drops_the_range_and_zeros_keep_their_sign() -> None:
+def test_nan_drops_the_range_and_zero_bounds_are_positive() -> None:
     table = pa.table({"x": [1.0, float("nan")], "z": [-0.0, 0.0], "w": [0.0, -0.0]})
     whole = compute_field_stats(table, [1, 2, 3])
     parts = _accumulated(table, [1])
     assert not parts[0].HasField("min")
     for mine, theirs in zip(parts, whole, strict=True):
         assert mine == theirs
-    assert str(parts[1].min.float_value) == str(whole[1].min.float_value)
+    for stats in (*parts[1:], *whole[1:]):
+        assert str(stats.min.float_value) == str(stats.max.float_value) == "0.0"
+
+
+def test_zero_bounds_do_not_depend_on_how_rows_were_cut() -> None:
+    # found by test_accumulated_stats_equal_whole: Arrow's min_max gave -0.0 for the first
+    # piece (with a null) and 0.0 for all the rows at once
+    values = pa.array([0.0, -0.0, None, 0.0], pa.float64())
+    table = pa.table({"n": values})
+    whole = compute_field_stats(table, [1])
+    assert _accumulated(table, [3]) == whole
+    assert str(whole[0].min.float_value) == "0.0"
