@@ -293,7 +293,10 @@ def _merge_one_column(uri: str, worker: int) -> int:
     columns = {"k": pa.array(ids, pa.int64())}
     for name in COLUMNS:
         columns[name] = pa.array([worker + 1 if name == COLUMNS[worker] else 0] * len(ids))
-    ds = ft.dataset(uri)
+    # every worker plans on version 1, so every merge but the first to commit must re-plan
+    # however the processes happen to be scheduled (planning on the latest version let a
+    # loaded machine run them one after another, and then none re-planned)
+    ds = ft.dataset(uri, version=1)
     result = (
         ds.merge_insert("k").when_matched_update([COLUMNS[worker]]).when_not_matched_insert_all()
         .execute(pa.table(columns))
@@ -310,7 +313,8 @@ def test_concurrent_merges_of_the_same_keys_lose_no_update_and_double_no_key(
     ft.write_dataset(pa.table(data), uri, max_rows_per_file=10)
     results = processes(_merge_one_column, [(uri, w) for w in range(len(COLUMNS))])
     assert [s for s, _ in results] == ["ok"] * len(COLUMNS), results
-    assert sum(r for _, r in results) >= 1  # they did conflict, and re-planned
+    replanned = [r for _, r in results]
+    assert sum(1 for r in replanned if r == 0) <= 1, results  # only the first did not re-plan
     got = ft.dataset(uri).to_table()
     keys = Counter(got["k"].to_pylist())
     assert sorted(keys) == [*range(50), *NEW_KEYS] and set(keys.values()) == {1}
