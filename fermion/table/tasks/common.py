@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 
 from fermion.deprecation import deprecated_alias
@@ -72,15 +73,9 @@ def summarise(
         summary = VersionSummary(summary.version)
     return CommitSummary(
         committed=committed,
-        version=summary.version,
         read_version=read_version,
         attempts=result.attempts,
-        operation=summary.operation,
-        fragments_added=summary.fragments_added,
-        fragments_removed=summary.fragments_removed,
-        rows_added=summary.rows_added,
-        rows_removed=summary.rows_removed,
-        rows_deleted=summary.rows_deleted,
+        **dataclasses.asdict(summary),  # version, operation and the counts, same names
         skipped_tasks=tuple(skipped),
         recognised=result.recognised,
         rebased=result.rebased,
