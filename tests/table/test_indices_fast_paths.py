@@ -8,7 +8,8 @@
   ``optimize_indices``;
 - an exact answer fills the indexed column instead of reading it: with the literal of an
   equality, or with a BTREE's keys of the rows;
-- the build's integer sort (numpy, ties by row address) and its merge of sorted runs.
+- the build's integer sort (numpy, ties by row address; keys packed with their positions)
+  and its merge of sorted runs.
 
 Every result is compared with ``use_indices=False``.
 """
@@ -189,6 +190,31 @@ def test_integer_sort_and_merge_equal_arrows_two_key_sort(
         column = column.cast(pa.int32()).cast(t) if t == pa.date32() else column.cast(t)
         typed = entries.set_column(0, "key", column)
         assert sorted_entries(typed).equals(_arrow_sorted(typed))
+
+
+_SORT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint32", "uint64")
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    dtype=st.sampled_from(_SORT_DTYPES),
+    clusters=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=4),
+    picks=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2**20)), min_size=0, max_size=300),
+)
+def test_packed_sort_order_equals_a_stable_argsort(
+    dtype: str, clusters: list[int], picks: list[tuple[int, int]]
+) -> None:
+    """The build's sort of integer keys (packed with their positions) orders them as a
+    stable argsort does: values near a few far-apart centres share their kept high bits
+    (put in order afterwards, or sorted by argsort when many do), small spans fit whole."""
+    info = np.iinfo(dtype)
+    values = [
+        min(max(clusters[c % len(clusters)] + offset, info.min), info.max) for c, offset in picks
+    ]
+    keys = np.array(values, dtype=dtype)
+    assert build._sort_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+    wide = np.random.default_rng(len(values)).integers(info.min, info.max, 5000, dtype=dtype)
+    assert build._sort_order(wide).tolist() == np.argsort(wide, kind="stable").tolist()
 
 
 @settings(max_examples=examples(50), deadline=None)
