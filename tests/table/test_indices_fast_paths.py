@@ -301,15 +301,32 @@ def test_refreshed_index_file_is_sorted(tmp_path: Path) -> None:
     table = pa.concat_tables([table, table])
     ds = ft.write_dataset(table.slice(0, 4000), str(tmp_path / "t"), max_rows_per_file=1000)
     ds.create_index("key", "BTREE")
-    ds.append(table.slice(4000, 2000))
+    first = ds.indices()[0]
+    probe = _in(table.column("key").to_numpy()[::97])
+
+    def entries_files() -> list[pa.Table]:
+        files = [p for p in ds.indices()[0].files if not p.endswith(".fences.fermion")]
+        out = []
+        for path in files:
+            with FileReader(str(tmp_path / "t" / path)) as reader:
+                out.append(reader.read())
+        return out
+
+    # a refresh adds a build of the appended fragment and keeps the first build's files
+    ds.append(table.slice(4000, 1000))
     ds.optimize_indices()
     index = ds.indices()[0]
-    entries_path = next(p for p in index.files if not p.endswith(".fences.fermion"))
-    with FileReader(str(tmp_path / "t" / entries_path)) as reader:
-        entries = reader.read()
-    assert entries.num_rows == 6000
+    assert index.files[:2] == first.files and len(index.files) == 4
+    assert [t.num_rows for t in entries_files()] == [4000, 1000] == [4000, index.num_entries - 4000]
+    assert all(t.equals(_arrow_sorted(t)) for t in entries_files())
+    _same(ds, probe)
+    # the next refresh would make a third entries file: every entry merged into one build
+    ds.append(table.slice(5000, 1000))
+    ds.optimize_indices()
+    (entries,) = entries_files()
+    assert entries.num_rows == 6000 == ds.indices()[0].num_entries
     assert entries.equals(_arrow_sorted(entries))
-    _same(ds, _in(table.column("key").to_numpy()[::97]))
+    _same(ds, probe)
 
 
 def test_the_process_cache_is_bounded() -> None:
