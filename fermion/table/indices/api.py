@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from fermion.errors import ColumnNotFoundError, DatasetError, InvalidArgumentError
 from fermion.format import FileReader
+from fermion.table.codec import fragments_from_messages
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
 from fermion.table.indices.build import (
     collect_entries,
@@ -110,7 +111,9 @@ def build_index(
     if previous is not None:
         keep = set(previous.fragment_ids) & present
         old = (list(previous.files), previous.kind, keep)
-    entries = collect_entries(storage, schema, fragments, column, old, kind)
+    entries = collect_entries(
+        storage, schema, fragments_from_messages(fragments), column, old, kind
+    )
     covered = keep | {f.id for f in fragments}
     return finish_build(
         storage, manifest, column, kind, name, uuidlib.uuid4().hex, entries, covered
@@ -195,7 +198,10 @@ def extend_index(
         (4, 3, [0, 1])
     """
     present = {f.id for f in manifest.fragments}
-    entries = collect_entries(storage, schema_of(manifest), fragments, column, None, previous.kind)
+    entries = collect_entries(
+        storage, schema_of(manifest), fragments_from_messages(fragments), column, None,
+        previous.kind,
+    )  # fmt: skip
     build = uuidlib.uuid4().hex
     paths, size = write_index_file(storage, build, previous.kind, entries)
     covered = (set(previous.fragment_ids) & present) | {f.id for f in fragments}

@@ -34,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fermion.errors import InvalidFileError
+from fermion.errors import InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader, write_table
+from fermion.table.domain import Fragment
 from fermion.table.indices.model import (
     BITMAP,
     BTREE,
@@ -45,7 +46,6 @@ from fermion.table.indices.model import (
     key_type_of,
     row_addresses,
 )
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -121,15 +121,22 @@ def _fences(rows: pa.Table) -> pa.Table:
 def fragment_entries(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment,
     column: str,
     kind: str = BTREE,
 ) -> pa.Table:
-    """The ``(key, _rowaddr)`` entries of every physical row of ``fragment`` (for a
-    LABEL_LIST index: of every distinct non-null element of every row's list)."""
-    whole = pb.Fragment()
-    whole.CopyFrom(fragment)
-    whole.ClearField("deletion_file")  # deleted rows are indexed too (the scan drops them)
+    """The ``(key, _rowaddr)`` entries of every physical row of the committed
+    ``fragment`` (for a LABEL_LIST index: of every distinct non-null element of every
+    row's list).
+
+    Raises:
+        InvalidArgumentError: A fragment without an id (not committed).
+        InvalidFileError: Its files hold another number of rows than it says.
+    """
+    if fragment.id is None:
+        raise InvalidArgumentError("only a committed fragment (one with an id) is indexed")
+    # its data files alone: deleted rows are indexed too (the scan drops them)
+    whole = Fragment(fragment.id, fragment.files, fragment.physical_rows)
     table = read_fragment(storage, schema, whole, [column])  # (every row, in order)
     if table.num_rows != fragment.physical_rows:
         raise InvalidFileError(
@@ -443,7 +450,7 @@ def write_index_file(
 def collect_entries(
     storage: TableStorage,
     schema: TableSchema,
-    fragments: Sequence[pb.Fragment],
+    fragments: Sequence[Fragment],
     column: str,
     previous: tuple[Sequence[str], str, set[int]] | None = None,
     kind: str = BTREE,
