@@ -913,8 +913,6 @@ MAX_MODULE_LINES = 850  # rule 10: "about 800"
 LONG_MODULES = {
     "fermion.table.dataset": "the public Dataset facade: about half of it is the docstrings "
     "with examples of its 60 methods, which hand the work to the concern modules",
-    "fermion.format.write.writer": "not split yet: FileWriter's batch-mode staging (about 350 "
-    "lines) shares the writer's stripe state; it is the next part to move out",
 }
 
 
