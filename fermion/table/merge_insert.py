@@ -320,19 +320,31 @@ class MergeInsertBuilder:
         marks = ThreadPoolExecutor(max_workers=FRAGMENT_THREADS_DEFAULT) if whole else None
 
         def join(fragment: pb.Fragment) -> _FragmentMatch:
-            # the statistics chose the fragment; the join, not a row filter, finds the keys
-            target = read_fragment(storage, schema, fragment, columns, with_row_offsets=True)
+            # the statistics chose the fragment; the join, not a row filter, finds the keys.
+            # Without deletions a row's position is its offset: a dense lookup's positions
+            # are the offsets, and no offset column is read (it costs 3x a key column)
+            positional = dense is not None and not self._delete_unmatched
+            positional = positional and not fragment.HasField("deletion_file")
+            target = read_fragment(
+                storage, schema, fragment, columns, with_row_offsets=not positional
+            )
             found = _FragmentMatch(fragment)
             hits = dense.match(target.column(on[0])) if dense is not None else None
             if hits is None:
+                if positional:  # null keys: Arrow's join, which needs the offsets
+                    offset_column = pa.array(np.arange(target.num_rows, dtype=np.uint64))
+                    target = target.append_column(ROW_OFFSET, offset_column)
                 matched = target.join(keys, on, join_type="inner")
+                offsets = matched.column(ROW_OFFSET).to_numpy()
             else:
                 at, rows = hits
                 matched = target.take(at).append_column(_SOURCE_ROW, pa.array(rows))
+                offsets = (
+                    at.astype(np.uint64) if positional else matched.column(ROW_OFFSET).to_numpy()
+                )
             found.source_rows = matched.column(_SOURCE_ROW).to_numpy()
             gone = []
             if self._update is not None and matched.num_rows:
-                offsets = matched.column(ROW_OFFSET).to_numpy()
                 gone.append(offsets)
                 if early is None:
                     found.rows = _updated_rows(matched, source, names, set_columns, partial)
