@@ -173,6 +173,11 @@ class _Encoder:
             opts.checksum_block_size if blocks and encode and opts.page_crc else 0
         )
         self.features = RequiredFeature(0)  # what the pages written so far require
+        # BYTE_SPLIT pages sampled by planes_pay_sample, and what the last sample said: a
+        # chunk's first such page and every _SPLIT_SAMPLE_EVERY-th after it are sampled,
+        # the pages between follow the last sample (as the BYTE_SPLIT-or-PLAIN choice)
+        self.plane_pages = 0
+        self.planes_may_pay = True
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
         choices = choices if choices is not None else ColumnChoices()
@@ -208,8 +213,11 @@ class _Encoder:
         if self.checkpoints and (kind.bit_packed or (kind.undo is not None and not self.batch)):
             keep = ENCODED_COMPRESS_RATIO
         if kind.undo is not None and compress and blockable and keep < COMPRESS_RATIO:
-            level = self.opts.compression_level
-            if not planes_pay_sample(payload, encoding, level, block_size, keep):
+            if self.plane_pages % _SPLIT_SAMPLE_EVERY == 0:
+                level = self.opts.compression_level
+                self.planes_may_pay = planes_pay_sample(payload, encoding, level, block_size, keep)
+            self.plane_pages += 1
+            if not self.planes_may_pay:
                 # a sample of the planes says zstd will not save a quarter: the page is
                 # PLAIN, as the whole pass would have decided, without that pass
                 plain = kind.undo(payload)
