@@ -101,6 +101,8 @@ class Store(ABC):
 
     #: Whether :meth:`put_if_absent` is atomic on this backend.
     supports_put_if_absent: bool = False
+    #: Whether the store has directories that exist apart from the files in them.
+    has_directories: bool = False
     #: Whether reads wait on requests (worth issuing in parallel), not on the CPU.
     remote: bool = True
 
@@ -244,6 +246,16 @@ class Store(ABC):
         """Make the names in a directory durable (a no-op where there are no directories
         or no way to ask)."""
 
+    def empty_directories(self, path: str) -> list[str]:
+        """Absolute paths of the empty directories strictly below ``path``, deepest first
+        (none where the store has no directories)."""
+        return []
+
+    def remove_empty_directory(self, path: str) -> bool:  # noqa: B027 - an optional hook
+        """Remove ``path`` if it is an empty directory; whether it was removed (a directory
+        that is gone or not empty, e.g. because a writer just put a file in it, stays)."""
+        return False
+
     def put_if_absent(self, path: str, data: bytes) -> None:
         """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError`` and change
         nothing. Readers never see a partial object.
@@ -307,6 +319,7 @@ class LocalStore(Store):
 
     supports_put_if_absent = True
     remote = False
+    has_directories = True
 
     def uri(self, root: str) -> str:
         return root
@@ -362,6 +375,20 @@ class LocalStore(Store):
 
     def sync_directory(self, path: str) -> None:
         fsync_directory(path)
+
+    def empty_directories(self, path: str) -> list[str]:
+        return [
+            directory
+            for directory, subdirectories, files in os.walk(path, topdown=False)
+            if directory != path and not subdirectories and not files
+        ]
+
+    def remove_empty_directory(self, path: str) -> bool:
+        try:
+            os.rmdir(path)  # refuses a directory that is not empty
+        except OSError:
+            return False
+        return True
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -39,13 +40,13 @@ from fermion.table.dataset_maintenance import compact_files as compact_fragments
 from fermion.table.dataset_maintenance import rebuild_stats as rebuild_fragment_stats
 from fermion.table.display import schema_preview
 from fermion.table.domain import Fragment
-from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
 from fermion.table.indices.lookup import indexed_scan
 from fermion.table.indices.model import IndexInfo, IndexKind
 from fermion.table.maintenance import RETENTION_DEFAULT, cleanup_old_versions
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import MergeInsertBuilder
-from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
+from fermion.table.operations import Operation, Restore, SchemaChange
 from fermion.table.operations.update_config import plan_update_config
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
@@ -56,12 +57,15 @@ from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.tasks import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     CommitSummary,
+    WriteResult,
+    abort_write,
     commit_delete,
-    default_batch_column,
+    commit_write,
     execute_delete,
+    execute_write,
     plan_delete,
     plan_properties,
-    resolve_write_schema,
+    plan_write,
 )
 from fermion.table.transition import live_rows
 from fermion.table.update import replace_where as replace_rows_where
@@ -137,49 +141,53 @@ def write_dataset(
     if mode not in ("create", "append", "overwrite"):
         raise DatasetError(f"unknown mode {mode!r}")
     ref = TableRef.of(uri, storage_options=storage_options, manifest_store=manifest_store)
+    if replace_where is not None:
+        return _replace_where(ref, data, replace_where, mode, max_rows_per_file,
+                              commit_config, write_properties)  # fmt: skip
+    # plan -> execute -> commit (docs/TASKS.md), the steps a distributed write takes
+    data_schema, batches = as_batches(data)
+    plan = plan_write(
+        ref, data_schema, mode="overwrite" if mode == "overwrite" else "append",
+        max_rows_per_file=max_rows_per_file, write_properties=write_properties,
+    )  # fmt: skip
+    storage = ref.open()
+    if mode == "create" and plan.read_version:
+        raise DatasetError(f"{storage.uri}: table already exists (version {plan.read_version})")
+    results: list[WriteResult] = []
+    try:
+        results.append(execute_write(plan, pa.RecordBatchReader.from_batches(data_schema, batches)))
+        summary = commit_write(plan, results, config=commit_config, exclusive=mode == "create")
+    except BaseException:
+        # nothing of this write stays unless a version references it (a commit whose
+        # outcome was unknown keeps its files); the write's own error is the one raised,
+        # and files an abort could not remove are orphans the vacuum job removes
+        with contextlib.suppress(Exception):
+            abort_write(plan, results)
+        raise
+    ds = Dataset(storage, load_manifest(storage, summary.version))
+    ds.last_commit = summary
+    return ds
+
+
+def _replace_where(
+    ref: TableRef,
+    data: Any,
+    predicate: str | pc.Expression,
+    mode: str,
+    max_rows_per_file: int,
+    config: CommitConfig | None,
+    write_properties: WriteProperties | Mapping[str, Any] | None,
+) -> Dataset:
     storage = ref.open()
     latest = latest_manifest(storage)
-    if mode == "create" and latest is not None:
-        raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
-    wanted = "overwrite" if mode == "overwrite" and replace_where is None else "append"
-    properties = plan_properties(latest, write_properties, mode=wanted)
-    if replace_where is not None:
-        if mode != "overwrite" or latest is None:
-            raise DatasetError(f"{storage.uri}: replace_where needs mode='overwrite' on a table")
-        replaced = replace_rows_where(
-            storage, latest, data, replace_where, max_rows_per_file=max_rows_per_file,
-            config=commit_config,
-        )  # fmt: skip
-        ds = Dataset(storage, replaced.manifest if replaced is not None else latest)
-        ds.last_commit = replaced
-        return ds
-    data_schema, batches = as_batches(data)
-    stream = pa.RecordBatchReader.from_batches(data_schema, batches)
-    schema = resolve_write_schema(
-        latest, data_schema, mode="overwrite" if mode == "overwrite" else "append"
+    if mode != "overwrite" or latest is None:
+        raise DatasetError(f"{storage.uri}: replace_where needs mode='overwrite' on a table")
+    plan_properties(latest, write_properties, mode="append")  # refuses other properties
+    replaced = replace_rows_where(
+        storage, latest, data, predicate, max_rows_per_file=max_rows_per_file, config=config
     )
-    properties.check_schema(schema.arrow)
-    fragments = write_fragments(
-        stream, ref, schema=schema, max_rows_per_file=max_rows_per_file,
-        manifest_store=storage.manifest_store, properties=properties,
-        batch_id_column=default_batch_column(latest, properties, data_schema),
-    )  # fmt: skip
-    op: Operation
-    if latest is None or mode == "overwrite":
-        op = Overwrite(tuple(fragments), schema, properties.to_config())
-    elif not fragments:
-        return Dataset(storage, latest)
-    else:
-        op = Append(tuple(fragments))
-    result = commit_operation(
-        storage,
-        op,
-        read_version=None if latest is None else latest.version,
-        config=commit_config,
-        create_only=latest is None and mode == "create",
-    )
-    ds = Dataset(storage, result.manifest)
-    ds.last_commit = result
+    ds = Dataset(storage, replaced.manifest if replaced is not None else latest)
+    ds.last_commit = replaced
     return ds
 
 
@@ -812,10 +820,8 @@ class Dataset:
             >>> ds.version, ds.count_rows()
             (2, 3)
         """
-        result = write_dataset(
-            data, self._storage.uri, mode="append", max_rows_per_file=max_rows_per_file,
-            manifest_store=self._storage.manifest_store,
-        )  # fmt: skip
+        # the table's handle: its storage options and manifest store go with it
+        result = write_dataset(data, self.ref, mode="append", max_rows_per_file=max_rows_per_file)
         self._manifest = result._manifest
         self._schema = result._schema
         self.last_commit = result.last_commit

@@ -119,7 +119,6 @@ def write_fragments(
                 schema_of(latest) if latest is not None else TableSchema.from_arrow(data_schema)
             )
     target = schema.check_data(data_schema)
-    storage.ensure_directory(prefix)
     files = _FileMaker(storage, schema, target, prefix, properties)
     if batch_id_column is None:
         _write_rows(files, batches, max_rows_per_file)
@@ -165,6 +164,8 @@ class _FileMaker:
         return self.conform(pa.Table.from_batches([batch])).combine_chunks().to_batches()[0]
 
     def new_path(self) -> str:
+        if not self.fragments:  # the directory is made for the first file: none if no rows
+            self.storage.ensure_directory(self.prefix)
         return f"{self.prefix}/{uuid.uuid4().hex}.fermion"
 
     def describe(

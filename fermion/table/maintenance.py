@@ -46,7 +46,9 @@ def cleanup_old_versions(
     The latest version is always kept, and so (with ``keep_tags``) are tagged versions.
     A file no retained version references is deleted only when it is itself older than
     ``orphan_older_than`` (default: ``older_than``), so a writer's files are safe until its
-    commit lands. Readers of retained versions never see a file disappear.
+    commit lands. Readers of retained versions never see a file disappear. Directories left
+    empty under ``data/`` and ``_indices/`` (a write's ``data/{write_id}/``) are removed
+    under the same age rule.
 
     Args:
         storage: The table.
@@ -107,6 +109,8 @@ def cleanup_old_versions(
         for name in storage.list_dir("_versions")
         if is_temp_name(name) or is_staging_path(name)
     )
+    # a directory's age is taken before its files go (removing one makes it new again)
+    directory_ages: dict[str, float] = {}
     for path in candidates:
         if path in referenced:
             continue
@@ -114,11 +118,24 @@ def cleanup_old_versions(
             if storage.modified(path) >= orphan_cutoff:
                 continue
             size = storage.size(path)
+            parent = path.rpartition("/")[0]
+            if storage.store.has_directories and parent not in directory_ages:
+                directory_ages[parent] = storage.modified(parent)
         except FileNotFoundError:
             continue
         storage.remove(path)
         removed_files += 1
         removed_bytes += size
+    # directories left empty (a write's data/{write_id}/, a dropped index's _indices/{uuid}/),
+    # under the orphan rule: a writer may have just made one
+    for directory in ("data", "_indices"):
+        for path in storage.empty_directories(directory):
+            try:
+                age = directory_ages.get(path) or storage.modified(path)
+            except FileNotFoundError:
+                continue
+            if age < orphan_cutoff:
+                storage.remove_empty_directory(path)
     return {
         "versions_removed": len(doomed),
         "files_removed": removed_files,

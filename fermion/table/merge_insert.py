@@ -10,7 +10,7 @@ rows, ...) the whole merge is planned again on the newer version, so it never wo
 it did not see.
 
 Speed: a single integer key with dense values is matched through a lookup array
-(:class:`_DenseKeys`), other keys by Arrow's hash join; an upsert of whole rows
+(:class:`DenseKeys`), other keys by Arrow's hash join; an upsert of whole rows
 (``when_matched_update_all`` + ``when_not_matched_insert_all``) writes the source while the
 fragments are joined and their deletion files written (see ``_plan``).
 
@@ -62,7 +62,7 @@ from fermion.table.storage import TableStorage
 from fermion.table.versions import schema_of
 from fermion.table.write_properties import write_properties_of
 
-__all__ = ["MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
+__all__ = ["DenseKeys", "MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
 
 _SOURCE_ROW = "__fermion_source_row"
 #: How many offending keys an error message lists.
@@ -302,7 +302,7 @@ class MergeInsertBuilder:
                 prune = prune & pc.field(key).isin(source.column(key).unique())
 
         chosen = list(Scanner(storage, manifest, schema, [], prune).fragments())
-        dense = _DenseKeys.of(keys, on, sum(f.physical_rows for f in chosen))
+        dense = DenseKeys.of(keys, on, sum(f.physical_rows for f in chosen))
 
         properties = write_properties_of(manifest.config)
         # an upsert of whole rows writes every source row once, updated or inserted, unless
@@ -320,19 +320,31 @@ class MergeInsertBuilder:
         marks = ThreadPoolExecutor(max_workers=FRAGMENT_THREADS_DEFAULT) if whole else None
 
         def join(fragment: pb.Fragment) -> _FragmentMatch:
-            # the statistics chose the fragment; the join, not a row filter, finds the keys
-            target = read_fragment(storage, schema, fragment, columns, with_row_offsets=True)
+            # the statistics chose the fragment; the join, not a row filter, finds the keys.
+            # Without deletions a row's position is its offset: a dense lookup's positions
+            # are the offsets, and no offset column is read (it costs 3x a key column)
+            positional = dense is not None and not self._delete_unmatched
+            positional = positional and not fragment.HasField("deletion_file")
+            target = read_fragment(
+                storage, schema, fragment, columns, with_row_offsets=not positional
+            )
             found = _FragmentMatch(fragment)
             hits = dense.match(target.column(on[0])) if dense is not None else None
             if hits is None:
+                if positional:  # null keys: Arrow's join, which needs the offsets
+                    offset_column = pa.array(np.arange(target.num_rows, dtype=np.uint64))
+                    target = target.append_column(ROW_OFFSET, offset_column)
                 matched = target.join(keys, on, join_type="inner")
+                offsets = matched.column(ROW_OFFSET).to_numpy()
             else:
                 at, rows = hits
                 matched = target.take(at).append_column(_SOURCE_ROW, pa.array(rows))
+                offsets = (
+                    at.astype(np.uint64) if positional else matched.column(ROW_OFFSET).to_numpy()
+                )
             found.source_rows = matched.column(_SOURCE_ROW).to_numpy()
             gone = []
             if self._update is not None and matched.num_rows:
-                offsets = matched.column(ROW_OFFSET).to_numpy()
                 gone.append(offsets)
                 if early is None:
                     found.rows = _updated_rows(matched, source, names, set_columns, partial)
@@ -495,52 +507,62 @@ def _ids_by_source_row(matches: Sequence[_FragmentMatch], rows: int) -> np.ndarr
     return ids
 
 
-class _DenseKeys:
-    """The source rows of a single integer key by value, in an array indexed by
+class DenseKeys:
+    """The rows of a table of single integer keys by value, in an array indexed by
     ``key - low``: matching a fragment's keys is then one gather per key, no hash table
     (about 5x faster than an Arrow hash join of a 500,000-row fragment with 40,000 keys).
 
-    Used where the source keys span at most :data:`_DENSE_SPAN_PER_ROW` times the rows
-    joined (source and target), and at most :data:`_DENSE_SPAN_MAX` values; other keys
-    (several columns, other types, sparse values) are joined by Arrow.
+    Used where the keys span at most :data:`DENSE_SPAN_PER_ROW` times the rows joined
+    (keys and target), and at most :data:`DENSE_SPAN_MAX` values; other keys (several
+    columns, other types, sparse values) are joined by Arrow. The keys must be distinct
+    and not null (a merge's source keys are checked to be).
+
+    Example:
+        >>> lookup = DenseKeys.of(pa.table({"k": [7, 5, 9]}), ["k"], 4)
+        >>> at, rows = lookup.match(pa.chunked_array([[5, 6, 9, 1]]))
+        >>> at.tolist(), rows.tolist()
+        ([0, 2], [1, 2])
     """
 
     def __init__(self, low: int, rows: np.ndarray) -> None:
-        self.low, self.rows = low, rows  # rows[key - low]: the source row, -1: none
+        self.low, self.rows = low, rows  # rows[key - low]: the row of that key, -1: none
 
     @classmethod
-    def of(cls, keys: pa.Table, on: list[str], target_rows: int) -> _DenseKeys | None:
-        """The lookup of ``keys`` (the key column and the source row of each), or None
-        where the keys are not dense integers."""
+    def of(cls, keys: pa.Table, on: Sequence[str], target_rows: int) -> DenseKeys | None:
+        """The lookup of the rows of ``keys`` (holding the key column ``on[0]``) by key,
+        or None where the keys are not one column of dense integers."""
         if len(on) != 1 or not keys.num_rows or not _dense_type(keys.schema.field(on[0]).type):
             return None
         values = keys.column(on[0]).to_numpy().astype(np.int64, copy=False)
         low, high = int(values.min()), int(values.max())
         span = high - low + 1
-        if span > min(_DENSE_SPAN_MAX, _DENSE_SPAN_PER_ROW * (keys.num_rows + target_rows)):
+        if span > min(DENSE_SPAN_MAX, DENSE_SPAN_PER_ROW * (keys.num_rows + target_rows)):
             return None
-        source_rows = keys.column(_SOURCE_ROW).to_numpy()
         kind = np.int32 if keys.num_rows < 2**31 else np.int64
-        rows = np.full(span, -1, dtype=kind)
-        rows[values - low] = source_rows
+        rows = np.full(span + 1, -1, dtype=kind)  # the last entry: every key outside
+        rows[values - low] = np.arange(keys.num_rows, dtype=kind)
         return cls(low, rows)
 
     def match(self, target: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
-        """(positions in ``target``, source rows) of the target keys the source has, in
-        target order; None when ``target`` has nulls (Arrow's join handles those)."""
+        """(positions in ``target``, rows of the keys) of the target keys the lookup has,
+        in target order; None when ``target`` has nulls (Arrow's join handles those)."""
         if target.null_count:
             return None
-        values = target.to_numpy().astype(np.int64, copy=False) - self.low
-        inside = (values >= 0) & (values < len(self.rows))
-        rows = self.rows[np.where(inside, values, 0)]
-        at = np.flatnonzero(inside & (rows >= 0))
+        # key - low as unsigned: keys below low wrap around above the span (exactly: the
+        # highest key is at most the int64 maximum), so that one clip sends every key
+        # outside to the last entry (-1); few temporary arrays, as each costs its page
+        # faults on a fresh fragment
+        where = np.subtract(target.to_numpy(), self.low, dtype=np.int64).view(np.uint64)
+        np.minimum(where, len(self.rows) - 1, out=where)
+        rows = self.rows[where.view(np.int64)]
+        at = np.flatnonzero(rows >= 0)
         return at, rows[at].astype(np.int64)
 
 
-#: Dense key lookups (:class:`_DenseKeys`): the source keys' span at most this many
-#: times the rows joined, and at most this many values (64 MiB of int32).
-_DENSE_SPAN_PER_ROW = 4
-_DENSE_SPAN_MAX = 1 << 24
+#: Dense key lookups (:class:`DenseKeys`): the keys' span at most this many times the
+#: rows joined, and at most this many values (64 MiB of int32).
+DENSE_SPAN_PER_ROW = 4
+DENSE_SPAN_MAX = 1 << 24
 
 
 def _dense_type(kind: pa.DataType) -> bool:

@@ -292,6 +292,16 @@ class TableStorage:
         """Delete a file; a missing file is not an error."""
         self.store.delete(self.path(relative))
 
+    def empty_directories(self, relative: str) -> list[str]:
+        """The empty directories below a directory, deepest first, as paths relative to
+        the table root (none on object stores)."""
+        found = self.store.empty_directories(self.path(relative))
+        return [self.store.relative(self.root, p) for p in found]
+
+    def remove_empty_directory(self, relative: str) -> bool:
+        """Remove an empty directory; ``False`` if it is gone or holds something."""
+        return self.store.remove_empty_directory(self.path(relative))
+
     def modified(self, relative: str) -> float:
         """Modification (or creation) time as seconds since the epoch."""
         return self.store.modified(self.path(relative))

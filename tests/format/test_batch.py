@@ -518,7 +518,7 @@ def test_staged_batch_bytes_match_each_batchs_arrow_bytes() -> None:
     """Measured together, each part's bytes are its own ``nbytes`` within a few bytes a
     column (offsets and validity are counted per row, not per referenced buffer range):
     also for Table parts of several chunks, nulls, large offsets and a list column."""
-    from fermion.format.write.writer import _staged_nbytes
+    from fermion.format.write.batch_stripes import staged_nbytes as _staged_nbytes
 
     rng = np.random.default_rng(5)
     big = pa.table(
@@ -549,7 +549,7 @@ def test_staged_batch_bytes_match_each_batchs_arrow_bytes() -> None:
 def test_batch_stripe_cuts_over_many_staged_batches(tmp_path: Path) -> None:
     """Batches are measured 64 at a time, but every stripe is cut where placing batch by
     batch cuts it: it holds the greedy run of batches whose bytes stay within the limit."""
-    from fermion.format.write.writer import _staged_nbytes
+    from fermion.format.write.batch_stripes import staged_nbytes as _staged_nbytes
 
     rng = np.random.default_rng(11)
     sizes = rng.integers(1, 9, 300).tolist()

@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 import fermion
 import fermion.format.write.writer as writer_module
 from fermion.format.options import PAGE_SIZE_DEFAULT
-from fermion.format.write.writer import _block_columns
+from fermion.format.write import batch_stripes
+from fermion.format.write.batch_stripes import block_columns
 from tests.format.test_batch import prove_aligned
 from tests.support.budget import examples
 
@@ -88,27 +89,27 @@ def check_file(path: Path, tables: list[pa.Table], page_size: int, rng: Any) -> 
 
 def test_bulk_path_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     schema = wide_schema(pa.float32(), 40)
-    assert len(_block_columns(schema)) == 40
+    assert len(block_columns(schema)) == 40
     rng = np.random.default_rng(3)
     tables = [make(schema, rng, int(n), 100 * k, nulls=k == 17) for k, n in enumerate(
         rng.integers(1, 40, 120))]  # fmt: skip
     hows = ["batch", "table", "chunks"] * 40
     options = {"page_size": 2048, "max_stripe_rows": 900}
     bulk_stripes: list[int] = []
-    real = writer_module.FileWriter._stripe_from_block
+    real = batch_stripes.BatchColumns._from_block
 
-    def counting(self: writer_module.FileWriter, block: np.ndarray) -> pa.Table:
-        stripe = real(self, block)
+    def counting(self: batch_stripes.BatchColumns, block: np.ndarray, parts: Any) -> pa.Table:
+        stripe = real(self, block, parts)
         bulk_stripes.append(stripe.num_rows)
         return stripe
 
     with monkeypatch.context() as patch:
-        patch.setattr(writer_module.FileWriter, "_stripe_from_block", counting)
+        patch.setattr(batch_stripes.BatchColumns, "_from_block", counting)
         write(tmp_path / "bulk.fermion", schema, tables, hows, **options)
     with fermion.FileReader(tmp_path / "bulk.fermion") as r:
         stripes = r.stripe_row_counts()
     assert 0 < len(bulk_stripes) < len(stripes)  # the stripe with nulls took the generic path
-    monkeypatch.setattr(writer_module, "_BLOCK_MIN_COLUMNS", 10**9)
+    monkeypatch.setattr(batch_stripes, "BLOCK_MIN_COLUMNS", 10**9)
     write(tmp_path / "plain.fermion", schema, tables, hows, **options)
     bulk = (tmp_path / "bulk.fermion").read_bytes()
     assert bulk == (tmp_path / "plain.fermion").read_bytes()
@@ -150,15 +151,15 @@ def test_bulk_path_round_trips_and_keeps_batches_aligned(
 
 def test_which_columns_take_the_bulk_path() -> None:
     few = pa.schema([(f"c{i}", pa.float32()) for i in range(7)] + [("s", pa.string())])
-    assert _block_columns(few) == []
+    assert block_columns(few) == []
     mixed = pa.schema(
         [(f"f{i}", pa.float32()) for i in range(9)]
         + [(f"i{i}", pa.int64()) for i in range(10)]
         + [("h", pa.float16()), ("b", pa.bool_())]
     )
-    assert _block_columns(mixed) == list(range(9, 19))  # the most common numeric type
+    assert block_columns(mixed) == list(range(9, 19))  # the most common numeric type
     duplicated = pa.schema([("x", pa.float32())] * 9)
-    assert _block_columns(duplicated) == []
+    assert block_columns(duplicated) == []
 
 
 def test_duplicate_names_still_write(tmp_path: Path) -> None:
@@ -183,7 +184,7 @@ def test_block_columns_encode_where_the_measurement_says(
     seen on the thread the decision puts it on. The bytes are those of a one-thread
     writer either way."""
     schema = wide_schema(pa.float32(), writer_module._CALIBRATE_MIN + 20)
-    block = _block_columns(schema)
+    block = block_columns(schema)
     rng = np.random.default_rng(5)
     tables = [make(schema, rng, int(n), 100 * k, nulls=False) for k, n in enumerate(
         rng.integers(1, 30, 12))]  # fmt: skip

@@ -256,6 +256,7 @@ def _assert_reads(path: Path, table: pa.Table, rng: np.random.Generator) -> None
     stripe_rows=st.sampled_from([1_500, 4_000, 1 << 20]),
     seed=st.integers(0, 2**16),
 )
+@example(n=2000, per_value=16, nulls=0.1, type_index=0, page_size=4096, stripe_rows=4000, seed=20)
 def test_property_round_trips(
     tmp_path_factory, n, per_value, nulls, type_index, page_size, stripe_rows, seed
 ) -> None:
@@ -268,8 +269,13 @@ def test_property_round_trips(
     path = tmp_path_factory.mktemp("p") / "t.fermion"
     fermion.write_table(table, path, page_size=page_size, max_stripe_rows=stripe_rows)
     if nulls < 0.5 and per_value >= 8 and stripe_rows > 2_000:
-        # each stripe has >= 1,024 values repeating >= 8 times: a stripe dictionary pays
-        assert data_encodings(path, "v")["DATA"] >= STRIPE
+        # a stripe of >= 1,024 values repeating >= 8 times: a stripe dictionary pays,
+        # unless the DICTIONARY pages are one page a stripe (a stripe dictionary adds one,
+        # so it cannot save the 10% it must; found by hypothesis: n=2000, per_value=16,
+        # nulls=0.1, type_index=0, page_size=4096, stripe_rows=4000, seed=20)
+        chunks = fermion.FileReader(path).describe(["v"])["columns"][0]["streams"][2]["chunks"]
+        single_pages = all(chunk["num_pages"] == 1 for chunk in chunks)
+        assert data_encodings(path, "v")["DATA"] >= STRIPE or single_pages, chunks
     _assert_reads(path, table, np.random.default_rng(seed))
 
 

@@ -216,8 +216,11 @@ def test_cleanup_keeps_tags_latest_and_recent_versions(tmp_path: Path) -> None:
     ds.delete_tag("v1")
     ds.cleanup_old_versions(timedelta(0))
     assert ds.storage.versions() == [3]
-    referenced = {f.files[0].path.split("/")[1] for f in ds.fragments}
-    assert set(p.name for p in (Path(uri) / "data").iterdir()) == referenced
+    referenced = {f.files[0].path for f in ds.fragments}
+    root = Path(uri)
+    assert {p.relative_to(root).as_posix() for p in root.glob("data/**/*.fermion")} == referenced
+    # the directories of the writes and the compaction whose files went are gone too
+    assert {p.name for p in (root / "data").iterdir()} == {p.split("/")[1] for p in referenced}
 
 
 def _cleanup_race_worker(uri: str, role: str, cutoff: str, rounds: int) -> int:

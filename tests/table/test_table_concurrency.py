@@ -85,7 +85,8 @@ def test_concurrent_appenders_lose_and_duplicate_nothing(
     # every data file is referenced by exactly one fragment
     paths = [f.files[0].path for f in ds.fragments]
     assert len(paths) == len(set(paths)) == total
-    assert sorted(os.listdir(Path(uri) / "data")) == sorted(p.split("/")[1] for p in paths)
+    on_disk = [p.relative_to(uri).as_posix() for p in Path(uri).glob("data/**/*") if p.is_file()]
+    assert sorted(on_disk) == sorted(paths)
     leftovers = [
         n for d in ("_versions", "_transactions", "data") for n in os.listdir(Path(uri) / d)
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fermion.table as ft
@@ -41,7 +41,7 @@ def _files(uri: Path) -> set[str]:
 
 
 def _rows(table: pa.Table) -> list[tuple[object, ...]]:
-    return sorted(tuple(r.values()) for r in table.to_pylist())
+    return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)  # (nulls too)
 
 
 def _upsert(uri: Path, source: pa.Table, on: list[str], **delete: Any) -> None:
@@ -63,18 +63,35 @@ def _upsert(uri: Path, source: pa.Table, on: list[str], **delete: Any) -> None:
 
 @settings(max_examples=examples(50), deadline=None)
 @given(
-    table_keys=st.lists(st.integers(0, 30), min_size=1, max_size=40),
+    table_keys=st.lists(st.none() | st.integers(0, 30), min_size=1, max_size=40),
     source_keys=st.lists(st.integers(0, 40), max_size=25, unique=True),
+    pre_delete=st.booleans(),
+    far=st.booleans(),
 )
+# a deleted row before a matched one: the fragment's live positions are not its offsets
+@example(table_keys=list(range(12)), source_keys=[6, 9], pre_delete=True, far=False)
+@example(table_keys=[None, 3, None, 7, 9], source_keys=[3, 9], pre_delete=False, far=False)
 def test_upsert_tasks_equal_merge_insert(
-    tmp_path_factory: pytest.TempPathFactory, table_keys: list[int], source_keys: list[int]
+    tmp_path_factory: pytest.TempPathFactory,
+    table_keys: list[int | None],
+    source_keys: list[int],
+    pre_delete: bool,
+    far: bool,
 ) -> None:
+    # null table keys (they match nothing), fragments with deletion files already, and a
+    # ``far`` source key that spreads the keys too far for a lookup array (a hash join)
     tmp = tmp_path_factory.mktemp("upsert")
-    base = pa.table({"k": table_keys, "v": [f"t{i}" for i in range(len(table_keys))]})
+    if far:
+        source_keys = [*source_keys, 10**12]
+    base = pa.table(
+        {"k": pa.array(table_keys, pa.int64()), "v": [f"t{i}" for i in range(len(table_keys))]}
+    )
     source = pa.table({"k": source_keys, "v": [f"s{k}" for k in source_keys]},
                       schema=base.schema)  # fmt: skip
     for uri in (tmp / "tasks", tmp / "memory"):
         ft.write_dataset(base, uri, max_rows_per_file=4)
+        if pre_delete:
+            ft.dataset(uri).delete("k < 5")
     if source_keys:
         _upsert(tmp / "tasks", source, ["k"])
         (

@@ -1,6 +1,7 @@
 """Writing a file: shred -> stripes -> pages -> file ("data first, meta last").
 
-:mod:`~fermion.format.write.writer` cuts the input into stripes and lays out the file;
+:mod:`~fermion.format.write.writer` cuts the input into stripes and lays out the file
+(:mod:`~fermion.format.write.batch_stripes`: batch mode's stripes of whole batches);
 :mod:`~fermion.format.write.shred` turns one column of a stripe into encoded pages per
 stream. Nothing here imports :mod:`fermion.format.read`.
 

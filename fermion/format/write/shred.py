@@ -52,6 +52,7 @@ from fermion.format.encoding.pages import (
     ENCODED_COMPRESS_RATIO,
     blocks_win_sample,
     encode_page,
+    planes_pay_sample,
     tries_dictionary,
 )
 from fermion.format.encoding.registry import ENCODINGS
@@ -172,6 +173,11 @@ class _Encoder:
             opts.checksum_block_size if blocks and encode and opts.page_crc else 0
         )
         self.features = RequiredFeature(0)  # what the pages written so far require
+        # BYTE_SPLIT pages sampled by planes_pay_sample, and what the last sample said: a
+        # chunk's first such page and every _SPLIT_SAMPLE_EVERY-th after it are sampled,
+        # the pages between follow the last sample (as the BYTE_SPLIT-or-PLAIN choice)
+        self.plane_pages = 0
+        self.planes_may_pay = True
         self.codec = Compression.ZSTD if opts.compression == "zstd" else Compression.NONE
         self.compressed = self.codec != Compression.NONE
         choices = choices if choices is not None else ColumnChoices()
@@ -199,6 +205,24 @@ class _Encoder:
         if not blocks or (len(payload) < _BLOCK_VALUE_BYTES * num_values and not self.batch):
             block_size = 0
         blockable = self.compressed and 0 < block_size < len(payload)
+        kind = ENCODINGS[encoding]
+        # bit-packed values that point reads gather: zstd only where it saves a quarter;
+        # likewise BYTE_SPLIT planes (not in batch mode), where a point read decompresses
+        # a block per plane (8 for a float64) instead of reading the value in place
+        keep = COMPRESS_RATIO
+        if self.checkpoints and (kind.bit_packed or (kind.undo is not None and not self.batch)):
+            keep = ENCODED_COMPRESS_RATIO
+        if kind.undo is not None and compress and blockable and keep < COMPRESS_RATIO:
+            if self.plane_pages % _SPLIT_SAMPLE_EVERY == 0:
+                level = self.opts.compression_level
+                self.planes_may_pay = planes_pay_sample(payload, encoding, level, block_size, keep)
+            self.plane_pages += 1
+            if not self.planes_may_pay:
+                # a sample of the planes says zstd will not save a quarter: the page is
+                # PLAIN, as the whole pass would have decided, without that pass
+                plain = kind.undo(payload)
+                assert plain is not None  # no target given: a new buffer
+                return self.page(plain, num_values, Encoding.PLAIN, blocks, compress=False)
         overhead = self.opts.compression_block_overhead
         if blockable and encoding in self.carried:
             self.carried.discard(encoding)
@@ -220,16 +244,7 @@ class _Encoder:
             encoding=encoding,
             block_size=block_size,
             block_overhead=overhead,
-            # bit-packed values that point reads gather: zstd only where it saves a quarter;
-            # likewise BYTE_SPLIT planes (not in batch mode), where a point read decompresses
-            # a block per plane (8 for a float64) instead of reading the value in place
-            keep_ratio=ENCODED_COMPRESS_RATIO
-            if self.checkpoints
-            and (
-                ENCODINGS[encoding].bit_packed
-                or (ENCODINGS[encoding].undo is not None and not self.batch)
-            )
-            else COMPRESS_RATIO,
+            keep_ratio=keep,
             checksum_block_size=self.checksum_block_size if blocks else 0,
             block_sample=_BATCH_BLOCK_SAMPLE if self.batch else 0,
             dictionary_block_size=dictionary_block_size,
@@ -242,7 +257,6 @@ class _Encoder:
         tried = blockable and compress and tries_dictionary(len(payload), dictionary_block_size)
         if tried and shared is None:
             self.dictionary_won[encoding] = data[5] == Compression.ZSTD_DICT_BLOCKS
-        kind = ENCODINGS[encoding]
         if kind.undo is not None and not _planes_pay(data):
             plain = kind.undo(payload)
             assert plain is not None  # no target given: a new buffer

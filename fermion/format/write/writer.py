@@ -9,11 +9,8 @@ Column Index Table and the fixed-size footer, each built by its module of
 :mod:`fermion.format.metadata`.
 
 In batch mode (:meth:`FileWriter.append_batch`) rows come as identified batches that are
-never split across pages or stripes, and a BATCH_META system column records them. Many
-small batches of a wide schema are not concatenated chunk by chunk: the columns of the most
-common numeric type are copied per batch into one column-major block (one C++ call) and
-gathered with one NumPy concatenation when the stripe is flushed; the bytes written are the
-same as the chunk-by-chunk path's.
+never split across pages or stripes, and a BATCH_META system column records them; how the
+batches are measured and joined into a stripe is :mod:`fermion.format.write.batch_stripes`.
 
 Example:
     >>> import pyarrow as pa, tempfile, os
@@ -35,7 +32,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.types as pat
 
 from fermion.errors import (
     BatchModeError,
@@ -44,9 +40,7 @@ from fermion.errors import (
     SchemaMismatchError,
     UnsupportedTypeError,
 )
-from fermion.format import native
 from fermion.format.encoding.bloom import bloom_supported
-from fermion.format.encoding.encoded import has_run_ends
 from fermion.format.metadata.batch import (
     MAX_BATCH_ROWS,
     VIRTUAL_COLUMNS,
@@ -71,27 +65,19 @@ from fermion.format.metadata.structs import (
 from fermion.format.options import WriteOptions, split_options
 from fermion.format.streams import ArrowInput, as_reader
 from fermion.format.threads import pool
+from fermion.format.write.batch_stripes import STAGED_BATCHES, BatchColumns, joined
 from fermion.format.write.shred import ColumnChoices, StreamChunk, shred_column
 from fermion.io.sink import Sink, open_sink
 
 __all__ = ["FileWriter", "write_table"]
 
 _SIMPLE_STREAMS = (StreamType.VALIDITY, StreamType.BLOOM)  # single-page chunks
-_BLOCK_MIN_COLUMNS = 8  # fewer same-typed numeric columns: concatenating chunks is cheap
 # batch mode measures, on a stripe of at least _CALIBRATE_MIN block columns, whether they
 # encode faster on the writing thread or on the workers (rounds of _CALIBRATE_COLUMNS
 # there, twice as many on the workers; see FileWriter._encode_columns)
 _CALIBRATE_COLUMNS = 4
 _CALIBRATE_ROUNDS = 4
 _CALIBRATE_MIN = 96
-
-
-def _joined(f: pa.Field, chunks: Sequence[pa.Array]) -> pa.Array:
-    """The chunks of one column's stripe as one array."""
-    try:
-        return pa.chunked_array(chunks, f.type).combine_chunks()
-    except pa.ArrowInvalid as exc:  # run ends past what their type holds
-        raise UnsupportedTypeError(f"column {f.name!r}: {f.type}: {exc}") from None
 
 
 def _tree_of(f: pa.Field, bloom: bool) -> Node:
@@ -158,19 +144,11 @@ class FileWriter:
         # unless a single batch needs more (that batch then gets a stripe of its own)
         self._batch_stripe_rows = min(self.options.max_stripe_rows, 8 * self.options.page_size)
         self._virtual_clash = [n for n in schema.names if n in VIRTUAL_COLUMNS]
-        # batch mode's bulk path: the most common numeric type's columns (see _gather_block)
-        self._block_columns = _block_columns(schema)
-        # the other columns, if any (RecordBatch.select by index: drop_columns by name costs
-        # about a millisecond a batch at 50 columns)
-        self._block_select = self._block_columns if len(self._block_columns) < len(schema) else []
+        # batch mode's columns: the bulk path's block, how a batch's bytes are counted
+        self._layout = BatchColumns.of(schema)
         self._pending_parts: list[pa.Table | pa.RecordBatch] = []  # batch mode's _pending
         # appended batches whose bytes are not measured yet (see _place_staged)
         self._staged: list[tuple[int, pa.Table | pa.RecordBatch]] = []
-        # a batch's Arrow bytes: fixed-width columns by their width (Table.nbytes of a
-        # slice walks every buffer: 2.8 ms for a 30-row slice of 1,000 columns)
-        widths = [_fixed_row_bytes(f.type) for f in schema]
-        self._row_bytes = sum(w for w in widths if w is not None)
-        self._measured = [i for i, w in enumerate(widths) if w is None]
         self.num_batches = 0
         self.num_rows = 0
         self.closed = False
@@ -250,7 +228,7 @@ class FileWriter:
         self._last_batch_id = batch_id
         self.num_batches += 1
         self._staged.append((batch_id, data))
-        if len(self._staged) >= _STAGED_BATCHES or not self._measured:
+        if len(self._staged) >= STAGED_BATCHES or not self._layout.measured:
             self._place_staged()
 
     def append_batches(self, data: pa.Table | pa.RecordBatch, batch_ids: Any) -> None:
@@ -306,7 +284,7 @@ class FileWriter:
         self._mode = "batches"
         self._last_batch_id = int(run_ids[-1])
         self.num_batches += len(run_ids)
-        self._place_runs(data, run_ids, bounds, self._run_nbytes(data, bounds))
+        self._place_runs(data, run_ids, bounds, self._layout.run_nbytes(data, bounds))
 
     def _check_batch_input(self, data: Any) -> None:
         """What :meth:`append_batch` and :meth:`append_batches` refuse before any id check."""
@@ -321,28 +299,6 @@ class FileWriter:
             raise BatchModeError(
                 f"column(s) {self._virtual_clash} clash with batch mode's virtual columns"
             )
-
-    def _run_nbytes(self, data: pa.Table | pa.RecordBatch, bounds: np.ndarray) -> np.ndarray:
-        """Arrow bytes of each run ``bounds[k]:bounds[k + 1]`` of ``data``, measured as
-        :func:`_staged_nbytes` measures a batch (a column that is neither fixed-width nor
-        string/binary: its bytes shared out by rows)."""
-        lengths = np.diff(bounds)
-        out = (lengths * self._row_bytes).astype(np.int64)
-        rows = max(1, data.num_rows)
-        for i in self._measured:
-            column = data.column(i)
-            array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            width = _OFFSET_WIDTHS.get(array.type)
-            if width is None:
-                out += (lengths * (array.nbytes / rows)).astype(np.int64)
-                continue
-            offsets = np.frombuffer(
-                array.buffers()[1], dtype=f"<i{width}", count=len(array) + 1,
-                offset=array.offset * width,
-            ).astype(np.int64)  # fmt: skip
-            out += offsets[bounds[1:]] - offsets[bounds[:-1]] + (lengths + 1) * width
-            out += (lengths + 7) // 8
-        return out
 
     def _place_runs(
         self,
@@ -382,11 +338,11 @@ class FileWriter:
         """Move the staged batches to the pending stripe, flushing stripes where their rows
         or Arrow bytes reach the limits: batch by batch in order, the same cuts as if each
         batch were placed as it came (a batch's bytes are only measured here, for all staged
-        batches at once, see :func:`_staged_nbytes`)."""
+        batches at once, see :func:`~fermion.format.write.batch_stripes.staged_nbytes`)."""
         staged, self._staged = self._staged, []
         if not staged:
             return
-        sizes = _staged_nbytes([d for _, d in staged], self.schema, self._measured, self._row_bytes)
+        sizes = self._layout.staged_nbytes([d for _, d in staged])
         for (batch_id, data), nbytes in zip(staged, sizes, strict=True):
             self._add_pending(batch_id, data, data.num_rows, nbytes)
 
@@ -471,14 +427,7 @@ class FileWriter:
 
     def _flush_batches(self) -> None:
         """Write every pending batch as one stripe (batch mode never splits a batch)."""
-        block = self._gather_block() if self._block_columns else None
-        if block is not None:
-            stripe = self._stripe_from_block(block)
-        else:
-            # one C++ concatenation of every column (per column from Python, each of the
-            # many small chunks would first become a Python object)
-            batches = [b for part in self._pending_parts for b in _record_batches(part)]
-            stripe = pa.Table.from_batches(batches, schema=self.schema).combine_chunks()
+        stripe = self._layout.stripe(self._pending_parts, workers=self.options.worker_threads)
         self._pending_parts = []
         ids = np.asarray(self._pending_ids, dtype=np.int64)
         lengths = np.asarray(self._pending_lengths, dtype=np.int64)
@@ -486,92 +435,13 @@ class FileWriter:
         self._pending_ids, self._pending_lengths = [], []
         self._write_stripe(stripe, (ids, lengths))
 
-    def _gather_block(self) -> np.ndarray | None:
-        """The pending batches' block columns as one ``(columns, rows)`` array (a
-        C-contiguous row per column), or None when some batch has a null in them (the
-        generic path then writes this stripe; docs/FORMAT.md §11.1 is unchanged either way:
-        pages are still cut at batch boundaries).
-
-        The batches are split among the worker threads; each thread's share is one Arrow C
-        stream (``RecordBatchReader.__arrow_c_stream__``) that the compiled kernel
-        (``gather_stream``) reads with the GIL released, copying each batch's block columns
-        into their rows of the block (a memcpy per column): the schema is exported once
-        and each batch's arrays in C++, with no Python object per batch. Without the kernel,
-        or for a thread's share where it declines a batch, each batch is copied column-major
-        by one C++ call (``RecordBatch.to_tensor``) and then into the block.
-        """
-        parts = self._pending_parts
-        starts = np.concatenate([[0], np.cumsum([p.num_rows for p in parts])]).tolist()
-        dtype = np.dtype(self.schema.field(self._block_columns[0]).type.to_pandas_dtype())
-        block = np.empty((len(self._block_columns), starts[-1]), dtype=dtype)
-        kernels, arrow_format = native.KERNELS, _ARROW_FORMATS[dtype.str[1:]]
-        columns = np.asarray(self._block_columns, dtype=np.int64)
-        select = self._block_select
-
-        def gather(lo: int, hi: int) -> bool:
-            if kernels is not None and lo < hi:
-                batches = [b for p in parts[lo:hi] for b in _record_batches(p)]
-                stream = pa.RecordBatchReader.from_batches(self.schema, batches)
-                rows = kernels.gather_stream(
-                    stream.__arrow_c_stream__(),
-                    arrow_format,
-                    dtype.itemsize,
-                    columns,
-                    block,
-                    starts[-1],
-                    starts[lo],
-                )
-                if rows == starts[hi] - starts[lo]:
-                    return True
-            for k in range(lo, hi):  # (rows, columns) in Fortran order: its transpose is a
-                part = parts[k]  # row per column (Table.to_tensor is several times slower;
-                if isinstance(part, pa.Table):  # a one-chunk Table is a RecordBatch by now)
-                    part = _one_batch(part)
-                if select:
-                    part = part.select(select)
-                try:
-                    tensor = part.to_tensor(row_major=False).to_numpy().T
-                except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    return False  # nulls
-                block[:, starts[k] : starts[k + 1]] = tensor
-            return True
-
-        workers = min(self.options.worker_threads, len(parts))
-        cuts = np.linspace(0, len(parts), workers + 1).round().astype(int).tolist()
-        if workers > 1:
-            done = list(pool().map(gather, cuts[:-1], cuts[1:]))
-        else:
-            done = [gather(0, len(parts))]
-        return block if all(done) else None
-
-    def _stripe_from_block(self, block: np.ndarray) -> pa.Table:
-        """The pending batches as one stripe: block columns from ``block`` (no copy), the
-        other columns by one C++ concatenation."""
-        arrays: list[Any] = [None] * len(self.schema)
-        for j, i in enumerate(self._block_columns):
-            arrays[i] = pa.array(block[j], type=self.schema.field(i).type)
-        rest = [i for i in range(len(self.schema)) if arrays[i] is None]
-        if any(has_run_ends(self.schema.field(i).type) for i in rest):
-            # run-end encoded values are joined column by column: a join past what their
-            # run-end type can count is an UnsupportedTypeError naming the column
-            for i in rest:
-                chunks = [b.column(i) for p in self._pending_parts for b in _record_batches(p)]
-                arrays[i] = _joined(self.schema.field(i), chunks)
-        elif rest:  # one C++ concatenation of the other columns (per part from Python, each
-            # part's column would first become a Python object)
-            batches = [b for p in self._pending_parts for b in _record_batches(p)]
-            table = _columns_of(batches, rest, self.schema)
-            for i, column in zip(rest, table.combine_chunks().columns, strict=True):
-                arrays[i] = column
-        return pa.Table.from_arrays(arrays, schema=self.schema)
-
     def _encode_column(
         self, i: int, column: pa.ChunkedArray, bounds: np.ndarray | None = None
     ) -> list[StreamChunk]:
         if column.num_chunks == 1:
             array = column.chunk(0)
         else:
-            array = _joined(self.schema.field(i), column.chunks)
+            array = joined(self.schema.field(i), column.chunks)
         name = self.schema.field(i).name
         encode = self.options.encodes(name)
         # batch mode decides blocks on a sample of each stripe's first page already: a
@@ -597,7 +467,7 @@ class FileWriter:
         self, stripe: pa.Table, bounds: np.ndarray | None
     ) -> list[list[StreamChunk]]:
         """Every column's stream chunks, in column order, encoded on the worker threads;
-        in batch mode the block columns (same type, same rows, see _gather_block) may be
+        in batch mode the block columns (same type, same rows, see BatchColumns) may be
         encoded on this thread instead, one after another, while the workers encode the
         other columns.
 
@@ -624,7 +494,7 @@ class FileWriter:
 
         ex = pool()
         done: dict[int, list[StreamChunk]] = {}
-        alike = self._block_columns if bounds is not None else []
+        alike = self._layout.block if bounds is not None else []
         rest, here = alike, False
         if len(alike) >= _CALIBRATE_MIN:
             done[alike[0]] = encode(alike[0])  # (a first column warms this thread up)
@@ -728,62 +598,6 @@ class FileWriter:
         sink.append(footer)
 
 
-# numpy dtype (without byte order) -> Arrow C data interface format of the block types
-_ARROW_FORMATS = {
-    "i1": "c",
-    "u1": "C",
-    "i2": "s",
-    "u2": "S",
-    "i4": "i",
-    "u4": "I",
-    "i8": "l",
-    "u8": "L",
-    "f4": "f",
-    "f8": "g",
-}
-
-
-def _block_columns(schema: pa.Schema) -> list[int]:
-    """Columns batch mode gathers in bulk: those of the numeric type most columns have,
-    if at least :data:`_BLOCK_MIN_COLUMNS` do (and names are unique, to drop the others).
-
-    Example:
-        >>> fields = [("s", pa.string())] + [(f"c{i}", pa.float32()) for i in range(9)]
-        >>> _block_columns(pa.schema(fields))
-        [1, 2, 3, 4, 5, 6, 7, 8, 9]
-    """
-    if len(set(schema.names)) != len(schema.names):
-        return []
-    groups: dict[pa.DataType, list[int]] = {}
-    for i, f in enumerate(schema):
-        t = f.type
-        if (pat.is_integer(t) or pat.is_floating(t)) and not pat.is_float16(t):
-            groups.setdefault(t, []).append(i)
-    best = max(groups.values(), key=len, default=[])
-    return best if len(best) >= _BLOCK_MIN_COLUMNS else []
-
-
-def _columns_of(batches: list[pa.RecordBatch], columns: list[int], schema: pa.Schema) -> pa.Table:
-    """A table of ``columns`` (indices) of ``batches`` (with ``schema``), one chunk per
-    batch.
-
-    A table of whole batches cost about 1.5 us per column of each batch (4,000 batches of
-    301 columns: 1.9 s): with a few columns of many, each batch is narrowed first
-    (``RecordBatch.select``, about 0.4 us per column kept), e.g. the one list column
-    beside 300 float32 columns (0.09 s). Narrowing to 33 of 50 columns cost more than it
-    saved in a writer, so it is done only for at most one column in 8.
-
-    Example:
-        >>> b = pa.record_batch({"a": [1], "b": ["x"], "c": [2.0]})
-        >>> _columns_of([b, b], [1], b.schema).column(0).to_pylist()
-        ['x', 'x']
-    """
-    if len(columns) * 8 <= len(schema):
-        narrow = pa.schema([schema.field(i) for i in columns])
-        return pa.Table.from_batches([b.select(columns) for b in batches], schema=narrow)
-    return pa.Table.from_batches(batches, schema=schema).select(columns)
-
-
 def batch_id_values(batch_ids: Any, rows: int) -> np.ndarray:
     """One int64 batch id per row, from a numpy array, Arrow array or sequence.
 
@@ -810,76 +624,6 @@ def batch_id_values(batch_ids: Any, rows: int) -> np.ndarray:
     if values.dtype == np.uint64 and values.size and int(values.max()) > np.iinfo(np.int64).max:
         raise BatchModeError(f"batch id {int(values.max())} does not fit in int64")
     return values.astype(np.int64, copy=False)
-
-
-def _record_batches(part: pa.Table | pa.RecordBatch) -> list[pa.RecordBatch]:
-    return [part] if isinstance(part, pa.RecordBatch) else part.to_batches()
-
-
-def _one_batch(table: pa.Table) -> pa.RecordBatch:
-    return table.combine_chunks().to_batches()[0]
-
-
-# batches staged before their Arrow bytes are measured together (see _place_staged)
-_STAGED_BATCHES = 64
-_OFFSET_WIDTHS = {
-    pa.string(): 4,
-    pa.binary(): 4,
-    pa.large_string(): 8,
-    pa.large_binary(): 8,
-}
-
-
-def _staged_nbytes(
-    parts: Sequence[pa.Table | pa.RecordBatch],
-    schema: pa.Schema,
-    measured: Sequence[int],
-    row_bytes: float,
-) -> list[int]:
-    """Arrow bytes of each part: fixed-width columns by their width per row, the
-    ``measured`` others once for all parts. A string or binary column counts its values'
-    bytes (from one concatenation's offsets), offsets and a validity bit per row; another
-    type each part's ``nbytes`` (which per part costs microseconds a column in wrappers).
-
-    Example:
-        >>> import pyarrow as pa
-        >>> parts = [pa.record_batch({"s": ["ab", None, "c"]}), pa.record_batch({"s": ["xyz"]})]
-        >>> _staged_nbytes(parts, parts[0].schema, [0], 0.0)
-        [20, 12]
-    """
-    rows = np.array([p.num_rows for p in parts], dtype=np.int64)
-    out = (rows * row_bytes).astype(np.int64)  # as int() per part: truncated
-    if not measured:
-        return out.tolist()
-    split = [_record_batches(p) for p in parts]
-    firsts = np.concatenate([[0], np.cumsum([len(b) for b in split])[:-1]]).astype(np.int64)
-    table = _columns_of([b for bs in split for b in bs], list(measured), schema)
-    bounds = np.concatenate([[0], np.cumsum(rows)])
-    for j in range(len(measured)):
-        column = table.column(j)
-        width = _OFFSET_WIDTHS.get(column.type)
-        if width is None:
-            sizes = np.array([c.nbytes for c in column.chunks], dtype=np.int64)
-            out += np.add.reduceat(sizes, firsts) if len(sizes) else 0
-            continue
-        array = column.combine_chunks()
-        offsets = np.frombuffer(
-            array.buffers()[1],
-            dtype=f"<i{width}",
-            count=len(array) + 1,
-            offset=array.offset * width,
-        ).astype(np.int64)
-        out += offsets[bounds[1:]] - offsets[bounds[:-1]] + (rows + 1) * width + (rows + 7) // 8
-    return out.tolist()
-
-
-def _fixed_row_bytes(t: pa.DataType) -> float | None:
-    """Arrow bytes per row of a fixed-width type (values and validity bit), else None."""
-    if pat.is_boolean(t):
-        return 0.25
-    if pat.is_integer(t) or pat.is_floating(t) or pat.is_temporal(t) or pat.is_decimal(t):
-        return t.bit_width / 8 + 0.125
-    return None
 
 
 def _batch_meta_chunks(

@@ -51,7 +51,7 @@ from fermion.table.deletions import deletion_path
 from fermion.table.domain import Fragment
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT
 from fermion.table.manifest_store import ManifestStore
-from fermion.table.merge_insert import key_hashes
+from fermion.table.merge_insert import DenseKeys, key_hashes
 from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
 from fermion.table.ref import TableRef
@@ -375,11 +375,31 @@ def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
     if plan.delete_predicate is not None:
         predicate = parse_predicate(plan.delete_predicate, plan.schema.arrow)
         columns = list(plan.schema.arrow.names)  # the predicate's columns among them
+    # a single dense integer key: matched through a lookup array (see DenseKeys)
+    dense = None
+    if not plan.delete_unmatched:
+        dense = DenseKeys.of(plan.keys, on, sum(f.physical_rows for f in task.fragments))
     for info in task.fragments:
         fragment = fragment_to_proto(info)
-        target = read_fragment(storage, plan.schema, fragment, columns, with_row_offsets=True)
-        matched = target.select([*on, ROW_OFFSET]).join(plan.keys, on, join_type="inner")
-        gone = [matched.column(ROW_OFFSET).to_numpy()]
+        # without deletions a row's position is its offset: no offset column is read
+        positional = dense is not None and not fragment.HasField("deletion_file")
+        target = read_fragment(
+            storage, plan.schema, fragment, columns, with_row_offsets=not positional
+        )
+        hits = dense.match(target.column(on[0])) if dense is not None else None
+        if hits is not None:
+            at = hits[0]
+            matched = target.select(on).take(at)
+            if positional:
+                gone = [at.astype(np.uint64)]
+            else:
+                gone = [target.column(ROW_OFFSET).take(at).to_numpy()]
+        else:
+            if positional:  # null keys: Arrow's join, which needs the offsets
+                offset_column = pa.array(np.arange(target.num_rows, dtype=np.uint64))
+                target = target.append_column(ROW_OFFSET, offset_column)
+            matched = target.select([*on, ROW_OFFSET]).join(plan.keys, on, join_type="inner")
+            gone = [matched.column(ROW_OFFSET).to_numpy()]
         if matched.num_rows:
             matched_keys.append(matched.select(on))
         if plan.delete_unmatched:

@@ -344,6 +344,7 @@ def commit_write(
     table_config: Mapping[str, str] | None = None,
     properties: Mapping[str, str] | None = None,
     manifest_store: ManifestStore | None = None,
+    exclusive: bool = False,
 ) -> CommitSummary:
     """Commit every result of ``plan`` as one new version (driver side, with retries).
 
@@ -360,9 +361,12 @@ def commit_write(
             ingest loaded; two concurrent appends setting the same key are incompatible).
         properties: Informational entries of the new version's summary.
         manifest_store: The table's external manifest store, if it uses one.
+        exclusive: A plan made before the table existed must create it: a table created
+            in the meantime is a ``DatasetError`` instead of an append to it.
 
     Raises:
         CommitConflictError / IncompatibleTransactionError: See the commit protocol.
+        DatasetError: ``exclusive`` and the table was created since the plan.
         InvalidArgumentError: A result of another write.
     """
     for each in results:
@@ -398,7 +402,7 @@ def commit_write(
             properties=properties,
         )
     except DatasetError:
-        if not create or storage.latest_version() is None:
+        if not create or exclusive or storage.latest_version() is None:
             raise
         appended = _append_to_created(storage, plan, fragments, entries, config, properties)
         if appended is None:
