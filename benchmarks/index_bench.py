@@ -205,7 +205,6 @@ def run_after_maintenance(
             fns[case]["fermion"] = lambda t=text: ds.to_table(filter=t)
             if lds is not None:
                 fns[case]["lance"] = lambda t=text: lds.to_table(filter=t)
-                fns[case]["lance"] = lambda t=text: lds.to_table(filter=t)
         for case, systems in fns.items():
             for name, fn in systems.items():  # every answer checked once, untimed
                 if fn().num_rows != unindexed[case].num_rows:

@@ -823,7 +823,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.dataset_batches",
         "fermion.table.fragments",
         "fermion.table.indices.api",
-        "fermion.table.indices.build",
         "fermion.table.indices.lookup",
         "fermion.table.indices.tasks",
         "fermion.table.merge_insert",

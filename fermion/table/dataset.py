@@ -53,7 +53,7 @@ from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
 from fermion.table.scan import Scanner, take_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
+from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.tasks import (
     MATERIALIZE_THRESHOLD_DEFAULT,
     CommitSummary,
@@ -86,6 +86,7 @@ __all__ = ["Dataset", "Tags", "WriteMode", "dataset", "write_dataset"]
 WriteMode = Literal["create", "append", "overwrite"]
 
 
+@deferred_syncs()  # (its data files' fsyncs overlap at the commit point)
 def write_dataset(
     data: Any,
     uri: Any,

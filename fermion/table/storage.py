@@ -19,7 +19,9 @@ synced file (on the local disk), :meth:`TableStorage.sync_file` syncs one writte
 :meth:`TableStorage.target`; both remember the file's directory, and
 :meth:`TableStorage.sync_directories` syncs each remembered directory once. The manifest put
 calls it first, so the files a manifest names and their directory entries are durable
-before the manifest is.
+before the manifest is. Within :func:`deferred_syncs` (a local ``write_dataset``), a
+thread's file and directory syncs wait for its next manifest put, which runs them in
+parallel first.
 
 Example:
     >>> import tempfile
@@ -34,6 +36,10 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +55,87 @@ from fermion.table.manifest_store import (
     resolve_external,
 )
 
-__all__ = ["DIRECTORIES", "TableStorage", "manifest_name"]
+__all__ = ["DIRECTORIES", "TableStorage", "deferred_syncs", "manifest_name"]
 
 DIRECTORIES = ("data", "_versions", "_transactions", "_deletions", "_indices", "_refs/tags")
 _MANIFEST = re.compile(r"^(\d+)\.manifest$")
+
+
+#: Per thread, inside :func:`deferred_syncs`: the syncs waiting for the next manifest put,
+#: as ``(is a directory, sync function, path)`` in the order asked (None outside a block).
+_DEFERRED = threading.local()
+_SYNC_THREADS: list[ThreadPoolExecutor] = []
+_SYNC_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def deferred_syncs() -> Iterator[None]:
+    """Within this block, this thread's :meth:`TableStorage.sync_file` and
+    :meth:`TableStorage.sync_directories` (of any ``TableStorage``) record what they would
+    sync instead of syncing it; the thread's next :meth:`TableStorage.put_manifest` runs
+    them before the manifest is put, the files' in parallel, then the directories' in
+    parallel (so a committed manifest still
+    names only durable files and directory entries), and the end of the block runs what
+    is left. A block left by an exception drops what is left: no manifest names those
+    files. Nested blocks: the outermost one ends the deferral. Also a decorator.
+
+    Why: the fsyncs of a write's data files, then of ``data/`` and ``_transactions/``,
+    each a wait for the disk, overlap instead of running one after another
+    (docs/TABLE_FORMAT.md, "Durability").
+
+    Example:
+        >>> import tempfile
+        >>> st = TableStorage(tempfile.mkdtemp())
+        >>> with deferred_syncs():
+        ...     st.write_bytes("_transactions/a.txn", b"t")
+        ...     st.sync_directories()  # (recorded)
+        ...     st.put_manifest(1, b"m")  # syncs _transactions/, then puts
+        >>> st.latest_version()
+        1
+    """
+    if getattr(_DEFERRED, "pending", None) is not None:
+        yield
+        return
+    _DEFERRED.pending = []
+    try:
+        yield
+        _run_deferred()
+    finally:
+        _DEFERRED.pending = None
+
+
+def _defer(sync: Callable[[str], None], path: str, directory: bool) -> bool:
+    """Record ``sync(path)`` if this thread defers its syncs (and say whether it did)."""
+    pending = getattr(_DEFERRED, "pending", None)
+    if pending is None:
+        return False
+    pending.append((directory, sync, path))
+    return True
+
+
+def _run_deferred() -> None:
+    """Run this thread's deferred syncs, each once: the files' in parallel, then the
+    directories' in parallel (a directory is synced after the files it received); the
+    first error raises."""
+    pending = getattr(_DEFERRED, "pending", None)
+    if not pending:
+        return
+    calls = list(dict.fromkeys(pending))
+    pending.clear()
+    for directories in (False, True):
+        _run_all([(sync, path) for d, sync, path in calls if d is directories])
+
+
+def _run_all(calls: list[tuple[Callable[[str], None], str]]) -> None:
+    if len(calls) <= 1:
+        for sync, path in calls:
+            sync(path)
+        return
+    with _SYNC_THREADS_LOCK:
+        if not _SYNC_THREADS:
+            _SYNC_THREADS.append(ThreadPoolExecutor(8, thread_name_prefix="fermion-sync"))
+    for future in [_SYNC_THREADS[0].submit(sync, path) for sync, path in calls]:
+        future.result()
 
 
 def manifest_name(version: int) -> str:
@@ -165,13 +248,17 @@ class TableStorage:
     def sync_file(self, relative: str) -> None:
         """Make a file written through :meth:`target` durable (its directory entry follows
         with :meth:`sync_directories`)."""
-        self.store.sync(self.path(relative))
+        if not _defer(self.store.sync, self.path(relative), False):
+            self.store.sync(self.path(relative))
         self._unsynced_dirs.add(relative.rpartition("/")[0])
 
     def sync_directories(self) -> None:
-        """Sync each directory that received a file since the last call, once."""
+        """Sync each directory that received a file since the last call, once (within
+        :func:`deferred_syncs`: at the next manifest put)."""
         for relative in sorted(self._unsynced_dirs):
-            self.store.sync_directory(self.path(relative) if relative else self.root)
+            path = self.path(relative) if relative else self.root
+            if not _defer(self.store.sync_directory, path, True):
+                self.store.sync_directory(path)
         self._unsynced_dirs.clear()
 
     def create_bytes(self, relative: str, data: bytes) -> None:
@@ -263,6 +350,7 @@ class TableStorage:
         (:meth:`sync_directories`); the put itself syncs the manifest and its directory."""
         self.ensure_directories()
         self.sync_directories()  # what the manifest names is durable before the manifest
+        _run_deferred()  # (this thread's deferred syncs, in parallel)
         failpoints.hit("before_manifest_put")
         final = self.path(manifest_name(version))
         if self.manifest_store is None:

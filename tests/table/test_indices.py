@@ -240,6 +240,40 @@ def test_a_build_racing_a_compaction_covers_only_what_is_left(ds: ft.Dataset) ->
     assert stats.fragments_indexed == 2
 
 
+def test_a_refresh_adds_a_build_and_the_next_one_merges_them(ds: ft.Dataset) -> None:
+    """``optimize_indices`` writes a build of the uncovered fragments only and keeps the
+    earlier build's files (two entries files, both searched); a refresh that would make a
+    third entries file merges every live entry into one build, dropping the entries of
+    fragments a compaction removed."""
+    texts = ("k = 7", "k IN (1, 2, 300)", "k IS NULL", "k > 240")
+    ds.create_index("k", "BTREE")
+    first = ds.indices()[0]
+    ds.append(_table(100, seed=3))
+    ds.optimize_indices()
+    extended = ds.indices()[0]
+    assert extended.files[:2] == first.files and len(extended.files) == 4
+    assert extended.uuid != first.uuid and all(extended.uuid in f for f in extended.files[2:])
+    assert extended.fragment_ids == (0, 1, 2, 3, 4) and extended.num_entries == 1100
+    ds.cleanup_old_versions(datetime.timedelta(0), orphan_older_than=datetime.timedelta(0))
+    assert all(ds.storage.exists(f) for f in extended.files)  # the first build's too
+    for text in texts:
+        _, stats = _both(ds, text)
+        assert stats.fragments_indexed == 5 and stats.index_files_read == 2
+    ds.delete("v < 200")  # (and the whole appended fragment: its v are 0-99)
+    ds.compact_files(target_rows_per_fragment=250)  # fragment 0 rewritten: 300 stale entries
+    assert 0 not in {f.id for f in ds.fragments}
+    ds.optimize_indices()
+    merged = ds.indices()[0]
+    assert len(merged.files) == 2
+    assert merged.fragment_ids == tuple(sorted(f.id for f in ds.fragments))
+    assert merged.num_entries == sum(f.physical_rows for f in ds.fragments)
+    for text in texts:
+        _, stats = _both(ds, text)
+        assert stats.fragments_indexed == len(ds.fragments) and stats.index_files_read == 1
+    ds.cleanup_old_versions(datetime.timedelta(0), orphan_older_than=datetime.timedelta(0))
+    assert not any(ds.storage.exists(f) for f in extended.files)
+
+
 def test_cleanup_keeps_the_files_of_retained_indices(ds: ft.Dataset) -> None:
     ds.create_index("k", "BTREE")
     files = ds.indices()[0].files

@@ -8,7 +8,8 @@
   ``optimize_indices``;
 - an exact answer fills the indexed column instead of reading it: with the literal of an
   equality, or with a BTREE's keys of the rows;
-- the build's integer sort (numpy, ties by row address) and its merge of sorted runs.
+- the build's integer sort (numpy, ties by row address; keys packed with their positions)
+  and its merge of sorted runs.
 
 Every result is compared with ``use_indices=False``.
 """
@@ -191,6 +192,31 @@ def test_integer_sort_and_merge_equal_arrows_two_key_sort(
         assert sorted_entries(typed).equals(_arrow_sorted(typed))
 
 
+_SORT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint32", "uint64")
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    dtype=st.sampled_from(_SORT_DTYPES),
+    clusters=st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=4),
+    picks=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2**20)), min_size=0, max_size=300),
+)
+def test_packed_sort_order_equals_a_stable_argsort(
+    dtype: str, clusters: list[int], picks: list[tuple[int, int]]
+) -> None:
+    """The build's sort of integer keys (packed with their positions) orders them as a
+    stable argsort does: values near a few far-apart centres share their kept high bits
+    (put in order afterwards, or sorted by argsort when many do), small spans fit whole."""
+    info = np.iinfo(dtype)
+    values = [
+        min(max(clusters[c % len(clusters)] + offset, info.min), info.max) for c, offset in picks
+    ]
+    keys = np.array(values, dtype=dtype)
+    assert build._sort_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+    wide = np.random.default_rng(len(values)).integers(info.min, info.max, 5000, dtype=dtype)
+    assert build._sort_order(wide).tolist() == np.argsort(wide, kind="stable").tolist()
+
+
 @settings(max_examples=examples(50), deadline=None)
 @given(
     keys=st.lists(st.integers(-3, 3), min_size=0, max_size=60),
@@ -275,15 +301,32 @@ def test_refreshed_index_file_is_sorted(tmp_path: Path) -> None:
     table = pa.concat_tables([table, table])
     ds = ft.write_dataset(table.slice(0, 4000), str(tmp_path / "t"), max_rows_per_file=1000)
     ds.create_index("key", "BTREE")
-    ds.append(table.slice(4000, 2000))
+    first = ds.indices()[0]
+    probe = _in(table.column("key").to_numpy()[::97])
+
+    def entries_files() -> list[pa.Table]:
+        files = [p for p in ds.indices()[0].files if not p.endswith(".fences.fermion")]
+        out = []
+        for path in files:
+            with FileReader(str(tmp_path / "t" / path)) as reader:
+                out.append(reader.read())
+        return out
+
+    # a refresh adds a build of the appended fragment and keeps the first build's files
+    ds.append(table.slice(4000, 1000))
     ds.optimize_indices()
     index = ds.indices()[0]
-    entries_path = next(p for p in index.files if not p.endswith(".fences.fermion"))
-    with FileReader(str(tmp_path / "t" / entries_path)) as reader:
-        entries = reader.read()
-    assert entries.num_rows == 6000
+    assert index.files[:2] == first.files and len(index.files) == 4
+    assert [t.num_rows for t in entries_files()] == [4000, 1000] == [4000, index.num_entries - 4000]
+    assert all(t.equals(_arrow_sorted(t)) for t in entries_files())
+    _same(ds, probe)
+    # the next refresh would make a third entries file: every entry merged into one build
+    ds.append(table.slice(5000, 1000))
+    ds.optimize_indices()
+    (entries,) = entries_files()
+    assert entries.num_rows == 6000 == ds.indices()[0].num_entries
     assert entries.equals(_arrow_sorted(entries))
-    _same(ds, _in(table.column("key").to_numpy()[::97]))
+    _same(ds, probe)
 
 
 def test_the_process_cache_is_bounded() -> None:

@@ -335,12 +335,13 @@ def _lookup(
         return np.empty(0, np.uint64), None
     if len(found) == 1 and index.kind in (BITMAP, LABEL_LIST):
         return found[0], None  # (one list: ascending, each address once)
-    if len(found) == 1 and index.kind == BTREE:
-        addresses = found[0].astype(np.uint64, copy=False)
+    if index.kind == BTREE and len(keys) == len(found):  # (the entries of every file)
+        addresses = np.concatenate(found).astype(np.uint64, copy=False)
         order = np.argsort(addresses, kind="stable")
         addresses = addresses[order]
         if not np.any(addresses[1:] == addresses[:-1]):  # (an entry per row)
-            return addresses, keys[0].take(pa.array(order))
+            key_column = keys[0] if len(keys) == 1 else pa.concat_arrays(keys)
+            return addresses, key_column.take(pa.array(order))
     return np.unique(np.concatenate(found).astype(np.uint64, copy=False)), None
 
 

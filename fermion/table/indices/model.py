@@ -142,7 +142,8 @@ class IndexInfo:
             statistics rebuild.
         columns: The indexed column names (current names; empty if dropped).
         fragment_ids: The fragments the index covers.
-        uuid: The build's uuid (its files are under ``_indices/<uuid>/``).
+        uuid: The build's uuid (the files it wrote are under ``_indices/<uuid>/``; an
+            index refreshed by ``optimize_indices`` may keep an earlier build's files).
         dataset_version: The version the index was built from.
         files: The index files, relative to the table root.
         num_entries: Entries in the files.

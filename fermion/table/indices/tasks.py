@@ -32,7 +32,9 @@ import pyarrow as pa
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError
 from fermion.format import write_table
+from fermion.table.codec import fragments_from_messages
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
+from fermion.table.domain import Fragment
 from fermion.table.indices.api import finish_build, narrowed
 from fermion.table.indices.build import (
     INDEX_PAGE_SIZE,
@@ -68,7 +70,7 @@ class IndexBuildTask(OnTable):
     build: str
     column: str
     schema: TableSchema
-    fragments: tuple[bytes, ...]  # serialised Fragment messages
+    fragments: tuple[Fragment, ...]
     kind: str = BTREE
 
 
@@ -153,7 +155,7 @@ def plan_index_build(
             build,
             column,
             schema,
-            tuple(f.SerializeToString() for f in todo[start : start + fragments_per_task]),
+            fragments_from_messages(todo[start : start + fragments_per_task]),
             kind,
         )  # fmt: skip
         for n, start in enumerate(range(0, len(todo), fragments_per_task))
@@ -165,8 +167,7 @@ def plan_index_build(
 def execute_index_build(task: IndexBuildTask) -> IndexBuildResult:
     """Write the sorted entries of the task's fragments as a run file."""
     storage = task.table.open()
-    fragments = [pb.Fragment.FromString(data) for data in task.fragments]
-    entries = collect_entries(storage, task.schema, fragments, task.column, kind=task.kind)
+    entries = collect_entries(storage, task.schema, task.fragments, task.column, kind=task.kind)
     entries = sorted_entries(entries)
     path = f"_indices/{task.build}/run-{task.task_id}.fermion"
     storage.ensure_directory(f"_indices/{task.build}")
@@ -199,7 +200,7 @@ def commit_index_build(
             old = (list(previous.files), previous.kind, covered)
             parts.append(collect_entries(storage, schema, [], plan.column, old, plan.kind))
         entries = pa.concat_tables(parts) if parts else entry_schema(key_type).empty_table()
-        indexed = {pb.Fragment.FromString(d).id for t in plan.tasks for d in t.fragments}
+        indexed = {f.id for t in plan.tasks for f in t.fragments if f.id is not None}
         op = finish_build(
             storage, manifest, plan.column, plan.kind, plan.name, plan.build, entries,
             covered | indexed,
