@@ -144,3 +144,34 @@ def test_a_class_archive_that_cannot_be_built_does_not_stop_make_test(tmp_path: 
     assert done.returncode == 0, done.stderr
     assert "no class archive" in done.stderr and done.stdout == ""
     assert not (target / "spark-classes.jsa").exists()
+
+
+def test_the_timeline_plugin_records_each_file_once_where_it_ran(tmp_path: Path) -> None:
+    """``-p tests.support.timeline --timeline=F``: one line per file from the process that ran
+    it (an xdist worker, or ``main`` without xdist), none from the xdist controller, and the
+    per-worker summary at the end."""
+    from tests.support.timeline import read
+
+    for name, tests in (("test_one.py", 3), ("test_two.py", 1)):
+        body = "".join(f"def test_{i}():\n    assert True\n\n" for i in range(tests))
+        (tmp_path / name).write_text(body)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["PYTHONPATH"] = str(ROOT)
+    for workers in ("2", "0"):
+        timeline = tmp_path / f"timeline-{workers}.tsv"
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers,
+             "--dist", "loadfile", "-p", "tests.support.timeline", f"--timeline={timeline}",
+             str(tmp_path)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        spans = read(timeline)
+        assert sorted((Path(s[1]).name, s[4]) for s in spans) == [
+            ("test_one.py", 3), ("test_two.py", 1)
+        ]  # fmt: skip
+        assert all(s[2] <= s[3] for s in spans)
+        workers_seen = {s[0] for s in spans}
+        assert workers_seen <= ({"gw0", "gw1"} if workers == "2" else {"main"}) and workers_seen
+        assert "timeline: " in done.stdout
+        assert all(f"{w}: busy " in done.stdout for w in workers_seen)
