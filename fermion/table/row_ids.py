@@ -38,9 +38,9 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
 )
-from fermion.table.codec import FLAG_ROW_IDS, fragment_views
+from fermion.table.codec import FLAG_ROW_IDS, fragment_message, fragment_views
 from fermion.table.deletions import keep_mask, read_deletion_file
-from fermion.table.domain import Fragment
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 
@@ -74,13 +74,15 @@ _IDS_PER_RUN = 1024
 _SPAN_32 = 1 << 32
 
 
-def has_row_ids(manifest: pb.Manifest | None) -> bool:
+def has_row_ids(manifest: pb.Manifest | TableVersion | None) -> bool:
     """Whether the table version has row ids (its reader flags name ROW_IDS).
 
     Example:
         >>> has_row_ids(pb.Manifest()), has_row_ids(pb.Manifest(reader_feature_flags=4))
         (False, True)
     """
+    if isinstance(manifest, TableVersion):
+        return manifest.has_row_ids
     return manifest is not None and bool(manifest.reader_feature_flags & FLAG_ROW_IDS)
 
 
@@ -219,13 +221,14 @@ def decode(sequence: pb.RowIdSequence) -> np.ndarray:
 # -- fragments ----------------------------------------------------------------------------
 
 
-def fragment_row_ids(fragment: pb.Fragment) -> np.ndarray | None:
+def fragment_row_ids(fragment: pb.Fragment | Fragment) -> np.ndarray | None:
     """The ids of a committed fragment's physical rows (``None``: it has none).
 
     Raises:
         InvalidFileError: A sequence that does not cover the fragment's rows, or holds
             unassigned rows (a manifest never does).
     """
+    fragment = fragment_message(fragment)
     if not fragment.HasField("row_ids"):
         return None
     ids = decode(fragment.row_ids)
@@ -238,7 +241,7 @@ def fragment_row_ids(fragment: pb.Fragment) -> np.ndarray | None:
     return ids
 
 
-def row_ids_at(fragment: pb.Fragment, offsets: np.ndarray) -> np.ndarray | None:
+def row_ids_at(fragment: pb.Fragment | Fragment, offsets: np.ndarray) -> np.ndarray | None:
     """The ids of the rows at physical ``offsets`` of a fragment (``None``: no row ids).
 
     Example:
@@ -339,7 +342,7 @@ def with_row_id_column(table: pa.Table, ids: np.ndarray) -> pa.Table:
 
 
 def row_id_request(
-    manifest: pb.Manifest, names: Sequence[str], columns: Sequence[str]
+    manifest: pb.Manifest | TableVersion, names: Sequence[str], columns: Sequence[str]
 ) -> tuple[list[str], bool]:
     """``(columns as asked, whether the scan must add the _rowid column)``.
 
@@ -359,7 +362,7 @@ def row_id_request(
 
 def add_row_id_column(
     table: pa.Table,
-    fragment: pb.Fragment,
+    fragment: pb.Fragment | Fragment,
     requested: Sequence[str],
     offset_column: str,
     *,
