@@ -29,7 +29,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
-from fermion.table.codec import fragment_views
+from fermion.table.codec import table_version
 from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
@@ -38,7 +38,7 @@ from fermion.table.dataset_history import Tags, version_history
 from fermion.table.dataset_maintenance import compact_files as compact_fragments
 from fermion.table.dataset_maintenance import rebuild_stats as rebuild_fragment_stats
 from fermion.table.display import schema_preview
-from fermion.table.domain import Fragment
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches, write_fragments
 from fermion.table.indices.lookup import indexed_scan
 from fermion.table.indices.model import IndexInfo, IndexKind
@@ -50,7 +50,7 @@ from fermion.table.operations.update_config import plan_update_config
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
-from fermion.table.scan import Scanner, take_fragment
+from fermion.table.scan import Scanner, message_indexed_scan, take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
 from fermion.table.tasks import (
@@ -245,12 +245,17 @@ class Dataset:
         self._manifest = manifest
         # (the message it copies, the copy) behind the ``manifest`` property
         self._manifest_copy: tuple[pb.Manifest, pb.Manifest] | None = None
-        self._fragments: tuple[pb.Manifest, tuple[Fragment, ...]] | None = None
+        self._handle: tuple[pb.Manifest, TableVersion] | None = None
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         # data files kept open between batch lookups (fermion.table.readers)
         self._readers = ReaderCache()
         self._batch_reads = BatchReads(storage, self._readers)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_handle"] = None  # made again from the manifest (not pickled twice)
+        return state
 
     def close(self) -> None:
         """Close the data files this object keeps open between lookups
@@ -360,11 +365,30 @@ class Dataset:
         return self._schema
 
     @property
+    def table_version(self) -> TableVersion:
+        """The :class:`~fermion.table.domain.TableVersion` this object reads (made once
+        per version, by :func:`~fermion.table.codec.table_version`).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> v = ds.table_version
+            >>> v.version, v.live_rows, v is ds.table_version
+            (1, 2, True)
+        """
+        cached = self._handle
+        if cached is None or cached[0] is not self._manifest:
+            cached = (self._manifest, table_version(self._manifest))
+            self._handle = cached
+        return cached[1]
+
+    @property
     def fragments(self) -> list[Fragment]:
         """This version's fragments (:class:`~fermion.table.domain.Fragment` values).
 
         They are made once per version this object reads, each read from its manifest
-        message when first used (:func:`~fermion.table.codec.fragment_views`); the
+        message when first used (:func:`~fermion.table.codec.fragment_views`: those of
+        :attr:`table_version`); the
         manifest's ``Fragment`` messages themselves are ``manifest.fragments``.
 
         Example:
@@ -373,11 +397,7 @@ class Dataset:
             >>> [(f.id, f.physical_rows, f.live_rows) for f in ds.fragments]
             [(0, 2, 2)]
         """
-        cached = self._fragments
-        if cached is None or cached[0] is not self._manifest:
-            cached = (self._manifest, fragment_views(self._manifest))
-            self._fragments = cached
-        return list(cached[1])
+        return list(self.table_version.fragments)
 
     def __repr__(self) -> str:
         columns = schema_preview(self.schema)  # the first 10 columns, then how many more
@@ -419,9 +439,10 @@ class Dataset:
             2
         """
         return Scanner(
-            self._storage, self._manifest, self._schema, columns, filter,
+            self._storage, self.table_version, self._schema, columns, filter,
             with_row_offsets=with_row_offsets, batch_size=batch_size,
-            indices=indexed_scan if use_indices else None, readers=self._readers,
+            indices=message_indexed_scan(indexed_scan) if use_indices else None,
+            readers=self._readers,
         )  # fmt: skip
 
     def to_table(
@@ -656,7 +677,7 @@ class Dataset:
             ([40], 1)
         """
         return self._batch_reads.lookup(
-            self._manifest, self._schema, batch_ids, columns,
+            self.table_version, self._schema, batch_ids, columns,
             on_missing=on_missing, batch_id_column=batch_id_column,
         )  # fmt: skip
 
@@ -720,7 +741,7 @@ class Dataset:
             >>> dataset(uri).batch_ids().tolist()
             [3, 5]
         """
-        column = self._batch_reads.column(self._manifest, self._schema, batch_id_column)
+        column = self._batch_reads.column(self.table_version, self._schema, batch_id_column)
         values = self.to_table([column]).column(column).to_numpy()
         return np.unique(values.astype(np.int64))
 
@@ -753,10 +774,10 @@ class Dataset:
             >>> [(i, t["x"].to_pylist()) for i, t in dataset(uri).epoch_batches(shuffle=False)]
             [(1, [10]), (2, [20, 21]), (3, [30])]
         """
-        column = self._batch_reads.column(self._manifest, self._schema, batch_id_column)
+        column = self._batch_reads.column(self.table_version, self._schema, batch_id_column)
         ids = self.batch_ids(batch_id_column=column)
         return self._batch_reads.epoch(
-            self._manifest, self._schema, column, ids, columns,
+            self.table_version, self._schema, column, ids, columns,
             seed=seed, shuffle=shuffle, read_ahead=read_ahead,
         )  # fmt: skip
 
