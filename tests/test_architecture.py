@@ -812,7 +812,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.column_values",
         "fermion.table.commit",
         "fermion.table.dataset",
-        "fermion.table.fragments",
         "fermion.table.indices.api",
         "fermion.table.indices.build",
         "fermion.table.indices.lookup",
@@ -822,7 +821,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.tasks.delete",
         "fermion.table.tasks.index",
         "fermion.table.tasks.rewrite",
-        "fermion.table.tasks.write",
         "fermion.table.update",
     }
 )

@@ -72,9 +72,7 @@ _LOOKUP_THREADS = 8
 _INT64 = np.iinfo(np.int64)
 
 
-def batch_id_column(
-    version: TableVersion | Any, schema: TableSchema, given: str | None = None
-) -> str:
+def batch_id_column(version: TableVersion, schema: TableSchema, given: str | None = None) -> str:
     """The batch-id column of a table version: ``given``, else the table configuration's.
 
     ``version`` is a :class:`~fermion.table.domain.TableVersion` (a manifest message is
@@ -145,7 +143,7 @@ class BatchRanges:
     hi: np.ndarray
 
     @staticmethod
-    def build(version: TableVersion | Any, field_id: int) -> BatchRanges:
+    def build(version: TableVersion, field_id: int) -> BatchRanges:
         """Ranges of the fragments with live rows (fragments fully deleted are left out)
         of a :class:`~fermion.table.domain.TableVersion` (or its manifest message).
 
@@ -239,7 +237,7 @@ def _batch_mode_by(opened: OpenFile, fragment: Fragment, batch_fid: int) -> bool
 def read_fragment_batches(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: Fragment | Any,
+    fragment: Fragment,
     columns: Sequence[str],
     batch_column: str,
     ids: np.ndarray,

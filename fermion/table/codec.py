@@ -63,6 +63,7 @@ __all__ = [
     "as_fragment",
     "as_table_version",
     "check_reader_flags",
+    "check_writable",
     "check_writer_flags",
     "decode_manifest",
     "decode_transaction",
@@ -72,6 +73,7 @@ __all__ = [
     "fragment_from_dict",
     "fragment_from_proto",
     "fragment_message",
+    "fragment_messages",
     "fragment_stats",
     "fragment_to_bytes",
     "fragment_to_dict",
@@ -321,6 +323,19 @@ def fragment_message(fragment: pb.Fragment | Fragment) -> pb.Fragment:
     return message
 
 
+def fragment_messages(fragments: Iterable[Fragment]) -> tuple[pb.Fragment, ...]:
+    """The manifest messages of fragments, for building an operation (a transaction
+    message, :mod:`fermion.table.operations`) from domain values; the operation copies
+    them.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> [m.physical_rows for m in fragment_messages([Fragment(None, (), 3)])]
+        [3]
+    """
+    return tuple(fragment_message(f) for f in fragments)
+
+
 def as_fragment(fragment: pb.Fragment | Fragment, *, committed: bool | None = None) -> Fragment:
     """The :class:`~fermion.table.domain.Fragment` of a fragment given either way (a
     domain value is returned as is; a message becomes a value read from it when first
@@ -375,7 +390,9 @@ def new_fragment(files: Iterable[DataFile], physical_rows: int, stats: Iterable[
             path=f.path, field_ids=f.field_ids, size_bytes=f.size_bytes, file_format=f.file_format
         )
     message.stats.extend(stats)
-    return fragment_from_proto(message, committed=False)
+    fragment = fragment_from_proto(message, committed=False)
+    fragment.__dict__["_wire"] = message  # what fragment_message gives (not read again)
+    return fragment
 
 
 def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:
@@ -784,6 +801,22 @@ def manifest_of(version: TableVersion) -> pb.Manifest:
     if wire is None:
         raise InvalidArgumentError(f"version {version.version} was not read from a manifest")
     return wire
+
+
+def check_writable(version: TableVersion) -> None:
+    """Raise ``UnsupportedVersionError`` if writing on ``version`` needs writer features
+    this library lacks (:func:`check_writer_flags` of its manifest; a handle built by hand
+    needs none).
+
+    Example:
+        >>> check_writable(table_version(pb.Manifest(writer_feature_flags=1 << 40)))
+        Traceback (most recent call last):
+        ...
+        fermion.errors.UnsupportedVersionError: manifest: unknown writer feature flags 0x10000000000
+    """
+    wire = version.__dict__.get("_wire")
+    if wire is not None:
+        check_writer_flags(wire)
 
 
 def _version_from_bytes(data: bytes) -> TableVersion:

@@ -39,7 +39,6 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -48,6 +47,7 @@ from fermion.format import FileReader
 from fermion.table._datafile import open_data_file
 from fermion.table.codec import as_fragment
 from fermion.table.deletions import fragment_deletion_path, keep_mask, read_fragment_deletions
+from fermion.table.domain import Fragment
 from fermion.table.schema import top_level_field_ids
 from fermion.table.storage import TableStorage
 
@@ -85,7 +85,7 @@ class OpenFile:
         got = [(fields.field(i).name, f) for i, f in enumerate(self.top_ids) if f in wanted]
         return [n for n, _ in got], [f for _, f in got]
 
-    def check_rows(self, fragment: Any, path: str) -> None:
+    def check_rows(self, fragment: Fragment, path: str) -> None:
         """Raise InvalidFileError unless the file holds the rows the manifest says.
 
         ``fragment`` is a :class:`~fermion.table.domain.Fragment` (or, for callers
@@ -95,7 +95,7 @@ class OpenFile:
         if self.reader.num_rows != rows:
             raise InvalidFileError(f"{path}: {self.reader.num_rows} rows, the manifest says {rows}")
 
-    def keep_mask(self, storage: TableStorage, fragment: Any) -> tuple[np.ndarray, bool]:
+    def keep_mask(self, storage: TableStorage, fragment: Fragment) -> tuple[np.ndarray, bool]:
         """The mask of the live rows of ``fragment`` (whose deletion file this file's
         rows are), and whether its deletion file was read now (else it was kept)."""
         fragment = as_fragment(fragment)
@@ -107,7 +107,7 @@ class OpenFile:
         self.keep = {path: mask}  # an earlier deletion file of the fragment: not needed
         return mask, True
 
-    def live_rows(self, storage: TableStorage, fragment: Any) -> np.ndarray:
+    def live_rows(self, storage: TableStorage, fragment: Fragment) -> np.ndarray:
         """The physical positions of the live rows of ``fragment`` (which has a deletion
         file), in order."""
         fragment = as_fragment(fragment)

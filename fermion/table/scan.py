@@ -57,7 +57,6 @@ from fermion.table.storage import TableStorage
 
 __all__ = [
     "ROW_OFFSET",
-    "FragmentLike",
     "IndexedScan",
     "STREAM_READAHEAD",
     "ScanStats",
@@ -70,9 +69,6 @@ __all__ = [
 ]
 
 ROW_OFFSET = "_rowoffset"
-#: A :class:`~fermion.table.domain.Fragment`, or (for callers written before the domain
-#: model) its manifest message: what the fragment readers below accept.
-FragmentLike = Any
 #: ``(storage, version, schema, filter, fragments, *, stats, columns, with_row_offsets,
 #: readers) -> (fragments to read, read(fragment) -> its rows, or None to scan it)``: a
 #: scan through a scalar index, on a :class:`~fermion.table.domain.TableVersion` and its
@@ -156,7 +152,7 @@ class _MessageRead:
 
 
 def open_fragment_files(
-    storage: TableStorage, fragment: FragmentLike, stats: ScanStats
+    storage: TableStorage, fragment: Fragment, stats: ScanStats
 ) -> list[tuple[FileReader, list[int]]]:
     """Open every data file of a fragment with its top-level field ids (caller closes)."""
     fragment = as_fragment(fragment)
@@ -182,7 +178,7 @@ def open_fragment_files(
 def read_fragment(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: FragmentLike,
+    fragment: Fragment,
     columns: Sequence[str],
     filter: pc.Expression | None = None,
     *,
@@ -237,7 +233,7 @@ def read_fragment(
 def take_fragment(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: FragmentLike,
+    fragment: Fragment,
     columns: Sequence[str],
     positions: np.ndarray,
     readers: ReaderCache | None = None,
@@ -332,7 +328,7 @@ def _read_opened(
     return out
 
 
-def fragment_stripe_rows(storage: TableStorage, fragment: FragmentLike) -> list[int]:
+def fragment_stripe_rows(storage: TableStorage, fragment: Fragment) -> list[int]:
     """Rows of each stripe of a fragment's data file (one entry per stripe).
 
     A fragment of several data files (columns added by a schema change) has no common
@@ -390,7 +386,7 @@ class Scanner:
     def __init__(
         self,
         storage: TableStorage,
-        version: TableVersion | Any,
+        version: TableVersion,
         schema: TableSchema,
         columns: Sequence[str] | None = None,
         filter: pc.Expression | str | None = None,
