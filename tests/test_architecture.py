@@ -818,9 +818,7 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.indices.tasks",
         "fermion.table.merge_insert",
         "fermion.table.row_edits",
-        "fermion.table.tasks.delete",
         "fermion.table.tasks.index",
-        "fermion.table.tasks.rewrite",
         "fermion.table.update",
     }
 )

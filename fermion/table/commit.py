@@ -47,8 +47,9 @@ from fermion.errors import (
     InvalidFileError,
 )
 from fermion.io import failpoints
-from fermion.table.codec import check_writer_flags, encode_manifest
+from fermion.table.codec import check_writer_flags, encode_manifest, table_version
 from fermion.table.conflicts import Verdict, check
+from fermion.table.domain import TableVersion
 from fermion.table.operations import (
     Operation,
     Overwrite,
@@ -69,6 +70,7 @@ __all__ = [
     "CommitResult",
     "Planner",
     "commit_operation",
+    "on_versions",
 ]
 
 MAX_RETRIES_DEFAULT = 20
@@ -77,6 +79,18 @@ BACKOFF_MAX_DEFAULT = 1.0
 
 #: Re-plans an operation on a newer manifest after a retryable conflict; ``None`` = no-op.
 Planner = Callable[[pb.Manifest], Operation | None]
+
+
+def on_versions(plan: Callable[[TableVersion], Operation | None]) -> Planner:
+    """The :data:`Planner` of a re-planner written on
+    :class:`~fermion.table.domain.TableVersion` (what planners outside the codec take).
+
+    Example:
+        >>> from fermion.table.proto import manifest_pb2 as pb
+        >>> on_versions(lambda version: None)(pb.Manifest(version=3)) is None
+        True
+    """
+    return lambda manifest: plan(table_version(manifest))
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from fermion.table.storage import TableStorage
 __all__ = [
     "ARROW_MAX_ROWS",
     "bitmap_from_offsets",
+    "deletion_entry",
     "deletion_path",
     "fragment_deletion_path",
     "keep_mask",
@@ -121,6 +122,21 @@ def fragment_deletion_path(fragment: Fragment) -> str:
     """
     message = fragment_message(fragment)
     return deletion_path(message.id, message.deletion_file)
+
+
+def deletion_entry(fragment: Fragment) -> bytes:
+    """A fragment's deletion file entry, as bytes (``b""`` without one): equal for two
+    fragments exactly when they have the same deletion file.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> deletion_entry(Fragment(1, (), 2))
+        b''
+    """
+    message = fragment_message(fragment)
+    if not message.HasField("deletion_file"):
+        return b""
+    return message.deletion_file.SerializeToString(deterministic=True)
 
 
 def read_fragment_deletions(storage: TableStorage, fragment: Fragment) -> BitMap:

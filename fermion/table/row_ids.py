@@ -38,7 +38,12 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
 )
-from fermion.table.codec import FLAG_ROW_IDS, fragment_message, fragment_views
+from fermion.table.codec import (
+    FLAG_ROW_IDS,
+    fragment_from_proto,
+    fragment_message,
+    fragment_views,
+)
 from fermion.table.deletions import keep_mask, read_deletion_file
 from fermion.table.domain import Fragment, TableVersion
 from fermion.table.proto import manifest_pb2 as pb
@@ -54,6 +59,7 @@ __all__ = [
     "attach_row_ids",
     "decode",
     "encode",
+    "fragment_has_row_ids",
     "fragment_row_ids",
     "has_row_ids",
     "keep_row_ids",
@@ -61,6 +67,7 @@ __all__ = [
     "row_ids_at",
     "sequence_length",
     "with_row_id_column",
+    "with_row_ids",
 ]
 
 #: The name of the row-id column a scan or ``take_rowids`` returns on request (uint64).
@@ -271,6 +278,40 @@ def attach_row_ids(fragments: Sequence[pb.Fragment], ids: np.ndarray) -> None:
         stop = start + fragment.physical_rows
         fragment.row_ids.CopyFrom(encode(ids[start:stop]))
         start = stop
+
+
+def fragment_has_row_ids(fragment: pb.Fragment | Fragment) -> bool:
+    """Whether a fragment carries the ids of its rows.
+
+    Example:
+        >>> from fermion.table.codec import fragment_from_proto
+        >>> m = pb.Fragment(id=1, physical_rows=2, row_ids=encode(np.array([4, 5])))
+        >>> fragment_has_row_ids(fragment_from_proto(m)), fragment_has_row_ids(Fragment(1, (), 2))
+        (True, False)
+    """
+    return fragment_message(fragment).HasField("row_ids")
+
+
+def with_row_ids(fragments: Sequence[Fragment], ids: np.ndarray) -> list[Fragment]:
+    """New fragments (not committed) with the row ids :func:`attach_row_ids` gives them.
+
+    Raises:
+        InvalidArgumentError: ``ids`` and the fragments' rows differ in number.
+
+    Example:
+        >>> from fermion.table.codec import fragment_from_proto
+        >>> f = fragment_from_proto(pb.Fragment(physical_rows=2), committed=False)
+        >>> [g] = with_row_ids([f], np.array([7, 8]))
+        >>> g.id, fragment_row_ids(g).tolist()
+        (None, [7, 8])
+    """
+    messages = []
+    for f in fragments:
+        message = pb.Fragment()
+        message.CopyFrom(fragment_message(f))
+        messages.append(message)
+    attach_row_ids(messages, ids)
+    return [fragment_from_proto(m, committed=False) for m in messages]
 
 
 def keep_row_ids(fragments: Sequence[pb.Fragment], ids: Sequence[np.ndarray | None]) -> None:
