@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from fermion.errors import InvalidFileError
+from fermion.errors import InvalidArgumentError, InvalidFileError
 from fermion.table.codec import fragment_from_proto, fragment_message
 from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
@@ -156,6 +156,9 @@ def with_deletions(
     """Write ``rows`` as the complete deletion set of a committed fragment; returns the
     fragment with that deletion file (what a ``Delete`` commits).
 
+    Raises:
+        InvalidArgumentError: ``fragment`` is not committed (it has no id).
+
     Example:
         >>> import tempfile
         >>> from fermion.table.codec import fragment_from_proto, has_deletion_file
@@ -165,9 +168,10 @@ def with_deletions(
         >>> g.id, g.live_rows, has_deletion_file(g), list(read_fragment_deletions(st, g))
         (1, 2, True, [0, 3])
     """
+    if fragment.id is None:
+        raise InvalidArgumentError("an uncommitted fragment has no deletion file")
     update = pb.Fragment()
     update.CopyFrom(fragment_message(fragment))
-    assert fragment.id is not None, "an uncommitted fragment has no deletion file"
     update.deletion_file.CopyFrom(write_deletion_file(storage, fragment.id, read_version, rows))
     return fragment_from_proto(update, committed=True)
 

@@ -378,9 +378,10 @@ def merge_fragment_columns(
 class Scanner:
     """A planned scan of one table version. Build with ``Dataset.scanner``.
 
-    ``version`` is the :class:`~fermion.table.domain.TableVersion` scanned. A manifest
-    message is still accepted (the signature before the handle): :meth:`fragments` and
-    :meth:`to_tables` then hand out that manifest's ``Fragment`` messages, as they did.
+    ``version`` is the :class:`~fermion.table.domain.TableVersion` scanned (its manifest
+    message is still accepted, the signature before the handle). :meth:`fragment_values`
+    gives the fragments to read as domain values; :meth:`fragments` and :meth:`to_tables`
+    hand out their manifest messages, as they did before.
     """
 
     def __init__(
@@ -404,7 +405,6 @@ class Scanner:
             raise InvalidArgumentError("columns must be a list of column names")
         self.columns = list(names) if columns is None else list(columns)
         handle = as_table_version(version)
-        self._messages = handle is not version  # built on a manifest message
         # "_rowid" asked for (and not a column of the table): read offsets, map them to ids
         self._requested, self._row_ids = row_id_request(handle, names, self.columns)
         if self._row_ids:
@@ -428,19 +428,27 @@ class Scanner:
         self._indexed_read: Callable[[Fragment], pa.Table | None] | None = None
 
     def fragments(self) -> list[Any]:
-        """The fragments left after pruning by a scalar index and by manifest statistics
-        (:class:`~fermion.table.domain.Fragment` values; the manifest's messages for a
-        scanner built on one).
+        """The manifest ``Fragment`` messages of :meth:`fragment_values`, as this method
+        gave them before the domain model (the Spark data source reads them); new code
+        calls :meth:`fragment_values`."""
+        return [fragment_message(f) for f in self._plan()]
+
+    def fragment_values(self) -> list[Fragment]:
+        """The fragments left after pruning by a scalar index and by manifest statistics.
 
         The index is consulted first (its lookup costs the same whatever fragments
         statistics would keep): a fragment it answers exactly (every conjunct) is read only
         at its candidate rows, the rows the filter keeps (none: the fragment is dropped),
         which statistics cannot narrow, so statistics prune only the other fragments.
-        """
-        return self._out(self._plan())
 
-    def _out(self, fragments: list[Fragment]) -> list[Any]:
-        return [fragment_message(f) for f in fragments] if self._messages else fragments
+        Example:
+            >>> import tempfile, pyarrow as pa, fermion.table as ft
+            >>> ds = ft.write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp(),
+            ...                       max_rows_per_file=2)
+            >>> [f.live_rows for f in ds.scanner(filter="x > 2").fragment_values()]
+            [1]
+        """
+        return self._plan()
 
     def _plan(self) -> list[Fragment]:
         every = self._version.fragments
@@ -484,14 +492,14 @@ class Scanner:
         return table
 
     def to_tables(self, readahead: int = _SCAN_THREADS) -> Iterator[tuple[Any, pa.Table]]:
-        """Each surviving fragment with its rows, in fragment order (the fragment as
-        :meth:`fragments` gives it).
+        """Each surviving fragment (its manifest message, as :meth:`fragments` gives it)
+        with its rows, in fragment order.
 
         At most ``readahead`` fragments are read ahead of the one handed out (on as many
         threads), so a scan holds at most ``readahead + 1`` fragments in memory.
         """
         for fragment, table in self._tables(readahead):
-            yield (fragment_message(fragment) if self._messages else fragment), table
+            yield fragment_message(fragment), table
 
     def _tables(self, readahead: int) -> Iterator[tuple[Fragment, pa.Table]]:
         fragments = self._plan()

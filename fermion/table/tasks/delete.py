@@ -151,7 +151,7 @@ def plan_delete(
     ref, storage, read = open_planned_version(uri, version, manifest_store)
     schema = read.schema
     expression, text = _expression(filter, schema.arrow)
-    candidates = Scanner(storage, read, schema, [], expression).fragments()
+    candidates = Scanner(storage, read, schema, [], expression).fragment_values()
     tasks = tuple(
         DeleteTask(str(n), ref, read.version, schema, group, expression)
         for n, group in enumerate(fragment_groups(candidates, fragments_per_task))
@@ -216,7 +216,7 @@ def delete_now(
     schema = version.schema
     updated: list[Fragment] = []
     removed: list[int] = []
-    for fragment in Scanner(storage, version, schema, [], predicate).fragments():
+    for fragment in Scanner(storage, version, schema, [], predicate).fragment_values():
         update, gone, _ = _delete_in(storage, schema, fragment, predicate, version.version)
         if gone:
             removed.append(_committed_id(fragment))
