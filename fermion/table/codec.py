@@ -739,8 +739,8 @@ def schema_from_bytes(data: bytes, max_field_id: int) -> TableSchema:
 def table_version(manifest: pb.Manifest) -> TableVersion:
     """The :class:`~fermion.table.domain.TableVersion` of a manifest.
 
-    Its number, row-id state and transaction are read now; its schema, fragments
-    (:func:`fragment_views`), configuration and index names when first used, then kept.
+    Its number is read now; every other field (the fragments are
+    :func:`fragment_views`) when first used, then kept.
     The manifest must not be changed in place while the handle lives (a ``Dataset``'s
     manifests never are). The handle pickles as the manifest's bytes.
 
@@ -754,16 +754,7 @@ def table_version(manifest: pb.Manifest) -> TableVersion:
         True
     """
     handle = _new(_WireVersion)
-    handle.__dict__.update(
-        _wire=manifest,
-        version=manifest.version,
-        next_row_id=manifest.next_row_id,
-        has_row_ids=bool(manifest.reader_feature_flags & FLAG_ROW_IDS),
-        transaction_file=manifest.transaction_file,
-        transaction_uuid=manifest.transaction_uuid,
-        operation=manifest.summary.operation,
-        timestamp_us=manifest.timestamp_us,
-    )
+    handle.__dict__.update(_wire=manifest, version=manifest.version)
     return handle
 
 
@@ -848,6 +839,12 @@ class _WireVersion(TableVersion):
     (:func:`table_version`); made only there, with ``_wire`` in its ``__dict__``."""
 
     schema = _Later(lambda m: TableSchema.from_proto(m.schema, m.max_field_id))
+    next_row_id = _Later(lambda m: m.next_row_id)
+    has_row_ids = _Later(lambda m: bool(m.reader_feature_flags & FLAG_ROW_IDS))
+    transaction_file = _Later(lambda m: m.transaction_file)
+    transaction_uuid = _Later(lambda m: m.transaction_uuid)
+    operation = _Later(lambda m: m.summary.operation)
+    timestamp_us = _Later(lambda m: m.timestamp_us)
     fragments = _Later(fragment_views)
     config = _Later(lambda m: dict(m.config))
     index_names = _Later(lambda m: tuple(i.name for i in m.indices))

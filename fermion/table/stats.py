@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from fermion.deprecation import deprecated_alias
 from fermion.format.read.pruning import guarantee_for, segments_that_may_match
-from fermion.table.codec import fragment_message
+from fermion.table.codec import FragmentInfo, fragment_message
 from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
@@ -288,6 +288,10 @@ def guarantee_of(
 ) -> pc.Expression:
     """:func:`fragment_guarantee` of a fragment's recorded statistics.
 
+    A fragment the codec made (a ``Dataset``'s, read from its manifest) keeps the last
+    few guarantees built for it, by schema object and columns: the next scan of the same
+    version prunes without building them again (statistics never change).
+
     Example:
         >>> import pyarrow as pa
         >>> from fermion.table.domain import Fragment
@@ -295,8 +299,17 @@ def guarantee_of(
         >>> guarantee_of(Fragment(None, (), 0), schema).equals(pc.scalar(True))
         True
     """
+    kept = fragment.__dict__.get("_guarantees")
+    key = None if only is None else frozenset(only)
+    if kept is not None:
+        for of, on, guarantee in kept:
+            if of is schema and on == key:
+                return guarantee
     message = fragment_message(fragment)
-    return fragment_guarantee(message.stats, schema, message.physical_rows, only)
+    guarantee = fragment_guarantee(message.stats, schema, message.physical_rows, only)
+    if isinstance(fragment, FragmentInfo):  # (its pickles leave the guarantees out)
+        fragment.__dict__["_guarantees"] = [*(kept or ()), (schema, key, guarantee)][-4:]
+    return guarantee
 
 
 def int_bounds(fragment: Fragment, field_id: int) -> tuple[int, int] | None:
