@@ -810,8 +810,6 @@ PROTO_NOT_YET_MOVED = frozenset(
     {
         "fermion.table.column_join",
         "fermion.table.column_values",
-        "fermion.table.commit",
-        "fermion.table.dataset",
         "fermion.table.indices.api",
         "fermion.table.indices.build",
         "fermion.table.indices.lookup",

@@ -65,6 +65,7 @@ __all__ = [
     "check_reader_flags",
     "check_writable",
     "check_writer_flags",
+    "copy_manifest",
     "decode_manifest",
     "decode_transaction",
     "encode_manifest",
@@ -808,6 +809,20 @@ def check_writable(version: TableVersion) -> None:
     wire = version.__dict__.get("_wire")
     if wire is not None:
         check_writer_flags(wire)
+
+
+def copy_manifest(manifest: pb.Manifest) -> pb.Manifest:
+    """A copy of a manifest message (changing it changes nothing the original backs).
+
+    Example:
+        >>> m = pb.Manifest(version=2)
+        >>> c = copy_manifest(m)
+        >>> c == m, c is m
+        (True, False)
+    """
+    copy = pb.Manifest()
+    copy.CopyFrom(manifest)
+    return copy
 
 
 def _version_from_bytes(data: bytes) -> TableVersion:

@@ -29,7 +29,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
-from fermion.table.codec import table_version
+from fermion.table.codec import copy_manifest, table_version
 from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
@@ -47,7 +47,6 @@ from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import MergeInsertBuilder
 from fermion.table.operations import Append, Operation, Overwrite, Restore, SchemaChange
 from fermion.table.operations.update_config import plan_update_config
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
 from fermion.table.scan import Scanner, message_indexed_scan, take_fragment
@@ -63,7 +62,6 @@ from fermion.table.tasks import (
     plan_properties,
     resolve_write_schema,
 )
-from fermion.table.transition import live_rows
 from fermion.table.update import replace_where as replace_rows_where
 from fermion.table.update import update_rows
 from fermion.table.versions import (
@@ -138,10 +136,11 @@ def write_dataset(
     ref = TableRef.of(uri, storage_options=storage_options, manifest_store=manifest_store)
     storage = ref.open()
     latest = latest_manifest(storage)
-    if mode == "create" and latest is not None:
-        raise DatasetError(f"{storage.uri}: table already exists (version {latest.version})")
+    head = None if latest is None else table_version(latest)
+    if mode == "create" and head is not None:
+        raise DatasetError(f"{storage.uri}: table already exists (version {head.version})")
     wanted = "overwrite" if mode == "overwrite" and replace_where is None else "append"
-    properties = plan_properties(latest, write_properties, mode=wanted)
+    properties = plan_properties(head, write_properties, mode=wanted)
     if replace_where is not None:
         if mode != "overwrite" or latest is None:
             raise DatasetError(f"{storage.uri}: replace_where needs mode='overwrite' on a table")
@@ -155,13 +154,13 @@ def write_dataset(
     data_schema, batches = as_batches(data)
     stream = pa.RecordBatchReader.from_batches(data_schema, batches)
     schema = resolve_write_schema(
-        latest, data_schema, mode="overwrite" if mode == "overwrite" else "append"
+        head, data_schema, mode="overwrite" if mode == "overwrite" else "append"
     )
     properties.check_schema(schema.arrow)
     fragments = write_fragments(
         stream, ref, schema=schema, max_rows_per_file=max_rows_per_file,
         manifest_store=storage.manifest_store, properties=properties,
-        batch_id_column=default_batch_column(latest, properties, data_schema),
+        batch_id_column=default_batch_column(head, properties, data_schema),
     )  # fmt: skip
     op: Operation
     if latest is None or mode == "overwrite":
@@ -173,7 +172,7 @@ def write_dataset(
     result = commit_operation(
         storage,
         op,
-        read_version=None if latest is None else latest.version,
+        read_version=None if head is None else head.version,
         config=commit_config,
         create_only=latest is None and mode == "create",
     )
@@ -240,12 +239,12 @@ class Dataset:
         ({'x': [1, 2]}, 3)
     """
 
-    def __init__(self, storage: TableStorage, manifest: pb.Manifest) -> None:
+    def __init__(self, storage: TableStorage, manifest: Any) -> None:
         self._storage = storage
         self._manifest = manifest
         # (the message it copies, the copy) behind the ``manifest`` property
-        self._manifest_copy: tuple[pb.Manifest, pb.Manifest] | None = None
-        self._handle: tuple[pb.Manifest, TableVersion] | None = None
+        self._manifest_copy: tuple[Any, Any] | None = None
+        self._handle: tuple[Any, TableVersion] | None = None
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         # data files kept open between batch lookups (fermion.table.readers)
@@ -320,7 +319,7 @@ class Dataset:
     @property
     def version(self) -> int:
         """The version this object reads."""
-        return self._manifest.version
+        return self.table_version.version
 
     @property
     def latest_version(self) -> int:
@@ -328,7 +327,7 @@ class Dataset:
         return self._storage.latest_version() or 0
 
     @property
-    def manifest(self) -> pb.Manifest:
+    def manifest(self) -> Any:
         """This version's manifest message, as a copy: the table's own message stays private.
 
         The copy is made on the first access and the same copy is returned on later ones
@@ -349,8 +348,7 @@ class Dataset:
         cached = self._manifest_copy
         if cached is not None and cached[0] is self._manifest:
             return cached[1]
-        copy = pb.Manifest()
-        copy.CopyFrom(self._manifest)
+        copy = copy_manifest(self._manifest)
         self._manifest_copy = (self._manifest, copy)
         return copy
 
@@ -401,10 +399,10 @@ class Dataset:
 
     def __repr__(self) -> str:
         columns = schema_preview(self.schema)  # the first 10 columns, then how many more
-        rows = sum(live_rows(f) for f in self._manifest.fragments)
+        handle = self.table_version
         return (
-            f"Dataset({self.uri!r}, version={self.version}, rows={rows}, "
-            f"fragments={len(self._manifest.fragments)}, schema=({columns}))"
+            f"Dataset({self.uri!r}, version={self.version}, rows={handle.live_rows}, "
+            f"fragments={len(handle.fragments)}, schema=({columns}))"
         )
 
     def _moved(self, result: CommitResult) -> None:
@@ -598,8 +596,8 @@ class Dataset:
                 f"indices must be integers (a one-dimensional list), got {indices!r}"
             )
         wanted = wanted.astype(np.int64)
-        fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
-        starts = np.cumsum([0] + [live_rows(f) for f in fragments])
+        fragments = [f for f in self.table_version.fragments if f.live_rows > 0]
+        starts = np.cumsum([0] + [f.live_rows for f in fragments])
         if wanted.size and (wanted.min() < 0 or wanted.max() >= starts[-1]):
             raise InvalidArgumentError(f"indices out of range [0, {int(starts[-1])})")
         names = list(self.schema.names) if columns is None else list(columns)
@@ -947,7 +945,7 @@ class Dataset:
             self._schema = schema_of(self._manifest)
 
     def _change_schema(self, change: Any) -> None:
-        def plan(manifest: pb.Manifest) -> SchemaChange:
+        def plan(manifest: Any) -> SchemaChange:
             return SchemaChange(change(schema_of(manifest)))
 
         self._commit(plan(self._manifest), plan)
@@ -1019,7 +1017,7 @@ class Dataset:
     def write_properties(self) -> WriteProperties:
         """The write properties this version records (``fermion.write.*``; see
         :mod:`fermion.table.write_properties`): every writer of the table uses them."""
-        return write_properties_of(self._manifest.config)
+        return write_properties_of(self.table_version.config)
 
     def update_write_properties(
         self,
@@ -1048,7 +1046,7 @@ class Dataset:
             True
         """
 
-        def plan(manifest: pb.Manifest) -> Operation:
+        def plan(manifest: Any) -> Operation:
             return plan_update_config(manifest, values, unset)
 
         self._commit(plan(self._manifest), plan, max_retries)
