@@ -405,6 +405,8 @@ class Scanner:
             raise InvalidArgumentError("columns must be a list of column names")
         self.columns = list(names) if columns is None else list(columns)
         handle = as_table_version(version)
+        # a handle the caller keeps (a Dataset's) keeps its fragments' pruning guarantees
+        self._keep_guarantees = handle is version
         # "_rowid" asked for (and not a column of the table): read offsets, map them to ids
         self._requested, self._row_ids = row_id_request(handle, names, self.columns)
         if self._row_ids:
@@ -466,7 +468,8 @@ class Scanner:
         unanswered = [f for f in fragments if answered is None or not answered([f])]
         if self.filter is not None and unanswered:
             only = set(_referenced(self.filter, self._schema.arrow.names))
-            guarantees = [guarantee_of(f, self._schema, only) for f in unanswered]
+            cache = self._keep_guarantees
+            guarantees = [guarantee_of(f, self._schema, only, keep=cache) for f in unanswered]
             keep = prune(guarantees, self._schema.arrow, self.filter)
             pruned = {id(f) for f, k in zip(unanswered, keep, strict=True) if not k}
             fragments = [f for f in fragments if id(f) not in pruned]

@@ -284,13 +284,18 @@ def fragment_guarantee(
 
 
 def guarantee_of(
-    fragment: Fragment, schema: TableSchema, only: Collection[str] | None = None
+    fragment: Fragment,
+    schema: TableSchema,
+    only: Collection[str] | None = None,
+    *,
+    keep: bool = False,
 ) -> pc.Expression:
     """:func:`fragment_guarantee` of a fragment's recorded statistics.
 
-    A fragment the codec made (a ``Dataset``'s, read from its manifest) keeps the last
-    few guarantees built for it, by schema object and columns: the next scan of the same
-    version prunes without building them again (statistics never change).
+    With ``keep``, a fragment the codec made (a ``Dataset``'s, read from its manifest)
+    keeps the last few guarantees built for it, by schema object and columns: the next
+    scan of the same version prunes without building them again (statistics never
+    change). A caller whose fragments live for one scan only leaves ``keep`` false.
 
     Example:
         >>> import pyarrow as pa
@@ -307,7 +312,7 @@ def guarantee_of(
                 return guarantee
     message = fragment_message(fragment)
     guarantee = fragment_guarantee(message.stats, schema, message.physical_rows, only)
-    if isinstance(fragment, FragmentInfo):  # (its pickles leave the guarantees out)
+    if keep and isinstance(fragment, FragmentInfo):  # (its pickles leave them out)
         fragment.__dict__["_guarantees"] = [*(kept or ()), (schema, key, guarantee)][-4:]
     return guarantee
 

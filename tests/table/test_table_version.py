@@ -115,3 +115,19 @@ def test_planners_hold_domain_fragments(tmp_path: Any) -> None:
     assert [f.id for f in fragments] == [0, 1, 2]
     assert all(isinstance(f, Fragment) for f in fragments)
     assert pickle.loads(pickle.dumps(compaction)) == compaction
+
+
+def test_a_kept_handle_keeps_its_pruning_guarantees(tmp_path: Any) -> None:
+    ds = dataset(_table(tmp_path))
+    first = ds.scanner(["x"], "x >= 4")
+    assert [f.id for f in first.fragment_values()] == [2]
+    kept = [vars(f).get("_guarantees") for f in ds.table_version.fragments]
+    assert all(kept)  # built once, for this schema and these columns
+    again = ds.scanner(["x"], "x >= 4")
+    assert again.fragment_values() == first.fragment_values()
+    assert [vars(f).get("_guarantees") for f in ds.table_version.fragments] == kept
+    # fragments made for one scan (a scanner given the manifest message) keep nothing
+    manifest = manifest_of(ds.table_version)
+    scanner = Scanner(ds.storage, manifest, ds.table_schema, ["x"], pc.field("x") >= 4)
+    assert scanner.fragments() == [manifest.fragments[2]]
+    assert not any("_guarantees" in vars(f) for f in scanner._version.fragments)
