@@ -815,24 +815,14 @@ PROTO_ALLOWED: dict[str, str] = {
 #: Modules that still read manifest messages directly (issue 43, item 4): only shrinks.
 PROTO_NOT_YET_MOVED = frozenset(
     {
-        "fermion.table.batches",
         "fermion.table.column_join",
         "fermion.table.column_values",
-        "fermion.table.commit",
-        "fermion.table.dataset",
-        "fermion.table.dataset_batches",
-        "fermion.table.fragments",
         "fermion.table.indices.api",
         "fermion.table.indices.lookup",
         "fermion.table.indices.tasks",
         "fermion.table.merge_insert",
-        "fermion.table.readers",
         "fermion.table.row_edits",
-        "fermion.table.scan",
-        "fermion.table.tasks.delete",
         "fermion.table.tasks.index",
-        "fermion.table.tasks.rewrite",
-        "fermion.table.tasks.write",
         "fermion.table.update",
     }
 )

@@ -56,13 +56,14 @@ import pyarrow.compute as pc
 from fermion.errors import BatchModeError, ColumnNotFoundError, InvalidArgumentError
 from fermion.format import FileReader
 from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table
-from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.codec import as_fragment, as_table_version, has_deletion_file
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.readers import OpenFile, ReaderCache
 from fermion.table.scan import ScanStats, merge_fragment_columns
 from fermion.table.schema import TableSchema, project_file_table
+from fermion.table.stats import int_bounds
 from fermion.table.storage import TableStorage
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
-from fermion.table.transition import live_rows
 
 __all__ = ["BatchLookup", "BatchRanges", "OnMissing", "batch_id_column", "epoch_batches"]
 
@@ -71,8 +72,11 @@ _LOOKUP_THREADS = 8
 _INT64 = np.iinfo(np.int64)
 
 
-def batch_id_column(manifest: pb.Manifest, schema: TableSchema, given: str | None = None) -> str:
+def batch_id_column(version: TableVersion, schema: TableSchema, given: str | None = None) -> str:
     """The batch-id column of a table version: ``given``, else the table configuration's.
+
+    ``version`` is a :class:`~fermion.table.domain.TableVersion` (a manifest message is
+    still accepted).
 
     Raises:
         BatchModeError: no batch-id column is recorded (and none given), or it is not an
@@ -80,11 +84,15 @@ def batch_id_column(manifest: pb.Manifest, schema: TableSchema, given: str | Non
 
     Example:
         >>> import pyarrow as pa
-        >>> m = pb.Manifest(config={"fermion.batch_id_column": "b"})
-        >>> batch_id_column(m, TableSchema.from_arrow(pa.schema([("b", pa.int64())])))
+        >>> schema = TableSchema.from_arrow(pa.schema([("b", pa.int64())]))
+        >>> v = TableVersion(1, schema, (), config={"fermion.batch_id_column": "b"})
+        >>> batch_id_column(v, schema)
         'b'
     """
-    name = given if given is not None else manifest.config.get(BATCH_ID_COLUMN_KEY)
+    if given is not None:
+        name: str | None = given
+    else:
+        name = as_table_version(version).config.get(BATCH_ID_COLUMN_KEY)
     if not name:
         raise BatchModeError(
             f"the table records no batch-id column ({BATCH_ID_COLUMN_KEY}); write it with "
@@ -130,41 +138,45 @@ class BatchRanges:
     the batch-id column); a fragment without them gets the whole int64 range.
     """
 
-    fragments: tuple[pb.Fragment, ...]
+    fragments: tuple[Fragment, ...]
     lo: np.ndarray
     hi: np.ndarray
 
     @staticmethod
-    def build(manifest: pb.Manifest, field_id: int) -> BatchRanges:
-        """Ranges of the fragments with live rows (fragments fully deleted are left out).
+    def build(version: TableVersion, field_id: int) -> BatchRanges:
+        """Ranges of the fragments with live rows (fragments fully deleted are left out)
+        of a :class:`~fermion.table.domain.TableVersion` (or its manifest message).
 
         Example:
-            >>> f = pb.Fragment(id=1, physical_rows=2)
-            >>> s = f.stats.add(field_id=0)
-            >>> s.min.int_value, s.max.int_value = 5, 9
-            >>> r = BatchRanges.build(pb.Manifest(fragments=[f]), 0)
-            >>> r.lo.tolist(), r.hi.tolist()
-            ([5], [9])
+            >>> import pyarrow as pa
+            >>> schema = TableSchema.from_arrow(pa.schema([("b", pa.int64())]))
+            >>> v = TableVersion(1, schema, (Fragment(1, (), 2), Fragment(2, (), 3, 3)))
+            >>> r = BatchRanges.build(v, 0)
+            >>> [f.id for f in r.fragments], r.lo.tolist() == [np.iinfo(np.int64).min]
+            ([1], True)
         """
-        fragments = tuple(f for f in manifest.fragments if live_rows(f) > 0)
+        return BatchRanges.of(
+            [f for f in as_table_version(version).fragments if f.live_rows > 0], field_id
+        )
+
+    @staticmethod
+    def of(fragments: Sequence[Fragment], field_id: int) -> BatchRanges:
+        """Ranges of ``fragments``: the min/max statistics of the batch-id field
+        (:func:`fermion.table.stats.int_bounds`), else the whole int64 range."""
         lo = np.full(len(fragments), _INT64.min, dtype=np.int64)
         hi = np.full(len(fragments), _INT64.max, dtype=np.int64)
         for k, fragment in enumerate(fragments):
-            for item in fragment.stats:
-                if item.field_id != field_id or item.null_count:
-                    continue
-                if item.min.WhichOneof("kind") == "int_value" and item.max.WhichOneof("kind") == (
-                    "int_value"
-                ):
-                    lo[k], hi[k] = item.min.int_value, item.max.int_value
-        return BatchRanges(fragments, lo, hi)
+            bounds = int_bounds(fragment, field_id)
+            if bounds is not None:
+                lo[k], hi[k] = bounds
+        return BatchRanges(tuple(fragments), lo, hi)
 
-    def plan(self, unique_ids: np.ndarray) -> list[tuple[pb.Fragment, np.ndarray]]:
+    def plan(self, unique_ids: np.ndarray) -> list[tuple[Fragment, np.ndarray]]:
         """The fragments that may hold some of ``unique_ids`` (sorted, distinct), each with
         the ids its range holds: two binary searches per fragment, no IO.
 
         Example:
-            >>> r = BatchRanges((pb.Fragment(id=1), pb.Fragment(id=2)),
+            >>> r = BatchRanges((Fragment(1, (), 1), Fragment(2, (), 1)),
             ...                 np.array([0, 10]), np.array([9, 19]))
             >>> [(f.id, ids.tolist()) for f, ids in r.plan(np.array([3, 4, 25]))]
             [(1, [3, 4])]
@@ -200,7 +212,7 @@ def _batch_file_rows(reader: FileReader, ids: np.ndarray) -> tuple[np.ndarray, n
     return np.concatenate(present), np.stack([np.concatenate(starts), np.concatenate(lengths)])
 
 
-def _batch_mode_by(opened: OpenFile, fragment: pb.Fragment, batch_fid: int) -> bool:
+def _batch_mode_by(opened: OpenFile, fragment: Fragment, batch_fid: int) -> bool:
     """Whether the file's BATCH_META ids are the values of the batch-id column: a batch-mode
     file holding the column whose id range (metadata only) is the column's min/max.
     (Worked out once per open file: neither the file nor its statistics change.)"""
@@ -210,7 +222,7 @@ def _batch_mode_by(opened: OpenFile, fragment: pb.Fragment, batch_fid: int) -> b
     reader = opened.reader
     found = False
     if reader.batch_mode and batch_fid in opened.top_ids:
-        ranges = BatchRanges.build(pb.Manifest(fragments=[fragment]), batch_fid)
+        ranges = BatchRanges.of([fragment] if fragment.live_rows > 0 else [], batch_fid)
         index = reader.batches()
         filled = index.batches_per_stripe > 0
         if ranges.fragments and bool(np.any(filled)):
@@ -225,7 +237,7 @@ def _batch_mode_by(opened: OpenFile, fragment: pb.Fragment, batch_fid: int) -> b
 def read_fragment_batches(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment,
     columns: Sequence[str],
     batch_column: str,
     ids: np.ndarray,
@@ -236,7 +248,9 @@ def read_fragment_batches(
     distinct), projected to ``columns`` (which must include ``batch_column``), in table
     order. Batch-mode files are read by batch; other files are scanned with a filter.
     A fragment of one data file is read through ``readers`` when given (its reader then
-    stays open for the next lookup); ``stats.files_reused`` counts those kept open."""
+    stays open for the next lookup); ``stats.files_reused`` counts those kept open.
+    ``fragment`` is a :class:`~fermion.table.domain.Fragment` (or its manifest message)."""
+    fragment = as_fragment(fragment)
     # the files of a fragment of several are opened for this read only (ReaderCache(0))
     cache = readers if readers is not None and len(fragment.files) == 1 else ReaderCache(0)
     with ExitStack() as leases:
@@ -278,7 +292,7 @@ def read_fragment_batches(
             hits = pc.fill_null(pc.is_in(values, value_set=pa.array(ids, pa.int64())), False)
             offsets = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
             merged = take_table(merged, offsets)
-        if fragment.HasField("deletion_file"):  # (kept with the first file: its rows)
+        if has_deletion_file(fragment):  # (kept with the first file: its rows)
             keep, read_now = files[0].keep_mask(storage, fragment)
             stats.deletion_files_read += read_now
             merged = filter_table(merged, pa.array(keep[offsets]))
@@ -328,7 +342,7 @@ class BatchLookup:
         self._storage, self._ranges, self._schema = storage, ranges, schema
         self._readers = readers
 
-    def plan(self) -> list[tuple[pb.Fragment, np.ndarray]]:
+    def plan(self) -> list[tuple[Fragment, np.ndarray]]:
         """The fragments to open, each with the sorted ids its batch-id range holds."""
         unique = np.unique(self.ids)
         planned = self._ranges.plan(unique)
@@ -336,7 +350,7 @@ class BatchLookup:
         self.stats.fragments_pruned = len(self._ranges.fragments) - len(planned)
         return planned
 
-    def _read(self, item: tuple[pb.Fragment, np.ndarray]) -> pa.Table:
+    def _read(self, item: tuple[Fragment, np.ndarray]) -> pa.Table:
         fragment, ids = item
         needed = list(dict.fromkeys([*self.columns, self.batch_column]))
         return read_fragment_batches(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +47,7 @@ from fermion.errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
-from fermion.table.domain import DataFile, Fragment
+from fermion.table.domain import DataFile, Fragment, TableVersion
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
 from fermion.table.schema import TableSchema
@@ -60,8 +60,12 @@ __all__ = [
     "FragmentInfo",
     "KNOWN_READER_FLAGS",
     "KNOWN_WRITER_FLAGS",
+    "as_fragment",
+    "as_table_version",
     "check_reader_flags",
+    "check_writable",
     "check_writer_flags",
+    "copy_manifest",
     "decode_manifest",
     "decode_transaction",
     "encode_manifest",
@@ -70,6 +74,7 @@ __all__ = [
     "fragment_from_dict",
     "fragment_from_proto",
     "fragment_message",
+    "fragment_messages",
     "fragment_stats",
     "fragment_to_bytes",
     "fragment_to_dict",
@@ -77,8 +82,12 @@ __all__ = [
     "fragment_views",
     "fragments_from_manifest",
     "fragments_from_messages",
+    "has_deletion_file",
+    "manifest_of",
+    "new_fragment",
     "schema_from_bytes",
     "schema_to_bytes",
+    "table_version",
 ]
 
 MAGIC = b"FRMT"
@@ -239,7 +248,7 @@ def fragment_from_proto(message: pb.Fragment, *, committed: bool | None = None) 
 _new = object.__new__
 
 
-def _wire_fragment(message: pb.Fragment, fragment_id: int | None, deletions: bool) -> Fragment:
+def _data_files(message: pb.Fragment) -> tuple[DataFile, ...]:
     files = []
     for f in message.files:
         data_file = _new(DataFile)
@@ -250,10 +259,14 @@ def _wire_fragment(message: pb.Fragment, fragment_id: int | None, deletions: boo
             file_format=f.file_format or "fermion",
         )
         files.append(data_file)
+    return tuple(files)
+
+
+def _wire_fragment(message: pb.Fragment, fragment_id: int | None, deletions: bool) -> Fragment:
     fragment = _new(FragmentInfo)
     fragment.__dict__.update(
         id=fragment_id,
-        files=tuple(files),
+        files=_data_files(message),
         physical_rows=message.physical_rows,
         deleted_rows=message.deletion_file.num_deleted_rows if deletions else 0,
         # Not ``deterministic=True``: that option only orders map entries, and no message
@@ -271,7 +284,7 @@ def fragment_to_proto(fragment: Fragment) -> pb.Fragment:
     its id, files and row count; one read from a manifest gets its exact message back.
 
     Example:
-        >>> from fermion.table.domain import DataFile, Fragment
+        >>> from fermion.table.domain import DataFile, Fragment, TableVersion
         >>> m = fragment_to_proto(Fragment(None, (DataFile("data/a.fermion", (0,), 9),), 3))
         >>> m.physical_rows, m.files[0].path
         (3, 'data/a.fermion')
@@ -300,7 +313,87 @@ def fragment_message(fragment: pb.Fragment | Fragment) -> pb.Fragment:
         >>> fragment_message(Fragment(id=None, files=(), physical_rows=3)).physical_rows
         3
     """
-    return fragment if isinstance(fragment, pb.Fragment) else fragment_to_proto(fragment)
+    if isinstance(fragment, pb.Fragment):
+        return fragment
+    wire = fragment.__dict__.get("_wire")
+    if wire is not None:
+        return wire
+    message = fragment_to_proto(fragment)
+    if isinstance(fragment, FragmentInfo):  # read once: the value never changes
+        fragment.__dict__["_wire"] = message
+    return message
+
+
+def fragment_messages(fragments: Iterable[Fragment]) -> tuple[pb.Fragment, ...]:
+    """The manifest messages of fragments, for building an operation (a transaction
+    message, :mod:`fermion.table.operations`) from domain values; the operation copies
+    them.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> [m.physical_rows for m in fragment_messages([Fragment(None, (), 3)])]
+        [3]
+    """
+    return tuple(fragment_message(f) for f in fragments)
+
+
+def as_fragment(fragment: pb.Fragment | Fragment, *, committed: bool | None = None) -> Fragment:
+    """The :class:`~fermion.table.domain.Fragment` of a fragment given either way (a
+    domain value is returned as is; a message becomes a value read from it when first
+    used, as :func:`fragment_views` makes them, its id ``None`` when uncommitted).
+
+    For the readers that take both: a caller holding manifest messages pays no
+    conversion up front.
+
+    Example:
+        >>> f = as_fragment(pb.Fragment(id=3, physical_rows=2))
+        >>> f.id, f.live_rows, fragment_message(f).id
+        (3, 2, 3)
+        >>> as_fragment(f) is f, as_fragment(pb.Fragment(physical_rows=1)).id is None
+        (True, True)
+    """
+    if not isinstance(fragment, pb.Fragment):
+        return fragment
+    view = _new(_FragmentView)
+    view.__dict__["_wire"] = fragment
+    if committed is None:
+        committed = bool(fragment.id) or fragment.HasField("deletion_file")
+    if not committed:
+        view.__dict__["id"] = None
+    return view
+
+
+def has_deletion_file(fragment: Fragment) -> bool:
+    """Whether the fragment has a deletion file (whose rows readers must drop).
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> has_deletion_file(Fragment(None, (), 3))
+        False
+    """
+    return fragment_message(fragment).HasField("deletion_file")
+
+
+def new_fragment(files: Iterable[DataFile], physical_rows: int, stats: Iterable[Any]) -> Fragment:
+    """A fragment just written (not committed: no id) with its files and the per-field
+    statistics (``FieldStats`` messages, :mod:`fermion.table.stats`) gathered while they
+    were written.
+
+    Example:
+        >>> from fermion.table.domain import DataFile
+        >>> f = new_fragment([DataFile("data/a.fermion", (0,), 9)], 3, [])
+        >>> f.id, f.physical_rows, fragment_message(f).files[0].path
+        (None, 3, 'data/a.fermion')
+    """
+    message = pb.Fragment(physical_rows=physical_rows)
+    for f in files:
+        message.files.add(
+            path=f.path, field_ids=f.field_ids, size_bytes=f.size_bytes, file_format=f.file_format
+        )
+    message.stats.extend(stats)
+    fragment = fragment_from_proto(message, committed=False)
+    fragment.__dict__["_wire"] = message  # what fragment_message gives (not read again)
+    return fragment
 
 
 def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:
@@ -360,7 +453,7 @@ def fragment_stats(fragment: Fragment) -> list[pb.FieldStats]:
         >>> fragment_stats(Fragment(None, (), 0))
         []
     """
-    return list(fragment_to_proto(fragment).stats)
+    return list(fragment_message(fragment).stats)
 
 
 def fragment_to_bytes(fragment: Fragment) -> bytes:
@@ -472,6 +565,10 @@ class FragmentInfo(Fragment):
     def __repr__(self) -> str:
         return "Fragment" + Fragment.__repr__(self)[len(type(self).__qualname__) :]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the fields only: a message :func:`fragment_message` kept does not travel
+        return FragmentInfo, _fields(self)
+
     @classmethod
     def from_proto(cls, message: pb.Fragment, *, committed: bool | None = None) -> Fragment:
         """Deprecated: :func:`fragment_from_proto`."""
@@ -535,12 +632,37 @@ class FragmentInfo(Fragment):
         return fragment_from_dict(value)
 
 
+def _read_id(message: pb.Fragment) -> Any:
+    return message.id
+
+
+def _read_rows(message: pb.Fragment) -> Any:
+    return message.physical_rows
+
+
+def _read_deleted(message: pb.Fragment) -> Any:
+    return message.deletion_file.num_deleted_rows if message.HasField("deletion_file") else 0
+
+
+def _read_files(message: pb.Fragment) -> Any:
+    return _data_files(message)
+
+
+def _read_bytes(message: pb.Fragment) -> Any:
+    return message.SerializeToString()
+
+
 class _Unread:
     """A field of a :class:`_FragmentView` not read from its message yet.
 
-    A non-data descriptor: once the view's fields are in its ``__dict__`` they shadow it,
-    so later reads cost what a plain dataclass attribute costs.
+    A non-data descriptor: each field is read from the message (kept as ``_wire``) the
+    first time it is used, alone (a scan's planning reads the row counts of every
+    fragment, not their files), and stored in the view's ``__dict__``, where it shadows
+    the descriptor: later reads cost what a plain dataclass attribute costs.
     """
+
+    def __init__(self, read: Callable[[pb.Fragment], Any]) -> None:
+        self.read = read
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -548,24 +670,20 @@ class _Unread:
     def __get__(self, fragment: Any, owner: type | None = None) -> Any:
         if fragment is None:
             return self
-        values = fragment.__dict__
-        message = values.get("_wire")
-        if message is not None:  # another thread may have read it meanwhile
-            read = _wire_fragment(message, message.id, message.HasField("deletion_file"))
-            values.update(vars(read))
-            values.pop("_wire", None)
-        return values[self.name]
+        value = self.read(fragment.__dict__["_wire"])
+        fragment.__dict__[self.name] = value
+        return value
 
 
 class _FragmentView(FragmentInfo):
     """A fragment of a manifest read from its message on first use
     (:func:`fragment_views`); made only there, with ``_wire`` in its ``__dict__``."""
 
-    id = _Unread()
-    files = _Unread()
-    physical_rows = _Unread()
-    deleted_rows = _Unread()
-    message = _Unread()
+    id = _Unread(_read_id)
+    files = _Unread(_read_files)
+    physical_rows = _Unread(_read_rows)
+    deleted_rows = _Unread(_read_deleted)
+    message = _Unread(_read_bytes)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return FragmentInfo, _fields(self)
@@ -614,3 +732,141 @@ def schema_from_bytes(data: bytes, max_field_id: int) -> TableSchema:
     except DecodeError as exc:
         raise InvalidArgumentError(f"not an encoded table schema: {exc}") from exc
     return TableSchema.from_proto(message, max_field_id)
+
+
+# -- table versions: the manifest message <-> TableVersion (fermion.table.domain) ----------
+
+
+def table_version(manifest: pb.Manifest) -> TableVersion:
+    """The :class:`~fermion.table.domain.TableVersion` of a manifest.
+
+    Its number is read now; every other field (the fragments are
+    :func:`fragment_views`) when first used, then kept.
+    The manifest must not be changed in place while the handle lives (a ``Dataset``'s
+    manifests never are). The handle pickles as the manifest's bytes.
+
+    Example:
+        >>> m = pb.Manifest(version=2, config={"fermion.batch_id_column": "b"})
+        >>> _ = m.fragments.add(id=0, physical_rows=4)
+        >>> v = table_version(m)
+        >>> v.version, v.config["fermion.batch_id_column"], v.live_rows, v.has_row_ids
+        (2, 'b', 4, False)
+        >>> manifest_of(v) is m
+        True
+    """
+    handle = _new(_WireVersion)
+    handle.__dict__.update(_wire=manifest, version=manifest.version)
+    return handle
+
+
+def as_table_version(version: TableVersion | pb.Manifest) -> TableVersion:
+    """A table version given either way (a handle is returned as is).
+
+    For the functions whose callers passed the manifest message before the handle
+    existed.
+
+    Example:
+        >>> v = as_table_version(pb.Manifest(version=4))
+        >>> v.version, as_table_version(v) is v
+        (4, True)
+    """
+    return version if isinstance(version, TableVersion) else table_version(version)
+
+
+def manifest_of(version: TableVersion) -> pb.Manifest:
+    """The manifest message a handle was read from (the same object: not to be changed).
+
+    For the modules that still take the message (docs/ARCHITECTURE.md lists them).
+
+    Raises:
+        InvalidArgumentError: A handle built by hand, not read from a manifest.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> schema = TableSchema.from_arrow(pa.schema([("x", pa.int64())]))
+        >>> manifest_of(TableVersion(1, schema, ()))
+        Traceback (most recent call last):
+        ...
+        fermion.errors.InvalidArgumentError: version 1 was not read from a manifest
+    """
+    wire = version.__dict__.get("_wire")
+    if wire is None:
+        raise InvalidArgumentError(f"version {version.version} was not read from a manifest")
+    return wire
+
+
+def check_writable(version: TableVersion) -> None:
+    """Raise ``UnsupportedVersionError`` if writing on ``version`` needs writer features
+    this library lacks (:func:`check_writer_flags` of its manifest; a handle built by hand
+    needs none).
+
+    Example:
+        >>> check_writable(table_version(pb.Manifest(writer_feature_flags=1 << 40)))
+        Traceback (most recent call last):
+        ...
+        fermion.errors.UnsupportedVersionError: manifest: unknown writer feature flags 0x10000000000
+    """
+    wire = version.__dict__.get("_wire")
+    if wire is not None:
+        check_writer_flags(wire)
+
+
+def copy_manifest(manifest: pb.Manifest) -> pb.Manifest:
+    """A copy of a manifest message (changing it changes nothing the original backs).
+
+    Example:
+        >>> m = pb.Manifest(version=2)
+        >>> c = copy_manifest(m)
+        >>> c == m, c is m
+        (True, False)
+    """
+    copy = pb.Manifest()
+    copy.CopyFrom(manifest)
+    return copy
+
+
+def _version_from_bytes(data: bytes) -> TableVersion:
+    message = pb.Manifest()
+    message.ParseFromString(data)
+    return table_version(message)
+
+
+class _Later:
+    """A field of a :class:`_WireVersion` read from its manifest when first used (a
+    non-data descriptor, as :class:`_Unread` for fragments)."""
+
+    def __init__(self, read: Callable[[pb.Manifest], Any]) -> None:
+        self.read = read
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, handle: Any, owner: type | None = None) -> Any:
+        if handle is None:
+            return self
+        value = self.read(handle.__dict__["_wire"])
+        handle.__dict__[self.name] = value
+        return value
+
+
+class _WireVersion(TableVersion):
+    """A :class:`~fermion.table.domain.TableVersion` read from a manifest
+    (:func:`table_version`); made only there, with ``_wire`` in its ``__dict__``."""
+
+    schema = _Later(lambda m: TableSchema.from_proto(m.schema, m.max_field_id))
+    next_row_id = _Later(lambda m: m.next_row_id)
+    has_row_ids = _Later(lambda m: bool(m.reader_feature_flags & FLAG_ROW_IDS))
+    transaction_file = _Later(lambda m: m.transaction_file)
+    transaction_uuid = _Later(lambda m: m.transaction_uuid)
+    operation = _Later(lambda m: m.summary.operation)
+    timestamp_us = _Later(lambda m: m.timestamp_us)
+    fragments = _Later(fragment_views)
+    config = _Later(lambda m: dict(m.config))
+    index_names = _Later(lambda m: tuple(i.name for i in m.indices))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        wire: pb.Manifest = self.__dict__["_wire"]
+        return _version_from_bytes, (wire.SerializeToString(deterministic=True),)
+
+    def __repr__(self) -> str:
+        return f"TableVersion(version={self.version}, fragments={len(self.fragments)})"

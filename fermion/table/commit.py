@@ -27,7 +27,7 @@ Example:
     >>> schema = TableSchema.from_arrow(data.schema)
     >>> op = Overwrite(tuple(write_fragments(data, uri, schema=schema)), schema)
     >>> result = commit_operation(TableStorage(uri), op, read_version=None)
-    >>> result.manifest.version, result.attempts
+    >>> result.table_version.version, result.attempts
     (1, 1)
 """
 
@@ -38,6 +38,7 @@ import time
 import uuid as uuidlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fermion.errors import (
     CommitConflictError,
@@ -47,8 +48,9 @@ from fermion.errors import (
     InvalidFileError,
 )
 from fermion.io import failpoints
-from fermion.table.codec import check_writer_flags, encode_manifest
+from fermion.table.codec import check_writer_flags, encode_manifest, table_version
 from fermion.table.conflicts import Verdict, check
+from fermion.table.domain import TableVersion
 from fermion.table.operations import (
     Operation,
     Overwrite,
@@ -56,7 +58,6 @@ from fermion.table.operations import (
     operation_to_proto,
 )
 from fermion.table.operations.base import RebaseConflict
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 from fermion.table.transition import apply_operation
 from fermion.table.versions import load_manifest, load_transaction, write_transaction
@@ -69,14 +70,33 @@ __all__ = [
     "CommitResult",
     "Planner",
     "commit_operation",
+    "on_versions",
 ]
 
 MAX_RETRIES_DEFAULT = 20
 BACKOFF_BASE_DEFAULT = 0.005  # seconds; attempt k sleeps uniform(0, base * 2**k), capped
 BACKOFF_MAX_DEFAULT = 1.0
 
-#: Re-plans an operation on a newer manifest after a retryable conflict; ``None`` = no-op.
-Planner = Callable[[pb.Manifest], Operation | None]
+#: Re-plans an operation on a newer version after a retryable conflict (``None``: nothing
+#: left to do). It is given that version's manifest message, as before the domain model;
+#: :func:`on_versions` makes one of a function taking a
+#: :class:`~fermion.table.domain.TableVersion`.
+Planner = Callable[[Any], Operation | None]
+
+
+def on_versions(plan: Callable[[TableVersion], Operation | None]) -> Planner:
+    """The :data:`Planner` of a re-planner written on
+    :class:`~fermion.table.domain.TableVersion` (what planners outside the codec take).
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> seen = []
+        >>> on_versions(lambda version: seen.append(version.live_rows))(ds.manifest), seen
+        (None, [1])
+    """
+    return lambda manifest: plan(table_version(manifest))
 
 
 @dataclass(frozen=True)
@@ -104,24 +124,34 @@ class CommitConfig:
 
 @dataclass(frozen=True)
 class CommitResult:
-    """The committed manifest and what it took."""
+    """The committed manifest and what it took.
 
-    manifest: pb.Manifest
+    Attributes:
+        manifest: The manifest message of the version committed (of the latest version
+            when ``committed`` is false); :attr:`table_version` is its domain handle.
+    """
+
+    manifest: Any
     attempts: int
     rebased: int
     replanned: int
     recognised: bool  # an earlier attempt with unknown outcome had in fact committed
     committed: bool = True  # False: a re-plan found nothing left to do (manifest: latest)
 
+    @property
+    def table_version(self) -> TableVersion:
+        """The :class:`~fermion.table.domain.TableVersion` of :attr:`manifest`."""
+        return table_version(self.manifest)
 
-def _their_operation(storage: TableStorage, manifest: pb.Manifest) -> Operation | None:
+
+def _their_operation(storage: TableStorage, theirs: TableVersion) -> Operation | None:
     try:
-        txn = load_transaction(storage, manifest.transaction_file)
+        txn = load_transaction(storage, theirs.transaction_file)
         return operation_from_proto(txn)
     except (FileNotFoundError, InvalidFileError, InvalidArgumentError) as exc:
         raise IncompatibleTransactionError(
-            f"{storage.uri}: transaction of version {manifest.version} "
-            f"({manifest.transaction_file or 'none'}) is missing or unreadable: {exc}"
+            f"{storage.uri}: transaction of version {theirs.version} "
+            f"({theirs.transaction_file or 'none'}) is missing or unreadable: {exc}"
         ) from exc
 
 
@@ -189,19 +219,20 @@ def commit_operation(
         needs_rebase = needs_replan = False
         for version in range(checked + 1, latest_version + 1):
             theirs_manifest = load_manifest(storage, version)
-            if theirs_manifest.transaction_uuid in my_uuids:
+            theirs = table_version(theirs_manifest)
+            if theirs.transaction_uuid in my_uuids:
                 return CommitResult(theirs_manifest, attempt, rebased, replanned, True)
-            verdict = check(op, _their_operation(storage, theirs_manifest))
+            verdict = check(op, _their_operation(storage, theirs))
             if verdict is Verdict.INCOMPATIBLE:
                 raise IncompatibleTransactionError(
                     f"{storage.uri}: {op.name} read at version {read_version} is incompatible "
-                    f"with the {theirs_manifest.summary.operation} of version {version}"
+                    f"with the {theirs.operation} of version {version}"
                 )
             if verdict is Verdict.RETRY:
                 if planner is None:
                     raise CommitConflictError(
                         f"{storage.uri}: {op.name} conflicts with the "
-                        f"{theirs_manifest.summary.operation} of version {version}; "
+                        f"{theirs.operation} of version {version}; "
                         "re-plan it on the latest version and commit again"
                     )
                 needs_replan = True
@@ -259,7 +290,7 @@ def commit_operation(
             time.sleep(rng.uniform(0, ceiling))
     for version in range(checked + 1, (storage.latest_version() or 0) + 1):
         landed = load_manifest(storage, version)  # did a put with unknown outcome land?
-        if landed.transaction_uuid in my_uuids:
+        if table_version(landed).transaction_uuid in my_uuids:
             return CommitResult(landed, config.max_retries, rebased, replanned, True)
     raise CommitConflictError(
         f"{storage.uri}: gave up after {config.max_retries} commit attempts "

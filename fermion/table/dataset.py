@@ -30,7 +30,7 @@ from fermion.table.batches import (
     BatchLookup,
     OnMissing,
 )
-from fermion.table.codec import fragment_views
+from fermion.table.codec import copy_manifest, table_version
 from fermion.table.column_join import JoinUnmatched, add_joined_columns
 from fermion.table.column_values import BATCH_SIZE_DEFAULT, ColumnValues, add_column_values
 from fermion.table.commit import MAX_RETRIES_DEFAULT, CommitConfig, CommitResult, commit_operation
@@ -39,7 +39,7 @@ from fermion.table.dataset_history import Tags, version_history
 from fermion.table.dataset_maintenance import compact_files as compact_fragments
 from fermion.table.dataset_maintenance import rebuild_stats as rebuild_fragment_stats
 from fermion.table.display import schema_preview
-from fermion.table.domain import Fragment
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
 from fermion.table.indices.lookup import indexed_scan
 from fermion.table.indices.model import IndexInfo, IndexKind
@@ -48,10 +48,9 @@ from fermion.table.manifest_store import ManifestStore
 from fermion.table.merge_insert import MergeInsertBuilder
 from fermion.table.operations import Operation, Restore, SchemaChange
 from fermion.table.operations.update_config import plan_update_config
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
-from fermion.table.scan import Scanner, take_fragment
+from fermion.table.scan import Scanner, message_indexed_scan, take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.tasks import (
@@ -67,7 +66,6 @@ from fermion.table.tasks import (
     plan_properties,
     plan_write,
 )
-from fermion.table.transition import live_rows
 from fermion.table.update import replace_where as replace_rows_where
 from fermion.table.update import update_rows
 from fermion.table.versions import (
@@ -249,17 +247,22 @@ class Dataset:
         ({'x': [1, 2]}, 3)
     """
 
-    def __init__(self, storage: TableStorage, manifest: pb.Manifest) -> None:
+    def __init__(self, storage: TableStorage, manifest: Any) -> None:
         self._storage = storage
         self._manifest = manifest
         # (the message it copies, the copy) behind the ``manifest`` property
-        self._manifest_copy: tuple[pb.Manifest, pb.Manifest] | None = None
-        self._fragments: tuple[pb.Manifest, tuple[Fragment, ...]] | None = None
+        self._manifest_copy: tuple[Any, Any] | None = None
+        self._handle: tuple[Any, TableVersion] | None = None
         self._schema = schema_of(manifest)
         self.last_commit: CommitResult | CommitSummary | None = None
         # data files kept open between batch lookups (fermion.table.readers)
         self._readers = ReaderCache()
         self._batch_reads = BatchReads(storage, self._readers)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_handle"] = None  # made again from the manifest (not pickled twice)
+        return state
 
     def close(self) -> None:
         """Close the data files this object keeps open between lookups
@@ -324,7 +327,7 @@ class Dataset:
     @property
     def version(self) -> int:
         """The version this object reads."""
-        return self._manifest.version
+        return self.table_version.version
 
     @property
     def latest_version(self) -> int:
@@ -332,7 +335,7 @@ class Dataset:
         return self._storage.latest_version() or 0
 
     @property
-    def manifest(self) -> pb.Manifest:
+    def manifest(self) -> Any:
         """This version's manifest message, as a copy: the table's own message stays private.
 
         The copy is made on the first access and the same copy is returned on later ones
@@ -353,8 +356,7 @@ class Dataset:
         cached = self._manifest_copy
         if cached is not None and cached[0] is self._manifest:
             return cached[1]
-        copy = pb.Manifest()
-        copy.CopyFrom(self._manifest)
+        copy = copy_manifest(self._manifest)
         self._manifest_copy = (self._manifest, copy)
         return copy
 
@@ -369,11 +371,30 @@ class Dataset:
         return self._schema
 
     @property
+    def table_version(self) -> TableVersion:
+        """The :class:`~fermion.table.domain.TableVersion` this object reads (made once
+        per version, by :func:`~fermion.table.codec.table_version`).
+
+        Example:
+            >>> import tempfile, pyarrow as pa
+            >>> ds = write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+            >>> v = ds.table_version
+            >>> v.version, v.live_rows, v is ds.table_version
+            (1, 2, True)
+        """
+        cached = self._handle
+        if cached is None or cached[0] is not self._manifest:
+            cached = (self._manifest, table_version(self._manifest))
+            self._handle = cached
+        return cached[1]
+
+    @property
     def fragments(self) -> list[Fragment]:
         """This version's fragments (:class:`~fermion.table.domain.Fragment` values).
 
         They are made once per version this object reads, each read from its manifest
-        message when first used (:func:`~fermion.table.codec.fragment_views`); the
+        message when first used (:func:`~fermion.table.codec.fragment_views`: those of
+        :attr:`table_version`); the
         manifest's ``Fragment`` messages themselves are ``manifest.fragments``.
 
         Example:
@@ -382,18 +403,14 @@ class Dataset:
             >>> [(f.id, f.physical_rows, f.live_rows) for f in ds.fragments]
             [(0, 2, 2)]
         """
-        cached = self._fragments
-        if cached is None or cached[0] is not self._manifest:
-            cached = (self._manifest, fragment_views(self._manifest))
-            self._fragments = cached
-        return list(cached[1])
+        return list(self.table_version.fragments)
 
     def __repr__(self) -> str:
         columns = schema_preview(self.schema)  # the first 10 columns, then how many more
-        rows = sum(live_rows(f) for f in self._manifest.fragments)
+        handle = self.table_version
         return (
-            f"Dataset({self.uri!r}, version={self.version}, rows={rows}, "
-            f"fragments={len(self._manifest.fragments)}, schema=({columns}))"
+            f"Dataset({self.uri!r}, version={self.version}, rows={handle.live_rows}, "
+            f"fragments={len(handle.fragments)}, schema=({columns}))"
         )
 
     def _moved(self, result: CommitResult) -> None:
@@ -428,9 +445,10 @@ class Dataset:
             2
         """
         return Scanner(
-            self._storage, self._manifest, self._schema, columns, filter,
+            self._storage, self.table_version, self._schema, columns, filter,
             with_row_offsets=with_row_offsets, batch_size=batch_size,
-            indices=indexed_scan if use_indices else None, readers=self._readers,
+            indices=message_indexed_scan(indexed_scan) if use_indices else None,
+            readers=self._readers,
         )  # fmt: skip
 
     def to_table(
@@ -586,8 +604,8 @@ class Dataset:
                 f"indices must be integers (a one-dimensional list), got {indices!r}"
             )
         wanted = wanted.astype(np.int64)
-        fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
-        starts = np.cumsum([0] + [live_rows(f) for f in fragments])
+        fragments = [f for f in self.table_version.fragments if f.live_rows > 0]
+        starts = np.cumsum([0] + [f.live_rows for f in fragments])
         if wanted.size and (wanted.min() < 0 or wanted.max() >= starts[-1]):
             raise InvalidArgumentError(f"indices out of range [0, {int(starts[-1])})")
         names = list(self.schema.names) if columns is None else list(columns)
@@ -665,7 +683,7 @@ class Dataset:
             ([40], 1)
         """
         return self._batch_reads.lookup(
-            self._manifest, self._schema, batch_ids, columns,
+            self.table_version, self._schema, batch_ids, columns,
             on_missing=on_missing, batch_id_column=batch_id_column,
         )  # fmt: skip
 
@@ -729,7 +747,7 @@ class Dataset:
             >>> dataset(uri).batch_ids().tolist()
             [3, 5]
         """
-        column = self._batch_reads.column(self._manifest, self._schema, batch_id_column)
+        column = self._batch_reads.column(self.table_version, self._schema, batch_id_column)
         values = self.to_table([column]).column(column).to_numpy()
         return np.unique(values.astype(np.int64))
 
@@ -762,10 +780,10 @@ class Dataset:
             >>> [(i, t["x"].to_pylist()) for i, t in dataset(uri).epoch_batches(shuffle=False)]
             [(1, [10]), (2, [20, 21]), (3, [30])]
         """
-        column = self._batch_reads.column(self._manifest, self._schema, batch_id_column)
+        column = self._batch_reads.column(self.table_version, self._schema, batch_id_column)
         ids = self.batch_ids(batch_id_column=column)
         return self._batch_reads.epoch(
-            self._manifest, self._schema, column, ids, columns,
+            self.table_version, self._schema, column, ids, columns,
             seed=seed, shuffle=shuffle, read_ahead=read_ahead,
         )  # fmt: skip
 
@@ -933,7 +951,7 @@ class Dataset:
             self._schema = schema_of(self._manifest)
 
     def _change_schema(self, change: Any) -> None:
-        def plan(manifest: pb.Manifest) -> SchemaChange:
+        def plan(manifest: Any) -> SchemaChange:
             return SchemaChange(change(schema_of(manifest)))
 
         self._commit(plan(self._manifest), plan)
@@ -1005,7 +1023,7 @@ class Dataset:
     def write_properties(self) -> WriteProperties:
         """The write properties this version records (``fermion.write.*``; see
         :mod:`fermion.table.write_properties`): every writer of the table uses them."""
-        return write_properties_of(self._manifest.config)
+        return write_properties_of(self.table_version.config)
 
     def update_write_properties(
         self,
@@ -1034,7 +1052,7 @@ class Dataset:
             True
         """
 
-        def plan(manifest: pb.Manifest) -> Operation:
+        def plan(manifest: Any) -> Operation:
             return plan_update_config(manifest, values, unset)
 
         self._commit(plan(self._manifest), plan, max_retries)

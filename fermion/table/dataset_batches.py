@@ -13,7 +13,7 @@ Example:
     >>> _ = commit_write(plan, [execute_write(plan, data)])
     >>> ds = dataset(uri)
     >>> reads = BatchReads(ds.storage, ReaderCache())
-    >>> reads.lookup(ds.manifest, ds.table_schema, [2], None).to_table()["x"].to_pylist()
+    >>> reads.lookup(ds.table_version, ds.table_schema, [2], None).to_table()["x"].to_pylist()
     [20, 21]
 """
 
@@ -31,7 +31,7 @@ from fermion.table.batches import (
     epoch_batches,
 )
 from fermion.table.batches import batch_id_column as batch_id_column_of
-from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.domain import TableVersion
 from fermion.table.readers import ReaderCache
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -49,23 +49,23 @@ class BatchReads:
         self._batch_ranges: dict[tuple[int, int], BatchRanges] = {}
 
     def column(
-        self, manifest: pb.Manifest, schema: TableSchema, batch_id_column: str | None
+        self, version: TableVersion, schema: TableSchema, batch_id_column: str | None
     ) -> str:
         """The batch-id column: ``batch_id_column``, else the one the table records."""
-        return batch_id_column_of(manifest, schema, batch_id_column)
+        return batch_id_column_of(version, schema, batch_id_column)
 
-    def ranges(self, manifest: pb.Manifest, schema: TableSchema, column: str) -> BatchRanges:
-        """The batch ranges of ``column`` in ``manifest``'s version (cached)."""
-        key = (manifest.version, schema.id_of(column))
+    def ranges(self, version: TableVersion, schema: TableSchema, column: str) -> BatchRanges:
+        """The batch ranges of ``column`` in ``version`` (cached)."""
+        key = (version.version, schema.id_of(column))
         ranges = self._batch_ranges.get(key)
         if ranges is None:
-            ranges = BatchRanges.build(manifest, key[1])
+            ranges = BatchRanges.build(version, key[1])
             self._batch_ranges = {key: ranges}  # one version at a time
         return ranges
 
     def lookup(
         self,
-        manifest: pb.Manifest,
+        version: TableVersion,
         schema: TableSchema,
         batch_ids: Sequence[int] | np.ndarray | pa.Array,
         columns: Sequence[str] | None,
@@ -74,15 +74,15 @@ class BatchReads:
         batch_id_column: str | None = None,
     ) -> BatchLookup:
         """A planned lookup of ``batch_ids`` (:meth:`Dataset.batch_lookup`)."""
-        column = self.column(manifest, schema, batch_id_column)
+        column = self.column(version, schema, batch_id_column)
         return BatchLookup(
-            self._storage, self.ranges(manifest, schema, column), schema, column, batch_ids,
+            self._storage, self.ranges(version, schema, column), schema, column, batch_ids,
             columns, on_missing=on_missing, readers=self._readers,
         )  # fmt: skip
 
     def epoch(
         self,
-        manifest: pb.Manifest,
+        version: TableVersion,
         schema: TableSchema,
         column: str,
         ids: np.ndarray,
@@ -93,7 +93,7 @@ class BatchReads:
         read_ahead: int,
     ) -> Iterator[tuple[int, pa.Table]]:
         """One epoch over the batches ``ids`` of ``column`` (:meth:`Dataset.epoch_batches`)."""
-        ranges = self.ranges(manifest, schema, column)
+        ranges = self.ranges(version, schema, column)
         storage = self._storage
 
         def lookup(chunk: np.ndarray) -> BatchLookup:

@@ -27,16 +27,22 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
-from fermion.errors import InvalidFileError
+from fermion.errors import InvalidArgumentError, InvalidFileError
+from fermion.table.codec import fragment_from_proto, fragment_message
+from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 
 __all__ = [
     "ARROW_MAX_ROWS",
     "bitmap_from_offsets",
+    "deletion_entry",
     "deletion_path",
+    "fragment_deletion_path",
     "keep_mask",
     "read_deletion_file",
+    "read_fragment_deletions",
+    "with_deletions",
     "write_deletion_file",
 ]
 
@@ -102,6 +108,72 @@ def read_deletion_file(
             f"{path}: holds {len(rows)} rows, the manifest says {deletion.num_deleted_rows}"
         )
     return rows
+
+
+def fragment_deletion_path(fragment: Fragment) -> str:
+    """Relative path of the deletion file of a fragment that has one
+    (:func:`fermion.table.codec.has_deletion_file`).
+
+    Example:
+        >>> from fermion.table.codec import fragment_from_proto
+        >>> m = pb.Fragment(id=4, deletion_file=pb.DeletionFile(read_version=2, id=7))
+        >>> fragment_deletion_path(fragment_from_proto(m))
+        '_deletions/4-2-7.arrow'
+    """
+    message = fragment_message(fragment)
+    return deletion_path(message.id, message.deletion_file)
+
+
+def deletion_entry(fragment: Fragment) -> bytes:
+    """A fragment's deletion file entry, as bytes (``b""`` without one): equal for two
+    fragments exactly when they have the same deletion file.
+
+    Example:
+        >>> from fermion.table.domain import Fragment
+        >>> deletion_entry(Fragment(1, (), 2))
+        b''
+    """
+    message = fragment_message(fragment)
+    if not message.HasField("deletion_file"):
+        return b""
+    return message.deletion_file.SerializeToString(deterministic=True)
+
+
+def read_fragment_deletions(storage: TableStorage, fragment: Fragment) -> BitMap:
+    """The deleted row offsets of a fragment that has a deletion file
+    (:func:`read_deletion_file` of its manifest entry).
+
+    Raises:
+        InvalidFileError: The deletion file is damaged or disagrees with the manifest.
+    """
+    message = fragment_message(fragment)
+    return read_deletion_file(storage, message.id, message.deletion_file)
+
+
+def with_deletions(
+    storage: TableStorage, fragment: Fragment, read_version: int, rows: BitMap
+) -> Fragment:
+    """Write ``rows`` as the complete deletion set of a committed fragment; returns the
+    fragment with that deletion file (what a ``Delete`` commits).
+
+    Raises:
+        InvalidArgumentError: ``fragment`` is not committed (it has no id).
+
+    Example:
+        >>> import tempfile
+        >>> from fermion.table.codec import fragment_from_proto, has_deletion_file
+        >>> st = TableStorage(tempfile.mkdtemp())
+        >>> f = fragment_from_proto(pb.Fragment(id=1, physical_rows=4))
+        >>> g = with_deletions(st, f, 1, BitMap([0, 3]))
+        >>> g.id, g.live_rows, has_deletion_file(g), list(read_fragment_deletions(st, g))
+        (1, 2, True, [0, 3])
+    """
+    if fragment.id is None:
+        raise InvalidArgumentError("an uncommitted fragment has no deletion file")
+    update = pb.Fragment()
+    update.CopyFrom(fragment_message(fragment))
+    update.deletion_file.CopyFrom(write_deletion_file(storage, fragment.id, read_version, rows))
+    return fragment_from_proto(update, committed=True)
 
 
 def bitmap_from_offsets(offsets: np.ndarray) -> BitMap:

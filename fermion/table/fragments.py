@@ -1,7 +1,8 @@
 """Writing fragments: data files plus the manifest metadata that describes them.
 
-This is the worker half of a distributed write: workers call :func:`write_fragments`, ship
-the returned fragment messages to one driver, and the driver commits them with
+This is the worker half of a distributed write: workers call :func:`write_fragment_values`
+(or :func:`write_fragments`, which returns their manifest messages), ship the returned
+fragments to one driver, and the driver commits them with
 ``Dataset.commit(uri, Append(fragments), read_version=...)``.
 
 Example:
@@ -27,16 +28,23 @@ from fermion.format.encoding.arrow_ops import cast_table
 from fermion.format.streams import as_reader, is_arrow_input
 from fermion.io import failpoints
 from fermion.table._datafile import open_data_writer
+from fermion.table.codec import fragment_message, new_fragment
+from fermion.table.domain import DataFile, Fragment
 from fermion.table.manifest_store import ManifestStore
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.stats import StatsAccumulator, compute_field_stats
 from fermion.table.storage import TableStorage
-from fermion.table.versions import latest_manifest, schema_of
+from fermion.table.versions import latest_table_version
 from fermion.table.write_properties import WriteProperties, write_properties_of
 
-__all__ = ["MAX_ROWS_PER_FILE_DEFAULT", "TableData", "as_batches", "write_fragments"]
+__all__ = [
+    "MAX_ROWS_PER_FILE_DEFAULT",
+    "TableData",
+    "as_batches",
+    "write_fragment_values",
+    "write_fragments",
+]
 
 MAX_ROWS_PER_FILE_DEFAULT = 1_048_576
 
@@ -77,7 +85,35 @@ def write_fragments(
     prefix: str = "data",
     batch_id_column: str | None = None,
     properties: WriteProperties | None = None,
-) -> list[pb.Fragment]:
+) -> list[Any]:
+    """:func:`write_fragment_values`, answered as the fragments' manifest ``Fragment``
+    messages (:func:`fermion.table.codec.fragment_message` of each), as before the domain
+    model; new code takes the values.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> [f.physical_rows for f in write_fragments(pa.table({"x": [1]}), tempfile.mkdtemp())]
+        [1]
+    """
+    values = write_fragment_values(
+        data, uri, schema=schema, max_rows_per_file=max_rows_per_file,
+        manifest_store=manifest_store, prefix=prefix, batch_id_column=batch_id_column,
+        properties=properties,
+    )  # fmt: skip
+    return [fragment_message(f) for f in values]
+
+
+def write_fragment_values(
+    data: Any,
+    uri: Any,
+    *,
+    schema: TableSchema | None = None,
+    max_rows_per_file: int = MAX_ROWS_PER_FILE_DEFAULT,
+    manifest_store: ManifestStore | None = None,
+    prefix: str = "data",
+    batch_id_column: str | None = None,
+    properties: WriteProperties | None = None,
+) -> list[Fragment]:
     """Write data files for ``data`` under ``uri`` without committing anything.
 
     Args:
@@ -95,14 +131,21 @@ def write_fragments(
             than the previous one starts a new file (ids increase within a file).
         properties: The table's write properties the files are written with (bloom
             filter columns, compression, page and stripe sizes). Default: those the latest
-            version records (a caller holding the manifest it planned on passes its own).
+            version records (a caller holding the version it planned on passes its own).
 
     Returns:
-        One fragment message per data file (ids are assigned when committed).
+        One :class:`~fermion.table.domain.Fragment` per data file, with its statistics
+        (ids are assigned when committed: ``id`` is ``None``).
 
     Raises:
         SchemaMismatchError: The data does not match the table schema.
         BatchModeError: The batch id column is missing, not an integer column, or has nulls.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> frags = write_fragment_values(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp())
+        >>> [(f.id, f.physical_rows, f.files[0].field_ids) for f in frags]
+        [(None, 3, (0,))]
     """
     if max_rows_per_file < 1:
         raise InvalidArgumentError(f"max_rows_per_file must be >= 1, got {max_rows_per_file}")
@@ -111,13 +154,11 @@ def write_fragments(
     storage = TableRef.of(uri, manifest_store=manifest_store).open()
     data_schema, batches = as_batches(data)
     if schema is None or properties is None:
-        latest = latest_manifest(storage)
+        latest = latest_table_version(storage)
         if properties is None:
             properties = write_properties_of(latest.config if latest is not None else {})
         if schema is None:
-            schema = (
-                schema_of(latest) if latest is not None else TableSchema.from_arrow(data_schema)
-            )
+            schema = latest.schema if latest is not None else TableSchema.from_arrow(data_schema)
     target = schema.check_data(data_schema)
     files = _FileMaker(storage, schema, target, prefix, properties)
     if batch_id_column is None:
@@ -145,7 +186,7 @@ class _FileMaker:
         self.storage, self.schema, self.target, self.prefix = storage, schema, target, prefix
         self.properties = properties
         self.top_ids = schema.top_level_ids()
-        self.fragments: list[pb.Fragment] = []
+        self.fragments: list[Fragment] = []
 
     def conform(self, table: pa.Table) -> pa.Table:
         table = table.select(self.target.names)
@@ -179,15 +220,8 @@ class _FileMaker:
         else:
             assert table is not None
             rows, field_stats = table.num_rows, compute_field_stats(table, self.top_ids)
-        fragment = pb.Fragment(physical_rows=rows)
-        fragment.files.add(
-            path=path,
-            field_ids=list(self.schema.field_ids),
-            size_bytes=self.storage.size(path),
-            file_format="fermion",
-        )
-        fragment.stats.extend(field_stats)
-        self.fragments.append(fragment)
+        data_file = DataFile(path, tuple(self.schema.field_ids), self.storage.size(path))
+        self.fragments.append(new_fragment([data_file], rows, field_stats))
 
 
 def _write_rows(files: _FileMaker, batches: Iterator[pa.RecordBatch], max_rows: int) -> None:

@@ -45,8 +45,9 @@ import numpy as np
 from fermion.errors import InvalidArgumentError, InvalidFileError
 from fermion.format import FileReader
 from fermion.table._datafile import open_data_file
-from fermion.table.deletions import deletion_path, keep_mask, read_deletion_file
-from fermion.table.proto import manifest_pb2 as pb
+from fermion.table.codec import as_fragment
+from fermion.table.deletions import fragment_deletion_path, keep_mask, read_fragment_deletions
+from fermion.table.domain import Fragment
 from fermion.table.schema import top_level_field_ids
 from fermion.table.storage import TableStorage
 
@@ -84,29 +85,33 @@ class OpenFile:
         got = [(fields.field(i).name, f) for i, f in enumerate(self.top_ids) if f in wanted]
         return [n for n, _ in got], [f for _, f in got]
 
-    def check_rows(self, fragment: pb.Fragment, path: str) -> None:
-        """Raise InvalidFileError unless the file holds the rows the manifest says."""
-        if self.reader.num_rows != fragment.physical_rows:
-            raise InvalidFileError(
-                f"{path}: {self.reader.num_rows} rows, the manifest says {fragment.physical_rows}"
-            )
+    def check_rows(self, fragment: Fragment, path: str) -> None:
+        """Raise InvalidFileError unless the file holds the rows the manifest says.
 
-    def keep_mask(self, storage: TableStorage, fragment: pb.Fragment) -> tuple[np.ndarray, bool]:
+        ``fragment`` is a :class:`~fermion.table.domain.Fragment` (or, for callers
+        written before the domain model, its manifest message: so are the methods below).
+        """
+        rows = as_fragment(fragment).physical_rows
+        if self.reader.num_rows != rows:
+            raise InvalidFileError(f"{path}: {self.reader.num_rows} rows, the manifest says {rows}")
+
+    def keep_mask(self, storage: TableStorage, fragment: Fragment) -> tuple[np.ndarray, bool]:
         """The mask of the live rows of ``fragment`` (whose deletion file this file's
         rows are), and whether its deletion file was read now (else it was kept)."""
-        path = deletion_path(fragment.id, fragment.deletion_file)
+        fragment = as_fragment(fragment)
+        path = fragment_deletion_path(fragment)
         mask = self.keep.get(path)
         if mask is not None:
             return mask, False
-        deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
-        mask = keep_mask(deleted, fragment.physical_rows)
+        mask = keep_mask(read_fragment_deletions(storage, fragment), fragment.physical_rows)
         self.keep = {path: mask}  # an earlier deletion file of the fragment: not needed
         return mask, True
 
-    def live_rows(self, storage: TableStorage, fragment: pb.Fragment) -> np.ndarray:
+    def live_rows(self, storage: TableStorage, fragment: Fragment) -> np.ndarray:
         """The physical positions of the live rows of ``fragment`` (which has a deletion
         file), in order."""
-        path = deletion_path(fragment.id, fragment.deletion_file)
+        fragment = as_fragment(fragment)
+        path = fragment_deletion_path(fragment)
         live = self.live.get(path)
         if live is None:
             live = np.flatnonzero(self.keep_mask(storage, fragment)[0])

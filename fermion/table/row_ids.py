@@ -38,9 +38,14 @@ from fermion.errors import (
     InvalidArgumentError,
     InvalidFileError,
 )
-from fermion.table.codec import FLAG_ROW_IDS, fragment_views
+from fermion.table.codec import (
+    FLAG_ROW_IDS,
+    fragment_from_proto,
+    fragment_message,
+    fragment_views,
+)
 from fermion.table.deletions import keep_mask, read_deletion_file
-from fermion.table.domain import Fragment
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
 
@@ -54,6 +59,7 @@ __all__ = [
     "attach_row_ids",
     "decode",
     "encode",
+    "fragment_has_row_ids",
     "fragment_row_ids",
     "has_row_ids",
     "keep_row_ids",
@@ -61,6 +67,7 @@ __all__ = [
     "row_ids_at",
     "sequence_length",
     "with_row_id_column",
+    "with_row_ids",
 ]
 
 #: The name of the row-id column a scan or ``take_rowids`` returns on request (uint64).
@@ -74,13 +81,15 @@ _IDS_PER_RUN = 1024
 _SPAN_32 = 1 << 32
 
 
-def has_row_ids(manifest: pb.Manifest | None) -> bool:
+def has_row_ids(manifest: pb.Manifest | TableVersion | None) -> bool:
     """Whether the table version has row ids (its reader flags name ROW_IDS).
 
     Example:
         >>> has_row_ids(pb.Manifest()), has_row_ids(pb.Manifest(reader_feature_flags=4))
         (False, True)
     """
+    if isinstance(manifest, TableVersion):
+        return manifest.has_row_ids
     return manifest is not None and bool(manifest.reader_feature_flags & FLAG_ROW_IDS)
 
 
@@ -219,13 +228,14 @@ def decode(sequence: pb.RowIdSequence) -> np.ndarray:
 # -- fragments ----------------------------------------------------------------------------
 
 
-def fragment_row_ids(fragment: pb.Fragment) -> np.ndarray | None:
+def fragment_row_ids(fragment: pb.Fragment | Fragment) -> np.ndarray | None:
     """The ids of a committed fragment's physical rows (``None``: it has none).
 
     Raises:
         InvalidFileError: A sequence that does not cover the fragment's rows, or holds
             unassigned rows (a manifest never does).
     """
+    fragment = fragment_message(fragment)
     if not fragment.HasField("row_ids"):
         return None
     ids = decode(fragment.row_ids)
@@ -238,7 +248,7 @@ def fragment_row_ids(fragment: pb.Fragment) -> np.ndarray | None:
     return ids
 
 
-def row_ids_at(fragment: pb.Fragment, offsets: np.ndarray) -> np.ndarray | None:
+def row_ids_at(fragment: pb.Fragment | Fragment, offsets: np.ndarray) -> np.ndarray | None:
     """The ids of the rows at physical ``offsets`` of a fragment (``None``: no row ids).
 
     Example:
@@ -268,6 +278,40 @@ def attach_row_ids(fragments: Sequence[pb.Fragment], ids: np.ndarray) -> None:
         stop = start + fragment.physical_rows
         fragment.row_ids.CopyFrom(encode(ids[start:stop]))
         start = stop
+
+
+def fragment_has_row_ids(fragment: pb.Fragment | Fragment) -> bool:
+    """Whether a fragment carries the ids of its rows.
+
+    Example:
+        >>> from fermion.table.codec import fragment_from_proto
+        >>> m = pb.Fragment(id=1, physical_rows=2, row_ids=encode(np.array([4, 5])))
+        >>> fragment_has_row_ids(fragment_from_proto(m)), fragment_has_row_ids(Fragment(1, (), 2))
+        (True, False)
+    """
+    return fragment_message(fragment).HasField("row_ids")
+
+
+def with_row_ids(fragments: Sequence[Fragment], ids: np.ndarray) -> list[Fragment]:
+    """New fragments (not committed) with the row ids :func:`attach_row_ids` gives them.
+
+    Raises:
+        InvalidArgumentError: ``ids`` and the fragments' rows differ in number.
+
+    Example:
+        >>> from fermion.table.codec import fragment_from_proto
+        >>> f = fragment_from_proto(pb.Fragment(physical_rows=2), committed=False)
+        >>> [g] = with_row_ids([f], np.array([7, 8]))
+        >>> g.id, fragment_row_ids(g).tolist()
+        (None, [7, 8])
+    """
+    messages = []
+    for f in fragments:
+        message = pb.Fragment()
+        message.CopyFrom(fragment_message(f))
+        messages.append(message)
+    attach_row_ids(messages, ids)
+    return [fragment_from_proto(m, committed=False) for m in messages]
 
 
 def keep_row_ids(fragments: Sequence[pb.Fragment], ids: Sequence[np.ndarray | None]) -> None:
@@ -339,7 +383,7 @@ def with_row_id_column(table: pa.Table, ids: np.ndarray) -> pa.Table:
 
 
 def row_id_request(
-    manifest: pb.Manifest, names: Sequence[str], columns: Sequence[str]
+    manifest: pb.Manifest | TableVersion, names: Sequence[str], columns: Sequence[str]
 ) -> tuple[list[str], bool]:
     """``(columns as asked, whether the scan must add the _rowid column)``.
 
@@ -359,7 +403,7 @@ def row_id_request(
 
 def add_row_id_column(
     table: pa.Table,
-    fragment: pb.Fragment,
+    fragment: pb.Fragment | Fragment,
     requested: Sequence[str],
     offset_column: str,
     *,

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -38,17 +39,21 @@ from fermion.format import FileReader
 from fermion.format.encoding.arrow_ops import cast_table, filter_table, take_table
 from fermion.format.read.pruning import referenced_fields
 from fermion.table._datafile import open_data_file
-from fermion.table.codec import fragment_message
-from fermion.table.deletions import keep_mask, read_deletion_file
-from fermion.table.domain import Fragment
+from fermion.table.codec import (
+    as_fragment,
+    as_table_version,
+    fragment_message,
+    has_deletion_file,
+    manifest_of,
+)
+from fermion.table.deletions import keep_mask, read_fragment_deletions
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.predicate import parse_predicate
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.row_ids import ROW_ID, add_row_id_column, row_id_request
 from fermion.table.schema import TableSchema, project_file_table, top_level_field_ids
-from fermion.table.stats import fragment_guarantee, prune
+from fermion.table.stats import guarantee_of, prune
 from fermion.table.storage import TableStorage
-from fermion.table.transition import live_rows
 
 __all__ = [
     "ROW_OFFSET",
@@ -57,16 +62,19 @@ __all__ = [
     "ScanStats",
     "Scanner",
     "fragment_stripe_rows",
+    "message_indexed_scan",
     "merge_fragment_columns",
     "open_fragment_files",
     "read_fragment",
 ]
 
 ROW_OFFSET = "_rowoffset"
-#: ``(storage, manifest, schema, filter, fragments, *, stats, columns, with_row_offsets,
+#: ``(storage, version, schema, filter, fragments, *, stats, columns, with_row_offsets,
 #: readers) -> (fragments to read, read(fragment) -> its rows, or None to scan it)``: a
-#: scan through a scalar index (``fermion.table.indices.lookup.indexed_scan``).
-IndexedScan = Callable[..., tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]]
+#: scan through a scalar index, on a :class:`~fermion.table.domain.TableVersion` and its
+#: fragments (:func:`message_indexed_scan` adapts one written on manifest messages, such
+#: as ``fermion.table.indices.lookup.indexed_scan``).
+IndexedScan = Callable[..., tuple[list[Fragment], Callable[[Fragment], pa.Table | None]]]
 _SCAN_THREADS = 8
 # fragments a streaming scan reads ahead: memory stays a few fragments, not the table
 STREAM_READAHEAD = 2
@@ -95,10 +103,59 @@ def _referenced(filter: pc.Expression | None, names: Sequence[str]) -> list[str]
     return [name for name in names if name in used]
 
 
+def message_indexed_scan(scan: Callable[..., Any]) -> IndexedScan:
+    """The :data:`IndexedScan` of an indexed scan written on manifest messages (it takes
+    the manifest and its ``Fragment`` messages, and answers with messages).
+
+    Example:
+        >>> import tempfile, pyarrow as pa, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
+        >>> def every(storage, manifest, schema, filter, fragments, **_):
+        ...     return list(fragments), lambda message: None  # read each as usual
+        >>> indexed = message_indexed_scan(every)
+        >>> kept, read = indexed(ds.storage, ds.table_version, ds.table_schema, None,
+        ...                      ds.fragments)
+        >>> kept == ds.fragments, read(kept[0])
+        (True, None)
+    """
+
+    def indexed(
+        storage: TableStorage,
+        version: TableVersion,
+        schema: TableSchema,
+        filter: pc.Expression,
+        fragments: Sequence[Fragment],
+        **options: Any,
+    ) -> tuple[list[Fragment], Callable[[Fragment], pa.Table | None]]:
+        messages = [fragment_message(f) for f in fragments]
+        given = {id(m): f for m, f in zip(messages, fragments, strict=True)}
+        kept, read = scan(storage, manifest_of(version), schema, filter, messages, **options)
+        chosen = [given.get(id(m)) or as_fragment(m, committed=True) for m in kept]
+        return chosen, _MessageRead(read)
+
+    return indexed
+
+
+class _MessageRead:
+    """The fragment reader of an indexed scan on messages, taking domain fragments (its
+    ``exact`` and ``answers_all`` are passed through)."""
+
+    def __init__(self, read: Callable[[Any], pa.Table | None]) -> None:
+        self._read = read
+        self.exact = getattr(read, "exact", False)
+        answers = getattr(read, "answers_all", None)
+        if answers is not None:
+            self.answers_all = lambda fragments: answers([fragment_message(f) for f in fragments])
+
+    def __call__(self, fragment: Fragment) -> pa.Table | None:
+        return self._read(fragment_message(fragment))
+
+
 def open_fragment_files(
-    storage: TableStorage, fragment: pb.Fragment, stats: ScanStats
+    storage: TableStorage, fragment: Fragment, stats: ScanStats
 ) -> list[tuple[FileReader, list[int]]]:
     """Open every data file of a fragment with its top-level field ids (caller closes)."""
+    fragment = as_fragment(fragment)
     readers: list[tuple[FileReader, list[int]]] = []
     try:
         for data_file in fragment.files:
@@ -121,7 +178,7 @@ def open_fragment_files(
 def read_fragment(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment | Fragment,
+    fragment: Fragment,
     columns: Sequence[str],
     filter: pc.Expression | None = None,
     *,
@@ -149,7 +206,7 @@ def read_fragment(
         ...               stripes=range(0, 1)).to_pydict()
         {'x': [1, 3]}
     """
-    fragment = fragment_message(fragment)
+    fragment = as_fragment(fragment)
     stats = stats if stats is not None else ScanStats()
     needed = list(dict.fromkeys([*columns, *_referenced(filter, schema.arrow.names)]))
     if not needed:
@@ -176,7 +233,7 @@ def read_fragment(
 def take_fragment(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment | Fragment,
+    fragment: Fragment,
     columns: Sequence[str],
     positions: np.ndarray,
     readers: ReaderCache | None = None,
@@ -195,7 +252,7 @@ def take_fragment(
         ...               np.array([2, 0])).to_pydict()
         {'x': [4, 1]}
     """
-    fragment = fragment_message(fragment)
+    fragment = as_fragment(fragment)
     positions = np.asarray(positions, dtype=np.int64)
     if len(fragment.files) == 1:
         top_ids = schema.top_level_ids()
@@ -206,7 +263,7 @@ def take_fragment(
             names, got = opened.columns(wanted)
             if names:  # (else every column asked is newer than the file: read below)
                 physical = positions
-                if fragment.HasField("deletion_file"):
+                if has_deletion_file(fragment):
                     physical = opened.live_rows(storage, fragment)[positions]
                 table = opened.reader.take(physical, columns=names)
                 return project_file_table(table, got, schema, list(columns))
@@ -216,7 +273,7 @@ def take_fragment(
 def _read_opened(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment,
     opened: list[tuple[FileReader, list[int]]],
     columns: Sequence[str],
     needed: list[str],
@@ -228,7 +285,7 @@ def _read_opened(
 ) -> pa.Table:
     top_ids = schema.top_level_ids()
     wanted_ids = {top_ids[schema.arrow.get_field_index(n)]: n for n in needed}
-    has_deletions = fragment.HasField("deletion_file")
+    has_deletions = has_deletion_file(fragment)
     parts: list[pa.Table] = []
     for reader, file_ids in opened:
         file_columns = [
@@ -260,7 +317,7 @@ def _read_opened(
     if with_row_offsets:
         merged = merged.append_column(ROW_OFFSET, pa.array(np.arange(start, stop, dtype=np.uint64)))
     if has_deletions:
-        deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
+        deleted = read_fragment_deletions(storage, fragment)
         stats.deletion_files_read += 1
         keep = keep_mask(deleted, fragment.physical_rows)[start:stop]
         merged = filter_table(merged, pa.array(keep))
@@ -271,7 +328,7 @@ def _read_opened(
     return out
 
 
-def fragment_stripe_rows(storage: TableStorage, fragment: pb.Fragment | Fragment) -> list[int]:
+def fragment_stripe_rows(storage: TableStorage, fragment: Fragment) -> list[int]:
     """Rows of each stripe of a fragment's data file (one entry per stripe).
 
     A fragment of several data files (columns added by a schema change) has no common
@@ -283,6 +340,7 @@ def fragment_stripe_rows(storage: TableStorage, fragment: pb.Fragment | Fragment
         >>> fragment_stripe_rows(ds.storage, ds.fragments[0])
         [3]
     """
+    fragment = as_fragment(fragment)
     if len(fragment.files) != 1:
         return [fragment.physical_rows]
     with open_data_file(storage.target(fragment.files[0].path)) as reader:
@@ -318,12 +376,18 @@ def merge_fragment_columns(
 
 
 class Scanner:
-    """A planned scan of one table version. Build with ``Dataset.scanner``."""
+    """A planned scan of one table version. Build with ``Dataset.scanner``.
+
+    ``version`` is the :class:`~fermion.table.domain.TableVersion` scanned (its manifest
+    message is still accepted, the signature before the handle). :meth:`fragment_values`
+    gives the fragments to read as domain values; :meth:`fragments` and :meth:`to_tables`
+    hand out their manifest messages, as they did before.
+    """
 
     def __init__(
         self,
         storage: TableStorage,
-        manifest: pb.Manifest,
+        version: TableVersion,
         schema: TableSchema,
         columns: Sequence[str] | None = None,
         filter: pc.Expression | str | None = None,
@@ -340,8 +404,11 @@ class Scanner:
         if isinstance(columns, str):
             raise InvalidArgumentError("columns must be a list of column names")
         self.columns = list(names) if columns is None else list(columns)
+        handle = as_table_version(version)
+        # a handle the caller keeps (a Dataset's) keeps its fragments' pruning guarantees
+        self._keep_guarantees = handle is version
         # "_rowid" asked for (and not a column of the table): read offsets, map them to ids
-        self._requested, self._row_ids = row_id_request(manifest, names, self.columns)
+        self._requested, self._row_ids = row_id_request(handle, names, self.columns)
         if self._row_ids:
             self.columns = [c for c in self.columns if c != ROW_ID]
         missing = [c for c in self.columns if c not in names]
@@ -355,27 +422,44 @@ class Scanner:
                 raise ColumnNotFoundError(f"filter {filter}: no column named {unknown[0]!r}")
         self.filter = filter
         self.stats = ScanStats()
-        self._storage, self._manifest, self._schema = storage, manifest, schema
+        self._storage, self._version, self._schema = storage, handle, schema
         self._with_row_offsets = with_row_offsets
         self._offsets = with_row_offsets or self._row_ids  # what the fragment reads return
         self._indices = indices
         self._readers = readers  # data files kept open for indexed lookups (a Dataset's)
-        self._indexed_read: Callable[[pb.Fragment], pa.Table | None] | None = None
+        self._indexed_read: Callable[[Fragment], pa.Table | None] | None = None
 
-    def fragments(self) -> list[pb.Fragment]:
+    def fragments(self) -> list[Any]:
+        """The manifest ``Fragment`` messages of :meth:`fragment_values`, as this method
+        gave them before the domain model (the Spark data source reads them); new code
+        calls :meth:`fragment_values`."""
+        return [fragment_message(f) for f in self._plan()]
+
+    def fragment_values(self) -> list[Fragment]:
         """The fragments left after pruning by a scalar index and by manifest statistics.
 
         The index is consulted first (its lookup costs the same whatever fragments
         statistics would keep): a fragment it answers exactly (every conjunct) is read only
         at its candidate rows, the rows the filter keeps (none: the fragment is dropped),
         which statistics cannot narrow, so statistics prune only the other fragments.
+
+        Example:
+            >>> import tempfile, pyarrow as pa, fermion.table as ft
+            >>> ds = ft.write_dataset(pa.table({"x": [1, 2, 3]}), tempfile.mkdtemp(),
+            ...                       max_rows_per_file=2)
+            >>> [f.live_rows for f in ds.scanner(filter="x > 2").fragment_values()]
+            [1]
         """
-        fragments = [f for f in self._manifest.fragments if live_rows(f) > 0]
-        self.stats.fragments_total = len(self._manifest.fragments)
-        answered: Callable[[Sequence[pb.Fragment]], bool] | None = None
-        if self.filter is not None and self._indices is not None and self._manifest.indices:
+        return self._plan()
+
+    def _plan(self) -> list[Fragment]:
+        every = self._version.fragments
+        fragments = [f for f in every if f.live_rows > 0]
+        self.stats.fragments_total = len(every)
+        answered: Callable[[Sequence[Fragment]], bool] | None = None
+        if self.filter is not None and self._indices is not None and self._version.has_indices:
             fragments, self._indexed_read = self._indices(
-                self._storage, self._manifest, self._schema, self.filter, fragments,
+                self._storage, self._version, self._schema, self.filter, fragments,
                 stats=self.stats, columns=self.columns,
                 with_row_offsets=self._offsets, readers=self._readers,
             )  # fmt: skip
@@ -384,16 +468,15 @@ class Scanner:
         unanswered = [f for f in fragments if answered is None or not answered([f])]
         if self.filter is not None and unanswered:
             only = set(_referenced(self.filter, self._schema.arrow.names))
-            guarantees = [
-                fragment_guarantee(f.stats, self._schema, f.physical_rows, only) for f in unanswered
-            ]
+            cache = self._keep_guarantees
+            guarantees = [guarantee_of(f, self._schema, only, keep=cache) for f in unanswered]
             keep = prune(guarantees, self._schema.arrow, self.filter)
             pruned = {id(f) for f, k in zip(unanswered, keep, strict=True) if not k}
             fragments = [f for f in fragments if id(f) not in pruned]
         self.stats.fragments_pruned = self.stats.fragments_total - len(fragments)
         return fragments
 
-    def _read(self, fragment: pb.Fragment) -> pa.Table:
+    def _read(self, fragment: Fragment) -> pa.Table:
         table = self._indexed_read(fragment) if self._indexed_read is not None else None
         if table is None:
             table = read_fragment(
@@ -411,13 +494,18 @@ class Scanner:
             )
         return table
 
-    def to_tables(self, readahead: int = _SCAN_THREADS) -> Iterator[tuple[pb.Fragment, pa.Table]]:
-        """Each surviving fragment with its rows, in fragment order.
+    def to_tables(self, readahead: int = _SCAN_THREADS) -> Iterator[tuple[Any, pa.Table]]:
+        """Each surviving fragment (its manifest message, as :meth:`fragments` gives it)
+        with its rows, in fragment order.
 
         At most ``readahead`` fragments are read ahead of the one handed out (on as many
         threads), so a scan holds at most ``readahead + 1`` fragments in memory.
         """
-        fragments = self.fragments()
+        for fragment, table in self._tables(readahead):
+            yield fragment_message(fragment), table
+
+    def _tables(self, readahead: int) -> Iterator[tuple[Fragment, pa.Table]]:
+        fragments = self._plan()
         # fragments an index answers are read one after another: their reads are small
         # takes, or reads that use the file reader's own threads (threads here only
         # contend for the interpreter)
@@ -426,7 +514,7 @@ class Scanner:
             yield from ((f, self._read(f)) for f in fragments)
             return
         with ThreadPoolExecutor(min(readahead, len(fragments))) as pool:
-            pending: deque[tuple[pb.Fragment, Future[pa.Table]]] = deque()
+            pending: deque[tuple[Fragment, Future[pa.Table]]] = deque()
             queued = iter(fragments)
             try:
                 for fragment in itertools.islice(queued, readahead):
@@ -450,7 +538,7 @@ class Scanner:
         if batch_size is not None and batch_size <= 0:
             raise InvalidArgumentError("batch_size must be positive")
         schema = self._output_schema()
-        for _, table in self.to_tables(STREAM_READAHEAD):
+        for _, table in self._tables(STREAM_READAHEAD):
             if not table.schema.equals(schema):
                 table = cast_table(table, schema)
             for batch in table.to_batches(max_chunksize=batch_size):
@@ -479,7 +567,7 @@ class Scanner:
     def to_table(self) -> pa.Table:
         """The result as one table."""
         schema = self._output_schema()
-        tables = [t for _, t in self.to_tables()]
+        tables = [t for _, t in self._tables(_SCAN_THREADS)]
         if not tables:
             return schema.empty_table()
         return pa.concat_tables([cast_table(t, schema) for t in tables])
@@ -487,9 +575,9 @@ class Scanner:
     def count_rows(self) -> int:
         """Number of rows matching (from the manifest alone when there is no filter)."""
         if self.filter is None:
-            self.stats.fragments_total = len(self._manifest.fragments)
-            return sum(live_rows(f) for f in self._manifest.fragments)
-        return sum(t.num_rows for _, t in self.to_tables())
+            self.stats.fragments_total = len(self._version.fragments)
+            return self._version.live_rows
+        return sum(t.num_rows for _, t in self._tables(_SCAN_THREADS))
 
     def _output_schema(self) -> pa.Schema:
         if self._row_ids:

@@ -42,6 +42,8 @@ import pyarrow.compute as pc
 
 from fermion.deprecation import deprecated_alias
 from fermion.format.read.pruning import guarantee_for, segments_that_may_match
+from fermion.table.codec import FragmentInfo, fragment_message
+from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 
@@ -279,6 +281,62 @@ def fragment_guarantee(
         if part is not None:
             guarantee = guarantee & part
     return guarantee
+
+
+def guarantee_of(
+    fragment: Fragment,
+    schema: TableSchema,
+    only: Collection[str] | None = None,
+    *,
+    keep: bool = False,
+) -> pc.Expression:
+    """:func:`fragment_guarantee` of a fragment's recorded statistics.
+
+    With ``keep``, a fragment the codec made (a ``Dataset``'s, read from its manifest)
+    keeps the last few guarantees built for it, by schema object and columns: the next
+    scan of the same version prunes without building them again (statistics never
+    change). A caller whose fragments live for one scan only leaves ``keep`` false.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from fermion.table.domain import Fragment
+        >>> schema = TableSchema.from_arrow(pa.schema([("x", pa.int64())]))
+        >>> guarantee_of(Fragment(None, (), 0), schema).equals(pc.scalar(True))
+        True
+    """
+    kept = fragment.__dict__.get("_guarantees")
+    key = None if only is None else frozenset(only)
+    if kept is not None:
+        for of, on, guarantee in kept:
+            if of is schema and on == key:
+                return guarantee
+    message = fragment_message(fragment)
+    guarantee = fragment_guarantee(message.stats, schema, message.physical_rows, only)
+    if keep and isinstance(fragment, FragmentInfo):  # (its pickles leave them out)
+        fragment.__dict__["_guarantees"] = [*(kept or ()), (schema, key, guarantee)][-4:]
+    return guarantee
+
+
+def int_bounds(fragment: Fragment, field_id: int) -> tuple[int, int] | None:
+    """The min/max of an integer field in a fragment, from its statistics (``None``:
+    unknown, or the field has nulls).
+
+    Example:
+        >>> from fermion.table.codec import fragment_from_proto
+        >>> m = pb.Fragment(id=1, physical_rows=2)
+        >>> s = m.stats.add(field_id=0)
+        >>> s.min.int_value, s.max.int_value = 5, 9
+        >>> int_bounds(fragment_from_proto(m), 0), int_bounds(fragment_from_proto(m), 1)
+        ((5, 9), None)
+    """
+    for item in fragment_message(fragment).stats:
+        if item.field_id != field_id or item.null_count:
+            continue
+        if item.min.WhichOneof("kind") == "int_value" and item.max.WhichOneof("kind") == (
+            "int_value"
+        ):
+            return item.min.int_value, item.max.int_value
+    return None
 
 
 def prune(

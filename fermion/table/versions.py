@@ -23,8 +23,10 @@ from fermion.table.codec import (
     decode_manifest,
     decode_transaction,
     encode_transaction,
+    table_version,
 )
 from fermion.table.deletions import deletion_path
+from fermion.table.domain import TableVersion
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.proto import transaction_pb2 as txpb
@@ -39,11 +41,14 @@ __all__ = [
     "data_file_paths",
     "delete_tag",
     "latest_manifest",
+    "latest_table_version",
     "list_tags",
     "load_manifest",
+    "load_table_version",
     "load_transaction",
     "manifests_after",
     "open_planned",
+    "open_planned_version",
     "open_version",
     "referenced_files",
     "resolve_tag",
@@ -78,6 +83,37 @@ def latest_manifest(storage: TableStorage) -> pb.Manifest | None:
     """The latest manifest, or ``None`` when the table has no version yet."""
     version = storage.latest_version()
     return None if version is None else load_manifest(storage, version)
+
+
+def load_table_version(storage: TableStorage, version: int) -> TableVersion:
+    """The :class:`~fermion.table.domain.TableVersion` of ``version``
+    (:func:`load_manifest`, then :func:`~fermion.table.codec.table_version`).
+
+    Raises:
+        DatasetError: The version does not exist.
+        InvalidFileError: The manifest is damaged.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> load_table_version(ds.storage, 1).live_rows
+        1
+    """
+    return table_version(load_manifest(storage, version))
+
+
+def latest_table_version(storage: TableStorage) -> TableVersion | None:
+    """The latest :class:`~fermion.table.domain.TableVersion`, or ``None`` when the table
+    has no version yet.
+
+    Example:
+        >>> import tempfile
+        >>> latest_table_version(TableStorage(tempfile.mkdtemp())) is None
+        True
+    """
+    manifest = latest_manifest(storage)
+    return None if manifest is None else table_version(manifest)
 
 
 def referenced_files(manifest: pb.Manifest) -> set[str]:
@@ -147,6 +183,26 @@ def open_planned(
         raise DatasetError(f"{storage.uri}: not a Fermion table (no versions)")
     check_writer_flags(manifest)
     return ref, storage, manifest
+
+
+def open_planned_version(
+    where: Any, version: int | None = None, manifest_store: ManifestStore | str | None = None
+) -> tuple[TableRef, TableStorage, TableVersion]:
+    """:func:`open_planned` with the version as a :class:`~fermion.table.domain.TableVersion`
+    (what planners take).
+
+    Raises:
+        DatasetError: No table at ``where``, or no such version.
+
+    Example:
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import write_dataset
+        >>> ds = write_dataset(pa.table({"x": [1]}), tempfile.mkdtemp())
+        >>> open_planned_version(ds.uri)[2].version
+        1
+    """
+    ref, storage, manifest = open_planned(where, version, manifest_store)
+    return ref, storage, table_version(manifest)
 
 
 def manifests_after(storage: TableStorage, after: int) -> Iterator[pb.Manifest]:

@@ -20,6 +20,7 @@ from fermion.table import write_dataset
 from fermion.table.codec import (
     FragmentInfo,
     fragment_from_proto,
+    fragment_message,
     fragment_stats,
     fragment_to_bytes,
     fragment_to_dict,
@@ -102,16 +103,21 @@ def test_fragments_from_manifest_builds_what_the_constructors_build(tmp_path: An
 def test_fragment_views_read_like_the_converted_fragments(tmp_path: Any, first: str) -> None:
     """``Dataset.fragments`` values (:func:`fragment_views`): whichever field is read
     first, every field, equality, hash, repr, pickle, copy and ``replace`` are those of
-    the eagerly converted fragment, and the values stay frozen."""
+    the eagerly converted fragment, and the values stay frozen. A field is read alone
+    (the others stay unread) and the message is kept for :func:`fragment_message`."""
     manifest = _manifest(tmp_path)
     eager = fragments_from_manifest(manifest)
     views = fragment_views(manifest)
-    for view, converted in zip(views, eager, strict=True):
+    for view, converted, message in zip(views, eager, manifest.fragments, strict=True):
         assert getattr(view, first) == getattr(converted, first)
-        assert "_wire" not in vars(view) and vars(view) == vars(converted)
+        assert set(vars(view)) == {"_wire", first}
+        assert fragment_message(view) is message
+        fields = {k: v for k, v in vars(view).items() if k != "_wire"}
+        assert fields == {first: vars(converted)[first]}
         assert view == converted and converted == view and hash(view) == hash(converted)
         assert repr(view) == repr(converted)
         assert isinstance(view, FragmentInfo)
+        assert {k: v for k, v in vars(view).items() if k != "_wire"} == vars(converted)
         for clone in (pickle.loads(pickle.dumps(view)), copy.copy(view), copy.deepcopy(view)):
             assert clone == converted and vars(clone) == vars(converted)
         moved = dataclasses.replace(view, id=99)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from fermion.errors import InvalidArgumentError
+from fermion.table.codec import fragment_message
+from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
 
 __all__ = [
@@ -133,9 +135,12 @@ def register(cls: type[T]) -> type[T]:
 
 
 def copy_fragments(fragments: object) -> tuple[pb.Fragment, ...]:
-    """Copies of fragment messages (a typed error for anything else)."""
+    """Copies of fragment messages, or the messages of domain fragments
+    (:class:`~fermion.table.domain.Fragment`); a typed error for anything else."""
     out = []
     for fragment in fragments:  # type: ignore[attr-defined]
+        if isinstance(fragment, Fragment):
+            fragment = fragment_message(fragment)
         if not isinstance(fragment, pb.Fragment):
             raise InvalidArgumentError(f"expected a Fragment message, got {type(fragment)}")
         copy = pb.Fragment()

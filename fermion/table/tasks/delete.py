@@ -31,24 +31,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
-from fermion.table.commit import CommitConfig, commit_operation
+from fermion.table.codec import as_table_version, fragment_messages, has_deletion_file
+from fermion.table.commit import CommitConfig, commit_operation, on_versions
 from fermion.table.deletions import (
     bitmap_from_offsets,
     keep_mask,
-    read_deletion_file,
-    write_deletion_file,
+    read_fragment_deletions,
+    with_deletions,
 )
-from fermion.table.domain import Fragment
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Delete
 from fermion.table.predicate import parse_predicate
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.tasks.common import fragment_groups, open_planned, open_ref, summarise
+from fermion.table.tasks.common import fragment_groups, open_ref, summarise
 from fermion.table.tasks.model import (
     EXPRESSION,
     FRAGMENTS,
@@ -61,7 +60,7 @@ from fermion.table.tasks.model import (
     OnTable,
     tasks_codec,
 )
-from fermion.table.versions import schema_of
+from fermion.table.versions import open_planned_version
 
 __all__ = [
     "DeletePlan",
@@ -149,78 +148,83 @@ def plan_delete(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    ref, storage, manifest = open_planned(uri, version, manifest_store)
-    schema = schema_of(manifest)
+    ref, storage, read = open_planned_version(uri, version, manifest_store)
+    schema = read.schema
     expression, text = _expression(filter, schema.arrow)
-    candidates = Scanner(storage, manifest, schema, [], expression).fragments()
+    candidates = Scanner(storage, read, schema, [], expression).fragment_values()
     tasks = tuple(
-        DeleteTask(str(n), ref, manifest.version, schema, group, expression)
-        for n, group in enumerate(
-            fragment_groups(fragments_from_messages(candidates), fragments_per_task)
-        )
+        DeleteTask(str(n), ref, read.version, schema, group, expression)
+        for n, group in enumerate(fragment_groups(candidates, fragments_per_task))
     )
-    return DeletePlan(ref, manifest.version, expression, text, tasks)
+    return DeletePlan(ref, read.version, expression, text, tasks)
 
 
 def _delete_in(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment,
     predicate: pc.Expression,
     read_version: int,
-) -> tuple[pb.Fragment | None, bool, int]:
+) -> tuple[Fragment | None, bool, int]:
     """(updated fragment or None, removed?, newly deleted rows) for one fragment."""
     table = read_fragment(storage, schema, fragment, [], predicate, with_row_offsets=True)
     if table.num_rows == 0:
         return None, False, 0
     rows = bitmap_from_offsets(table.column(ROW_OFFSET).to_numpy())
-    if fragment.HasField("deletion_file"):
-        rows |= read_deletion_file(storage, fragment.id, fragment.deletion_file)
+    if has_deletion_file(fragment):
+        rows |= read_fragment_deletions(storage, fragment)
     if len(rows) == fragment.physical_rows:
         return None, True, table.num_rows
     keep_mask(rows, fragment.physical_rows)  # validates the offsets
-    update = pb.Fragment()
-    update.CopyFrom(fragment)
-    update.deletion_file.CopyFrom(write_deletion_file(storage, fragment.id, read_version, rows))
-    return update, False, table.num_rows
+    return with_deletions(storage, fragment, read_version, rows), False, table.num_rows
+
+
+def _committed_id(fragment: Fragment) -> int:
+    if fragment.id is None:
+        raise InvalidArgumentError("a delete names committed fragments only (this has no id)")
+    return fragment.id
 
 
 def execute_delete(task: DeleteTask) -> DeleteResult:
     """Write the new deletion files of the task's fragments (commits nothing)."""
     storage = task.table.open()
-    updated, removed, deleted = [], [], 0
-    for info in task.fragments:
-        fragment = fragment_to_proto(info)
+    updated: list[Fragment] = []
+    removed: list[int] = []
+    deleted = 0
+    for fragment in task.fragments:
         update, gone, rows = _delete_in(
             storage, task.schema, fragment, task.predicate, task.read_version
         )
         deleted += rows
         if gone:
-            removed.append(fragment.id)
+            removed.append(_committed_id(fragment))
         elif update is not None:
-            updated.append(fragment_from_proto(update, committed=True))
+            updated.append(update)
     storage.sync_directories()  # the deletion files are durable before they are reported
     return DeleteResult(task.task_id, tuple(updated), tuple(removed), deleted)
 
 
 def delete_now(
-    storage: TableStorage, manifest: pb.Manifest, predicate: pc.Expression, text: str = ""
+    storage: TableStorage, version: TableVersion, predicate: pc.Expression, text: str = ""
 ) -> Delete | None:
-    """Plan and execute a delete in this process on ``manifest`` (``None``: no row matches).
+    """Plan and execute a delete in this process on ``version`` (``None``: no row matches;
+    its manifest message is still accepted).
 
     The commit loop calls it to re-plan a delete on a newer version after a conflict.
     """
-    schema = schema_of(manifest)
-    updated, removed = [], []
-    for fragment in Scanner(storage, manifest, schema, [], predicate).fragments():
-        update, gone, _ = _delete_in(storage, schema, fragment, predicate, manifest.version)
+    version = as_table_version(version)
+    schema = version.schema
+    updated: list[Fragment] = []
+    removed: list[int] = []
+    for fragment in Scanner(storage, version, schema, [], predicate).fragment_values():
+        update, gone, _ = _delete_in(storage, schema, fragment, predicate, version.version)
         if gone:
-            removed.append(fragment.id)
+            removed.append(_committed_id(fragment))
         elif update is not None:
             updated.append(update)
     if not updated and not removed:
         return None
-    return Delete(tuple(updated), tuple(removed), predicate=text or str(predicate))
+    return Delete(fragment_messages(updated), tuple(removed), predicate=text or str(predicate))
 
 
 def commit_delete(
@@ -244,19 +248,19 @@ def commit_delete(
             f"commit_delete needs one result per task: expected {sorted(expected)}, got {got}"
         )
     storage = open_ref(plan.table, manifest_store)[1]
-    updated = tuple(fragment_to_proto(f) for r in results for f in r.updated)
+    updated = fragment_messages(f for r in results for f in r.updated)
     removed = tuple(i for r in results for i in r.removed_ids)
     if not updated and not removed:
         return CommitSummary(False, plan.read_version, plan.read_version, operation="delete")
 
-    def replan(manifest: pb.Manifest) -> Delete | None:
-        return delete_now(storage, manifest, plan.predicate, plan.predicate_text)
+    def replan(version: TableVersion) -> Delete | None:
+        return delete_now(storage, version, plan.predicate, plan.predicate_text)
 
     result = commit_operation(
         storage,
         Delete(updated, removed, predicate=plan.predicate_text),
         read_version=plan.read_version,
         config=config,
-        planner=replan,
+        planner=on_versions(replan),
     )
     return summarise(result, plan.read_version, committed=result.committed)

@@ -38,18 +38,19 @@ import numpy as np
 import pyarrow as pa
 
 from fermion.errors import InvalidArgumentError, InvalidFileError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto
-from fermion.table.commit import CommitConfig, commit_operation
-from fermion.table.domain import Fragment
-from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
+from fermion.table.codec import as_fragment, fragment_messages, has_deletion_file
+from fermion.table.commit import CommitConfig, commit_operation, on_versions
+from fermion.table.deletions import deletion_entry
+from fermion.table.domain import Fragment, TableVersion
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragment_values
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import Rewrite, RewriteGroup
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
-from fermion.table.row_ids import ROW_ID, attach_row_ids, fragment_row_ids
+from fermion.table.row_ids import ROW_ID, fragment_has_row_ids, fragment_row_ids, with_row_ids
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.tasks.common import open_planned, open_ref, remove_unreferenced, summarise
+from fermion.table.stats import int_bounds
+from fermion.table.tasks.common import open_ref, remove_unreferenced, summarise
 from fermion.table.tasks.merge import fragment_id_chunks, merge_batch_runs
 from fermion.table.tasks.model import (
     FRAGMENTS,
@@ -64,8 +65,7 @@ from fermion.table.tasks.model import (
     tasks_codec,
 )
 from fermion.table.tasks.write import BATCH_ID_COLUMN_KEY
-from fermion.table.transition import live_rows
-from fermion.table.versions import load_manifest, schema_of
+from fermion.table.versions import load_table_version, open_planned_version
 from fermion.table.write_properties import WriteProperties, write_properties_of
 
 __all__ = [
@@ -199,16 +199,9 @@ class RewriteResult(JsonMixin):
 IdRange = tuple[int | None, int | None]
 
 
-def _id_bounds(fragment: pb.Fragment, field_id: int) -> tuple[int, int] | None:
+def _id_bounds(fragment: Fragment, field_id: int) -> tuple[int, int] | None:
     """The fragment's min/max batch id from its manifest statistics (``None``: unknown)."""
-    for item in fragment.stats:
-        if item.field_id != field_id or item.null_count:
-            continue
-        if item.min.WhichOneof("kind") == "int_value" and item.max.WhichOneof("kind") == (
-            "int_value"
-        ):
-            return item.min.int_value, item.max.int_value
-    return None
+    return int_bounds(fragment, field_id)
 
 
 def _overlaps(bounds: tuple[int, int] | None, ids: IdRange) -> bool:
@@ -219,7 +212,7 @@ def _overlaps(bounds: tuple[int, int] | None, ids: IdRange) -> bool:
 
 
 def split_by_id(
-    fragments: Sequence[pb.Fragment], field_id: int, target_rows: int, max_tasks: int
+    fragments: Sequence[Fragment], field_id: int, target_rows: int, max_tasks: int
 ) -> list[IdRange]:
     """Disjoint batch-id ranges ``[from, below)`` covering every id, one per task, that
     split the live rows of ``fragments`` into about equal shares of whole target-sized
@@ -229,16 +222,23 @@ def split_by_id(
     range's part-filled file has room), so an estimate a little off does not cost a small
     extra file per task.
 
+    ``fragments`` are :class:`~fermion.table.domain.Fragment` values (manifest messages
+    are still accepted).
+
     Example:
-        >>> f = [pb.Fragment(id=i, physical_rows=100) for i in range(2)]
-        >>> for k, fragment in enumerate(f):
-        ...     s = fragment.stats.add(field_id=0)
-        ...     s.min.int_value, s.max.int_value = 100 * k, 100 * k + 99
-        >>> split_by_id(f, 0, target_rows=50, max_tasks=2)
+        >>> import tempfile, pyarrow as pa
+        >>> from fermion.table import dataset
+        >>> from fermion.table.tasks import plan_write, execute_write, commit_write
+        >>> uri = tempfile.mkdtemp()
+        >>> data = pa.table({"b": list(range(200))})
+        >>> plan = plan_write(uri, data.schema, batch_id_column="b", max_rows_per_file=100)
+        >>> _ = commit_write(plan, [execute_write(plan, data)])
+        >>> split_by_id(dataset(uri).fragments, 0, target_rows=50, max_tasks=2)
         [(None, 100), (100, None)]
     """
-    known = [(b, live_rows(f)) for f in fragments if (b := _id_bounds(f, field_id)) is not None]
-    total = sum(live_rows(f) for f in fragments)
+    fragments = [as_fragment(f) for f in fragments]
+    known = [(b, f.live_rows) for f in fragments if (b := _id_bounds(f, field_id)) is not None]
+    total = sum(f.live_rows for f in fragments)
     files = -(-total // target_rows)
     per_task = max(1, -(-files // max(1, max_tasks)))
     tasks = -(-files // per_task)
@@ -277,17 +277,17 @@ def split_by_id(
 
 def _plan(
     ref: TableRef,
-    manifest: pb.Manifest,
+    version: TableVersion,
     kind: RewriteKind,
-    groups: list[list[pb.Fragment]],
+    groups: list[list[Fragment]],
     target_rows: int,
     split: list[list[IdRange]] | None = None,
 ) -> RewritePlan:
     """The plan: one task per group, or per id range of the group when ``split`` gives a
     group several ranges (its tasks then form one commit unit)."""
     write_id = uuid.uuid4().hex
-    schema = schema_of(manifest)
-    batch_column = manifest.config.get(BATCH_ID_COLUMN_KEY) or None
+    schema = version.schema
+    batch_column = version.config.get(BATCH_ID_COLUMN_KEY) or None
     if batch_column is not None and batch_column not in schema.arrow.names:
         batch_column = None  # the column was dropped: rewrite in row mode
     field_id = (
@@ -304,19 +304,19 @@ def _plan(
                 RewriteTask(
                     task_id=str(len(tasks)),
                     table=ref,
-                    read_version=manifest.version,
+                    read_version=version.version,
                     write_id=write_id,
                     schema=schema,
-                    fragments=tuple(fragment_from_proto(f, committed=True) for f in members),
+                    fragments=tuple(members),
                     target_rows_per_file=target_rows,
                     batch_id_column=batch_column,
                     unit=f"u{i}" if len(ranges) > 1 else None,
                     ids_from=ids[0],
                     ids_below=ids[1],
-                    properties=write_properties_of(manifest.config),
+                    properties=write_properties_of(version.config),
                 )
             )
-    return RewritePlan(ref, kind, manifest.version, write_id, tuple(tasks))
+    return RewritePlan(ref, kind, version.version, write_id, tuple(tasks))
 
 
 def plan_compaction(
@@ -368,44 +368,43 @@ def plan_compaction(
         raise InvalidArgumentError("materialize_deletions_threshold must be in [0, 1]")
     if max_tasks < 1:
         raise InvalidArgumentError(f"max_tasks must be >= 1, got {max_tasks}")
-    ref, storage, manifest = open_planned(uri, version, manifest_store)
+    ref, storage, read = open_planned_version(uri, version, manifest_store)
     target = target_rows_per_fragment
 
-    def needs_rewrite(fragment: pb.Fragment) -> bool:
-        deleted = fragment.physical_rows - live_rows(fragment)
+    def needs_rewrite(fragment: Fragment) -> bool:
         return (
-            live_rows(fragment) < target
-            or deleted > materialize_deletions_threshold * fragment.physical_rows
+            fragment.live_rows < target
+            or fragment.deleted_rows > materialize_deletions_threshold * fragment.physical_rows
         )
 
-    schema = schema_of(manifest)
-    batch_column = manifest.config.get(BATCH_ID_COLUMN_KEY) or None
+    schema = read.schema
+    batch_column = read.config.get(BATCH_ID_COLUMN_KEY) or None
     if batch_column is not None and batch_column in schema.arrow.names:
-        chosen = [f for f in manifest.fragments if needs_rewrite(f)]
-        if len(chosen) < 2 and not any(f.HasField("deletion_file") for f in chosen):
-            return _plan(ref, manifest, "compaction", [], target)
+        chosen = [f for f in read.fragments if needs_rewrite(f)]
+        if len(chosen) < 2 and not any(has_deletion_file(f) for f in chosen):
+            return _plan(ref, read, "compaction", [], target)
         field_id = schema.top_level_ids()[schema.arrow.get_field_index(batch_column)]
         split = split_by_id(chosen, field_id, target, max_tasks)
-        return _plan(ref, manifest, "compaction", [chosen], target, [split])
+        return _plan(ref, read, "compaction", [chosen], target, [split])
 
-    groups: list[list[pb.Fragment]] = []
-    current: list[pb.Fragment] = []
+    groups: list[list[Fragment]] = []
+    current: list[Fragment] = []
     rows = 0
-    for fragment in manifest.fragments:
+    for fragment in read.fragments:
         if not needs_rewrite(fragment):
             if current:
                 groups.append(current)
             current, rows = [], 0
             continue
-        if current and rows + live_rows(fragment) > target:
+        if current and rows + fragment.live_rows > target:
             groups.append(current)
             current, rows = [], 0
         current.append(fragment)
-        rows += live_rows(fragment)
+        rows += fragment.live_rows
     if current:
         groups.append(current)
-    worth = [g for g in groups if len(g) > 1 or g[0].HasField("deletion_file")]
-    return _plan(ref, manifest, "compaction", worth, target)
+    worth = [g for g in groups if len(g) > 1 or has_deletion_file(g[0])]
+    return _plan(ref, read, "compaction", worth, target)
 
 
 def plan_materialization(
@@ -423,15 +422,14 @@ def plan_materialization(
     """
     if not 0 <= threshold < 1:
         raise InvalidArgumentError(f"threshold must be in [0, 1), got {threshold}")
-    ref, storage, manifest = open_planned(uri, version, manifest_store)
+    ref, storage, read = open_planned_version(uri, version, manifest_store)
     groups = [
         [f]
-        for f in manifest.fragments
-        if f.HasField("deletion_file")
-        and f.physical_rows - live_rows(f) > threshold * f.physical_rows
+        for f in read.fragments
+        if has_deletion_file(f) and f.deleted_rows > threshold * f.physical_rows
     ]
-    target = max([live_rows(g[0]) for g in groups] + [1])
-    return _plan(ref, manifest, "materialization", groups, target)
+    target = max([g[0].live_rows for g in groups] + [1])
+    return _plan(ref, read, "materialization", groups, target)
 
 
 def execute_rewrite(task: RewriteTask) -> RewriteResult:
@@ -447,9 +445,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
     """
     storage = task.table.open()
     # a table with row ids: the rows move with their ids (docs/TABLE_FORMAT.md, "Row ids")
-    carry = bool(task.fragments) and all(
-        fragment_to_proto(f).HasField("row_ids") for f in task.fragments
-    )
+    carry = bool(task.fragments) and all(fragment_has_row_ids(f) for f in task.fragments)
     moved: list[np.ndarray] = []
     if task.batch_id_column is not None:
         column = task.batch_id_column
@@ -477,7 +473,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
                 for batch in table.to_batches():
                     yield batch if batch.schema.equals(target) else batch.cast(target)
 
-        new = write_fragments(
+        new = write_fragment_values(
             pa.RecordBatchReader.from_batches(target, merged()),
             task.table,
             schema=task.schema,
@@ -490,8 +486,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
     else:
         names = task.schema.arrow.names
         tables = []
-        for info in task.fragments:
-            fragment = fragment_to_proto(info)
+        for fragment in task.fragments:
             table = read_fragment(storage, task.schema, fragment, names, with_row_offsets=carry)
             if carry:
                 offsets = table.column(ROW_OFFSET).to_numpy().astype(np.int64)
@@ -501,7 +496,7 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
         data = pa.concat_tables(tables) if tables else task.schema.arrow.empty_table()
         rows = data.num_rows
         new = (
-            write_fragments(
+            write_fragment_values(
                 data,
                 task.table,
                 schema=task.schema,
@@ -518,20 +513,14 @@ def execute_rewrite(task: RewriteTask) -> RewriteResult:
             f"the manifest says {task.live_rows}"
         )
     if carry:
-        attach_row_ids(new, np.concatenate(moved) if moved else np.zeros(0, np.int64))
+        new = with_row_ids(new, np.concatenate(moved) if moved else np.zeros(0, np.int64))
     old_ids = tuple(f.id for f in task.fragments if f.id is not None)
-    infos = tuple(fragment_from_proto(f, committed=False) for f in new)
-    return RewriteResult(task.task_id, old_ids, infos, rows)
+    return RewriteResult(task.task_id, old_ids, tuple(new), rows)
 
 
-def _content(fragment: pb.Fragment) -> tuple[bytes, tuple[str, ...]]:
+def _content(fragment: Fragment) -> tuple[bytes, tuple[str, ...]]:
     """What decides a fragment's live rows: its deletion file and its data files."""
-    deletion = (
-        fragment.deletion_file.SerializeToString(deterministic=True)
-        if fragment.HasField("deletion_file")
-        else b""
-    )
-    return deletion, tuple(d.path for d in fragment.files)
+    return deletion_entry(fragment), fragment.paths
 
 
 def commit_rewrite(
@@ -574,13 +563,10 @@ def commit_rewrite(
             complete.append(unit)
         elif any(t.task_id in by_task for t in members):  # part of a unit: commits nothing
             skipped.extend(t.task_id for t in members if t.task_id in by_task)
-    planned = {
-        unit: {f.id: _content(fragment_to_proto(f)) for f in unit_fragments(units[unit])}
-        for unit in complete
-    }
+    planned = {unit: {f.id: _content(f) for f in unit_fragments(units[unit])} for unit in complete}
 
-    def groups_still_valid(manifest: pb.Manifest | None) -> Rewrite | None:
-        present = {} if manifest is None else {f.id: f for f in manifest.fragments}
+    def groups_still_valid(version: TableVersion | None) -> Rewrite | None:
+        present = {} if version is None else {f.id: f for f in version.fragments}
         kept = []
         for unit in complete:
             members = units[unit]
@@ -590,15 +576,15 @@ def commit_rewrite(
             )
             if unchanged:
                 old = tuple(f.id for f in unit_fragments(members) if f.id is not None)
-                new = tuple(
-                    fragment_to_proto(f) for t in members for f in by_task[t.task_id].new_fragments
+                new = fragment_messages(
+                    f for t in members for f in by_task[t.task_id].new_fragments
                 )
                 kept.append(RewriteGroup(old, new))
             else:
                 skipped.extend(t.task_id for t in members if t.task_id not in skipped)
         return Rewrite(tuple(kept)) if kept else None
 
-    op = groups_still_valid(load_manifest(storage, plan.read_version))
+    op = groups_still_valid(load_table_version(storage, plan.read_version))
     if op is None:
         return CommitSummary(
             False, plan.read_version, plan.read_version, operation="rewrite",
@@ -609,7 +595,7 @@ def commit_rewrite(
         op,
         read_version=plan.read_version,
         config=config,
-        planner=groups_still_valid,
+        planner=on_versions(groups_still_valid),
         properties={"rewrite": plan.kind, **(properties or {})},
     )
     return summarise(result, plan.read_version, committed=result.committed, skipped=skipped)

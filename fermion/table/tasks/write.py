@@ -37,13 +37,12 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
-from fermion.table.codec import check_writer_flags, fragment_from_proto, fragment_to_proto
+from fermion.table.codec import as_table_version, check_writable, fragment_messages
 from fermion.table.commit import CommitConfig, CommitResult, commit_operation
-from fermion.table.domain import Fragment
-from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragments
+from fermion.table.domain import Fragment, TableVersion
+from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, write_fragment_values
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import INPUT_KEY_PREFIX, Append, Operation, Overwrite
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
@@ -64,7 +63,7 @@ from fermion.table.tasks.model import (
     OnTable,
     check_arrow_schema,
 )
-from fermion.table.versions import latest_manifest, schema_of
+from fermion.table.versions import latest_table_version
 from fermion.table.write_properties import (
     WRITE_KEY_PREFIX,
     WriteProperties,
@@ -155,10 +154,11 @@ def _same_columns(table: pa.Schema, data: pa.Schema) -> bool:
 
 
 def resolve_write_schema(
-    latest: pb.Manifest | None, data: pa.Schema, *, mode: WriteMode = "append"
+    latest: TableVersion | None, data: pa.Schema, *, mode: WriteMode = "append"
 ) -> TableSchema:
     """The table schema (field ids included) a write of data with Arrow schema ``data``
-    writes its files with, given the table's ``latest`` manifest (``None``: no table yet).
+    writes its files with, given the table's ``latest`` version (``None``: no table yet;
+    its manifest message is still accepted).
 
     A new table gets fresh field ids for ``data``. An ``append`` keeps the table's schema
     and its data must fit it. An ``overwrite`` keeps the table's schema when the data has
@@ -179,12 +179,13 @@ def resolve_write_schema(
         raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', not {mode!r}")
     if latest is None:
         return TableSchema.from_arrow(data)
-    check_writer_flags(latest)
-    table_schema = schema_of(latest)
+    latest = as_table_version(latest)
+    check_writable(latest)
+    table_schema = latest.schema
     if mode == "append":
         table_schema.check_data(data)
     elif not _same_columns(table_schema.arrow, data):
-        table_schema = TableSchema.from_arrow(data, first_id=latest.max_field_id + 1)
+        table_schema = TableSchema.from_arrow(data, first_id=table_schema.max_field_id + 1)
     return table_schema
 
 
@@ -235,7 +236,7 @@ def plan_write(
                 f"batch_id_column {batch_id_column!r} must name an integer column of the data"
             )
     ref, storage = open_ref(uri, manifest_store)
-    latest = latest_manifest(storage)
+    latest = latest_table_version(storage)
     table_schema = resolve_write_schema(latest, schema, mode=mode)
     properties = plan_properties(latest, write_properties, mode=mode)
     properties.check_schema(table_schema.arrow)
@@ -254,13 +255,14 @@ def plan_write(
 
 
 def plan_properties(
-    latest: pb.Manifest | None,
+    latest: TableVersion | None,
     given: WriteProperties | Mapping[str, Any] | None,
     *,
     mode: str = "append",
 ) -> WriteProperties:
     """The write properties a write planned on ``latest`` writes its files with: the
     table's, with ``given`` over them when the write creates or overwrites the table.
+    ``latest`` is a :class:`~fermion.table.domain.TableVersion` (or its manifest message).
 
     Raises:
         InvalidArgumentError: ``given`` has unknown properties or bad values, or, for an
@@ -271,6 +273,7 @@ def plan_properties(
         >>> plan_properties(None, {"compression": "none"}).compression
         'none'
     """
+    latest = as_table_version(latest) if latest is not None else None
     table = write_properties_of(latest.config) if latest is not None else WriteProperties()
     if given is None:
         return table
@@ -285,7 +288,7 @@ def plan_properties(
 
 
 def default_batch_column(
-    latest: pb.Manifest | None, properties: WriteProperties, data: pa.Schema
+    latest: TableVersion | None, properties: WriteProperties, data: pa.Schema
 ) -> str | None:
     """The batch-id column a write naming none uses: with the ``batch_mode`` write
     property, the table's recorded one (``fermion.batch_id_column``) if the data has it
@@ -296,7 +299,7 @@ def default_batch_column(
     """
     if latest is None or not properties.batch_mode:
         return None
-    recorded = latest.config.get(BATCH_ID_COLUMN_KEY)
+    recorded = as_table_version(latest).config.get(BATCH_ID_COLUMN_KEY)
     index = data.get_field_index(recorded) if recorded else -1
     if index < 0 or not pa.types.is_integer(data.field(index).type):
         return None
@@ -315,7 +318,7 @@ def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> Wr
         SchemaMismatchError: The data does not fit the planned schema.
         BatchModeError: Bad batch ids (nulls, a missing column).
     """
-    fragments = write_fragments(
+    fragments = write_fragment_values(
         data,
         plan.table,
         schema=plan.schema,
@@ -324,16 +327,15 @@ def execute_write(plan: WritePlan, data: Any, *, task_id: str | int = "0") -> Wr
         batch_id_column=plan.batch_id_column,
         properties=plan.properties,
     )
-    infos = tuple(fragment_from_proto(f, committed=False) for f in fragments)
-    return WriteResult(str(task_id), plan.write_id, infos)
+    return WriteResult(str(task_id), plan.write_id, tuple(fragments))
 
 
 def _operation(
-    plan: WritePlan, fragments: tuple[pb.Fragment, ...], config: dict[str, str]
+    plan: WritePlan, fragments: tuple[Fragment, ...], config: dict[str, str]
 ) -> Operation:
     if plan.read_version == 0 or plan.mode == "overwrite":
-        return Overwrite(fragments, plan.schema, config)
-    return Append(fragments, config)
+        return Overwrite(fragment_messages(fragments), plan.schema, config)
+    return Append(fragment_messages(fragments), config)
 
 
 def commit_write(
@@ -376,7 +378,7 @@ def commit_write(
                 f"not {plan.write_id}"
             )
     storage = open_ref(plan.table, manifest_store)[1]
-    fragments = tuple(fragment_to_proto(f) for r in results for f in r.fragments)
+    fragments = tuple(f for r in results for f in r.fragments)
     entries = dict(table_config or {})
     if plan.read_version == 0 or plan.mode == "overwrite":
         for key, value in plan.properties.to_config().items():
@@ -386,7 +388,7 @@ def commit_write(
     elif plan.batch_id_column is not None and fragments:
         # a batch-mode append to a table that records no batch-id column records it (a
         # table's recorded column is never replaced by an append)
-        latest = latest_manifest(storage)
+        latest = latest_table_version(storage)
         if latest is not None and not latest.config.get(BATCH_ID_COLUMN_KEY):
             entries.setdefault(BATCH_ID_COLUMN_KEY, plan.batch_id_column)
     if plan.mode == "append" and plan.read_version and not fragments:
@@ -415,15 +417,15 @@ def commit_write(
 def _append_to_created(
     storage: TableStorage,
     plan: WritePlan,
-    fragments: tuple[pb.Fragment, ...],
+    fragments: tuple[Fragment, ...],
     entries: dict[str, str],
     config: CommitConfig | None,
     properties: Mapping[str, str] | None,
 ) -> CommitResult | None:
     """The table appeared after planning: append if it has exactly the planned schema."""
-    latest = latest_manifest(storage)
+    latest = latest_table_version(storage)
     assert latest is not None  # the caller saw a version
-    theirs = schema_of(latest)
+    theirs = latest.schema
     if not (theirs.arrow.equals(plan.schema.arrow) and theirs.field_ids == plan.schema.field_ids):
         raise SchemaMismatchError(
             f"{storage.uri}: the table was created concurrently with another schema"
@@ -440,7 +442,7 @@ def _append_to_created(
         del entries[key]  # so are the write properties
     return commit_operation(
         storage,
-        Append(fragments, entries),
+        Append(fragment_messages(fragments), entries),
         read_version=latest.version,
         config=config,
         properties=properties,
@@ -527,5 +529,5 @@ def input_recorded(
     """
     if not key.startswith(INPUT_KEY_PREFIX) or key == INPUT_KEY_PREFIX:
         raise InvalidArgumentError(f"an input key starts with {INPUT_KEY_PREFIX!r}, not {key!r}")
-    latest = latest_manifest(open_ref(uri, manifest_store)[1])
+    latest = latest_table_version(open_ref(uri, manifest_store)[1])
     return latest.version if latest is not None and key in latest.config else None
