@@ -172,6 +172,11 @@ class ReadOptions(_OnTable):
         min_partitions: The parallelism packing aims for (default: the session's
             default parallelism when the source was registered by
             :func:`fermion.spark.register`, else no packing).
+        unscaled_decimals: Decimal columns of at most 18 digits are read as LongType
+            holding their unscaled values (``12.34`` in a ``decimal(15,2)`` as ``1234``):
+            Spark turns every decimal the reader hands it into a Java ``BigDecimal``,
+            which a long does not cost (docs/SPARK.md; :func:`fermion.spark.sql` uses
+            it and restores the decimals in Spark).
         storage_options: The filesystem's options (see the module; hidden from ``repr``).
         manifest_store: The table's external manifest store.
     """
@@ -184,12 +189,13 @@ class ReadOptions(_OnTable):
     filter: str | None = None
     max_partition_bytes: int = MAX_PARTITION_BYTES_DEFAULT
     min_partitions: int | None = None
+    unscaled_decimals: bool = False
     storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     manifest_store: str | None = field(default=None, repr=False)
 
     KEYS = frozenset({
         "path", "version", "tag", "columns", "rows_per_partition", "filter",
-        "max_partition_bytes", "min_partitions",
+        "max_partition_bytes", "min_partitions", "unscaled_decimals",
     })  # fmt: skip
 
     @classmethod
@@ -198,7 +204,8 @@ class ReadOptions(_OnTable):
 
         Raises:
             InvalidArgumentError: An unknown option, a bad version, both a version and a
-                tag, an empty or repeated column name, an empty filter.
+                tag, an empty or repeated column name, an empty filter, an
+                ``unscaled_decimals`` other than ``true`` or ``false``.
         """
         _check_keys(options, set(cls.KEYS), "read")
         version = None
@@ -216,6 +223,11 @@ class ReadOptions(_OnTable):
                 )
             if len(set(columns)) != len(columns):
                 raise InvalidArgumentError(f"option columns={options['columns']!r} repeats a name")
+        unscaled = str(options.get("unscaled_decimals", "false")).strip().lower()
+        if unscaled not in ("true", "false"):
+            raise InvalidArgumentError(
+                f"option unscaled_decimals={options['unscaled_decimals']!r}: give true or false"
+            )
         text = options.get("filter")
         if text is not None and not text.strip():
             raise InvalidArgumentError("option filter is empty: give a SQL condition or none")
@@ -234,6 +246,7 @@ class ReadOptions(_OnTable):
                 if options.get("min_partitions") is not None
                 else None
             ),
+            unscaled_decimals=unscaled == "true",
             storage_options=_storage_options(options),
             manifest_store=_manifest_store(options),
         )

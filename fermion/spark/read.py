@@ -44,7 +44,7 @@ from fermion.errors import ColumnNotFoundError
 from fermion.format.read.pruning import referenced_fields
 from fermion.spark.options import ReadOptions
 from fermion.spark.packing import pack, slice_bytes
-from fermion.spark.types import arrow_schema, conform, spark_schema
+from fermion.spark.types import arrow_schema, conform, fits_long, spark_schema, unscaled
 from fermion.table import Dataset, dataset
 from fermion.table.codec import fragment_from_proto, fragment_to_proto
 from fermion.table.domain import Fragment
@@ -123,6 +123,8 @@ def table_schema(options: ReadOptions) -> StructType:
         arrow = pa.schema(
             [SPARK_ROW_ID if row_ids and c == ROW_ID else arrow.field(c) for c in options.columns]
         )
+    if options.unscaled_decimals:  # such decimals are read as their unscaled longs
+        arrow = pa.schema([f.with_type(pa.int64()) if fits_long(f.type) else f for f in arrow])
     return spark_schema(arrow)
 
 
@@ -197,6 +199,15 @@ class FermionReader(DataSourceReader):
         self.read_columns = [c for c in self.columns if not (self.row_ids and c == ROW_ID)]
         check_columns(self.read_columns, table.schema)
         self.target = arrow_schema(schema)
+        # decimals read as their unscaled longs (the unscaled_decimals option), where the
+        # declared schema asks for a long
+        self.unscaled = [
+            c
+            for c in self.read_columns
+            if options.unscaled_decimals
+            and fits_long(table.schema.field(c).type)
+            and pa.types.is_int64(self.target.field(c).type)
+        ]
         self.rows_per_partition = options.rows_per_partition
         self.max_partition_bytes = options.max_partition_bytes
         self.parallelism = options.min_partitions or parallelism
@@ -266,5 +277,9 @@ class FermionReader(DataSourceReader):
         )
         if self.row_ids:
             table = add_row_id_column(table, fragment, self.columns, ROW_OFFSET, keep_offsets=False)
+        for name in self.unscaled:
+            at = table.schema.get_field_index(name)
+            long = table.schema.field(at).with_type(pa.int64())
+            table = table.set_column(at, long, unscaled(table.column(at)))
         for batch in table.to_batches():
             yield conform(batch, self.target)

@@ -28,10 +28,12 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 
+import pyarrow as pa
 import sqlglot
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from sqlglot import expressions as exp
 
 from fermion.errors import InvalidArgumentError
@@ -39,8 +41,65 @@ from fermion.spark.options import ReadOptions
 from fermion.spark.read import open_dataset
 from fermion.spark.source import register
 from fermion.spark.sql_views import plan_views
+from fermion.spark.types import fits_long
 
 __all__ = ["query_columns", "sql"]
+
+
+def _decimal_maker(spark: SparkSession) -> Callable[[DataFrame, str, pa.DataType], Column] | None:
+    """A function giving a frame's column of unscaled longs as the decimal type it holds,
+    by Spark's own ``MakeDecimal`` expression (the one Spark's optimiser uses to sum
+    decimals as longs: the value is kept in a long, with no ``BigDecimal`` made), or None
+    where the session offers no access to it (Spark Connect, another Spark)."""
+    try:
+        from pyspark.sql.classic.column import Column as ClassicColumn
+
+        jvm = spark._jvm
+        if jvm is None:
+            return None
+        to_expression = jvm.org.apache.spark.sql.classic.ExpressionUtils
+        package = jvm.org.apache.spark.sql.catalyst.expressions
+        companion = getattr(getattr(package, "MakeDecimal$"), "MODULE$")
+    except Exception:  # noqa: BLE001 - any failure: no such access, plain views
+        return None
+
+    def make(frame: DataFrame, name: str, type_: pa.DataType) -> Column:
+        child = to_expression.expression(frame[name]._jc)
+        # nullOnOverflow false: the longs are a decimal's own digits, never out of range
+        made = companion.apply(child, type_.precision, type_.scale, False)
+        return ClassicColumn(to_expression.column(made)).alias(name)
+
+    return make
+
+
+#: Column names a view selects by name without quoting (Spark parses other names).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _load_view(
+    reader: DataFrameReader,
+    uri: str,
+    schema: pa.Schema,
+    columns: Sequence[str],
+    make_decimal: Callable[[DataFrame, str, pa.DataType], Column] | None,
+) -> DataFrame:
+    """``reader.load(uri)`` (which reads ``columns``), where the view reads decimals of at
+    most 18 digits as their unscaled longs (the ``unscaled_decimals`` option) and turns
+    them back into the same decimals in Spark (``make_decimal``): Spark then makes no
+    Java ``BigDecimal`` per value, which the Arrow hand-over of a decimal costs
+    (docs/SPARK.md). Without ``make_decimal``, or with a column name that is not a plain
+    identifier, or if Spark refuses the expression, the decimals are read as decimals."""
+    longs = {c for c in columns if fits_long(schema.field(c).type)}
+    if not longs or make_decimal is None or not all(_PLAIN_NAME.fullmatch(c) for c in columns):
+        return reader.load(uri)
+    try:
+        frame = reader.option("unscaled_decimals", "true").load(uri)
+        return frame.select(
+            *[make_decimal(frame, c, schema.field(c).type) if c in longs else frame[c]
+              for c in frame.columns]
+        )  # fmt: skip
+    except Exception:  # noqa: BLE001 - Spark refused MakeDecimal: the decimals as decimals
+        return reader.option("unscaled_decimals", "false").load(uri)
 
 
 def query_columns(query: str, names: Sequence[str]) -> list[str]:
@@ -120,6 +179,7 @@ def sql(
             raise InvalidArgumentError("a view name must not be empty")
         schemas[name] = open_dataset(ReadOptions(uri, versions.get(name))).schema
     plan = plan_views(query, schemas) if filters else None
+    make_decimal = _decimal_maker(spark)
     views = plan.filters if plan is not None else dict.fromkeys(tables)
     for view, condition in views.items():
         name = plan.sources[view] if plan is not None else view
@@ -130,9 +190,12 @@ def sql(
             reader = reader.option("version", str(version))
         # the columns option is comma-separated and stripped: such names are read whole
         plain = all("," not in c and c == c.strip() for c in columns)
+        read = list(schema.names)  # the columns the view reads
         if plain and len(columns) != len(schema.names):
             reader = reader.option("columns", ",".join(columns))
+            read = columns
         if condition is not None:
             reader = reader.option("filter", condition)
-        reader.load(tables[name]).createOrReplaceTempView(view)
+        frame = _load_view(reader, tables[name], schema, read, make_decimal)
+        frame.createOrReplaceTempView(view)
     return spark.sql(plan.query if plan is not None and plan.query else query)

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.types as pat
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -46,7 +47,19 @@ from pyspark.sql.types import (
 
 from fermion.errors import SchemaMismatchError, UnsupportedTypeError
 
-__all__ = ["arrow_schema", "conform", "loose", "spark_schema", "spark_type"]
+__all__ = [
+    "MAX_LONG_DIGITS",
+    "arrow_schema",
+    "conform",
+    "fits_long",
+    "loose",
+    "spark_schema",
+    "spark_type",
+    "unscaled",
+]
+
+#: The most digits a decimal whose unscaled value Spark keeps in a long can have.
+MAX_LONG_DIGITS = 18
 
 _MAX_DECIMAL_PRECISION = 38
 
@@ -188,3 +201,41 @@ def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
                 f"column {field.name!r}: cannot convert {column.type} to {field.type}: {exc}"
             ) from None
     return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def fits_long(arrow_type: pa.DataType) -> bool:
+    """Whether ``arrow_type`` is a decimal whose unscaled values fit a long (at most
+    :data:`MAX_LONG_DIGITS` digits).
+
+    Example:
+        >>> fits_long(pa.decimal128(15, 2)), fits_long(pa.decimal128(19, 2))
+        (True, False)
+    """
+    return pat.is_decimal(arrow_type) and arrow_type.precision <= MAX_LONG_DIGITS
+
+
+def unscaled(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The unscaled values of a decimal column of at most 18 digits, as int64 (``12.34``
+    of a ``decimal(15,2)`` gives ``1234``), nulls kept.
+
+    Example:
+        >>> from decimal import Decimal
+        >>> unscaled(pa.array([Decimal("12.34"), None, Decimal("-0.05")], pa.decimal128(15, 2)))
+        <pyarrow.lib.Int64Array object at ...>
+        [
+          1234,
+          null,
+          -5
+        ]
+    """
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([unscaled(c) for c in column.chunks], pa.int64())
+    if not fits_long(column.type):
+        raise UnsupportedTypeError(f"{column.type} has no unscaled value in a long")
+    width = column.type.bit_width // 8
+    words = np.frombuffer(column.buffers()[1], dtype=np.int64 if width >= 8 else np.int32)
+    step = max(width // words.itemsize, 1)  # a value's low word (little-endian), then its sign
+    start = column.offset * step
+    values = words[start : start + len(column) * step : step].astype(np.int64)
+    mask = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
+    return pa.array(values, pa.int64(), mask=mask)

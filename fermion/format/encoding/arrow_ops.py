@@ -110,29 +110,59 @@ def take_table(table: pa.Table, indices: Any) -> pa.Table:
     return pa.Table.from_arrays([take_values(c, idx) for c in table.columns], schema=table.schema)
 
 
-#: Buffer alignment (bytes) a column needs to go to Acero uncopied: Arrow's own allocations
-#: have it, and it covers the value width of every fixed-width type.
+#: Buffer alignment (bytes) a copied column gets, and the one every buffer of a column of
+#: another type than :func:`_value_alignment` knows must have to go to Acero uncopied:
+#: Arrow's own allocations have it, and it covers the value width of every type.
 ACERO_ALIGNMENT = 64
 
 
+def _value_alignment(type_: pa.DataType) -> int | None:
+    """The alignment Acero checks of the values (or offsets) buffer of a flat column of
+    ``type_``, its natural one (Arrow's ``kValueAlignment``: the value width; bitmaps and
+    string bytes need none); None for other types (nested, dictionary, views...)."""
+    if pa.types.is_boolean(type_) or pa.types.is_fixed_size_binary(type_):
+        return 1
+    if pa.types.is_string(type_) or pa.types.is_binary(type_):
+        return 4  # int32 offsets
+    if pa.types.is_large_string(type_) or pa.types.is_large_binary(type_):
+        return 8
+    if (
+        pa.types.is_integer(type_)
+        or pa.types.is_floating(type_)
+        or pa.types.is_temporal(type_)
+        or pa.types.is_decimal(type_)
+    ):
+        return int(type_.bit_width) // 8  # (a decimal: its whole width)
+    return None
+
+
 def _unaligned(column: pa.ChunkedArray) -> bool:
-    return any(
-        buffer is not None and buffer.address % ACERO_ALIGNMENT
-        for chunk in column.chunks
-        for buffer in chunk.buffers()
-    )
+    """Whether Acero would find a buffer of ``column`` misaligned (it prints a warning on
+    stderr): the values of a flat column off their natural alignment, or, for other types,
+    any buffer off :data:`ACERO_ALIGNMENT`."""
+    need = _value_alignment(column.type)
+    for chunk in column.chunks:
+        buffers = chunk.buffers()
+        if need is None:
+            if any(b is not None and b.address % ACERO_ALIGNMENT for b in buffers):
+                return True
+        elif len(buffers) > 1 and buffers[1] is not None and buffers[1].address % need:
+            return True
+    return False
 
 
 def aligned_for_acero(table: pa.Table) -> pa.Table:
-    """``table`` with every column whose buffers do not all start at a multiple of
-    :data:`ACERO_ALIGNMENT` copied (values read in place from a file may sit at unaligned
-    offsets, which Acero, the engine behind expressions, warns about on stderr); the
-    columns already aligned are kept as they are.
+    """``table`` with every column Acero, the engine behind expressions, would find
+    misaligned copied (values read in place from a file may sit at any offset, which Acero
+    warns about on stderr): the values of a flat column off their natural alignment (the
+    value width, 4 bytes for a string's offsets), any buffer of another column off
+    :data:`ACERO_ALIGNMENT`. The other columns are kept as they are: values read in place
+    at a multiple of their width are not copied.
 
     Example:
-        >>> data = pa.py_buffer(bytes(range(65))).slice(1)  # starts one byte off
-        >>> t = pa.table({"a": pa.Array.from_buffers(pa.int8(), 64, [None, data]),
-        ...               "b": pa.array([0] * 64, pa.int8())})
+        >>> data = pa.py_buffer(bytes(257)).slice(1)  # starts one byte off
+        >>> t = pa.table({"a": pa.Array.from_buffers(pa.int32(), 64, [None, data]),
+        ...               "b": pa.array([0] * 64, pa.int32())})
         >>> out = aligned_for_acero(t)
         >>> def data_at(table, name):
         ...     return table.column(name).chunk(0).buffers()[1].address
