@@ -69,6 +69,20 @@ def _ordered(kind: pa.DataType) -> bool:
 _INT64_MAX = 2**63 - 1
 
 
+def _min_max(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Scalar, pa.Scalar]:
+    """``pc.min_max`` of ``values``; decimal32/decimal64 (which have no such kernel) through
+    decimal128 of the same precision and scale, the bounds as exact decimals of that type."""
+    kind = values.type
+    if not (pa.types.is_decimal(kind) and kind.bit_width < 128):
+        bounds = pc.min_max(values)
+        return bounds["min"], bounds["max"]
+    wide = pc.min_max(values.cast(pa.decimal128(kind.precision, kind.scale)))
+    low, high = wide["min"], wide["max"]
+    if not (low.is_valid and high.is_valid):
+        return pa.scalar(None, kind), pa.scalar(None, kind)
+    return pa.scalar(low.as_py(), kind), pa.scalar(high.as_py(), kind)
+
+
 def _to_value(scalar: pa.Scalar) -> pb.Value | None:
     """The manifest value of a bound, or None where it has none (a uint64 above the int64
     range: ``Value.int_value`` is a sint64, so such a column keeps no range)."""
@@ -140,8 +154,7 @@ def compute_field_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[p
         if _ordered(kind) and column.null_count < len(column):
             has_nan = pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py()
             if not has_nan:
-                bounds = pc.min_max(column)
-                low, high = bounds["min"], bounds["max"]
+                low, high = _min_max(column)
                 if low.is_valid and high.is_valid:
                     _set_bounds(stats, low, high)
         out.append(stats)
@@ -226,8 +239,7 @@ class StatsAccumulator:
                 if pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py():
                     self._ranged[i] = False
                     continue
-                bounds = pc.min_max(column)
-                low, high = bounds["min"], bounds["max"]
+                low, high = _min_max(column)
             elif fast == _HAS_NAN:
                 self._ranged[i] = False
                 continue
@@ -236,8 +248,8 @@ class StatsAccumulator:
             if not (low.is_valid and high.is_valid):
                 continue
             if self._low[i] is not None:
-                low = pc.min_max(pa.array([self._low[i], low], kind))["min"]
-                high = pc.min_max(pa.array([self._high[i], high], kind))["max"]
+                low = _min_max(pa.array([self._low[i], low], kind))[0]
+                high = _min_max(pa.array([self._high[i], high], kind))[1]
             self._low[i], self._high[i] = low, high
 
     def result(self) -> list[pb.FieldStats]:
