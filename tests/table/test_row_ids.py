@@ -19,7 +19,7 @@ from fermion.errors import (
     InvalidFileError,
     UnsupportedVersionError,
 )
-from fermion.table import codec
+from fermion.table import codec, framing
 from fermion.table.codec import FLAG_ROW_IDS, decode_manifest
 from fermion.table.operations import Append, Overwrite, Rewrite, RewriteGroup
 from fermion.table.proto import manifest_pb2 as pb
@@ -296,8 +296,8 @@ def test_an_older_reader_refuses_a_table_with_row_ids(
     ds = ft.write_dataset(_rows(range(3)), str(tmp_path / "t"))
     data = (Path(ds.uri) / "_versions" / "1.manifest").read_bytes()
     before_row_ids = codec.FLAG_DELETION_FILES | codec.FLAG_INDICES
-    monkeypatch.setattr(codec, "KNOWN_READER_FLAGS", before_row_ids)
-    monkeypatch.setattr(codec, "KNOWN_WRITER_FLAGS", before_row_ids)
+    monkeypatch.setattr(framing, "KNOWN_READER_FLAGS", before_row_ids)
+    monkeypatch.setattr(framing, "KNOWN_WRITER_FLAGS", before_row_ids)
     with pytest.raises(UnsupportedVersionError, match="reader feature flags 0x4"):
         decode_manifest(data, "1.manifest")
     manifest = pb.Manifest()

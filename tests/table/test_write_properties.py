@@ -25,7 +25,7 @@ import pytest
 import fermion
 import fermion.table as ft
 from fermion.errors import InvalidArgumentError, UnsupportedTypeError, UnsupportedVersionError
-from fermion.table import codec
+from fermion.table import codec, framing
 from fermion.table.operations import UpdateConfig
 from fermion.table.tasks import (
     WritePlan,
@@ -369,7 +369,7 @@ def test_a_writer_unaware_of_write_properties_refuses_and_commits_nothing(
     ds.update_write_properties({"page_size": 8192})
     # a library from before the flag: bit 8 is an unknown writer feature flag to it
     before_flag = codec.KNOWN_WRITER_FLAGS & ~codec.FLAG_WRITE_PROPERTIES
-    monkeypatch.setattr(codec, "KNOWN_WRITER_FLAGS", before_flag)
+    monkeypatch.setattr(framing, "KNOWN_WRITER_FLAGS", before_flag)  # the flags' owner
     with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
         ft.write_dataset(_small(3), ds.uri, mode="append")
     with pytest.raises(UnsupportedVersionError, match="writer feature flags 0x8"):
