@@ -50,7 +50,7 @@ from fermion.table.operations import Operation, Restore, SchemaChange
 from fermion.table.operations.update_config import plan_update_config
 from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
-from fermion.table.scan import Scanner, message_indexed_scan, take_fragment
+from fermion.table.scan import Scanner, take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.tasks import (
@@ -447,7 +447,7 @@ class Dataset:
         return Scanner(
             self._storage, self.table_version, self._schema, columns, filter,
             with_row_offsets=with_row_offsets, batch_size=batch_size,
-            indices=message_indexed_scan(indexed_scan) if use_indices else None,
+            indices=indexed_scan if use_indices else None,
             readers=self._readers,
         )  # fmt: skip
 
