@@ -1146,7 +1146,7 @@ class Dataset:
         """
         from fermion.table.indices.api import create_index
 
-        self._moved(create_index(self._storage, self._manifest, column, kind, name=name,
+        self._moved(create_index(self._storage, self.table_version, column, kind, name=name,
                                  replace=replace))  # fmt: skip
 
     def indices(self) -> list[IndexInfo]:
@@ -1161,7 +1161,7 @@ class Dataset:
         """
         from fermion.table.indices.api import list_indices
 
-        return list_indices(self._manifest)
+        return list_indices(self.table_version)
 
     def drop_index(self, name: str) -> None:
         """Remove the index ``name`` (its files go with the versions listing it, at cleanup).
@@ -1179,7 +1179,7 @@ class Dataset:
         """
         from fermion.table.indices.api import drop_index
 
-        self._moved(drop_index(self._storage, self._manifest, name))
+        self._moved(drop_index(self._storage, self.table_version, name))
 
     def optimize_indices(self) -> None:
         """Add the fragments each scalar index does not cover (appended, or rewritten by
@@ -1196,7 +1196,7 @@ class Dataset:
         """
         from fermion.table.indices.api import optimize_indices
 
-        results = optimize_indices(self._storage, self._manifest)
+        results = optimize_indices(self._storage, self.table_version)
         if results:
             self._moved(results[-1])
 

@@ -209,7 +209,7 @@ class IndexEntry:
     num_entries: int = 0
     size_bytes: int = 0
 
-    def covering(self, present: Iterable[int]) -> IndexEntry:
+    def covering(self, present: Iterable[int | None]) -> IndexEntry:
         """This entry covering only those of its fragments in ``present``.
 
         Example:
