@@ -818,7 +818,6 @@ PROTO_NOT_YET_MOVED = frozenset(
     {
         "fermion.table.column_join",
         "fermion.table.column_values",
-        "fermion.table.indices.tasks",
         "fermion.table.merge_insert",
         "fermion.table.row_edits",
         "fermion.table.tasks.index",
