@@ -820,7 +820,6 @@ PROTO_NOT_YET_MOVED = frozenset(
         "fermion.table.column_values",
         "fermion.table.merge_insert",
         "fermion.table.row_edits",
-        "fermion.table.tasks.index",
         "fermion.table.update",
     }
 )
