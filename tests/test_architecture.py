@@ -818,12 +818,8 @@ PROTO_NOT_YET_MOVED = frozenset(
     {
         "fermion.table.column_join",
         "fermion.table.column_values",
-        "fermion.table.indices.api",
-        "fermion.table.indices.lookup",
-        "fermion.table.indices.tasks",
         "fermion.table.merge_insert",
         "fermion.table.row_edits",
-        "fermion.table.tasks.index",
         "fermion.table.update",
     }
 )

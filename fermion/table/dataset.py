@@ -50,7 +50,7 @@ from fermion.table.operations import Operation, Restore, SchemaChange
 from fermion.table.operations.update_config import plan_update_config
 from fermion.table.readers import ReaderCache
 from fermion.table.ref import TableRef, ref_of
-from fermion.table.scan import Scanner, message_indexed_scan, take_fragment
+from fermion.table.scan import Scanner, take_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.tasks import (
@@ -447,7 +447,7 @@ class Dataset:
         return Scanner(
             self._storage, self.table_version, self._schema, columns, filter,
             with_row_offsets=with_row_offsets, batch_size=batch_size,
-            indices=message_indexed_scan(indexed_scan) if use_indices else None,
+            indices=indexed_scan if use_indices else None,
             readers=self._readers,
         )  # fmt: skip
 
@@ -1146,7 +1146,7 @@ class Dataset:
         """
         from fermion.table.indices.api import create_index
 
-        self._moved(create_index(self._storage, self._manifest, column, kind, name=name,
+        self._moved(create_index(self._storage, self.table_version, column, kind, name=name,
                                  replace=replace))  # fmt: skip
 
     def indices(self) -> list[IndexInfo]:
@@ -1161,7 +1161,7 @@ class Dataset:
         """
         from fermion.table.indices.api import list_indices
 
-        return list_indices(self._manifest)
+        return list_indices(self.table_version)
 
     def drop_index(self, name: str) -> None:
         """Remove the index ``name`` (its files go with the versions listing it, at cleanup).
@@ -1179,7 +1179,7 @@ class Dataset:
         """
         from fermion.table.indices.api import drop_index
 
-        self._moved(drop_index(self._storage, self._manifest, name))
+        self._moved(drop_index(self._storage, self.table_version, name))
 
     def optimize_indices(self) -> None:
         """Add the fragments each scalar index does not cover (appended, or rewritten by
@@ -1196,7 +1196,7 @@ class Dataset:
         """
         from fermion.table.indices.api import optimize_indices
 
-        results = optimize_indices(self._storage, self._manifest)
+        results = optimize_indices(self._storage, self.table_version)
         if results:
             self._moved(results[-1])
 

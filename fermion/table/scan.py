@@ -44,7 +44,6 @@ from fermion.table.codec import (
     as_table_version,
     fragment_message,
     has_deletion_file,
-    manifest_of,
 )
 from fermion.table.deletions import keep_mask, read_fragment_deletions
 from fermion.table.domain import Fragment, TableVersion
@@ -62,7 +61,6 @@ __all__ = [
     "ScanStats",
     "Scanner",
     "fragment_stripe_rows",
-    "message_indexed_scan",
     "merge_fragment_columns",
     "open_fragment_files",
     "read_fragment",
@@ -72,8 +70,7 @@ ROW_OFFSET = "_rowoffset"
 #: ``(storage, version, schema, filter, fragments, *, stats, columns, with_row_offsets,
 #: readers) -> (fragments to read, read(fragment) -> its rows, or None to scan it)``: a
 #: scan through a scalar index, on a :class:`~fermion.table.domain.TableVersion` and its
-#: fragments (:func:`message_indexed_scan` adapts one written on manifest messages, such
-#: as ``fermion.table.indices.lookup.indexed_scan``).
+#: fragments (``fermion.table.indices.lookup.indexed_scan``).
 IndexedScan = Callable[..., tuple[list[Fragment], Callable[[Fragment], pa.Table | None]]]
 _SCAN_THREADS = 8
 # fragments a streaming scan reads ahead: memory stays a few fragments, not the table
@@ -101,54 +98,6 @@ def _referenced(filter: pc.Expression | None, names: Sequence[str]) -> list[str]
         return []
     used = referenced_fields(filter)
     return [name for name in names if name in used]
-
-
-def message_indexed_scan(scan: Callable[..., Any]) -> IndexedScan:
-    """The :data:`IndexedScan` of an indexed scan written on manifest messages (it takes
-    the manifest and its ``Fragment`` messages, and answers with messages).
-
-    Example:
-        >>> import tempfile, pyarrow as pa, fermion.table as ft
-        >>> ds = ft.write_dataset(pa.table({"x": [1, 2]}), tempfile.mkdtemp())
-        >>> def every(storage, manifest, schema, filter, fragments, **_):
-        ...     return list(fragments), lambda message: None  # read each as usual
-        >>> indexed = message_indexed_scan(every)
-        >>> kept, read = indexed(ds.storage, ds.table_version, ds.table_schema, None,
-        ...                      ds.fragments)
-        >>> kept == ds.fragments, read(kept[0])
-        (True, None)
-    """
-
-    def indexed(
-        storage: TableStorage,
-        version: TableVersion,
-        schema: TableSchema,
-        filter: pc.Expression,
-        fragments: Sequence[Fragment],
-        **options: Any,
-    ) -> tuple[list[Fragment], Callable[[Fragment], pa.Table | None]]:
-        messages = [fragment_message(f) for f in fragments]
-        given = {id(m): f for m, f in zip(messages, fragments, strict=True)}
-        kept, read = scan(storage, manifest_of(version), schema, filter, messages, **options)
-        chosen = [given.get(id(m)) or as_fragment(m, committed=True) for m in kept]
-        return chosen, _MessageRead(read)
-
-    return indexed
-
-
-class _MessageRead:
-    """The fragment reader of an indexed scan on messages, taking domain fragments (its
-    ``exact`` and ``answers_all`` are passed through)."""
-
-    def __init__(self, read: Callable[[Any], pa.Table | None]) -> None:
-        self._read = read
-        self.exact = getattr(read, "exact", False)
-        answers = getattr(read, "answers_all", None)
-        if answers is not None:
-            self.answers_all = lambda fragments: answers([fragment_message(f) for f in fragments])
-
-    def __call__(self, fragment: Fragment) -> pa.Table | None:
-        return self._read(fragment_message(fragment))
 
 
 def open_fragment_files(

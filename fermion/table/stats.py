@@ -42,12 +42,19 @@ import pyarrow.compute as pc
 
 from fermion.deprecation import deprecated_alias
 from fermion.format.read.pruning import guarantee_for, segments_that_may_match
-from fermion.table.codec import FragmentInfo, fragment_message
+from fermion.table.codec import FragmentInfo, fragment_from_proto, fragment_message
 from fermion.table.domain import Fragment
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.schema import TableSchema
 
-__all__ = ["StatsAccumulator", "compute_field_stats", "fragment_guarantee", "prune"]
+__all__ = [
+    "StatsAccumulator",
+    "compute_field_stats",
+    "fragment_guarantee",
+    "prune",
+    "refreshed_stats",
+    "stats_field_ids",
+]
 
 
 def _ordered(kind: pa.DataType) -> bool:
@@ -159,6 +166,36 @@ def compute_field_stats(table: pa.Table, top_level_ids: Sequence[int]) -> list[p
                     _set_bounds(stats, low, high)
         out.append(stats)
     return out
+
+
+def stats_field_ids(fragment: Fragment) -> set[int]:
+    """The fields the fragment records statistics for.
+
+    Example:
+        >>> stats_field_ids(Fragment(None, (), 0))
+        set()
+    """
+    return {s.field_id for s in fragment_message(fragment).stats}
+
+
+def refreshed_stats(fragment: Fragment, table: pa.Table, field_ids: Sequence[int]) -> Fragment:
+    """The statistics update of a committed fragment (its id and statistics only, what a
+    ``CreateIndex`` of the statistics rebuild carries): its recorded statistics, those of
+    ``field_ids`` recomputed from ``table`` (its live rows, one column per field id).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> update = refreshed_stats(Fragment(4, (), 3), pa.table({"x": [3, None, 1]}), [0])
+        >>> update.id, stats_field_ids(update), update.physical_rows
+        (4, {0}, 0)
+    """
+    fresh = {s.field_id: s for s in compute_field_stats(table, field_ids)}
+    recorded = fragment_message(fragment).stats
+    update = pb.Fragment(id=fragment.id)
+    update.stats.extend(fresh.get(s.field_id, s) for s in recorded)
+    known = {s.field_id for s in recorded}
+    update.stats.extend(s for i, s in fresh.items() if i not in known)
+    return fragment_from_proto(update, committed=True)
 
 
 #: Deprecated name of :func:`compute_field_stats` (the file format has a ``compute_stats``).

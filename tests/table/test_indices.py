@@ -385,3 +385,35 @@ def test_index_build_tasks_refresh_rebuild_and_race(ds: ft.Dataset) -> None:
         plan_index_build(ds.uri, "k", "BITMAP")
     with pytest.raises(ColumnNotFoundError):
         plan_index_build(ds.uri, "nope", "BTREE")
+
+
+def test_index_modules_take_versions_and_still_accept_messages(tmp_path: Path) -> None:
+    """The lookups and index planning take a TableVersion, domain fragments and index
+    entries; a manifest and its messages (the signatures before the domain model) give the
+    same answers."""
+    from fermion.table.indices import api, lookup
+    from fermion.table.indices.model import IndexEntry, entry_of, indices_of
+    from fermion.table.scan import ScanStats
+
+    ds = ft.write_dataset(_table(1000), str(tmp_path / "t"), max_rows_per_file=300)
+    ds.create_index("k", "BTREE")
+    ds.append(_table(100, seed=1))
+    version, manifest = ds.table_version, ds.manifest
+    (entry,) = indices_of(version)
+    assert isinstance(entry, IndexEntry) and entry.fragment_ids == (0, 1, 2, 3)
+    assert api.list_indices(manifest) == api.list_indices(version) == ds.indices()
+    where = pc.field("k") <= 20
+    by_version = lookup.plan_indexed_scan(
+        ds.storage, version, ds.table_schema, where, list(ds.fragments), ScanStats()
+    )
+    by_manifest = lookup.plan_indexed_scan(
+        ds.storage, manifest, ds.table_schema, where, list(manifest.fragments), ScanStats()
+    )
+    assert [f.id for f in by_version[0]] == [f.id for f in by_manifest[0]]
+    assert by_version[1].keys() == by_manifest[1].keys()
+    assert all(np.array_equal(by_version[1][i], by_manifest[1][i]) for i in by_version[1])
+    assert lookup.index_column(manifest.indices[0], ds.table_schema) == "k"
+    op = api.extend_index(ds.storage, manifest, "k", manifest.indices[0], [manifest.fragments[4]])
+    assert entry_of(op).fragment_ids == (0, 1, 2, 3, 4)
+    assert entry_of(api.narrowed(op, version)).fragment_ids == (0, 1, 2, 3, 4)
+    assert entry_of(api.narrowed(op, None)).fragment_ids == ()

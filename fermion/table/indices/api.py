@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from fermion.errors import ColumnNotFoundError, DatasetError, InvalidArgumentError
 from fermion.format import FileReader
-from fermion.table.codec import fragments_from_messages
-from fermion.table.commit import CommitConfig, CommitResult, commit_operation
+from fermion.table.codec import as_fragment, as_table_version
+from fermion.table.commit import CommitConfig, CommitResult, commit_operation, on_versions
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.indices.build import (
     collect_entries,
     fences_path,
@@ -48,15 +50,19 @@ from fermion.table.indices.model import (
     INDEX_LAYOUT_VERSION,
     KEY,
     ROW_ADDRESS,
+    IndexEntry,
     IndexInfo,
+    as_index_entry,
     check_key_type,
+    create_index_op,
+    entry_of,
+    index_info,
+    indices_of,
     is_scalar_index,
     key_type_of,
 )
 from fermion.table.operations import CreateIndex, DropIndex
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
-from fermion.table.versions import schema_of
 
 __all__ = [
     "MAX_ENTRIES_FILES",
@@ -71,58 +77,63 @@ __all__ = [
 ]
 
 
-def list_indices(manifest: pb.Manifest) -> list[IndexInfo]:
-    """The indices of a version (scalar indices and the statistics rebuild)."""
-    schema = schema_of(manifest)
+def list_indices(version: TableVersion | Any) -> list[IndexInfo]:
+    """The indices of a version (scalar indices and the statistics rebuild).
+
+    ``version`` is a :class:`~fermion.table.domain.TableVersion` (its manifest message
+    is still accepted).
+
+    Example:
+        >>> import tempfile, pyarrow as pa, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"k": [1, 2]}), tempfile.mkdtemp())
+        >>> ds.create_index("k", "BITMAP")
+        >>> [(i.name, i.columns) for i in list_indices(ds.table_version)]
+        [('k_idx', ('k',))]
+    """
+    version = as_table_version(version)
+    schema = version.schema
     out = []
-    for index in manifest.indices:
+    for index in indices_of(version):
         column = index_column(index, schema)
-        out.append(
-            IndexInfo(
-                name=index.name,
-                kind=index.kind,
-                columns=(column,) if column else (),
-                fragment_ids=tuple(index.fragment_ids),
-                uuid=index.uuid,
-                dataset_version=index.dataset_version,
-                files=tuple(index.files),
-                num_entries=index.num_entries,
-                size_bytes=index.size_bytes,
-            )  # fmt: skip
-        )
+        out.append(index_info(index, (column,) if column else ()))
     return out
+
+
+def _committed(fragments: Sequence[Fragment | Any]) -> list[Fragment]:
+    """Domain fragments of a version's ``fragments`` (manifest messages converted)."""
+    return [as_fragment(f, committed=True) for f in fragments]
 
 
 def build_index(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     column: str,
     kind: str,
     name: str,
-    fragments: Sequence[pb.Fragment],
-    previous: pb.IndexMetadata | None = None,
+    fragments: Sequence[Fragment | Any],
+    previous: IndexEntry | Any | None = None,
 ) -> CreateIndex:
     """Write the index file over ``fragments`` (plus what ``previous`` covers that is
-    still present) and return its ``CreateIndex``, planned on ``manifest``."""
-    schema = schema_of(manifest)
-    present = {f.id for f in manifest.fragments}
+    still present) and return its ``CreateIndex``, planned on ``version`` (a
+    :class:`~fermion.table.domain.TableVersion`, its fragments and index entry; manifest
+    messages are still accepted)."""
+    version = as_table_version(version)
+    todo = _committed(fragments)
+    present = {f.id for f in version.fragments}
     keep: set[int] = set()
     old = None
     if previous is not None:
+        previous = as_index_entry(previous)
         keep = set(previous.fragment_ids) & present
         old = (list(previous.files), previous.kind, keep)
-    entries = collect_entries(
-        storage, schema, fragments_from_messages(fragments), column, old, kind
-    )
-    covered = keep | {f.id for f in fragments}
-    return finish_build(
-        storage, manifest, column, kind, name, uuidlib.uuid4().hex, entries, covered
-    )
+    entries = collect_entries(storage, version.schema, todo, column, old, kind)
+    covered = keep | {f.id for f in todo if f.id is not None}
+    return finish_build(storage, version, column, kind, name, uuidlib.uuid4().hex, entries, covered)
 
 
 def finish_build(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     column: str,
     kind: str,
     name: str,
@@ -131,14 +142,17 @@ def finish_build(
     covered: set[int],
 ) -> CreateIndex:
     """Write the files of build ``build`` holding ``entries`` and return the
-    ``CreateIndex`` covering ``covered``, planned on ``manifest``."""
+    ``CreateIndex`` covering ``covered``, planned on ``version`` (a
+    :class:`~fermion.table.domain.TableVersion`; its manifest is still accepted)."""
+    version = as_table_version(version)
     paths, size = write_index_file(storage, build, kind, entries)
-    index = pb.IndexMetadata(
-        uuid=build, name=name, kind=kind, field_ids=[schema_of(manifest).id_of(column)],
-        fragment_ids=sorted(covered), dataset_version=manifest.version, files=paths,
-        index_version=INDEX_LAYOUT_VERSION, num_entries=entries.num_rows, size_bytes=size,
+    index = IndexEntry(
+        uuid=build, name=name, kind=kind, field_ids=(version.schema.id_of(column),),
+        fragment_ids=tuple(sorted(covered)), dataset_version=version.version,
+        files=tuple(paths), index_version=INDEX_LAYOUT_VERSION,
+        num_entries=entries.num_rows, size_bytes=size,
     )  # fmt: skip
-    return CreateIndex(index)
+    return create_index_op(index)
 
 
 #: Entries files an index may have: an ``optimize_indices`` that would make more merges
@@ -147,9 +161,9 @@ MAX_ENTRIES_FILES = 2
 
 
 def _can_extend(
-    storage: TableStorage, manifest: pb.Manifest, index: pb.IndexMetadata, key_type: pa.DataType
+    storage: TableStorage, version: TableVersion, index: IndexEntry, key_type: pa.DataType
 ) -> bool:
-    """Whether an ``optimize_indices`` on ``manifest`` may keep ``index``'s files and add a
+    """Whether an ``optimize_indices`` on ``version`` may keep ``index``'s files and add a
     build of the uncovered fragments: a BTREE or BITMAP index (an entry per row) with fewer
     than :data:`MAX_ENTRIES_FILES` entries files, at least half of whose entries are of
     fragments it still covers (the others, of fragments a compaction or delete removed,
@@ -161,7 +175,7 @@ def _can_extend(
     if not entries or len(entries) >= MAX_ENTRIES_FILES:
         return False
     covered = set(index.fragment_ids)
-    live = sum(f.physical_rows for f in manifest.fragments if f.id in covered)
+    live = sum(f.physical_rows for f in version.fragments if f.id in covered)
     if not live or 2 * live < index.num_entries:
         return False
     if index.kind == BTREE and any(fences_path(p) not in index.files for p in entries):
@@ -178,56 +192,66 @@ def _can_extend(
 
 def extend_index(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     column: str,
-    previous: pb.IndexMetadata,
-    fragments: Sequence[pb.Fragment],
+    previous: IndexEntry | Any,
+    fragments: Sequence[Fragment | Any],
 ) -> CreateIndex:
     """A build of ``fragments`` alone (not covered by ``previous``) whose ``CreateIndex``
     keeps ``previous``'s files too: the index then covers what ``previous`` covers that is
     still present and ``fragments``, through the entries files of both builds.
+
+    ``version`` is a :class:`~fermion.table.domain.TableVersion`, ``previous`` an
+    :class:`~fermion.table.indices.model.IndexEntry` of it, ``fragments`` domain values
+    (manifest messages are still accepted).
 
     Example:
         >>> import tempfile, pyarrow as pa, fermion.table as ft
         >>> ds = ft.write_dataset(pa.table({"k": [1, 2]}), tempfile.mkdtemp())
         >>> ds.create_index("k", "BTREE")
         >>> ds.append(pa.table({"k": [2]}))
-        >>> op = extend_index(ds.storage, ds.manifest, "k", ds.manifest.indices[0],
-        ...                   [ds.manifest.fragments[1]])
-        >>> len(op.index.files), op.index.num_entries, list(op.index.fragment_ids)
-        (4, 3, [0, 1])
+        >>> version = ds.table_version
+        >>> op = extend_index(ds.storage, version, "k", indices_of(version)[0],
+        ...                   [ds.fragments[1]])
+        >>> entry = entry_of(op)
+        >>> len(entry.files), entry.num_entries, entry.fragment_ids
+        (4, 3, (0, 1))
     """
-    present = {f.id for f in manifest.fragments}
-    entries = collect_entries(
-        storage, schema_of(manifest), fragments_from_messages(fragments), column, None,
-        previous.kind,
-    )  # fmt: skip
+    version = as_table_version(version)
+    previous = as_index_entry(previous)
+    todo = _committed(fragments)
+    present = {f.id for f in version.fragments}
+    entries = collect_entries(storage, version.schema, todo, column, None, previous.kind)
     build = uuidlib.uuid4().hex
     paths, size = write_index_file(storage, build, previous.kind, entries)
-    covered = (set(previous.fragment_ids) & present) | {f.id for f in fragments}
-    index = pb.IndexMetadata(
-        uuid=build, name=previous.name, kind=previous.kind, field_ids=list(previous.field_ids),
-        fragment_ids=sorted(covered), dataset_version=manifest.version,
-        files=[*previous.files, *paths], index_version=INDEX_LAYOUT_VERSION,
+    covered = (set(previous.fragment_ids) & present) | {f.id for f in todo if f.id is not None}
+    index = IndexEntry(
+        uuid=build, name=previous.name, kind=previous.kind, field_ids=previous.field_ids,
+        fragment_ids=tuple(sorted(covered)), dataset_version=version.version,
+        files=(*previous.files, *paths), index_version=INDEX_LAYOUT_VERSION,
         num_entries=previous.num_entries + entries.num_rows,
         size_bytes=previous.size_bytes + size,
     )  # fmt: skip
-    return CreateIndex(index)
+    return create_index_op(index)
 
 
-def narrowed(op: CreateIndex, manifest: pb.Manifest | None) -> CreateIndex:
-    """``op`` re-planned on a newer manifest: it covers only fragments still there."""
-    present = {f.id for f in manifest.fragments} if manifest is not None else set()
-    index = pb.IndexMetadata()
-    index.CopyFrom(op.index)
-    del index.fragment_ids[:]
-    index.fragment_ids.extend(i for i in op.index.fragment_ids if i in present)
-    return CreateIndex(index)
+def narrowed(op: CreateIndex, version: TableVersion | Any | None) -> CreateIndex:
+    """``op`` re-planned on a newer version (a
+    :class:`~fermion.table.domain.TableVersion`; its manifest is still accepted): it covers
+    only fragments still there.
+
+    Example:
+        >>> op = create_index_op(IndexEntry("a", "BTREE", (0,), (1, 2), uuid="u"))
+        >>> entry_of(narrowed(op, None)).fragment_ids
+        ()
+    """
+    present = {f.id for f in as_table_version(version).fragments} if version is not None else ()
+    return create_index_op(entry_of(op).covering(present))
 
 
 def create_index(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     column: str,
     kind: str,
     *,
@@ -235,14 +259,16 @@ def create_index(
     replace: bool = False,
     config: CommitConfig | None = None,
 ) -> CommitResult:
-    """Build a ``kind`` index on ``column`` over every fragment of ``manifest``, commit it.
+    """Build a ``kind`` index on ``column`` over every fragment of ``version`` (a
+    :class:`~fermion.table.domain.TableVersion`; its manifest is still accepted), commit it.
 
     Raises:
         ColumnNotFoundError: No such top-level column.
         InvalidArgumentError: An unknown kind, a column type the kind cannot key, or an
             index of that name already exists and ``replace`` is false.
     """
-    schema = schema_of(manifest)
+    version = as_table_version(version)
+    schema = version.schema
     if not isinstance(column, str) or schema.arrow.get_field_index(column) < 0:
         raise ColumnNotFoundError(f"no column named {column!r}")
     kind = kind.upper() if isinstance(kind, str) else kind
@@ -250,41 +276,49 @@ def create_index(
     name = name if name is not None else f"{column}_idx"
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError("an index name must be a non-empty string")
-    if not replace and any(i.name == name for i in manifest.indices):
+    if not replace and name in version.index_names:
         raise InvalidArgumentError(f"index {name!r} exists; pass replace=True to rebuild it")
-    op = build_index(storage, manifest, column, kind, name, list(manifest.fragments))
+    op = build_index(storage, version, column, kind, name, list(version.fragments))
     return commit_operation(
-        storage, op, read_version=manifest.version, config=config,
-        planner=lambda latest: narrowed(op, latest),
+        storage, op, read_version=version.version, config=config,
+        planner=on_versions(lambda latest: narrowed(op, latest)),
     )  # fmt: skip
 
 
 def drop_index(
-    storage: TableStorage, manifest: pb.Manifest, name: str, *, config: CommitConfig | None = None
+    storage: TableStorage,
+    version: TableVersion | Any,
+    name: str,
+    *,
+    config: CommitConfig | None = None,
 ) -> CommitResult:
-    """Commit a ``DropIndex``.
+    """Commit a ``DropIndex`` on ``version`` (a :class:`~fermion.table.domain.TableVersion`;
+    its manifest is still accepted).
 
     Raises:
         DatasetError: The version has no index of that name.
     """
-    if not any(i.name == name for i in manifest.indices):
-        raise DatasetError(f"version {manifest.version} has no index named {name!r}")
-    return commit_operation(storage, DropIndex(name), read_version=manifest.version, config=config)
+    version = as_table_version(version)
+    if name not in version.index_names:
+        raise DatasetError(f"version {version.version} has no index named {name!r}")
+    return commit_operation(storage, DropIndex(name), read_version=version.version, config=config)
 
 
 def optimize_indices(
-    storage: TableStorage, manifest: pb.Manifest, *, config: CommitConfig | None = None
+    storage: TableStorage, version: TableVersion | Any, *, config: CommitConfig | None = None
 ) -> list[CommitResult]:
     """Index the fragments each scalar index does not cover yet (one commit per index
     that had some): a build of them alone keeping the index's files when
     :func:`_can_extend` allows, else a merge of every live entry into one build; the
-    latest manifest is the last result's."""
+    latest version is the last result's. ``version`` is a
+    :class:`~fermion.table.domain.TableVersion` (its manifest is still accepted)."""
+    version = as_table_version(version)
     results: list[CommitResult] = []
-    names = [i.name for i in manifest.indices if is_scalar_index(i)]
+    names = [i.name for i in indices_of(version) if is_scalar_index(i)]
     for name in names:
-        current = results[-1].manifest if results else manifest
-        index = next((i for i in current.indices if i.name == name), None)
-        schema = schema_of(current)
+        current = results[-1].table_version if results else version
+        index = next((i for i in indices_of(current) if i.name == name), None)
+        schema = current.schema
         column = index_column(index, schema) if index is not None else None
         if index is None or column is None:
             continue
@@ -303,7 +337,7 @@ def optimize_indices(
                 op,
                 read_version=current.version,
                 config=config,
-                planner=lambda latest, op=op: narrowed(op, latest),  # type: ignore[misc]
+                planner=on_versions(lambda latest, op=op: narrowed(op, latest)),  # type: ignore[misc]
             )  # fmt: skip
         )
     return results

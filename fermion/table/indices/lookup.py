@@ -34,6 +34,8 @@ from fermion.errors import InvalidFileError
 from fermion.format import FileReader
 from fermion.format.encoding.arrow_ops import filter_table
 from fermion.format.read.pruning import referenced_fields
+from fermion.table.codec import as_fragment, as_table_version, has_deletion_file
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.indices.build import FENCE_ROW, fences_path, is_fences_path
 from fermion.table.indices.cache import INDEX_CACHE
 from fermion.table.indices.match import (
@@ -50,11 +52,13 @@ from fermion.table.indices.model import (
     KEY,
     LABEL_LIST,
     ROW_ADDRESS,
+    IndexEntry,
+    as_index_entry,
+    indices_of,
     is_scalar_index,
     key_type_of,
     split_addresses,
 )
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.readers import ReaderCache
 from fermion.table.scan import ROW_OFFSET, ScanStats, read_fragment
 from fermion.table.schema import TableSchema, project_file_table
@@ -78,8 +82,20 @@ DENSE_READ_RATIO = 256
 INDEX_READ_OPTIONS = {"prefetch_bytes": 64 << 10, "coalesce_gap": 64 << 10}
 
 
-def index_column(index: pb.IndexMetadata, schema: TableSchema) -> str | None:
-    """The current name of a scalar index's column (None: not a top-level column now)."""
+def index_column(index: IndexEntry | Any, schema: TableSchema) -> str | None:
+    """The current name of a scalar index's column (None: not a top-level column now).
+
+    ``index`` is an :class:`~fermion.table.indices.model.IndexEntry` (its manifest
+    message is still accepted).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from fermion.table.indices.model import IndexEntry
+        >>> schema = TableSchema.from_arrow(pa.schema([("a", pa.int64()), ("b", pa.string())]))
+        >>> index_column(IndexEntry("b_idx", "BTREE", (1,)), schema)
+        'b'
+    """
+    index = as_index_entry(index)
     if not is_scalar_index(index) or len(index.field_ids) != 1:
         return None
     top = schema.top_level_ids()
@@ -274,7 +290,7 @@ def _key_lists(
 
 def lookup_addresses(
     storage: TableStorage,
-    index: pb.IndexMetadata,
+    index: IndexEntry | Any,
     predicate: KeyPredicate,
     key_type: pa.DataType,
     stats: ScanStats,
@@ -288,16 +304,19 @@ def lookup_addresses(
     LABEL_LIST evaluates the predicate on its keys and reads the lists of those it keeps.
     Decoded blocks, keys and lists are kept in :data:`INDEX_CACHE` for the next lookups.
 
+    ``index`` is an :class:`~fermion.table.indices.model.IndexEntry` (its manifest
+    message is still accepted).
+
     Raises:
         InvalidFileError: A file of the index is not an index file.
     """
-    found = _lookup(storage, index, predicate, key_type, stats)
+    found = _lookup(storage, as_index_entry(index), predicate, key_type, stats)
     return found[0] if found is not None else None
 
 
 def _lookup(
     storage: TableStorage,
-    index: pb.IndexMetadata,
+    index: IndexEntry,
     predicate: KeyPredicate,
     key_type: pa.DataType,
     stats: ScanStats,
@@ -347,33 +366,56 @@ def _lookup(
 
 def plan_indexed_scan(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     schema: TableSchema,
     filter: pc.Expression,
-    fragments: Sequence[pb.Fragment],
+    fragments: Sequence[Fragment | Any],
     stats: ScanStats,
-) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool]:
+) -> tuple[list[Fragment], dict[int, np.ndarray], bool]:
     """The fragments left to read, for those an index answers their candidate rows (sorted
     physical offsets), and whether the candidates are exactly the filter's rows (the index
-    answered every conjunct). Without a usable index: ``fragments``, ``{}``, False."""
-    kept, hits, exact, _ = _plan(storage, manifest, schema, filter, fragments, stats)
+    answered every conjunct). Without a usable index: ``fragments``, ``{}``, False.
+
+    ``version`` is the :class:`~fermion.table.domain.TableVersion` scanned and
+    ``fragments`` domain fragments (a manifest and its fragment messages are still
+    accepted; the fragments kept are then domain values).
+
+    Example:
+        >>> import tempfile, pyarrow as pa, pyarrow.compute as pc, fermion.table as ft
+        >>> ds = ft.write_dataset(pa.table({"k": [5, 3, 9]}), tempfile.mkdtemp())
+        >>> ds.create_index("k", "BTREE")
+        >>> kept, hits, exact = plan_indexed_scan(ds.storage, ds.table_version,
+        ...     ds.table_schema, pc.field("k") == 3, ds.fragments, ScanStats())
+        >>> len(kept), hits[0].tolist(), exact
+        (1, [1], True)
+    """
+    kept, hits, exact, _ = _plan(
+        storage, as_table_version(version), schema, filter, _fragments(fragments), stats
+    )
     return kept, hits, exact
+
+
+def _fragments(fragments: Sequence[Fragment | Any]) -> Sequence[Fragment]:
+    """Domain fragments of ``fragments`` (manifest messages converted)."""
+    if all(isinstance(f, Fragment) for f in fragments):
+        return fragments
+    return [as_fragment(f, committed=True) for f in fragments]
 
 
 def _plan(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion,
     schema: TableSchema,
     filter: pc.Expression,
-    fragments: Sequence[pb.Fragment],
+    fragments: Sequence[Fragment],
     stats: ScanStats,
-) -> tuple[list[pb.Fragment], dict[int, np.ndarray], bool, dict[int, dict[str, pa.Array]]]:
+) -> tuple[list[Fragment], dict[int, np.ndarray], bool, dict[int, dict[str, pa.Array]]]:
     """:func:`plan_indexed_scan`, and per fragment the column whose values the index
     knows for its candidate rows (exact answers only): ``{column: values}``, one value
     for all of them (an equality, see :func:`_fixed_value`) or one per candidate (a BTREE's
     keys of those rows)."""
     present = {f.id for f in fragments}
-    for index in manifest.indices:
+    for index in indices_of(version):
         column = index_column(index, schema)
         if column is None:
             continue
@@ -439,24 +481,31 @@ def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> p
 
 def indexed_scan(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     schema: TableSchema,
     filter: pc.Expression,
-    fragments: Sequence[pb.Fragment],
+    fragments: Sequence[Fragment | Any],
     *,
     stats: ScanStats,
     columns: Sequence[str],
     with_row_offsets: bool = False,
     readers: ReaderCache | None = None,
-) -> tuple[list[pb.Fragment], Callable[[pb.Fragment], pa.Table | None]]:
+) -> tuple[list[Fragment], Callable[[Fragment], pa.Table | None]]:
     """A :data:`~fermion.table.scan.IndexedScan`: the fragments left to read, and a reader
     of a fragment's rows through the index (None for a fragment to scan as usual; its
-    ``answers_all(fragments)`` tells whether the index answers each of them)."""
-    kept, hits, exact, fixed = _plan(storage, manifest, schema, filter, fragments, stats)
+    ``answers_all(fragments)`` tells whether the index answers each of them).
 
-    def read(fragment: pb.Fragment) -> pa.Table | None:
-        offsets = hits.get(fragment.id)
-        if offsets is None:
+    ``version`` is the :class:`~fermion.table.domain.TableVersion` scanned and
+    ``fragments`` domain fragments (as :func:`plan_indexed_scan`, a manifest and its
+    fragment messages are still accepted).
+    """
+    kept, hits, exact, fixed = _plan(
+        storage, as_table_version(version), schema, filter, _fragments(fragments), stats
+    )
+
+    def read(fragment: Fragment) -> pa.Table | None:
+        offsets = hits.get(fragment.id) if fragment.id is not None else None
+        if offsets is None or fragment.id is None:
             return None
         return read_rows(
             storage, schema, fragment, columns, filter, offsets,
@@ -473,7 +522,7 @@ class _IndexedRead:
 
     def __init__(
         self,
-        read: Callable[[pb.Fragment], pa.Table | None],
+        read: Callable[[Fragment], pa.Table | None],
         answered: set[int],
         exact: bool = False,
     ):
@@ -481,10 +530,10 @@ class _IndexedRead:
         self._answered = answered
         self.exact = exact
 
-    def __call__(self, fragment: pb.Fragment) -> pa.Table | None:
+    def __call__(self, fragment: Fragment) -> pa.Table | None:
         return self._read(fragment)
 
-    def answers_all(self, fragments: Sequence[pb.Fragment]) -> bool:
+    def answers_all(self, fragments: Sequence[Fragment]) -> bool:
         """Whether the index answers every one of ``fragments``."""
         return all(f.id in self._answered for f in fragments)
 
@@ -492,7 +541,7 @@ class _IndexedRead:
 def read_rows(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment | Any,
     columns: Sequence[str],
     filter: pc.Expression,
     offsets: np.ndarray,
@@ -511,7 +560,9 @@ def read_rows(
     open (and its deletion mask) for the next lookups. With ``exact``, a column of
     ``fixed`` (``{column: values}``: one value for every row, the index answered
     ``column = value``, or a value per offset) is not read but filled with those values,
-    as long as another column is read."""
+    as long as another column is read. ``fragment`` is a domain
+    :class:`~fermion.table.domain.Fragment` (its manifest message is still accepted)."""
+    fragment = as_fragment(fragment, committed=True)
     stats = stats if stats is not None else ScanStats()
     used = referenced_fields(filter) if not exact else set()
     needed = list(dict.fromkeys([*columns, *(n for n in schema.arrow.names if n in used)]))
@@ -534,7 +585,7 @@ def read_rows(
         stats.files_opened += 1
         stats.files_reused += not opened.fresh
         opened.check_rows(fragment, path)
-        if fragment.HasField("deletion_file"):
+        if has_deletion_file(fragment):
             keep, read_now = opened.keep_mask(storage, fragment)
             stats.deletion_files_read += read_now
             live = keep[offsets]

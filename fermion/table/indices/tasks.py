@@ -32,8 +32,7 @@ import pyarrow as pa
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError
 from fermion.format import write_table
-from fermion.table.codec import fragments_from_messages
-from fermion.table.commit import CommitConfig, CommitResult, commit_operation
+from fermion.table.commit import CommitConfig, CommitResult, commit_operation, on_versions
 from fermion.table.domain import Fragment
 from fermion.table.indices.api import finish_build, narrowed
 from fermion.table.indices.build import (
@@ -43,13 +42,19 @@ from fermion.table.indices.build import (
     read_entries,
     sorted_entries,
 )
-from fermion.table.indices.model import BTREE, check_key_type, key_type_of
+from fermion.table.indices.model import (
+    BTREE,
+    check_key_type,
+    index_entry_from_bytes,
+    index_entry_to_bytes,
+    indices_of,
+    key_type_of,
+)
 from fermion.table.manifest_store import ManifestStore
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.schema import TableSchema
 from fermion.table.tasks.model import OnTable
-from fermion.table.versions import load_manifest, schema_of
+from fermion.table.versions import load_table_version
 
 __all__ = [
     "IndexBuildPlan",
@@ -78,8 +83,9 @@ class IndexBuildTask(OnTable):
 class IndexBuildPlan(OnTable):
     """A build of index ``name`` planned on ``read_version``.
 
-    ``previous`` (a serialised ``IndexMetadata``, empty for a full build) is the index
-    being refreshed: its entries of the fragments it still covers are kept.
+    ``previous`` (an index entry as :func:`~fermion.table.indices.model.index_entry_to_bytes`
+    serialises it, empty for a full build) is the index being refreshed: its entries of
+    the fragments it still covers are kept.
     """
 
     table: TableRef
@@ -128,16 +134,16 @@ def plan_index_build(
     read_version = version if version is not None else storage.latest_version()
     if not read_version:
         raise InvalidArgumentError(f"{storage.uri}: no table")
-    manifest = load_manifest(storage, read_version)
-    schema = schema_of(manifest)
+    table = load_table_version(storage, read_version)
+    schema = table.schema
     if schema.arrow.get_field_index(column) < 0:
         raise ColumnNotFoundError(f"no column named {column!r}")
     kind = kind.upper()
     check_key_type(kind, column, schema.arrow.field(column).type)
     name = name or f"{column}_idx"
-    previous = next((i for i in manifest.indices if i.name == name), None)
+    previous = next((i for i in indices_of(table) if i.name == name), None)
     if previous is not None and not rebuild:
-        same = previous.kind == kind and list(previous.field_ids) == [schema.id_of(column)]
+        same = previous.kind == kind and previous.field_ids == (schema.id_of(column),)
         if not same:
             raise InvalidArgumentError(
                 f"index {name!r} is a {previous.kind} index of another column or kind; "
@@ -146,7 +152,7 @@ def plan_index_build(
     if rebuild:
         previous = None
     covered = set(previous.fragment_ids) if previous is not None else set()
-    todo = [f for f in manifest.fragments if f.id not in covered]
+    todo = [f for f in table.fragments if f.id not in covered]
     build = uuidlib.uuid4().hex
     tasks = tuple(
         IndexBuildTask(
@@ -155,13 +161,13 @@ def plan_index_build(
             build,
             column,
             schema,
-            fragments_from_messages(todo[start : start + fragments_per_task]),
+            tuple(todo[start : start + fragments_per_task]),
             kind,
         )  # fmt: skip
         for n, start in enumerate(range(0, len(todo), fragments_per_task))
     )
-    old = previous.SerializeToString() if previous is not None else b""
-    return IndexBuildPlan(ref, manifest.version, name, column, kind, build, old, tasks)
+    old = index_entry_to_bytes(previous) if previous is not None else b""
+    return IndexBuildPlan(ref, table.version, name, column, kind, build, old, tasks)
 
 
 def execute_index_build(task: IndexBuildTask) -> IndexBuildResult:
@@ -188,26 +194,26 @@ def commit_index_build(
     storage = TableRef.of(plan.table, manifest_store=manifest_store).open()
     runs = [r.path for r in results]
     try:
-        manifest = load_manifest(storage, plan.read_version)
-        schema = schema_of(manifest)
+        table = load_table_version(storage, plan.read_version)
+        schema = table.schema
         key_type = key_type_of(plan.kind, schema.arrow.field(plan.column).type)
         parts = [read_entries(storage, runs, BTREE).cast(entry_schema(key_type))] if runs else []
         covered: set[int] = set()
         if plan.previous:
-            previous = pb.IndexMetadata.FromString(plan.previous)
-            present = {f.id for f in manifest.fragments}
+            previous = index_entry_from_bytes(plan.previous)
+            present = {f.id for f in table.fragments}
             covered = set(previous.fragment_ids) & present
             old = (list(previous.files), previous.kind, covered)
             parts.append(collect_entries(storage, schema, [], plan.column, old, plan.kind))
         entries = pa.concat_tables(parts) if parts else entry_schema(key_type).empty_table()
         indexed = {f.id for t in plan.tasks for f in t.fragments if f.id is not None}
         op = finish_build(
-            storage, manifest, plan.column, plan.kind, plan.name, plan.build, entries,
+            storage, table, plan.column, plan.kind, plan.name, plan.build, entries,
             covered | indexed,
         )  # fmt: skip
         return commit_operation(
             storage, op, read_version=plan.read_version, config=config,
-            planner=lambda latest: narrowed(op, latest),
+            planner=on_versions(lambda latest: narrowed(op, latest)),
         )  # fmt: skip
     finally:
         for path in runs:

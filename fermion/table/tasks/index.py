@@ -30,17 +30,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
-from fermion.table.commit import CommitConfig, commit_operation
-from fermion.table.domain import Fragment
+from fermion.table.commit import CommitConfig, commit_operation, on_versions
+from fermion.table.domain import Fragment, TableVersion
+from fermion.table.indices.model import IndexEntry, create_index_op, indices_of
 from fermion.table.manifest_store import ManifestStore
 from fermion.table.operations import CreateIndex
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.ref import TableRef
 from fermion.table.scan import read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.stats import compute_field_stats
-from fermion.table.tasks.common import fragment_groups, open_planned, open_ref, summarise
+from fermion.table.stats import refreshed_stats, stats_field_ids
+from fermion.table.tasks.common import fragment_groups, open_ref, summarise
 from fermion.table.tasks.model import (
     FRAGMENTS,
     INTS,
@@ -53,7 +52,7 @@ from fermion.table.tasks.model import (
     OnTable,
     tasks_codec,
 )
-from fermion.table.versions import load_manifest, schema_of
+from fermion.table.versions import load_table_version, open_planned_version
 
 __all__ = [
     "STATS_INDEX_NAME",
@@ -105,7 +104,7 @@ class IndexPlan(OnTable, JsonMixin):
 
 @dataclass(frozen=True)
 class IndexResult(JsonMixin):
-    """Fresh statistics of some fragments: one ``Fragment`` message (id + stats) each."""
+    """Fresh statistics of some fragments: one ``Fragment`` (id + stats) each."""
 
     task_id: str
     fragment_stats: tuple[Fragment, ...]
@@ -113,8 +112,8 @@ class IndexResult(JsonMixin):
     _codecs: ClassVar[dict[str, Codec]] = {"fragment_stats": FRAGMENTS}
 
 
-def _covered(manifest: pb.Manifest) -> set[int]:
-    return {i for x in manifest.indices if x.name == STATS_INDEX_NAME for i in x.fragment_ids}
+def _covered(version: TableVersion) -> set[int]:
+    return {i for x in indices_of(version) if x.name == STATS_INDEX_NAME for i in x.fragment_ids}
 
 
 def plan_index(
@@ -133,28 +132,26 @@ def plan_index(
     """
     if fragments_per_task < 1:
         raise InvalidArgumentError("fragments_per_task must be >= 1")
-    ref, storage, manifest = open_planned(uri, version, manifest_store)
-    schema = schema_of(manifest)
+    ref, _, table = open_planned_version(uri, version, manifest_store)
+    schema = table.schema
     names = tuple(schema.arrow.names) if columns is None else tuple(columns)
     unknown = [n for n in names if n not in schema.arrow.names]
     if unknown:
         raise InvalidArgumentError(f"no such columns: {unknown}")
     ids = tuple(schema.id_of(n) for n in names)
-    covered = _covered(manifest)
+    covered = _covered(table)
 
-    def stale(fragment: pb.Fragment) -> bool:
+    def stale(fragment: Fragment) -> bool:
         stored = {i for d in fragment.files for i in d.field_ids}
-        have = {s.field_id for s in fragment.stats}
+        have = stats_field_ids(fragment)
         return fragment.id not in covered or any(i in stored and i not in have for i in ids)
 
-    todo = [f for f in manifest.fragments if not only_stale or stale(f)]
+    todo = [f for f in table.fragments if not only_stale or stale(f)]
     tasks = tuple(
-        IndexTask(str(n), ref, manifest.version, schema, group, names)
-        for n, group in enumerate(
-            fragment_groups(fragments_from_messages(todo), fragments_per_task)
-        )
+        IndexTask(str(n), ref, table.version, schema, group, names)
+        for n, group in enumerate(fragment_groups(todo, fragments_per_task))
     )
-    return IndexPlan(ref, manifest.version, names, ids, tasks)
+    return IndexPlan(ref, table.version, names, ids, tasks)
 
 
 def execute_index(task: IndexTask) -> IndexResult:
@@ -162,15 +159,9 @@ def execute_index(task: IndexTask) -> IndexResult:
     storage = task.table.open()
     ids = [task.schema.id_of(n) for n in task.columns]
     out = []
-    for info in task.fragments:
-        fragment = fragment_to_proto(info)
+    for fragment in task.fragments:
         table = read_fragment(storage, task.schema, fragment, list(task.columns))
-        fresh = {s.field_id: s for s in compute_field_stats(table, ids)}
-        update = pb.Fragment(id=fragment.id)
-        update.stats.extend(fresh.get(s.field_id, s) for s in fragment.stats)
-        known = {s.field_id for s in fragment.stats}
-        update.stats.extend(s for i, s in fresh.items() if i not in known)
-        out.append(fragment_from_proto(update, committed=True))
+        out.append(refreshed_stats(fragment, table, ids))
     return IndexResult(task.task_id, tuple(out))
 
 
@@ -187,28 +178,27 @@ def commit_index(
     index that are still present, plus the rebuilt ones.
     """
     storage = open_ref(plan.table, manifest_store)[1]
-    updates = [fragment_to_proto(f) for r in results for f in r.fragment_stats]
+    updates = [f for r in results for f in r.fragment_stats]
     gone: list[str] = []
 
-    def build(manifest: pb.Manifest | None) -> CreateIndex | None:
-        assert manifest is not None
-        present = {f.id for f in manifest.fragments}
+    def build(version: TableVersion) -> CreateIndex | None:
+        present = {f.id for f in version.fragments}
         kept = [u for u in updates if u.id in present]
         gone.extend(str(u.id) for u in updates if u.id not in present and str(u.id) not in gone)
         if not kept:
             return None
-        covered = sorted((_covered(manifest) & present) | {u.id for u in kept})
-        index = pb.IndexMetadata(
+        covered = sorted((_covered(version) & present) | {u.id for u in kept if u.id is not None})
+        index = IndexEntry(
             uuid=uuid.uuid4().hex, name=STATS_INDEX_NAME, kind="zonemap",
-            field_ids=list(plan.field_ids), fragment_ids=covered,
-            dataset_version=manifest.version,
+            field_ids=tuple(plan.field_ids), fragment_ids=tuple(covered),
+            dataset_version=version.version,
         )  # fmt: skip
-        return CreateIndex(index, tuple(kept))
+        return create_index_op(index, kept)
 
-    op = build(load_manifest(storage, plan.read_version))
+    op = build(load_table_version(storage, plan.read_version))
     if op is None:
         return CommitSummary(False, plan.read_version, plan.read_version, operation="create_index")
     result = commit_operation(
-        storage, op, read_version=plan.read_version, config=config, planner=build
+        storage, op, read_version=plan.read_version, config=config, planner=on_versions(build)
     )
     return summarise(result, plan.read_version, committed=result.committed, skipped=gone)
