@@ -816,15 +816,10 @@ PROTO_ALLOWED: dict[str, str] = {
 #: Modules that still read manifest messages directly (issue 43, item 4): only shrinks.
 PROTO_NOT_YET_MOVED = frozenset(
     {
-        "fermion.table.column_join",
-        "fermion.table.column_values",
         "fermion.table.indices.api",
         "fermion.table.indices.lookup",
         "fermion.table.indices.tasks",
-        "fermion.table.merge_insert",
-        "fermion.table.row_edits",
         "fermion.table.tasks.index",
-        "fermion.table.update",
     }
 )
 

@@ -105,7 +105,7 @@ def commit_replace_where(
     result, _ = commit_planned(
         storage,
         read,
-        lambda m: plan_rows(storage, m, where, None, fragments, plan.max_rows_per_file),
+        lambda v: plan_rows(storage, v, where, None, fragments, plan.max_rows_per_file),
         config=config,
         properties=properties,
     )
