@@ -269,6 +269,22 @@ def new_fragment(files: Iterable[DataFile], physical_rows: int, stats: Iterable[
     return fragment
 
 
+def with_fragment_id(fragment: Fragment, fragment_id: int) -> Fragment:
+    """A new fragment's files, rows and statistics under the id of a committed fragment:
+    the entry an ``AddColumns`` gives that fragment (its new columns' file).
+
+    Example:
+        >>> from fermion.table.domain import DataFile
+        >>> f = with_fragment_id(new_fragment([DataFile("data/c.fermion", (2,), 9)], 3, []), 5)
+        >>> f.id, f.physical_rows, fragment_message(f).id
+        (5, 3, 5)
+    """
+    message = pb.Fragment()
+    message.CopyFrom(fragment_message(fragment))
+    message.id = fragment_id
+    return fragment_from_proto(message, committed=True)
+
+
 def fragments_from_manifest(manifest: pb.Manifest) -> tuple[Fragment, ...]:
     """The committed fragments of a manifest, in its order.
 

@@ -51,19 +51,19 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
+from fermion.table.codec import as_fragment, as_table_version, has_deletion_file
 from fermion.table.column_values import column_files_operation
 from fermion.table.commit import CommitConfig, CommitResult
-from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.deletions import keep_mask, read_fragment_deletions
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragment_threads import map_fragments
 from fermion.table.fragments import as_batches
 from fermion.table.operations import AddColumns
-from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.row_edits import commit_planned
 from fermion.table.row_ids import ROW_ID, fragment_row_ids, has_row_ids
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.versions import schema_of
 
 __all__ = [
     "JoinUnmatched",
@@ -110,7 +110,7 @@ class JoinedValues:
 
     def __init__(
         self,
-        manifest: pb.Manifest,
+        version: TableVersion | Any,
         values: Any,
         on: str | Sequence[str],
         unmatched: JoinUnmatched = "null",
@@ -137,8 +137,9 @@ class JoinedValues:
         if nulls:
             raise InvalidArgumentError(f"add_columns: the new values have {nulls} null keys")
         self._key_types = {k: keys.schema.field(k).type for k in self.on}
-        self.by_row_id = self.on == (ROW_ID,) and ROW_ID not in schema_of(manifest).arrow.names
-        self.check(manifest)
+        version = as_table_version(version)
+        self.by_row_id = self.on == (ROW_ID,) and ROW_ID not in version.schema.arrow.names
+        self.check(version)
         if self.by_row_id:
             self._sorted_ids, self._order = self._row_id_keys(keys.column(0))
             self.keys = keys
@@ -158,14 +159,16 @@ class JoinedValues:
         """The new columns (nullable)."""
         return self.new.schema
 
-    def check(self, manifest: pb.Manifest) -> TableSchema:
-        """The schema of ``manifest``, checked against the keys and new columns (again on
-        every re-plan: a concurrent schema change may have added or retyped columns).
+    def check(self, version: TableVersion | Any) -> TableSchema:
+        """The schema of ``version`` (its manifest message is still accepted), checked
+        against the keys and new columns (again on every re-plan: a concurrent schema
+        change may have added or retyped columns).
 
         Raises:
             As the constructor.
         """
-        schema = schema_of(manifest)
+        version = as_table_version(version)
+        schema = version.schema
         arrow = schema.arrow
         taken = [n for n in self.new.column_names if n in arrow.names]
         if taken:
@@ -175,9 +178,9 @@ class JoinedValues:
                 raise InvalidArgumentError(
                     f"add_columns: a column {ROW_ID!r} was added since the join was planned"
                 )
-            if not has_row_ids(manifest):
+            if not has_row_ids(version):
                 raise DatasetError(
-                    f"add_columns on {ROW_ID!r}: version {manifest.version} of this table has no "
+                    f"add_columns on {ROW_ID!r}: version {version.version} of this table has no "
                     "row ids (it was created before they existed); join on key columns instead"
                 )
             return schema
@@ -218,14 +221,15 @@ class JoinedValues:
         return ordered, order
 
     def rows_of(
-        self, storage: TableStorage, schema: TableSchema, fragment: pb.Fragment
+        self, storage: TableStorage, schema: TableSchema, fragment: Fragment | Any
     ) -> np.ndarray:
-        """Per physical row of ``fragment``, the values row joined to it (-1: none, or a
-        deleted row).
+        """Per physical row of a committed ``fragment`` (a manifest message is still
+        accepted), the values row joined to it (-1: none, or a deleted row).
 
         Raises:
             InvalidArgumentError: With ``unmatched="error"``, live rows without values.
         """
+        fragment = as_fragment(fragment, committed=True)
         if self.by_row_id:
             return self._rows_by_id(storage, fragment)
         on = list(self.on)
@@ -242,13 +246,13 @@ class JoinedValues:
             self._refuse(fragment, lacking)
         return index
 
-    def _rows_by_id(self, storage: TableStorage, fragment: pb.Fragment) -> np.ndarray:
+    def _rows_by_id(self, storage: TableStorage, fragment: Fragment) -> np.ndarray:
         ids = fragment_row_ids(fragment)
         if ids is None:
             raise DatasetError(f"fragment {fragment.id} of a table with row ids has none")
         live = np.ones(fragment.physical_rows, dtype=bool)
-        if fragment.HasField("deletion_file"):
-            deleted = read_deletion_file(storage, fragment.id, fragment.deletion_file)
+        if has_deletion_file(fragment):
+            deleted = read_fragment_deletions(storage, fragment)
             live = keep_mask(deleted, fragment.physical_rows)
         ids = ids.astype(np.uint64)
         if not self._sorted_ids.size:
@@ -262,7 +266,7 @@ class JoinedValues:
             self._refuse(fragment, pa.table({ROW_ID: ids[live & ~hit]}))
         return np.where(hit, self._order[clipped], -1)
 
-    def _refuse(self, fragment: pb.Fragment, lacking: pa.Table) -> None:
+    def _refuse(self, fragment: Fragment, lacking: pa.Table) -> None:
         raise InvalidArgumentError(
             f"add_columns: {lacking.num_rows} rows of fragment {fragment.id} have keys the new "
             f"values lack (unmatched='error'): {_described(lacking)}"
@@ -270,9 +274,10 @@ class JoinedValues:
 
 
 def joined_fragment_columns(
-    storage: TableStorage, schema: TableSchema, fragment: pb.Fragment, values: JoinedValues
+    storage: TableStorage, schema: TableSchema, fragment: Fragment | Any, values: JoinedValues
 ) -> pa.Table:
-    """The new columns of one fragment, row-aligned with it (nulls at deleted rows and
+    """The new columns of one committed fragment (a manifest message is still accepted),
+    row-aligned with it (nulls at deleted rows and
     rows without values).
 
     Raises:
@@ -285,25 +290,27 @@ def joined_fragment_columns(
 
 
 def plan_joined_columns(
-    storage: TableStorage, manifest: pb.Manifest, values: JoinedValues
+    storage: TableStorage, version: TableVersion | Any, values: JoinedValues
 ) -> tuple[AddColumns, int]:
-    """Join ``values`` with every fragment of ``manifest`` and write the new column files
+    """Join ``values`` with every fragment of ``version`` (its manifest message is still
+    accepted) and write the new column files
     (nothing committed). Returns the operation and the number of files written.
 
     Raises:
         As :class:`JoinedValues`.
     """
-    schema = values.check(manifest)
-    fragments = list(manifest.fragments)
+    version = as_table_version(version)
+    schema = values.check(version)
+    fragments = list(version.fragments)
     tables = map_fragments(  # every join before any file: a refused row writes nothing
         lambda fragment: joined_fragment_columns(storage, schema, fragment, values), fragments
     )
-    return column_files_operation(storage, manifest, schema, values.new_schema, fragments, tables)
+    return column_files_operation(storage, version, schema, values.new_schema, fragments, tables)
 
 
 def add_joined_columns(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     values: Any,
     *,
     on: str | Sequence[str],
@@ -311,15 +318,16 @@ def add_joined_columns(
     config: CommitConfig | None = None,
 ) -> CommitResult | None:
     """Add the columns of ``values`` joined on ``on`` in one version (re-planned after a
-    conflicting commit).
+    conflicting commit), planned on ``version`` (its manifest message is still accepted).
 
     Raises:
         As :class:`JoinedValues`; ``CommitConflictError`` when conflicts outlast the
         commit attempts.
     """
-    joined = JoinedValues(manifest, values, on, unmatched)
+    version = as_table_version(version)
+    joined = JoinedValues(version, values, on, unmatched)
     result, _ = commit_planned(
-        storage, manifest, lambda latest: plan_joined_columns(storage, latest, joined),
+        storage, version, lambda latest: plan_joined_columns(storage, latest, joined),
         config=config,
     )  # fmt: skip
     return result

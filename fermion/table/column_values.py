@@ -30,17 +30,23 @@ import sqlglot
 from sqlglot import expressions as exp
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
+from fermion.table.codec import (
+    as_fragment,
+    as_table_version,
+    fragment_messages,
+    has_deletion_file,
+    with_fragment_id,
+)
 from fermion.table.commit import CommitConfig, CommitResult
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
-from fermion.table.fragments import as_batches, write_fragments
+from fermion.table.fragments import as_batches, write_fragment_values
 from fermion.table.operations import AddColumns
 from fermion.table.predicate import parse_expression
-from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.row_edits import commit_planned, evaluate
+from fermion.table.row_edits import commit_planned, committed_id, evaluate
 from fermion.table.scan import ROW_OFFSET, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.versions import schema_of
 from fermion.table.write_properties import WriteProperties, write_properties_of
 
 __all__ = [
@@ -219,30 +225,31 @@ def new_columns_schema(schema: TableSchema, new: pa.Schema) -> tuple[TableSchema
 def compute_fragment_columns(
     storage: TableStorage,
     schema: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment | Any,
     values: ColumnValues,
     *,
     read_columns: Sequence[str] | None = None,
     batch_size: int = BATCH_SIZE_DEFAULT,
 ) -> pa.Table:
-    """The new columns of one fragment, row-aligned with it (nulls at deleted rows).
+    """The new columns of one committed fragment (a manifest message is still accepted),
+    row-aligned with it (nulls at deleted rows).
 
     Raises:
         As :func:`plan_add_columns`.
     """
     computer = _Values(schema, values, read_columns, batch_size)
-    return _fragment_values(storage, schema, computer, fragment)
+    return _fragment_values(storage, schema, computer, as_fragment(fragment, committed=True))
 
 
 def _fragment_values(
-    storage: TableStorage, schema: TableSchema, computer: _Values, fragment: pb.Fragment
+    storage: TableStorage, schema: TableSchema, computer: _Values, fragment: Fragment
 ) -> pa.Table:
     # without a deletion file every row is live: the values are aligned as computed
-    deletions = fragment.HasField("deletion_file")
+    deletions = has_deletion_file(fragment)
     rows = read_fragment(
         storage, schema, fragment, computer.read_columns, with_row_offsets=deletions
     )
-    new = computer.of_fragment(rows, fragment.id)
+    new = computer.of_fragment(rows, committed_id(fragment))
     if not deletions:
         return new
     offsets = rows.column(ROW_OFFSET).to_numpy()
@@ -252,26 +259,28 @@ def _fragment_values(
 def write_column_file(
     storage: TableStorage,
     part: TableSchema,
-    fragment: pb.Fragment,
+    fragment: Fragment | Any,
     values: pa.Table,
     *,
     prefix: str = "data",
     properties: WriteProperties | None = None,
-) -> pb.Fragment:
-    """Write the new columns of ``fragment`` (``values``, row-aligned with it) as one data
-    file under ``prefix``; returns the ``AddColumns`` entry of the fragment (its id, the
-    new file, the new columns' statistics). ``properties``: the table's write properties
-    (``None``: read from the table's latest version).
+) -> Fragment:
+    """Write the new columns of a committed ``fragment`` (``values``, row-aligned with it;
+    a manifest message is still accepted) as one data file under ``prefix``; returns the
+    ``AddColumns`` entry of the fragment (its id, the new file, the new columns'
+    statistics). ``properties``: the table's write properties (``None``: read from the
+    table's latest version).
 
     Raises:
         InvalidArgumentError: ``values`` has another row count than the fragment.
     """
+    fragment = as_fragment(fragment, committed=True)
     if values.num_rows != fragment.physical_rows:
         raise InvalidArgumentError(
             f"fragment {fragment.id}: {values.num_rows} new values for "
             f"{fragment.physical_rows} rows"
         )
-    written = write_fragments(
+    written = write_fragment_values(
         values.cast(part.arrow), storage.uri, schema=part,
         max_rows_per_file=max(1, fragment.physical_rows),
         manifest_store=storage.manifest_store, prefix=prefix, properties=properties,
@@ -280,22 +289,20 @@ def write_column_file(
         raise InvalidArgumentError(
             f"fragment {fragment.id}: new columns written as {len(written)} files"
         )
-    entry = pb.Fragment(id=fragment.id, physical_rows=fragment.physical_rows)
-    entry.files.extend(written[0].files)
-    entry.stats.extend(written[0].stats)
-    return entry
+    return with_fragment_id(written[0], committed_id(fragment))
 
 
 def plan_add_columns(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     values: ColumnValues,
     *,
     read_columns: Sequence[str] | None = None,
     batch_size: int = BATCH_SIZE_DEFAULT,
 ) -> tuple[AddColumns | None, int]:
-    """Compute and write the new columns of every fragment of ``manifest`` (nothing
-    committed). Returns the operation and the number of files written.
+    """Compute and write the new columns of every fragment of ``version`` (its manifest
+    message is still accepted; nothing committed). Returns the operation and the number
+    of files written.
 
     Raises:
         InvalidArgumentError: An expression that does not parse or evaluate, a function
@@ -303,25 +310,26 @@ def plan_add_columns(
         SchemaMismatchError: Fragments given columns of different types.
         ColumnNotFoundError: An unknown column read.
     """
-    schema = schema_of(manifest)
+    version = as_table_version(version)
+    schema = version.schema
     computer = _Values(schema, values, read_columns, batch_size)
-    fragments = list(manifest.fragments)
+    fragments = list(version.fragments)
 
-    def compute(fragment: pb.Fragment) -> pa.Table:
+    def compute(fragment: Fragment) -> pa.Table:
         return _fragment_values(storage, schema, computer, fragment)
 
     if computer.udf is None and computer.new_schema is not None:
         # expressions know their types up front: each fragment is computed and written in
         # one task, so one fragment's file write and fsync overlap another's computing
         full, part = new_columns_schema(schema, computer.new_schema)
-        properties = write_properties_of(manifest.config)
+        properties = write_properties_of(version.config)
 
-        def write(fragment: pb.Fragment) -> pb.Fragment:
+        def write(fragment: Fragment) -> Fragment:
             values = compute(fragment)
             return write_column_file(storage, part, fragment, values, properties=properties)
 
         entries = _all_or_nothing(storage, write, fragments)
-        return AddColumns(full, tuple(entries)), len(entries)
+        return AddColumns(full, fragment_messages(entries)), len(entries)
 
     # expressions know their types up front, so fragments compute side by side; a function
     # runs on one fragment after another (the first one's output fixes the types)
@@ -329,18 +337,18 @@ def plan_add_columns(
     tables = map_fragments(compute, fragments, threads=threads)
     if computer.new_schema is None:  # no fragment and a function: nothing to learn from
         raise InvalidArgumentError("add_columns with a function needs a table with rows")
-    return column_files_operation(storage, manifest, schema, computer.new_schema, fragments, tables)
+    return column_files_operation(storage, version, schema, computer.new_schema, fragments, tables)
 
 
 def _all_or_nothing(
     storage: TableStorage,
-    write: Callable[[pb.Fragment], pb.Fragment],
-    fragments: Sequence[pb.Fragment],
-) -> list[pb.Fragment]:
+    write: Callable[[Fragment], Fragment],
+    fragments: Sequence[Fragment],
+) -> list[Fragment]:
     """``write`` of every fragment on a few threads, in order; when one fails, the files
     the others wrote are removed and the first failure (in fragment order) is raised."""
 
-    def attempt(fragment: pb.Fragment) -> tuple[pb.Fragment | None, Exception | None]:
+    def attempt(fragment: Fragment) -> tuple[Fragment | None, Exception | None]:
         try:
             return write(fragment), None
         except Exception as exc:  # raised below, once every write has finished
@@ -358,53 +366,56 @@ def _all_or_nothing(
 
 def column_files_operation(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     schema: TableSchema,
     new: pa.Schema,
-    fragments: Sequence[pb.Fragment],
+    fragments: Sequence[Fragment | Any],
     tables: Sequence[pa.Table],
 ) -> tuple[AddColumns, int]:
     """Write each fragment's new columns (``tables[i]``, row-aligned with
-    ``fragments[i]``) as one column file, on a few threads, with the table's write
-    properties; returns the ``AddColumns`` operation and the number of files written
+    ``fragments[i]``) as one column file, on a few threads, with the write properties of
+    ``version`` (a manifest message is still accepted); returns the ``AddColumns``
+    operation and the number of files written
     (nothing committed).
 
     Raises:
         InvalidArgumentError: A table's row count differs from its fragment's.
     """
     full, part = new_columns_schema(schema, new)
-    properties = write_properties_of(manifest.config)
+    properties = write_properties_of(as_table_version(version).config)
 
-    def write(index: int) -> pb.Fragment:
+    def write(index: int) -> Fragment:
         return write_column_file(
             storage, part, fragments[index], tables[index], properties=properties
         )
 
     entries = map_fragments(write, range(len(fragments)))
-    return AddColumns(full, tuple(entries)), len(entries)
+    return AddColumns(full, fragment_messages(entries)), len(entries)
 
 
 def add_column_values(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     values: ColumnValues,
     *,
     read_columns: Sequence[str] | None = None,
     batch_size: int = BATCH_SIZE_DEFAULT,
     config: CommitConfig | None = None,
 ) -> CommitResult | None:
-    """Add columns with values in one version (re-planned after a conflicting commit).
+    """Add columns with values in one version (re-planned after a conflicting commit),
+    planned on ``version`` (its manifest message is still accepted).
 
     Raises:
         As :func:`plan_add_columns`; ``CommitConflictError`` when conflicts outlast the
         commit attempts.
     """
-    _Values(schema_of(manifest), values, read_columns, batch_size)  # fail before any file
+    version = as_table_version(version)
+    _Values(version.schema, values, read_columns, batch_size)  # fail before any file
 
-    def plan(latest: pb.Manifest) -> tuple[AddColumns | None, int]:
+    def plan(latest: TableVersion) -> tuple[AddColumns | None, int]:
         return plan_add_columns(
             storage, latest, values, read_columns=read_columns, batch_size=batch_size
         )
 
-    result, _ = commit_planned(storage, manifest, plan, config=config)
+    result, _ = commit_planned(storage, version, plan, config=config)
     return result

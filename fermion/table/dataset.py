@@ -906,7 +906,7 @@ class Dataset:
             >>> r.num_inserted_rows, ds.count_rows()
             (1, 2)
         """
-        return MergeInsertBuilder(self._storage, self._manifest, on, on_commit=self._moved)
+        return MergeInsertBuilder(self._storage, self.table_version, on, on_commit=self._moved)
 
     def update(
         self,
@@ -929,7 +929,7 @@ class Dataset:
             [1, 20, 30]
         """
         result, rows = update_rows(
-            self._storage, self._manifest, where, set, max_rows_per_file=max_rows_per_file,
+            self._storage, self.table_version, where, set, max_rows_per_file=max_rows_per_file,
             config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
         )  # fmt: skip
         if result is not None:
@@ -986,7 +986,7 @@ class Dataset:
         """
         if on is not None:
             joined = add_joined_columns(
-                self._storage, self._manifest, fields, on=on, unmatched=unmatched,
+                self._storage, self.table_version, fields, on=on, unmatched=unmatched,
                 config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
             )  # fmt: skip
             if joined is not None:
@@ -994,7 +994,7 @@ class Dataset:
             return
         if isinstance(fields, Mapping) or callable(fields):
             result = add_column_values(
-                self._storage, self._manifest, fields, read_columns=read_columns,
+                self._storage, self.table_version, fields, read_columns=read_columns,
                 batch_size=batch_size,
                 config=CommitConfig(max_retries=max_retries or MAX_RETRIES_DEFAULT),
             )  # fmt: skip

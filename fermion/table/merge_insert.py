@@ -47,19 +47,25 @@ from fermion.errors import (
     InvalidArgumentError,
     SchemaMismatchError,
 )
+from fermion.table.codec import as_table_version, fragment_messages, has_deletion_file
 from fermion.table.commit import CommitConfig, CommitResult
-from fermion.table.deletions import deletion_path
+from fermion.table.deletions import fragment_deletion_path
+from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
 from fermion.table.key_hash import row_hashes, sorted_distinct
 from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
-from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.row_edits import commit_planned, mark_deleted, write_new_rows
-from fermion.table.row_ids import UNASSIGNED, keep_row_ids, row_ids_at
+from fermion.table.row_edits import (
+    commit_planned,
+    committed_id,
+    kept_row_ids,
+    mark_deleted,
+    write_new_rows,
+)
+from fermion.table.row_ids import UNASSIGNED, row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.storage import TableStorage
-from fermion.table.versions import schema_of
 from fermion.table.write_properties import write_properties_of
 
 __all__ = ["DenseKeys", "MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
@@ -123,21 +129,22 @@ class MergeInsertBuilder:
     def __init__(
         self,
         storage: TableStorage,
-        manifest: pb.Manifest,
+        version: TableVersion | Any,
         on: str | Sequence[str],
         on_commit: Callable[[CommitResult], None] | None = None,
     ) -> None:
         keys = [on] if isinstance(on, str) else list(on)
         if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
             raise InvalidArgumentError(f"merge_insert needs distinct key column names, got {on!r}")
-        schema = schema_of(manifest)
+        version = as_table_version(version)  # (its manifest message is still accepted)
+        schema = version.schema
         for key in keys:
             if schema.arrow.get_field_index(key) < 0:
                 raise ColumnNotFoundError(f"merge key {key!r} is not a column of the table")
             kind = schema.arrow.field(key).type
             if pa.types.is_nested(kind) or pa.types.is_dictionary(kind):
                 raise InvalidArgumentError(f"merge key {key!r} has type {kind}: not a scalar")
-        self._storage, self._manifest, self._on = storage, manifest, tuple(keys)
+        self._storage, self._version, self._on = storage, version, tuple(keys)
         self._on_commit = on_commit
         self._update: tuple[str, ...] | None = None  # columns set from the source
         self._insert = False
@@ -147,7 +154,7 @@ class MergeInsertBuilder:
 
     def when_matched_update_all(self) -> MergeInsertBuilder:
         """Replace every matched target row by its source row."""
-        self._update = tuple(schema_of(self._manifest).arrow.names)
+        self._update = tuple(self._version.schema.arrow.names)
         return self
 
     def when_matched_update(self, columns: Sequence[str]) -> MergeInsertBuilder:
@@ -159,7 +166,7 @@ class MergeInsertBuilder:
             InvalidArgumentError: No column, or a key column.
         """
         columns = [columns] if isinstance(columns, str) else list(columns)
-        names = schema_of(self._manifest).arrow.names
+        names = self._version.schema.arrow.names
         missing = [c for c in columns if c not in names]
         if missing:
             raise ColumnNotFoundError(f"when_matched_update: no columns {missing} in the table")
@@ -207,13 +214,13 @@ class MergeInsertBuilder:
         table = self._source_table(source)
         result, stats = commit_planned(
             self._storage,
-            self._manifest,
-            lambda manifest: self._plan(manifest, table, max_rows_per_file),
+            self._version,
+            lambda version: self._plan(version, table, max_rows_per_file),
             config=commit_config,
         )
         if result is not None and self._on_commit is not None:
             self._on_commit(result)
-        version = result.manifest.version if result is not None else self._manifest.version
+        version = (result.table_version if result is not None else self._version).version
         updated, inserted, deleted = stats
         return MergeInsertResult(updated, inserted, deleted, version, commit=result)
 
@@ -227,7 +234,7 @@ class MergeInsertBuilder:
         Raises:
             InvalidArgumentError, SchemaMismatchError: As :meth:`execute`.
         """
-        op, _ = self._plan(self._manifest, self._source_table(source), max_rows_per_file)
+        op, _ = self._plan(self._version, self._source_table(source), max_rows_per_file)
         return op
 
     # -- validation ---------------------------------------------------------------------
@@ -236,7 +243,7 @@ class MergeInsertBuilder:
         if self._update is None and not self._insert and not self._delete_unmatched:
             raise InvalidArgumentError("merge_insert needs at least one when_... clause")
         source_schema, batches = as_batches(source)
-        schema = schema_of(self._manifest).arrow
+        schema = self._version.schema.arrow
         needed = list(self._on)
         if self._insert or self._update == tuple(schema.names):
             needed = list(schema.names)
@@ -275,11 +282,11 @@ class MergeInsertBuilder:
     # -- planning -----------------------------------------------------------------------
 
     def _plan(
-        self, manifest: pb.Manifest, source: pa.Table, max_rows_per_file: int
+        self, version: TableVersion, source: pa.Table, max_rows_per_file: int
     ) -> tuple[MergeInsert | None, tuple[int, int, int]]:
-        """The operation (files written) on ``manifest`` and (updated, inserted, deleted)."""
+        """The operation (files written) on ``version`` and (updated, inserted, deleted)."""
         storage, on = self._storage, list(self._on)
-        schema = schema_of(manifest)
+        schema = version.schema
         keys = source.select([*on, _SOURCE_ROW])
         names = schema.arrow.names
         # the columns an update sets, on this version: a column added or dropped since the
@@ -301,15 +308,15 @@ class MergeInsertBuilder:
             for key in on:
                 prune = prune & pc.field(key).isin(source.column(key).unique())
 
-        chosen = list(Scanner(storage, manifest, schema, [], prune).fragments())
+        chosen = Scanner(storage, version, schema, [], prune).fragment_values()
         dense = DenseKeys.of(keys, on, sum(f.physical_rows for f in chosen))
 
-        properties = write_properties_of(manifest.config)
+        properties = write_properties_of(version.config)
         # an upsert of whole rows writes every source row once, updated or inserted, unless
         # a key matches several table rows: so the source is written while the fragments
         # are joined, and kept when the joins find no key matched twice
         whole = self._update is not None and not partial and self._insert and source.num_rows > 0
-        early: Future[list[pb.Fragment]] | None = None
+        early: Future[list[Fragment]] | None = None
         pool = ThreadPoolExecutor(max_workers=1) if whole else None
         if pool is not None:
             written = [source.select(names)]
@@ -319,12 +326,12 @@ class MergeInsertBuilder:
             pool.shutdown(wait=False)
         marks = ThreadPoolExecutor(max_workers=FRAGMENT_THREADS_DEFAULT) if whole else None
 
-        def join(fragment: pb.Fragment) -> _FragmentMatch:
+        def join(fragment: Fragment) -> _FragmentMatch:
             # the statistics chose the fragment; the join, not a row filter, finds the keys.
             # Without deletions a row's position is its offset: a dense lookup's positions
             # are the offsets, and no offset column is read (it costs 3x a key column)
             positional = dense is not None and not self._delete_unmatched
-            positional = positional and not fragment.HasField("deletion_file")
+            positional = positional and not has_deletion_file(fragment)
             target = read_fragment(
                 storage, schema, fragment, columns, with_row_offsets=not positional
             )
@@ -364,11 +371,11 @@ class MergeInsertBuilder:
             found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
             if marks is not None and found.gone.size:  # its deletion file, while the
                 found.marking = marks.submit(  # source's rows are still being written
-                    mark_deleted, storage, fragment, found.gone, manifest.version
+                    mark_deleted, storage, fragment, found.gone, version.version
                 )  # (on threads of their own: the fsyncs overlap, not the joins' thread)
             return found
 
-        def attempt(fragment: pb.Fragment) -> _FragmentMatch | BaseException:
+        def attempt(fragment: Fragment) -> _FragmentMatch | BaseException:
             try:
                 return join(fragment)
             except Exception as exc:  # raised below, once every join has finished
@@ -435,7 +442,7 @@ class MergeInsertBuilder:
         def write(task: _FragmentMatch | None) -> Any:
             if task is None:
                 return write_new_rows(storage, schema, new_tables, max_rows_per_file, properties)
-            return mark_deleted(storage, task.fragment, task.gone, manifest.version)
+            return mark_deleted(storage, task.fragment, task.gone, version.version)
 
         pending = [m for m in emptying if m.marked is None]  # (the joins wrote the others)
         tasks: list[_FragmentMatch | None] = [*pending]
@@ -454,18 +461,20 @@ class MergeInsertBuilder:
             moved = [_ids_by_source_row(matches, source.num_rows)]
         updates = [update for update, emptied in marked if not emptied and update is not None]
         removed = [
-            m.fragment.id for m, (_, emptied) in zip(emptying, marked, strict=True) if emptied
+            committed_id(m.fragment)
+            for m, (_, emptied) in zip(emptying, marked, strict=True)
+            if emptied
         ]
-        keep_row_ids(fragments, moved)
+        fragments = kept_row_ids(fragments, moved)
         op = MergeInsert(
-            updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
-            new_fragments=tuple(fragments), on=self._on,
+            updated_fragments=fragment_messages(updates), removed_fragment_ids=tuple(removed),
+            new_fragments=fragment_messages(fragments), on=self._on,
             key_hashes=self._hashes, inserted_rows=inserted,
         )  # fmt: skip
         return op, stats
 
 
-def _discard(storage: TableStorage, written: Future[list[pb.Fragment]] | None) -> None:
+def _discard(storage: TableStorage, written: Future[list[Fragment]] | None) -> None:
     """Remove the files of a write that will not be committed (once it has finished; a
     write that failed left none)."""
     if written is None:
@@ -483,7 +492,7 @@ def _discard_deletion(storage: TableStorage, found: _FragmentMatch) -> None:
     """Remove the deletion file a join wrote for a plan that will not be committed."""
     update = found.marked[0] if found.marked is not None else None
     if update is not None:
-        storage.remove(deletion_path(update.id, update.deletion_file))
+        storage.remove(fragment_deletion_path(update))
 
 
 def _each_once(matches: Sequence[_FragmentMatch], rows: int) -> bool:
@@ -574,15 +583,15 @@ def _dense_type(kind: pa.DataType) -> bool:
 class _FragmentMatch:
     """What joining the source with one fragment found."""
 
-    fragment: pb.Fragment
+    fragment: Fragment
     source_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     gone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     rows: pa.Table | None = None  # the updated rows
     ids: np.ndarray | None = None  # their row ids
     updated: int = 0
     deleted: int = 0
-    marked: tuple[pb.Fragment | None, bool] | None = None  # mark_deleted's, when written
-    marking: Future[tuple[pb.Fragment | None, bool]] | None = None  # ... while it is
+    marked: tuple[Fragment | None, bool] | None = None  # mark_deleted's, when written
+    marking: Future[tuple[Fragment | None, bool]] | None = None  # ... while it is
 
 
 def _updated_rows(

@@ -38,17 +38,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
+from fermion.table.codec import as_fragment, as_table_version, fragment_messages
 from fermion.table.commit import CommitConfig, CommitResult
-from fermion.table.fragments import as_batches, write_fragments
+from fermion.table.domain import Fragment, TableVersion
+from fermion.table.fragments import as_batches, write_fragment_values
 from fermion.table.operations import Update
 from fermion.table.predicate import parse_expression, parse_predicate
-from fermion.table.proto import manifest_pb2 as pb
-from fermion.table.row_edits import commit_planned, evaluate, mark_deleted, write_new_rows
-from fermion.table.row_ids import keep_row_ids, row_ids_at
+from fermion.table.row_edits import (
+    commit_planned,
+    committed_id,
+    evaluate,
+    kept_row_ids,
+    mark_deleted,
+    write_new_rows,
+)
+from fermion.table.row_ids import row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
 from fermion.table.storage import TableStorage
-from fermion.table.versions import schema_of
 from fermion.table.write_properties import write_properties_of
 
 __all__ = ["check_rows_match", "plan_rows", "replace_where", "update_rows"]
@@ -122,27 +129,28 @@ def _updated(rows: pa.Table, compiled: Mapping[str, pc.Expression], schema: Tabl
 
 def plan_rows(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     where: pc.Expression | str | None,
     assignments: Mapping[str, str | pc.Expression] | None,
-    new_fragments: tuple[pb.Fragment, ...],
+    new_fragments: tuple[Fragment | Any, ...],
     max_rows_per_file: int,
 ) -> tuple[Update | None, int]:
-    """Plan an ``Update`` on ``manifest`` (deletion files and new data files written,
-    nothing committed): the rows matching ``where`` deleted, new rows from
-    ``assignments`` (an update) or ``new_fragments`` (a replace_where, when
-    ``assignments`` is ``None``).
+    """Plan an ``Update`` on ``version`` (its manifest message is still accepted;
+    deletion files and new data files written, nothing committed): the rows matching
+    ``where`` deleted, new rows from ``assignments`` (an update) or ``new_fragments`` (a
+    replace_where, when ``assignments`` is ``None``).
 
     Returns:
         The operation (``None``: nothing to change) and the number of rows matched.
     """
-    schema = schema_of(manifest)
+    version = as_table_version(version)
+    schema = version.schema
     predicate, text = _predicate(where, schema.arrow)
     compiled = _compiled(assignments, schema) if assignments is not None else None
     columns = list(schema.arrow.names) if compiled is not None else []
     updates, removed, new_tables, matched = [], [], [], 0
     moved: list[np.ndarray | None] = []  # the updated rows' ids (an update keeps them)
-    for fragment in Scanner(storage, manifest, schema, [], predicate).fragments():
+    for fragment in Scanner(storage, version, schema, [], predicate).fragment_values():
         rows = read_fragment(storage, schema, fragment, columns, predicate, with_row_offsets=True)
         if not rows.num_rows:
             continue
@@ -151,21 +159,22 @@ def plan_rows(
         if compiled is not None:
             new_tables.append(_updated(rows, compiled, schema))
             moved.append(row_ids_at(fragment, offsets))
-        update, emptied = mark_deleted(storage, fragment, offsets, manifest.version)
+        update, emptied = mark_deleted(storage, fragment, offsets, version.version)
         if emptied:
-            removed.append(fragment.id)
+            removed.append(committed_id(fragment))
         elif update is not None:
             updates.append(update)
     if compiled is not None:
-        properties = write_properties_of(manifest.config)
+        properties = write_properties_of(version.config)
         written = write_new_rows(storage, schema, new_tables, max_rows_per_file, properties)
-        keep_row_ids(written, moved)
-        new_fragments = tuple(written)
+        new_fragments = tuple(kept_row_ids(written, moved))
+    else:
+        new_fragments = tuple(as_fragment(f) for f in new_fragments)
     if not updates and not removed and not new_fragments:
         return None, matched
     op = Update(
-        updated_fragments=tuple(updates), removed_fragment_ids=tuple(removed),
-        new_fragments=new_fragments, predicate=text,
+        updated_fragments=fragment_messages(updates), removed_fragment_ids=tuple(removed),
+        new_fragments=fragment_messages(new_fragments), predicate=text,
         columns=tuple(compiled) if compiled is not None else (),
         replace_where=compiled is None,
     )  # fmt: skip
@@ -174,14 +183,15 @@ def plan_rows(
 
 def update_rows(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     where: pc.Expression | str | None,
     assignments: Mapping[str, str | pc.Expression],
     *,
     max_rows_per_file: int,
     config: CommitConfig | None = None,
 ) -> tuple[CommitResult | None, int]:
-    """Set columns of the rows matching ``where`` (``None``: every row) in one version.
+    """Set columns of the rows matching ``where`` (``None``: every row) in one version,
+    planned on ``version`` (its manifest message is still accepted).
 
     Returns:
         The commit (``None``: no row matched) and the number of rows updated.
@@ -191,10 +201,11 @@ def update_rows(
         InvalidArgumentError: An expression that does not parse or evaluate.
         SchemaMismatchError: New values that do not fit their column's type.
     """
-    _compiled(assignments, schema_of(manifest))  # fail before any file is written
+    version = as_table_version(version)
+    _compiled(assignments, version.schema)  # fail before any file is written
     return commit_planned(
         storage,
-        manifest,
+        version,
         lambda m: plan_rows(storage, m, where, assignments, (), max_rows_per_file),
         config=config,
     )
@@ -245,14 +256,15 @@ def _matches(table: pa.Table, predicate: pc.Expression) -> pa.ChunkedArray:
 
 def replace_where(
     storage: TableStorage,
-    manifest: pb.Manifest,
+    version: TableVersion | Any,
     data: Any,
     where: str | pc.Expression,
     *,
     max_rows_per_file: int,
     config: CommitConfig | None = None,
 ) -> CommitResult | None:
-    """Replace the rows matching ``where`` by ``data`` in one version.
+    """Replace the rows matching ``where`` by ``data`` in one version, planned on
+    ``version`` (its manifest message is still accepted).
 
     Returns:
         The commit (``None``: no row matched and ``data`` is empty).
@@ -262,7 +274,8 @@ def replace_where(
             committed), or the predicate does not parse.
         SchemaMismatchError: ``data`` has other columns or types than the table.
     """
-    schema = schema_of(manifest)
+    version = as_table_version(version)
+    schema = version.schema
     predicate, text = _predicate(where, schema.arrow)
     if predicate is None:
         raise InvalidArgumentError("replace_where needs a predicate")
@@ -270,16 +283,16 @@ def replace_where(
     schema.check_data(data_schema)
     stream = pa.RecordBatchReader.from_batches(data_schema, _checked(batches, predicate, text))
     fragments = tuple(
-        write_fragments(
+        write_fragment_values(
             stream, storage.uri, schema=schema, max_rows_per_file=max_rows_per_file,
             manifest_store=storage.manifest_store,
-            properties=write_properties_of(manifest.config),
+            properties=write_properties_of(version.config),
         )
     )  # fmt: skip
     result, _ = commit_planned(
         storage,
-        manifest,
-        lambda m: plan_rows(storage, m, where, None, fragments, max_rows_per_file),
+        version,
+        lambda v: plan_rows(storage, v, where, None, fragments, max_rows_per_file),
         config=config,
     )
     return result

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
+from fermion.table.codec import fragment_to_proto, fragments_from_messages
 from fermion.table.column_values import (
     compute_fragment_columns,
     expression_columns,
@@ -200,12 +200,10 @@ def execute_add_columns(plan: AddColumnsPlan, task: AddColumnsTask) -> AddColumn
     part = plan.part
     entries = []
     for info in task.fragments:
-        fragment = fragment_to_proto(info)
-        values = compute_fragment_columns(storage, plan.schema, fragment, plan.columns)
+        values = compute_fragment_columns(storage, plan.schema, info, plan.columns)
         if not values.schema.equals(part.arrow):
             values = values.cast(part.arrow)
-        entry = write_column_file(storage, part, fragment, values, prefix=plan.prefix)
-        entries.append(fragment_from_proto(entry, committed=True))
+        entries.append(write_column_file(storage, part, info, values, prefix=plan.prefix))
     return AddColumnsResult(task.task_id, plan.write_id, tuple(entries))
 
 

@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 import pyarrow as pa
 
 from fermion.errors import DatasetError, InvalidArgumentError
-from fermion.table.codec import fragment_to_proto
 from fermion.table.commit import CommitConfig
 from fermion.table.predicate import parse_predicate
 from fermion.table.row_edits import commit_planned
@@ -38,7 +37,7 @@ from fermion.table.tasks.common import summarise
 from fermion.table.tasks.model import CommitSummary
 from fermion.table.tasks.write import WritePlan, WriteResult
 from fermion.table.update import check_rows_match, plan_rows
-from fermion.table.versions import load_manifest
+from fermion.table.versions import load_table_version
 
 __all__ = ["check_replace_rows", "commit_replace_where"]
 
@@ -100,12 +99,12 @@ def commit_replace_where(
                 f"not {plan.write_id}"
             )
     storage = TableStorage(plan.uri)
-    read = load_manifest(storage, plan.read_version)
-    fragments = tuple(fragment_to_proto(f) for r in results for f in r.fragments)
+    read = load_table_version(storage, plan.read_version)
+    fragments = tuple(f for r in results for f in r.fragments)
     result, _ = commit_planned(
         storage,
         read,
-        lambda m: plan_rows(storage, m, where, None, fragments, plan.max_rows_per_file),
+        lambda v: plan_rows(storage, v, where, None, fragments, plan.max_rows_per_file),
         config=config,
         properties=properties,
     )

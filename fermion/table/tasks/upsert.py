@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fermion.errors import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError
-from fermion.table.codec import fragment_from_proto, fragment_to_proto, fragments_from_messages
+from fermion.table.codec import fragment_to_proto, fragments_from_messages
 from fermion.table.commit import CommitConfig, commit_operation
 from fermion.table.deletions import deletion_path
 from fermion.table.domain import Fragment
@@ -415,7 +415,7 @@ def execute_upsert_match(plan: UpsertPlan, task: UpsertTask) -> UpsertMatch:
         if emptied:
             removed.append(fragment.id)
         elif update is not None:
-            updated.append(fragment_from_proto(update, committed=True))
+            updated.append(update)
     keys = (
         pa.concat_tables(matched_keys) if matched_keys else plan.keys.schema.empty_table()
     ).combine_chunks()
