@@ -50,6 +50,11 @@ QUERIES = [
     "SELECT qty, count(*) AS n FROM prices WHERE qty IS NOT NULL GROUP BY qty",
     "SELECT id, price, wide FROM prices WHERE price < 0 ORDER BY id",
     "SELECT max(wide) AS w, min(price) AS p FROM prices",
+    # the view scanned twice: a scalar subquery over it, and a self-join
+    "SELECT count(*) AS n, sum(qty) AS q FROM prices "
+    "WHERE price > (SELECT avg(price) FROM prices WHERE disc > 0.05)",
+    "SELECT a.flag, sum(a.qty - b.qty) AS dq, count(*) AS n FROM prices a "
+    "JOIN prices b ON a.id = b.id + 1 WHERE b.disc < 0.08 GROUP BY a.flag",
 ]
 
 
