@@ -4,7 +4,9 @@ Rows (systems ``fermion`` and ``parquet``; ``vs Parquet`` is Fermion's time over
 with Parquet's):
 
 - ``spark_tpch_write``: the eight TPC-H tables read from ``tpchgen-cli``'s Parquet files and
-  written through ``df.write.format("fermion")`` vs ``df.write.parquet``;
+  written through ``df.write.format("fermion")`` vs ``df.write.parquet``; and as system
+  ``python-sink`` the same writes into ``benchmarks.tpch_cases.NullSink``, a Python data
+  source that keeps nothing (the floor of any Python data source's write);
 - ``spark_tpch_<query>``: each query of ``benchmarks.tpch_queries`` over the copy each
   system wrote, registered as temporary views (``spark.read.format("fermion").load`` vs
   ``spark.read.parquet``), answer collected; and as system ``fermion-sql`` the same
@@ -48,7 +50,8 @@ def method_notes(sizes: Sizes) -> list[tuple[str, str]]:
             f"TPC-H SF{sizes.lineitem_scale:g} (`tpchgen-cli`, all 8 tables), one fresh process "
             "per system with one local[2] SparkSession (start-up not timed). Write: the 8 "
             "tables read from the generated Parquet and written through Spark, into emptied "
-            "directories (Spark's default snappy for Parquet); queries: "
+            "directories (Spark's default snappy for Parquet); `python-sink`: the same writes into "
+            "a Python data source that only counts the batches it is handed; queries: "
             f"{len(tpch.QUERIES)} TPC-H-style queries (benchmarks/tpch_queries.py) over "
             "temporary views of the copy each system wrote, `collect()` timed; `fermion-sql`: "
             "the same queries through `fermion.spark.sql` on the fermion copy (views of "
@@ -106,10 +109,11 @@ def query_rows(outcomes: dict[str, dict[str, Any]], scale: float) -> list[dict[s
     sf = f"SF{scale:g}"
     out: list[dict[str, Any]] = []
     missing = {"status": "error", "note": "the worker returned nothing"}
-    write = [
-        _row("spark_tpch_write", f"8 tables {sf}, local[2]", s, outcomes[s].get("write", missing))
-        for s in SYSTEMS
-    ]
+    writes = {s: outcomes[s].get("write", missing) for s in SYSTEMS}
+    if "write_sink" in outcomes["fermion"]:
+        writes = {"fermion": writes["fermion"], "python-sink": outcomes["fermion"]["write_sink"],
+                  "parquet": writes["parquet"]}  # fmt: skip
+    write = [_row("spark_tpch_write", f"8 tables {sf}, local[2]", s, r) for s, r in writes.items()]
     mark_differences(write)
     out += write
     by_system = _query_results(outcomes)

@@ -3,7 +3,10 @@
 The worker starts one ``local[2]`` SparkSession (untimed), then:
 
 1. writes the eight tables through Spark (``benchmarks.tpch_queries.write_tables``): an
-   untimed warm-up, then the timed runs, each into an emptied directory;
+   untimed warm-up, then the timed runs, each into an emptied directory. The ``fermion``
+   worker then times the same writes into :class:`NullSink`, a Python data source whose
+   tasks only count the Arrow batches Spark hands them: the floor of any Python data
+   source's write (reported as the system ``python-sink``);
 2. registers the last copy as temporary views and times every query (``collect()`` of its
    answer): an untimed warm-up, then the timed runs. The ``fermion`` worker then times
    every query again through ``fermion.spark.sql`` (views of only the columns the query
@@ -19,15 +22,61 @@ import hashlib
 import shutil
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
 
 from benchmarks import tpch_queries as tpch
 from benchmarks.config import WARMUP_RUNS
 from benchmarks.spark_cases import SPARK_CONF
 
-__all__ = ["digest", "measure"]
+__all__ = ["NullSink", "digest", "measure", "write_to_sink"]
+
+
+class _CountingWriter(DataSourceArrowWriter):
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        rows = 0
+        for batch in iterator:
+            rows += batch.num_rows
+        return _Counted(rows)
+
+
+class _Counted(WriterCommitMessage):
+    """A task's commit message: the rows it was handed."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+
+class NullSink(DataSource):
+    """A Python data source whose writer receives every Arrow batch and keeps nothing.
+
+    Its write time is what Spark's Python data source write path costs by itself (the
+    Python workers and the Arrow hand-over from the JVM), the floor under any Python
+    data source's write, Fermion's included.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "fermion_bench_null_sink"
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        return _CountingWriter()
+
+
+def write_to_sink(spark: Any, source: Path) -> dict[str, int]:
+    """Every table of ``source`` written through Spark into :class:`NullSink`; rows per table."""
+    spark.dataSource.register(NullSink)
+    rows = {}
+    for table in tpch.TABLES:
+        frame = spark.read.parquet(str(source / f"{table}.parquet"))
+        frame.write.format(NullSink.name()).mode("append").save()
+        rows[table] = frame.count()
+    return rows
 
 
 def digest(answer: list[tuple[Any, ...]]) -> str:
@@ -93,6 +142,12 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # the queries cannot run without the tables
             out["write"] = _error(exc)
             return out
+        if system == "fermion":  # the floor of a Python data source's write
+            try:
+                times, rows = _timed(lambda: write_to_sink(spark, source), repeat)
+                out["write_sink"] = _case(times, {"rows": sum(rows.values()), **rows})
+            except Exception as exc:
+                out["write_sink"] = _error(exc)
         modes: dict[str, dict[str, str] | None] = {"queries": None}
         if system == "fermion":  # also through fermion.spark.sql: only the named columns
             modes["queries_sql"] = tpch.table_uris(work)
