@@ -91,5 +91,8 @@ def test_the_sink_write_is_a_third_write_row_checked_like_the_others() -> None:
     parquet = {"write": _ok(1.0, "w"), "queries": {"a": _ok(1.0, "x")}}
     rows = query_rows({"fermion": fermion, "parquet": parquet}, 1)
     write = [(r["system"], r["status"]) for r in rows if r["scenario"] == "spark_tpch_write"]
-    assert write == [("fermion", "wrong-result"), ("python-sink", "wrong-result"),
-                     ("parquet", "wrong-result")]  # fmt: skip  (the sink counted 2 rows, not 1)
+    assert write == [
+        ("fermion", "wrong-result"),
+        ("python-sink", "wrong-result"),
+        ("parquet", "wrong-result"),
+    ]  # the sink counted 2 rows, not 1
