@@ -8,10 +8,11 @@ taken. The temp file is always unlinked afterwards; there is no check-then-write
 :class:`fermion.io.store.LocalStore` uses it; the other backends are in
 :mod:`fermion.io.store`.
 
-Durability: :func:`write_file_durable` writes and fsyncs a plain file, :func:`fsync_file`
-fsyncs one written by other means, :func:`fsync_directory` makes the names in a directory
-durable (POSIX: a new file's directory entry survives a power loss only once its directory
-was fsynced). The table layer calls them through :class:`fermion.io.store.Store`.
+Durability: :func:`write_file_durable` writes and fsyncs a plain file, :func:`write_file`
+writes one without syncing it, :func:`fsync_file` fsyncs one written by other means,
+:func:`fsync_directory` makes the names in a directory durable (POSIX: a new file's
+directory entry survives a power loss only once its directory was fsynced). The table layer
+calls them through :class:`fermion.io.store.Store`.
 
 Temp files are named ``.{name}.{uuid}.tmp`` (see :func:`is_temp_name`), so maintenance can
 recognise the leftovers of a writer killed between its write and its unlink.
@@ -42,6 +43,7 @@ __all__ = [
     "fsync_file",
     "is_temp_name",
     "put_if_absent_local",
+    "write_file",
     "write_file_durable",
 ]
 
@@ -100,10 +102,30 @@ def write_file_durable(path: str, data: bytes) -> None:
         >>> pathlib.Path(path).read_bytes()
         b'abc'
     """
+    _write_file(path, data, sync=True)
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Create or replace the local file ``path`` with ``data``, not synced: the caller
+    makes it durable later with :func:`fsync_file` (and its directory entry with
+    :func:`fsync_directory`).
+
+    Example:
+        >>> import os, tempfile, pathlib
+        >>> path = os.path.join(tempfile.mkdtemp(), "b.txn")
+        >>> write_file(path, b"abc"); fsync_file(path)
+        >>> pathlib.Path(path).read_bytes()
+        b'abc'
+    """
+    _write_file(path, data, sync=False)
+
+
+def _write_file(path: str, data: bytes, *, sync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_all(fd, data, path)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
