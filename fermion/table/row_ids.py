@@ -256,10 +256,29 @@ def row_ids_at(fragment: pb.Fragment | Fragment, offsets: np.ndarray) -> np.ndar
         >>> row_ids_at(f, np.array([2, 0])).tolist()
         [9, 7]
     """
-    ids = fragment_row_ids(fragment)
-    if ids is None:
+    message = fragment_message(fragment)
+    if not message.HasField("row_ids"):
         return None
-    return ids[np.asarray(offsets, dtype=np.int64)]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    segments = message.row_ids.segments
+    if len(segments) == 1 and segments[0].WhichOneof("kind") == "range":
+        # one range (a fragment written at once): the ids are start + offset, no array of
+        # the fragment's ids is made; checked as fragment_row_ids checks them
+        start, end = segments[0].range.start, segments[0].range.end
+        if end < start:
+            raise InvalidFileError("a row-id range ends before it starts")
+        if end - start != message.physical_rows:
+            raise InvalidFileError(
+                f"fragment {message.id}: {end - start} row ids for {message.physical_rows} rows"
+            )
+        if start < 0 and end > start:
+            raise InvalidFileError(f"fragment {message.id}: unassigned row ids in a manifest")
+        if offsets.size and (int(offsets.min()) < 0 or int(offsets.max()) >= end - start):
+            raise IndexError(f"row offsets outside the fragment's {end - start} rows")
+        return offsets + np.int64(start)
+    ids = fragment_row_ids(message)
+    assert ids is not None
+    return ids[offsets]
 
 
 def attach_row_ids(fragments: Sequence[pb.Fragment], ids: np.ndarray) -> None:
