@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 
@@ -42,7 +43,9 @@ __all__ = [
     "fsync_directory",
     "fsync_file",
     "is_temp_name",
+    "link_staged_local",
     "put_if_absent_local",
+    "stage_local",
     "write_file",
     "write_file_durable",
 ]
@@ -67,8 +70,7 @@ def put_if_absent_local(path: str, data: bytes) -> None:
     Raises:
         FileExistsError: Something already exists at ``path``; nothing was changed.
     """
-    directory, name = os.path.split(os.path.abspath(path))
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+    temp = _temp_beside(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -76,11 +78,50 @@ def put_if_absent_local(path: str, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        failpoints.hit("before_link", path)
-        os.link(temp, path)  # atomic; raises FileExistsError if the name is taken
-        fsync_directory(directory)
+        link_staged_local(temp, path)
     finally:
         os.unlink(temp)
+
+
+def _temp_beside(path: str) -> str:
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+
+
+def stage_local(path: str, data: bytes) -> str:
+    """:func:`put_if_absent_local` in two steps, first: write ``data`` to a new temp file
+    beside ``path`` (not synced) and return its path. The caller fsyncs it
+    (:func:`fsync_file`), links it with :func:`link_staged_local` and always unlinks it.
+
+    Example:
+        >>> import os, tempfile, pathlib
+        >>> path = os.path.join(tempfile.mkdtemp(), "2.manifest")
+        >>> temp = stage_local(path, b"m")
+        >>> fsync_file(temp); link_staged_local(temp, path); os.unlink(temp)
+        >>> pathlib.Path(path).read_bytes(), is_temp_name(os.path.basename(temp))
+        (b'm', True)
+    """
+    temp = _temp_beside(path)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            _write_all(fd, data, temp)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+def link_staged_local(temp: str, path: str) -> None:
+    """Second step of :func:`put_if_absent_local`: hard-link the synced ``temp`` to
+    ``path`` (atomic; ``FileExistsError`` if the name is taken) and fsync the directory.
+    """
+    failpoints.hit("before_link", path)
+    os.link(temp, path)  # atomic; raises FileExistsError if the name is taken
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def _write_all(fd: int, data: bytes, detail: str) -> None:

@@ -69,7 +69,9 @@ from fermion.extras import require
 from fermion.io.atomic import (
     fsync_directory,
     fsync_file,
+    link_staged_local,
     put_if_absent_local,
+    stage_local,
     write_file,
     write_file_durable,
 )
@@ -442,6 +444,17 @@ class LocalStore(Store):
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         put_if_absent_local(path, data)
+
+    def stage_if_absent(self, path: str, data: bytes) -> str:
+        """:meth:`put_if_absent` in steps, first: ``data`` in a temp file beside ``path``
+        (not synced; returns its path). Then :meth:`sync` it, :meth:`link_if_absent` it
+        and :meth:`delete` it (:func:`fermion.io.atomic.stage_local`)."""
+        return stage_local(path, data)
+
+    def link_if_absent(self, staged: str, path: str) -> None:
+        """Link a synced :meth:`stage_if_absent` file to ``path`` atomically (or
+        ``FileExistsError``) and sync the directory."""
+        link_staged_local(staged, path)
 
 
 class FsspecStore(Store):
