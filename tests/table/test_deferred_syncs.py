@@ -20,6 +20,7 @@ import pytest
 
 import fermion.table as ft
 from fermion.errors import CommitError
+from fermion.io.atomic import is_temp_name
 from fermion.table.storage import TableStorage, carry_deferral, deferred_syncs
 
 pytestmark = pytest.mark.skipif(
@@ -85,6 +86,12 @@ def test_write_bytes_in_a_block_is_synced_before_the_link(
     assert txn in synced and directory in synced
     assert synced.index(directory) > synced.index(txn)
     assert Path(txn).read_bytes() == b"txn"
+    versions = os.path.realpath(storage.path("_versions"))
+    staged = [p for p in synced if is_temp_name(os.path.basename(p))]  # the manifest's
+    assert [os.path.dirname(p) for p in staged] == [versions]  # ... synced before its link
+    assert ("fsync", versions) in events[link:]  # and its entry after it
+    assert os.listdir(versions) == ["1.manifest"]  # (the temp file is gone)
+    assert Path(versions, "1.manifest").read_bytes() == b"m"
 
 
 def test_a_failed_file_sync_fails_every_later_put(
