@@ -53,7 +53,7 @@ from fermion.table.deletions import fragment_deletion_path
 from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
-from fermion.table.key_hash import row_hashes, sorted_distinct
+from fermion.table.key_hash import KeyHashes, row_hashes, sorted_distinct
 from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
 from fermion.table.row_edits import (
@@ -276,7 +276,7 @@ class MergeInsertBuilder:
                     f"merge_insert: {duplicated.num_rows} keys occur more than once in the "
                     f"source: {_described(duplicated)}"
                 )
-        self._hashes = tuple(hashes.tolist())
+        self._hashes = KeyHashes.of_sorted(hashes)  # (sorted and distinct already)
         return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
     # -- planning -----------------------------------------------------------------------
