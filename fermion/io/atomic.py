@@ -8,10 +8,11 @@ taken. The temp file is always unlinked afterwards; there is no check-then-write
 :class:`fermion.io.store.LocalStore` uses it; the other backends are in
 :mod:`fermion.io.store`.
 
-Durability: :func:`write_file_durable` writes and fsyncs a plain file, :func:`fsync_file`
-fsyncs one written by other means, :func:`fsync_directory` makes the names in a directory
-durable (POSIX: a new file's directory entry survives a power loss only once its directory
-was fsynced). The table layer calls them through :class:`fermion.io.store.Store`.
+Durability: :func:`write_file_durable` writes and fsyncs a plain file, :func:`write_file`
+writes one without syncing it, :func:`fsync_file` fsyncs one written by other means,
+:func:`fsync_directory` makes the names in a directory durable (POSIX: a new file's
+directory entry survives a power loss only once its directory was fsynced). The table layer
+calls them through :class:`fermion.io.store.Store`.
 
 Temp files are named ``.{name}.{uuid}.tmp`` (see :func:`is_temp_name`), so maintenance can
 recognise the leftovers of a writer killed between its write and its unlink.
@@ -31,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 
@@ -41,7 +43,10 @@ __all__ = [
     "fsync_directory",
     "fsync_file",
     "is_temp_name",
+    "link_staged_local",
     "put_if_absent_local",
+    "stage_local",
+    "write_file",
     "write_file_durable",
 ]
 
@@ -65,8 +70,7 @@ def put_if_absent_local(path: str, data: bytes) -> None:
     Raises:
         FileExistsError: Something already exists at ``path``; nothing was changed.
     """
-    directory, name = os.path.split(os.path.abspath(path))
-    temp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+    temp = _temp_beside(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
@@ -74,11 +78,50 @@ def put_if_absent_local(path: str, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        failpoints.hit("before_link", path)
-        os.link(temp, path)  # atomic; raises FileExistsError if the name is taken
-        fsync_directory(directory)
+        link_staged_local(temp, path)
     finally:
         os.unlink(temp)
+
+
+def _temp_beside(path: str) -> str:
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
+
+
+def stage_local(path: str, data: bytes) -> str:
+    """:func:`put_if_absent_local` in two steps, first: write ``data`` to a new temp file
+    beside ``path`` (not synced) and return its path. The caller fsyncs it
+    (:func:`fsync_file`), links it with :func:`link_staged_local` and always unlinks it.
+
+    Example:
+        >>> import os, tempfile, pathlib
+        >>> path = os.path.join(tempfile.mkdtemp(), "2.manifest")
+        >>> temp = stage_local(path, b"m")
+        >>> fsync_file(temp); link_staged_local(temp, path); os.unlink(temp)
+        >>> pathlib.Path(path).read_bytes(), is_temp_name(os.path.basename(temp))
+        (b'm', True)
+    """
+    temp = _temp_beside(path)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            _write_all(fd, data, temp)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+def link_staged_local(temp: str, path: str) -> None:
+    """Second step of :func:`put_if_absent_local`: hard-link the synced ``temp`` to
+    ``path`` (atomic; ``FileExistsError`` if the name is taken) and fsync the directory.
+    """
+    failpoints.hit("before_link", path)
+    os.link(temp, path)  # atomic; raises FileExistsError if the name is taken
+    fsync_directory(os.path.dirname(os.path.abspath(path)))
 
 
 def _write_all(fd: int, data: bytes, detail: str) -> None:
@@ -100,10 +143,30 @@ def write_file_durable(path: str, data: bytes) -> None:
         >>> pathlib.Path(path).read_bytes()
         b'abc'
     """
+    _write_file(path, data, sync=True)
+
+
+def write_file(path: str, data: bytes) -> None:
+    """Create or replace the local file ``path`` with ``data``, not synced: the caller
+    makes it durable later with :func:`fsync_file` (and its directory entry with
+    :func:`fsync_directory`).
+
+    Example:
+        >>> import os, tempfile, pathlib
+        >>> path = os.path.join(tempfile.mkdtemp(), "b.txn")
+        >>> write_file(path, b"abc"); fsync_file(path)
+        >>> pathlib.Path(path).read_bytes()
+        b'abc'
+    """
+    _write_file(path, data, sync=False)
+
+
+def _write_file(path: str, data: bytes, *, sync: bool) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_all(fd, data, path)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -11,8 +11,8 @@ layer: :meth:`Store.new_input` (an :class:`InputFile`, opened as a
 
 * :class:`LocalStore` — the local disk through ``os``. Put-if-absent writes a uniquely
   named temp file, fsyncs it and hard-links it to the final name (:mod:`fermion.io.atomic`).
-  ``write`` fsyncs the file, ``makedirs`` fsyncs the parent of every directory it creates,
-  ``sync`` and ``sync_directory`` are one ``fsync`` each.
+  ``write`` fsyncs the file (``write_unsynced`` does not), ``makedirs`` fsyncs the parent
+  of every directory it creates, ``sync`` and ``sync_directory`` are one ``fsync`` each.
 * :class:`MemoryStore` — fsspec's in-memory filesystem (``memory://``); put-if-absent is an
   exclusive create under one process-wide lock, atomic for everyone who sees the store.
 * :class:`S3Store` — S3 and S3-compatible servers through ``s3fs``. Put-if-absent is one
@@ -69,7 +69,10 @@ from fermion.extras import require
 from fermion.io.atomic import (
     fsync_directory,
     fsync_file,
+    link_staged_local,
     put_if_absent_local,
+    stage_local,
+    write_file,
     write_file_durable,
 )
 from fermion.io.byte_source import ByteSource, FsspecSource, LocalSource
@@ -204,6 +207,11 @@ class Store(ABC):
     @abstractmethod
     def write(self, path: str, data: bytes) -> None:
         """Write the whole object (not atomic: for names nobody else writes)."""
+
+    def write_unsynced(self, path: str, data: bytes) -> None:
+        """:meth:`write`, leaving the file to a later :meth:`sync` where a write is not
+        durable by itself (the local disk); elsewhere the same as :meth:`write`."""
+        self.write(path, data)
 
     @abstractmethod
     def exists(self, path: str) -> bool:
@@ -370,6 +378,9 @@ class LocalStore(Store):
     def write(self, path: str, data: bytes) -> None:
         write_file_durable(path, data)  # the file is fsynced; its directory is not
 
+    def write_unsynced(self, path: str, data: bytes) -> None:
+        write_file(path, data)  # neither the file nor its directory is synced
+
     def sync(self, path: str) -> None:
         fsync_file(path)
 
@@ -433,6 +444,17 @@ class LocalStore(Store):
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         put_if_absent_local(path, data)
+
+    def stage_if_absent(self, path: str, data: bytes) -> str:
+        """:meth:`put_if_absent` in steps, first: ``data`` in a temp file beside ``path``
+        (not synced; returns its path). Then :meth:`sync` it, :meth:`link_if_absent` it
+        and :meth:`delete` it (:func:`fermion.io.atomic.stage_local`)."""
+        return stage_local(path, data)
+
+    def link_if_absent(self, staged: str, path: str) -> None:
+        """Link a synced :meth:`stage_if_absent` file to ``path`` atomically (or
+        ``FileExistsError``) and sync the directory."""
+        link_staged_local(staged, path)
 
 
 class FsspecStore(Store):

@@ -312,7 +312,14 @@ def plan_add_columns(
     """
     version = as_table_version(version)
     schema = version.schema
-    computer = _Values(schema, values, read_columns, batch_size)
+    return _plan_add(storage, version, _Values(schema, values, read_columns, batch_size))
+
+
+def _plan_add(
+    storage: TableStorage, version: TableVersion, computer: _Values
+) -> tuple[AddColumns | None, int]:
+    """:func:`plan_add_columns` with the values' computer made on ``version``'s schema."""
+    schema = version.schema
     fragments = list(version.fragments)
 
     def compute(fragment: Fragment) -> pa.Table:
@@ -410,9 +417,11 @@ def add_column_values(
         commit attempts.
     """
     version = as_table_version(version)
-    _Values(version.schema, values, read_columns, batch_size)  # fail before any file
+    first = _Values(version.schema, values, read_columns, batch_size)  # fail before any file
 
     def plan(latest: TableVersion) -> tuple[AddColumns | None, int]:
+        if latest is version:  # (the expressions parsed once; a re-plan parses them again)
+            return _plan_add(storage, latest, first)
         return plan_add_columns(
             storage, latest, values, read_columns=read_columns, batch_size=batch_size
         )

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from fermion.table.storage import carry_deferral
+
 __all__ = ["FRAGMENT_THREADS_DEFAULT", "map_fragments"]
 
 #: Threads one edit uses for its fragments.
@@ -35,10 +37,12 @@ def map_fragments(
     """``[work(item) for item in items]``, on up to ``threads`` threads, in order.
 
     Every item is worked on even if one fails; then the first failure (in item order)
-    is raised.
+    is raised. The threads take part in the caller's
+    :func:`~fermion.table.storage.deferred_syncs` block, if any.
     """
     if len(items) <= 1 or threads <= 1:
         return [work(item) for item in items]
+    work = carry_deferral(work)
     with ThreadPoolExecutor(max_workers=min(threads, len(items))) as pool:
         futures = [pool.submit(work, item) for item in items]
     return [future.result() for future in futures]

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["row_hashes", "sorted_distinct"]
+__all__ = ["KeyHashes", "row_hashes", "sorted_distinct"]
 
 _NULL = np.uint64(0x6E756C6C5F6B6579)
 _PRIME = np.uint64(0x100000001B3)
@@ -156,3 +156,38 @@ def sorted_distinct(hashes: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+class KeyHashes(tuple[int, ...]):
+    """Sorted distinct 64-bit hashes as a tuple of ints (what a merge-insert transaction
+    records), holding the uint64 array they were made from (:attr:`array`): an operation
+    given one neither converts nor sorts the hashes again, and conflict checks intersect
+    the arrays.
+
+    Example:
+        >>> h = KeyHashes([5, 1, 5])
+        >>> h, h == (1, 5), h.array.dtype
+        ((1, 5), True, dtype('uint64'))
+        >>> KeyHashes.of_sorted(h.array) is not h, KeyHashes.of(h) is h
+        (True, True)
+    """
+
+    array: np.ndarray
+
+    def __new__(cls, hashes: object = ()) -> KeyHashes:
+        return cls.of_sorted(sorted_distinct(np.asarray(hashes, dtype=np.uint64)))
+
+    @classmethod
+    def of_sorted(cls, ordered: np.ndarray) -> KeyHashes:
+        """The hashes of a uint64 array already sorted and distinct (not checked)."""
+        made = super().__new__(cls, ordered.tolist())
+        made.array = ordered
+        return made
+
+    @classmethod
+    def of(cls, hashes: object) -> KeyHashes:
+        """``hashes`` itself if it is a :class:`KeyHashes`, else sorted and deduplicated."""
+        return hashes if isinstance(hashes, KeyHashes) else cls(hashes)
+
+    def __getnewargs__(self) -> tuple[tuple[int, ...]]:  # (pickled as its ints)
+        return (tuple(self),)

@@ -53,7 +53,7 @@ from fermion.table.deletions import fragment_deletion_path
 from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragment_threads import FRAGMENT_THREADS_DEFAULT, map_fragments
 from fermion.table.fragments import MAX_ROWS_PER_FILE_DEFAULT, as_batches
-from fermion.table.key_hash import row_hashes, sorted_distinct
+from fermion.table.key_hash import KeyHashes, row_hashes, sorted_distinct
 from fermion.table.operations import MergeInsert
 from fermion.table.predicate import parse_predicate
 from fermion.table.row_edits import (
@@ -65,7 +65,7 @@ from fermion.table.row_edits import (
 )
 from fermion.table.row_ids import UNASSIGNED, row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
-from fermion.table.storage import TableStorage
+from fermion.table.storage import TableStorage, carry_deferral
 from fermion.table.write_properties import write_properties_of
 
 __all__ = ["DenseKeys", "MergeInsertBuilder", "MergeInsertResult", "key_hashes"]
@@ -276,7 +276,7 @@ class MergeInsertBuilder:
                     f"merge_insert: {duplicated.num_rows} keys occur more than once in the "
                     f"source: {_described(duplicated)}"
                 )
-        self._hashes = tuple(hashes.tolist())
+        self._hashes = KeyHashes.of_sorted(hashes)  # (sorted and distinct already)
         return table.append_column(_SOURCE_ROW, pa.array(np.arange(table.num_rows)))
 
     # -- planning -----------------------------------------------------------------------
@@ -321,8 +321,9 @@ class MergeInsertBuilder:
         if pool is not None:
             written = [source.select(names)]
             early = pool.submit(
-                write_new_rows, storage, schema, written, max_rows_per_file, properties
-            )
+                carry_deferral(write_new_rows), storage, schema, written, max_rows_per_file,
+                properties,
+            )  # fmt: skip
             pool.shutdown(wait=False)
         marks = ThreadPoolExecutor(max_workers=FRAGMENT_THREADS_DEFAULT) if whole else None
 
@@ -371,7 +372,7 @@ class MergeInsertBuilder:
             found.gone = np.concatenate(gone) if gone else np.zeros(0, np.uint64)
             if marks is not None and found.gone.size:  # its deletion file, while the
                 found.marking = marks.submit(  # source's rows are still being written
-                    mark_deleted, storage, fragment, found.gone, version.version
+                    carry_deferral(mark_deleted), storage, fragment, found.gone, version.version
                 )  # (on threads of their own: the fsyncs overlap, not the joins' thread)
             return found
 

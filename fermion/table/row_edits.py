@@ -38,7 +38,7 @@ from fermion.table.domain import Fragment, TableVersion
 from fermion.table.fragments import write_fragment_values
 from fermion.table.row_ids import with_row_ids
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
+from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.write_properties import WriteProperties
 
 __all__ = [
@@ -152,6 +152,7 @@ def kept_row_ids(fragments: list[Fragment], ids: Sequence[np.ndarray | None]) ->
     return with_row_ids(fragments, np.concatenate([p for p in ids if p is not None]))
 
 
+@deferred_syncs()  # (the plan's fsyncs run in the background until the manifest put)
 def commit_planned(
     storage: TableStorage,
     version: TableVersion | Any,
@@ -165,6 +166,10 @@ def commit_planned(
 
     ``plan(version)`` returns ``(operation or None, stats)``; the stats returned are those
     of the plan that committed. ``(None, stats)``: there was nothing to do.
+
+    Runs in a :func:`~fermion.table.storage.deferred_syncs` block: the fsyncs of the files
+    the plans write (on this thread, or on threads that carry the block) run in the
+    background, and each directory is synced once, just before the manifest put.
     """
     version = as_table_version(version)
     op, stats = plan(version)

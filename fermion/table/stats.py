@@ -284,9 +284,14 @@ class StatsAccumulator:
                 low, high = fast
             if not (low.is_valid and high.is_valid):
                 continue
-            if self._low[i] is not None:
-                low = _min_max(pa.array([self._low[i], low], kind))[0]
-                high = _min_max(pa.array([self._high[i], high], kind))[1]
+            before_low, before_high = self._low[i], self._high[i]
+            if before_low is not None and before_high is not None:
+                if fast is not None:  # numbers (no NaN, no zero here): compared as such
+                    low = low if low.as_py() < before_low.as_py() else before_low
+                    high = high if high.as_py() > before_high.as_py() else before_high
+                else:
+                    low = _min_max(pa.array([before_low, low], kind))[0]
+                    high = _min_max(pa.array([before_high, high], kind))[1]
             self._low[i], self._high[i] = low, high
 
     def result(self) -> list[pb.FieldStats]:

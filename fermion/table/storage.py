@@ -38,16 +38,16 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import fsspec
 
-from fermion.errors import DatasetError, InvalidArgumentError
+from fermion.errors import CommitError, DatasetError, InvalidArgumentError
 from fermion.io import failpoints
-from fermion.io.store import FsspecStore, Store, StoreFile, open_store
+from fermion.io.store import FsspecStore, LocalStore, Store, StoreFile, open_store
 from fermion.table.manifest_store import (
     ManifestStore,
     commit_external,
@@ -55,87 +55,186 @@ from fermion.table.manifest_store import (
     resolve_external,
 )
 
-__all__ = ["DIRECTORIES", "TableStorage", "deferred_syncs", "manifest_name"]
+__all__ = ["DIRECTORIES", "TableStorage", "carry_deferral", "deferred_syncs", "manifest_name"]
 
 DIRECTORIES = ("data", "_versions", "_transactions", "_deletions", "_indices", "_refs/tags")
 _MANIFEST = re.compile(r"^(\d+)\.manifest$")
 
 
-#: Per thread, inside :func:`deferred_syncs`: the syncs waiting for the next manifest put,
-#: as ``(is a directory, sync function, path)`` in the order asked (None outside a block).
-_DEFERRED = threading.local()
 _SYNC_THREADS: list[ThreadPoolExecutor] = []
 _SYNC_THREADS_LOCK = threading.Lock()
+
+_In = ParamSpec("_In")
+_Out = TypeVar("_Out")
+
+
+def _sync_threads() -> ThreadPoolExecutor:
+    with _SYNC_THREADS_LOCK:
+        if not _SYNC_THREADS:
+            _SYNC_THREADS.append(ThreadPoolExecutor(8, thread_name_prefix="fermion-sync"))
+        return _SYNC_THREADS[0]
+
+
+class _Deferral:
+    """The syncs of one :func:`deferred_syncs` block: the files' fsyncs, started in the
+    background as each file is finished, and the directories to sync once they are done
+    (shared by the threads the block is carried to, :func:`carry_deferral`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.files: dict[str, Future[None]] = {}  # absolute path -> its fsync
+        self.directories: dict[str, Callable[[str], None]] = {}  # absolute path -> sync
+        self.open = True
+        self.failed: CommitError | None = None
+
+    def start(self, sync: Callable[[str], None], path: str) -> bool:
+        """Start ``sync(path)`` of a file in the background (False: the block is over)."""
+        with self.lock:
+            if not self.open:
+                return False
+            self.files[path] = _sync_threads().submit(sync, path)
+            return True
+
+    def defer(self, sync: Callable[[str], None], path: str) -> bool:
+        """Record ``sync(path)`` of a directory (False: the block is over)."""
+        with self.lock:
+            if not self.open:
+                return False
+            self.directories[path] = sync
+            return True
+
+    def forget(self, path: str) -> None:
+        """Drop the sync of a file that was removed (no manifest will name it)."""
+        with self.lock:
+            self.files.pop(path, None)
+
+    def flush(self) -> None:
+        """Wait for the files' fsyncs, then sync the directories in parallel (a directory
+        after the files it received); the first error raises.
+
+        Raises:
+            CommitError: An fsync failed (and so does every later flush of the block:
+                the commit loop must not take it for a put of unknown outcome and put a
+                manifest naming a file that is not durable).
+        """
+        with self.lock:
+            files, self.files = list(self.files.items()), {}
+            directories, self.directories = list(self.directories.items()), {}
+        self._wait(files)
+        if len(directories) == 1:
+            (path, sync), directories = directories[0], []
+            self._wait([(path, _done(sync, path))])
+        pool = _sync_threads()
+        self._wait([(path, pool.submit(sync, path)) for path, sync in directories])
+
+    def _wait(self, syncs: list[tuple[str, Future[None]]]) -> None:
+        for path, future in syncs:  # (every fsync has finished before one is raised)
+            try:
+                future.result()
+            except Exception as exc:
+                if self.failed is None:
+                    self.failed = CommitError(f"{path}: could not be made durable: {exc}")
+                    self.failed.__cause__ = exc
+        if self.failed is not None:
+            raise self.failed
+
+
+def _done(sync: Callable[[str], None], path: str) -> Future[None]:
+    """``sync(path)`` run here, as a finished future (its error kept in it)."""
+    future: Future[None] = Future()
+    try:
+        sync(path)
+    except Exception as exc:
+        future.set_exception(exc)
+    else:
+        future.set_result(None)
+    return future
+
+
+#: Per thread, inside :func:`deferred_syncs` (or a function :func:`carry_deferral` made):
+#: the block whose syncs wait for the next manifest put (None outside a block).
+_DEFERRED = threading.local()
+
+
+def _block() -> _Deferral | None:
+    return getattr(_DEFERRED, "block", None)
 
 
 @contextmanager
 def deferred_syncs() -> Iterator[None]:
     """Within this block, this thread's :meth:`TableStorage.sync_file` and
-    :meth:`TableStorage.sync_directories` (of any ``TableStorage``) record what they would
-    sync instead of syncing it; the thread's next :meth:`TableStorage.put_manifest` runs
-    them before the manifest is put, the files' in parallel, then the directories' in
-    parallel (so a committed manifest still
-    names only durable files and directory entries), and the end of the block runs what
-    is left. A block left by an exception drops what is left: no manifest names those
-    files. Nested blocks: the outermost one ends the deferral. Also a decorator.
+    :meth:`TableStorage.write_bytes` (of any ``TableStorage``) start the file's fsync in
+    the background instead of waiting for it, and :meth:`TableStorage.sync_directories`
+    records the directories instead of syncing them; the thread's next
+    :meth:`TableStorage.put_manifest` waits for those fsyncs, then syncs the directories
+    in parallel, before the manifest is put (so a committed manifest still names only
+    durable files and directory entries), and the end of the block does what is left. A
+    block left by an exception drops what is left: no manifest names those files. Nested
+    blocks: the outermost one ends the deferral. Other threads take part only through
+    :func:`carry_deferral`. Also a decorator.
 
-    Why: the fsyncs of a write's data files, then of ``data/`` and ``_transactions/``,
-    each a wait for the disk, overlap instead of running one after another
-    (docs/TABLE_FORMAT.md, "Durability").
+    Why: the fsyncs of an edit's files (data, deletion, transaction files) overlap with
+    its work and with each other, and each directory is synced once per commit, instead
+    of waits for the disk one after another (docs/TABLE_FORMAT.md, "Durability").
 
     Example:
         >>> import tempfile
         >>> st = TableStorage(tempfile.mkdtemp())
         >>> with deferred_syncs():
-        ...     st.write_bytes("_transactions/a.txn", b"t")
+        ...     st.write_bytes("_transactions/a.txn", b"t")  # (its fsync started)
         ...     st.sync_directories()  # (recorded)
-        ...     st.put_manifest(1, b"m")  # syncs _transactions/, then puts
+        ...     st.put_manifest(1, b"m")  # waits for the fsync, syncs _transactions/, puts
         >>> st.latest_version()
         1
     """
-    if getattr(_DEFERRED, "pending", None) is not None:
+    if _block() is not None:
         yield
         return
-    _DEFERRED.pending = []
+    block = _Deferral()
+    _DEFERRED.block = block
     try:
         yield
-        _run_deferred()
+        block.flush()
     finally:
-        _DEFERRED.pending = None
+        with block.lock:
+            block.open = False  # a thread still carrying it syncs at once from now on
+        _DEFERRED.block = None
 
 
-def _defer(sync: Callable[[str], None], path: str, directory: bool) -> bool:
-    """Record ``sync(path)`` if this thread defers its syncs (and say whether it did)."""
-    pending = getattr(_DEFERRED, "pending", None)
-    if pending is None:
-        return False
-    pending.append((directory, sync, path))
-    return True
+def carry_deferral(work: Callable[_In, _Out]) -> Callable[_In, _Out]:
+    """``work``, made to run (on any thread) inside the calling thread's
+    :func:`deferred_syncs` block, if it is in one: for the threads of one edit. The
+    block's put must come after every such call has returned.
+
+    Example:
+        >>> import threading
+        >>> seen = []
+        >>> with deferred_syncs():
+        ...     work = carry_deferral(lambda: seen.append(_block() is not None))
+        ...     thread = threading.Thread(target=work); thread.start(); thread.join()
+        >>> seen
+        [True]
+    """
+    block = _block()
+    if block is None:
+        return work
+
+    def carried(*args: _In.args, **kwargs: _In.kwargs) -> _Out:
+        previous = _block()
+        _DEFERRED.block = block
+        try:
+            return work(*args, **kwargs)
+        finally:
+            _DEFERRED.block = previous
+
+    return carried
 
 
 def _run_deferred() -> None:
-    """Run this thread's deferred syncs, each once: the files' in parallel, then the
-    directories' in parallel (a directory is synced after the files it received); the
-    first error raises."""
-    pending = getattr(_DEFERRED, "pending", None)
-    if not pending:
-        return
-    calls = list(dict.fromkeys(pending))
-    pending.clear()
-    for directories in (False, True):
-        _run_all([(sync, path) for d, sync, path in calls if d is directories])
-
-
-def _run_all(calls: list[tuple[Callable[[str], None], str]]) -> None:
-    if len(calls) <= 1:
-        for sync, path in calls:
-            sync(path)
-        return
-    with _SYNC_THREADS_LOCK:
-        if not _SYNC_THREADS:
-            _SYNC_THREADS.append(ThreadPoolExecutor(8, thread_name_prefix="fermion-sync"))
-    for future in [_SYNC_THREADS[0].submit(sync, path) for sync, path in calls]:
-        future.result()
+    """Finish this thread's deferred syncs (see :meth:`_Deferral.flush`)."""
+    block = _block()
+    if block is not None:
+        block.flush()
 
 
 def manifest_name(version: int) -> str:
@@ -240,24 +339,38 @@ class TableStorage:
             raise self._is_a_file() from None
 
     def write_bytes(self, relative: str, data: bytes) -> None:
-        """Write a uniquely named file (not atomic: only for names nobody else uses)."""
+        """Write a uniquely named file (not atomic: only for names nobody else uses) and
+        make it durable (within :func:`deferred_syncs`: its fsync runs in the background
+        and the next manifest put waits for it)."""
         self.ensure_directories()
-        self.store.write(self.path(relative), data)
+        path = self.path(relative)
+        block = _block()
+        if block is None:
+            self.store.write(path, data)
+        else:
+            self.store.write_unsynced(path, data)
+            if not block.start(self.store.sync, path):
+                self.store.sync(path)
         self._unsynced_dirs.add(relative.rpartition("/")[0])
 
     def sync_file(self, relative: str) -> None:
         """Make a file written through :meth:`target` durable (its directory entry follows
-        with :meth:`sync_directories`)."""
-        if not _defer(self.store.sync, self.path(relative), False):
-            self.store.sync(self.path(relative))
+        with :meth:`sync_directories`; within :func:`deferred_syncs` the fsync runs in the
+        background and the next manifest put waits for it)."""
+        path = self.path(relative)
+        block = _block()
+        if block is None or not block.start(self.store.sync, path):
+            self.store.sync(path)
         self._unsynced_dirs.add(relative.rpartition("/")[0])
 
     def sync_directories(self) -> None:
         """Sync each directory that received a file since the last call, once (within
-        :func:`deferred_syncs`: at the next manifest put)."""
+        :func:`deferred_syncs`: at the next manifest put, once per directory whichever
+        ``TableStorage`` asked)."""
+        block = _block()
         for relative in sorted(self._unsynced_dirs):
             path = self.path(relative) if relative else self.root
-            if not _defer(self.store.sync_directory, path, True):
+            if block is None or not block.defer(self.store.sync_directory, path):
                 self.store.sync_directory(path)
         self._unsynced_dirs.clear()
 
@@ -289,8 +402,13 @@ class TableStorage:
         return [self.store.relative(self.root, p) for p in self.store.walk(self.path(relative))]
 
     def remove(self, relative: str) -> None:
-        """Delete a file; a missing file is not an error."""
-        self.store.delete(self.path(relative))
+        """Delete a file; a missing file is not an error (within :func:`deferred_syncs`,
+        its pending fsync is dropped: no manifest can name it)."""
+        path = self.path(relative)
+        block = _block()
+        if block is not None:
+            block.forget(path)
+        self.store.delete(path)
 
     def empty_directories(self, relative: str) -> list[str]:
         """The empty directories below a directory, deepest first, as paths relative to
@@ -347,12 +465,28 @@ class TableStorage:
         """Commit point: make ``data`` the manifest of ``version``, or ``FileExistsError``.
 
         First syncs the directories of the files written through this storage
-        (:meth:`sync_directories`); the put itself syncs the manifest and its directory."""
+        (:meth:`sync_directories`); the put itself syncs the manifest and its directory.
+        Within :func:`deferred_syncs`, on the local disk, the manifest's temp file is
+        written first and fsynced beside the block's files (one wait for the disk fewer),
+        then the directories, then it is linked."""
         self.ensure_directories()
         self.sync_directories()  # what the manifest names is durable before the manifest
+        block = _block()
+        final = self.path(manifest_name(version))
+        if block is not None and self.manifest_store is None and isinstance(self.store, LocalStore):
+            failpoints.hit("before_manifest_put")
+            staged = self.store.stage_if_absent(final, data)
+            try:
+                if not block.start(self.store.sync, staged):  # (the block is the caller's)
+                    self.store.sync(staged)
+                block.flush()  # the files (the manifest's with them), then the directories
+                self.store.link_if_absent(staged, final)
+            finally:
+                self.store.delete(staged)
+            failpoints.hit("after_manifest_put")
+            return
         _run_deferred()  # (this thread's deferred syncs, in parallel)
         failpoints.hit("before_manifest_put")
-        final = self.path(manifest_name(version))
         if self.manifest_store is None:
             self.store.put_if_absent(final, data)
         else:

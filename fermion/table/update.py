@@ -55,7 +55,7 @@ from fermion.table.row_edits import (
 from fermion.table.row_ids import row_ids_at
 from fermion.table.scan import ROW_OFFSET, Scanner, read_fragment
 from fermion.table.schema import TableSchema
-from fermion.table.storage import TableStorage
+from fermion.table.storage import TableStorage, deferred_syncs
 from fermion.table.write_properties import write_properties_of
 
 __all__ = ["check_rows_match", "plan_rows", "replace_where", "update_rows"]
@@ -254,6 +254,7 @@ def _matches(table: pa.Table, predicate: pc.Expression) -> pa.ChunkedArray:
     return pc.fill_null(values, False)
 
 
+@deferred_syncs()  # (the new rows' fsyncs run in the background until the manifest put)
 def replace_where(
     storage: TableStorage,
     version: TableVersion | Any,

@@ -133,6 +133,38 @@ def test_every_committed_file_is_synced_before_its_manifest(
     assert ds.to_table()["x"].to_pylist() == [42]
 
 
+def test_row_edits_and_column_values_sync_every_file_before_their_manifest(
+    tmp_path: Path, recorder: Recorder
+) -> None:
+    uri = str(tmp_path / "t")
+    table = pa.table({"id": list(range(12)), "v": [float(i) for i in range(12)]})
+    ds = ft.write_dataset(table, uri, max_rows_per_file=4)
+    ds.delete("id = 5")  # a fragment that has a deletion file already
+    _check_version(recorder, ds)
+    source = pa.table({"id": [1, 5, 6, 20], "v": [-1.0, -5.0, -6.0, -20.0]})
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        source
+    )  # (new rows written while the fragments are joined, deletion files on threads)
+    _check_version(recorder, ds)
+    ds.merge_insert("id").when_matched_update(["v"]).execute(source.slice(0, 2))
+    _check_version(recorder, ds)
+    assert ds.update("id >= 9", set={"v": "v + 100"}) == 4
+    _check_version(recorder, ds)
+    ds = ft.write_dataset(
+        pa.table({"id": [3], "v": [3.5]}), uri, mode="overwrite", replace_where="id = 3"
+    )
+    _check_version(recorder, ds)
+    ds.add_columns({"w": "v * 2"})  # one column file per fragment, on threads
+    _check_version(recorder, ds)
+    ds.add_columns(lambda b: pa.table({"x": pc.add(b["id"], 1)}), read_columns=["id"])
+    _check_version(recorder, ds)
+    ds.add_columns(pa.table({"id": [1, 2], "y": ["a", "b"]}), on="id")
+    _check_version(recorder, ds)
+    rows = {r["id"]: r["v"] for r in ds.to_table(columns=["id", "v"]).to_pylist()}
+    assert (rows[1], rows[3], rows[5], rows[10], rows[20]) == (-1.0, 3.5, -5.0, 110.0, 80.0)
+    assert len(rows) == 13
+
+
 def _worker_write(plan: Any, data: pa.Table) -> tuple[Any, list[str]]:
     """A worker: writes its share, returns its result and the paths it fsynced."""
     synced: list[str] = []

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fermion.errors import InvalidArgumentError
-from fermion.table.key_hash import sorted_distinct
+from fermion.table.key_hash import KeyHashes
 from fermion.table.operations.base import (
     NO,
     OK,
@@ -44,8 +44,8 @@ __all__ = ["MergeInsert", "retry_if_removed"]
 
 
 def _common_keys(mine: MergeInsert, theirs: MergeInsert) -> bool:
-    a = np.asarray(mine.key_hashes, dtype=np.uint64)
-    b = np.asarray(theirs.key_hashes, dtype=np.uint64)
+    a = KeyHashes.of(mine.key_hashes).array
+    b = KeyHashes.of(theirs.key_hashes).array
     return bool(np.intersect1d(a, b, assume_unique=True).size)
 
 
@@ -109,8 +109,8 @@ class MergeInsert(RowChanges):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "on", tuple(self.on))
-        hashes = sorted_distinct(np.asarray(self.key_hashes, dtype=np.uint64))
-        object.__setattr__(self, "key_hashes", tuple(hashes.tolist()))
+        # sorted and distinct once (a KeyHashes given is already: kept as it is)
+        object.__setattr__(self, "key_hashes", KeyHashes.of(self.key_hashes))
         object.__setattr__(self, "config", dict(self.config))
         if not self.on:
             raise InvalidArgumentError("MergeInsert needs at least one key column")
