@@ -438,6 +438,11 @@ def _lookup(
     if len(found) == 1 and index.kind in (BITMAP, LABEL_LIST):
         return found[0], None  # (one list: ascending, each address once)
     if index.kind == BTREE and len(keys) == len(found):  # (the entries of every file)
+        hits = [i for i, f in enumerate(found) if len(f)]
+        if sum(len(found[i]) for i in hits) <= 1:  # (an equality's one row: nothing to order)
+            one = found[hits[0]] if hits else np.empty(0, np.uint64)
+            picked = keys[hits[0]] if hits else None
+            return one.astype(np.uint64, copy=False), picked if want_keys else None
         addresses = np.concatenate(found).astype(np.uint64, copy=False)
         order = np.argsort(addresses, kind="stable")
         addresses = addresses[order]
