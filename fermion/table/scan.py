@@ -519,7 +519,10 @@ class Scanner:
         tables = [t for _, t in self._tables(_SCAN_THREADS)]
         if not tables:
             return schema.empty_table()
-        return pa.concat_tables([cast_table(t, schema) for t in tables])
+        return pa.concat_tables(
+            [t if t.schema.equals(schema, check_metadata=True) else cast_table(t, schema)
+             for t in tables]
+        )  # fmt: skip
 
     def count_rows(self) -> int:
         """Number of rows matching (from the manifest alone when there is no filter)."""

@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -74,6 +74,9 @@ __all__ = [
     "read_rows",
 ]
 
+#: What the index knows of a column for a fragment's candidate rows (see :func:`read_rows`):
+#: one value for all of them (a scalar) or a value per candidate (an array).
+Fill: TypeAlias = "pa.Scalar | pa.Array"
 #: Candidates above 1 / this of a fragment's rows are picked from a read of its columns
 #: (a 1% filter on a 1M-row fragment: 10K scattered rows cost more by ``take``).
 DENSE_READ_RATIO = 256
@@ -176,11 +179,10 @@ def _wanted_blocks(keys: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarra
     if n == 1:  # (an equality or one range: the same search, without the arrays of many)
         low, high = bounds[0]
         start, stop = 0, len(keys)
-        if low is not None:
-            at = np.searchsorted(keys, np.array([low], dtype=keys.dtype), "left")[0]
-            start = max(int(at) - 1, 0)
+        if low is not None:  # (the bounds are of the keys' domain: :func:`physical`)
+            start = max(int(keys.searchsorted(low, "left")) - 1, 0)
         if high is not None:
-            stop = int(np.searchsorted(keys, np.array([high], dtype=keys.dtype), "right")[0])
+            stop = int(keys.searchsorted(high, "right"))
         return np.arange(start, max(stop, start), dtype=np.int64)
     first = np.zeros(n, dtype=np.int64)
     last = np.full(n, len(keys), dtype=np.int64)
@@ -215,38 +217,117 @@ def _block_rows(rows: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.arange(int(lengths.sum()), dtype=np.int64) + offsets, lengths
 
 
-def _btree_entries(
-    storage: TableStorage,
-    reader: FileReader,
-    path: str,
-    bounds: list[tuple[Any, Any]],
-    stats: ScanStats,
-) -> pa.Table:
-    """The ``key``, ``_rowaddr`` entries of a BTREE file that may hold keys within
-    ``bounds``: the blocks its fences give, from :data:`INDEX_CACHE` or else read (with one
-    ``take`` of every missing block) and kept there."""
+class _Block(NamedTuple):
+    """A decoded block of a BTREE entries file (the entry rows between two fences)."""
+
+    keys: pa.Array  # the block's keys, ascending (neither null nor NaN)
+    ordered: np.ndarray  # the same keys as :func:`physical` values (what the fences hold)
+    addresses: np.ndarray  # their row addresses (uint64)
+
+
+def _btree_blocks(
+    storage: TableStorage, path: str, bounds: list[tuple[Any, Any]], stats: ScanStats
+) -> list[_Block]:
+    """The blocks of the BTREE file ``path`` that may hold keys within ``bounds``, in file
+    order (so their keys, concatenated, ascend): from :data:`INDEX_CACHE`, or else read
+    (with one ``take`` of every missing block, the file opened only then) and kept there."""
     keys, rows, read = _cached_fences(storage, fences_path(path))
     stats.index_bytes_read += read
-    wanted = _wanted_blocks(keys, bounds)
-    parts, missing = _cached(storage, path, wanted.tolist())
+    wanted = _wanted_blocks(keys, bounds).tolist()
+    parts, missing = _cached(storage, path, wanted)
     if missing:
         positions, lengths = _block_rows(rows, np.asarray(missing, dtype=np.int64))
-        table = reader.take(positions, columns=[KEY, ROW_ADDRESS]).combine_chunks()
-        per_row = table.nbytes / max(table.num_rows, 1)
-        # (the blocks are slices of one table, alive while one of them is kept: a read
-        # larger than a quarter of the cache, a wide range, is not kept)
-        keep = table.nbytes * 4 <= INDEX_CACHE.capacity
+        with _INDEX_READERS.lease(storage, path) as reader:
+            before = reader.source.stats.bytes_read
+            table = reader.take(positions, columns=[KEY, ROW_ADDRESS])
+            stats.index_bytes_read += reader.source.stats.bytes_read - before
+        key_column = table.column(KEY).combine_chunks()
+        ordered = physical(key_column, key_column.type)
+        addresses = table.column(ROW_ADDRESS).to_numpy().astype(np.uint64, copy=False)
+        per_row = (key_column.nbytes + ordered.nbytes + addresses.nbytes) / max(len(ordered), 1)
+        if ordered.dtype == object:  # (a Python string per key)
+            per_row += 64
+        # (the blocks are views of one read, alive while one of them is kept: a read larger
+        # than a quarter of the cache, a wide range, is not kept)
+        keep = per_row * len(ordered) * 4 <= INDEX_CACHE.capacity
         start = 0
         for block, length in zip(missing, lengths.tolist(), strict=True):
-            parts[block] = table.slice(start, length)
+            stop = start + length
+            part = _Block(
+                key_column.slice(start, length), ordered[start:stop], addresses[start:stop]
+            )
+            parts[block] = part
             if keep:
-                nbytes = int(length * per_row) + 64
-                INDEX_CACHE.put((storage.uri, path, block), parts[block], nbytes)
-            start += length
-    if not parts:
-        return pa.table({KEY: pa.array([], reader.schema.field(KEY).type),
-                         ROW_ADDRESS: pa.array([], pa.uint64())})  # fmt: skip
-    return pa.concat_tables([parts[b] for b in wanted.tolist()])
+                INDEX_CACHE.put((storage.uri, path, block), part, int(length * per_row) + 64)
+            start = stop
+    return [parts[b] for b in wanted]
+
+
+def _in_bounds(ordered: np.ndarray, bounds: list[tuple[Any, Any]]) -> np.ndarray:
+    """Positions (ascending, each once) of the ascending ``ordered`` keys within any of the
+    closed intervals ``bounds`` (a ``None`` end: unbounded), by binary search."""
+    n = len(ordered)
+    if len(bounds) == 1:
+        low, high = bounds[0]
+        start = 0 if low is None else int(ordered.searchsorted(low, "left"))
+        stop = n if high is None else int(ordered.searchsorted(high, "right"))
+        return np.arange(start, max(start, stop), dtype=np.int64)
+    starts = np.zeros(len(bounds), dtype=np.int64)
+    stops = np.full(len(bounds), n, dtype=np.int64)
+    for at, out in ((0, starts), (1, stops)):
+        where = [i for i, b in enumerate(bounds) if b[at] is not None]
+        if where:
+            values = np.array([bounds[i][at] for i in where], dtype=ordered.dtype)
+            out[where] = np.searchsorted(ordered, values, "left" if at == 0 else "right")
+    ok = stops > starts
+    changes = np.bincount(starts[ok], minlength=n + 1) - np.bincount(stops[ok], minlength=n + 1)
+    return np.flatnonzero(np.cumsum(changes[:-1]) > 0)
+
+
+def _interval_exact(predicate: KeyPredicate) -> bool:
+    """Whether :func:`intervals` of ``predicate`` (when not None) hold exactly the keys it
+    keeps: equalities, ``IN`` lists and their ``AND``/``OR`` (a strict bound is not)."""
+    kind = predicate[0]
+    if kind == "cmp":
+        return bool(predicate[1] == "equal")
+    if kind == "in":
+        return True
+    if kind in ("and", "or"):
+        return all(_interval_exact(p) for p in predicate[1])
+    return False
+
+
+def _btree_search(
+    storage: TableStorage,
+    path: str,
+    predicate: KeyPredicate,
+    bounds: list[tuple[Any, Any]],
+    stats: ScanStats,
+    want_keys: bool,
+) -> tuple[np.ndarray, pa.Array | None]:
+    """The row addresses of the entries of BTREE file ``path`` whose key ``predicate``
+    keeps (``bounds``: its :func:`intervals`), in entry order, with their keys when
+    ``want_keys`` or when the predicate is not exactly its intervals (it is then evaluated
+    on the keys within them)."""
+    blocks = _btree_blocks(storage, path, bounds, stats)
+    if not blocks:
+        return np.empty(0, np.uint64), None
+    if len(blocks) == 1:
+        block = blocks[0]
+        ordered, addresses, keys = block.ordered, block.addresses, block.keys
+    else:
+        ordered = np.concatenate([b.ordered for b in blocks])
+        addresses = np.concatenate([b.addresses for b in blocks])
+        keys = pa.concat_arrays([b.keys for b in blocks])
+    at = _in_bounds(ordered, bounds)
+    exact = _interval_exact(predicate)
+    if exact and not want_keys:
+        return addresses[at], None
+    picked = keys.take(pa.array(at, pa.int64()))
+    if not exact:
+        keep = evaluate(predicate, picked)
+        at, picked = at[keep], picked.filter(pa.array(keep))
+    return addresses[at], picked
 
 
 def _cached(storage: TableStorage, path: str, parts: list[int]) -> tuple[dict[int, Any], list[int]]:
@@ -280,7 +361,7 @@ def _key_lists(
         array = column.column(ROW_ADDRESS).combine_chunks()
         flat = pc.list_flatten(array).to_numpy(zero_copy_only=False).astype(np.uint64)
         lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False)
-        keep = flat.nbytes * 4 <= INDEX_CACHE.capacity  # (views of flat: see _btree_entries)
+        keep = flat.nbytes * 4 <= INDEX_CACHE.capacity  # (views of flat: see _btree_blocks)
         for position, part in zip(missing, np.split(flat, np.cumsum(lengths)[:-1]), strict=True):
             lists[position] = part
             if keep:
@@ -310,7 +391,7 @@ def lookup_addresses(
     Raises:
         InvalidFileError: A file of the index is not an index file.
     """
-    found = _lookup(storage, as_index_entry(index), predicate, key_type, stats)
+    found = _lookup(storage, as_index_entry(index), predicate, key_type, stats, False)
     return found[0] if found is not None else None
 
 
@@ -320,27 +401,29 @@ def _lookup(
     predicate: KeyPredicate,
     key_type: pa.DataType,
     stats: ScanStats,
+    want_keys: bool = True,
 ) -> tuple[np.ndarray, pa.Array | None] | None:
     """:func:`lookup_addresses`, with the key of each address when a BTREE read its entries
-    (one per row: the row's value at the build), else None for the keys."""
+    (one per row: the row's value at the build) and ``want_keys``, else None for the keys."""
     found: list[np.ndarray] = []
-    keys: list[pa.Array] = []
+    keys: list[pa.Array | None] = []
+    bounds = intervals(predicate, key_type) if index.kind == BTREE else None
     for path in index.files:
         if is_fences_path(path):
             continue
+        if not _entries_key_type(storage, path).equals(key_type):
+            return None
+        stats.index_files_read += 1
+        if bounds is not None and fences_path(path) in index.files:
+            addresses, picked = _btree_search(storage, path, predicate, bounds, stats, want_keys)
+            found.append(addresses)
+            keys.append(picked)
+            continue
+        table = None
         with _INDEX_READERS.lease(storage, path) as reader:
             before = reader.source.stats.bytes_read
-            if reader.schema.names[:2] != [KEY, ROW_ADDRESS]:
-                raise InvalidFileError(f"{path}: not an index file ({reader.schema.names})")
-            if not reader.schema.field(KEY).type.equals(key_type):
-                return None
-            stats.index_files_read += 1
-            bounds = intervals(predicate, key_type) if index.kind == BTREE else None
-            table = None
             if index.kind in (BITMAP, LABEL_LIST):  # a row per key: evaluate them all
                 found.extend(_key_lists(storage, reader, path, predicate))
-            elif bounds is not None and fences_path(path) in index.files:
-                table = _btree_entries(storage, reader, path, bounds, stats)
             else:
                 table = reader.read(columns=[KEY, ROW_ADDRESS], filter=to_expression(predicate))
             stats.index_bytes_read += reader.source.stats.bytes_read - before
@@ -355,13 +438,49 @@ def _lookup(
     if len(found) == 1 and index.kind in (BITMAP, LABEL_LIST):
         return found[0], None  # (one list: ascending, each address once)
     if index.kind == BTREE and len(keys) == len(found):  # (the entries of every file)
+        hits = [i for i, f in enumerate(found) if len(f)]
+        if sum(len(found[i]) for i in hits) <= 1:  # (an equality's one row: nothing to order)
+            one = found[hits[0]] if hits else np.empty(0, np.uint64)
+            picked = keys[hits[0]] if hits else None
+            return one.astype(np.uint64, copy=False), picked if want_keys else None
         addresses = np.concatenate(found).astype(np.uint64, copy=False)
         order = np.argsort(addresses, kind="stable")
         addresses = addresses[order]
         if not np.any(addresses[1:] == addresses[:-1]):  # (an entry per row)
-            key_column = keys[0] if len(keys) == 1 else pa.concat_arrays(keys)
+            if not want_keys or any(k is None for k in keys):
+                return addresses, None
+            known = [k for k in keys if k is not None]
+            key_column = known[0] if len(known) == 1 else pa.concat_arrays(known)
             return addresses, key_column.take(pa.array(order))
     return np.unique(np.concatenate(found).astype(np.uint64, copy=False)), None
+
+
+def _entries_key_type(storage: TableStorage, path: str) -> pa.DataType:
+    """The key type of the entries file ``path``, checked to be an index file once and
+    then kept (index files never change once written), so that a lookup finding every
+    part it needs in :data:`INDEX_CACHE` does not open the file.
+
+    Raises:
+        InvalidFileError: Its first two columns are not ``key``, ``_rowaddr``.
+    """
+    cache_key = (storage.uri, path)
+    with _FENCES_LOCK:
+        found = _KEY_TYPES.get(cache_key)
+    if found is not None:
+        return found
+    with _INDEX_READERS.lease(storage, path) as reader:
+        names = reader.schema.names
+        if names[:2] != [KEY, ROW_ADDRESS]:
+            raise InvalidFileError(f"{path}: not an index file ({names})")
+        key_type = reader.schema.field(KEY).type
+    with _FENCES_LOCK:
+        _KEY_TYPES[cache_key] = key_type
+        while len(_KEY_TYPES) > _FENCES_KEPT:
+            _KEY_TYPES.popitem(last=False)
+    return key_type
+
+
+_KEY_TYPES: OrderedDict[tuple[str, str], pa.DataType] = OrderedDict()
 
 
 def plan_indexed_scan(
@@ -409,11 +528,11 @@ def _plan(
     filter: pc.Expression,
     fragments: Sequence[Fragment],
     stats: ScanStats,
-) -> tuple[list[Fragment], dict[int, np.ndarray], bool, dict[int, dict[str, pa.Array]]]:
+) -> tuple[list[Fragment], dict[int, np.ndarray], bool, dict[int, dict[str, Fill]]]:
     """:func:`plan_indexed_scan`, and per fragment the column whose values the index
     knows for its candidate rows (exact answers only): ``{column: values}``, one value
-    for all of them (an equality, see :func:`_fixed_value`) or one per candidate (a BTREE's
-    keys of those rows)."""
+    (a scalar) for all of them (an equality, see :func:`_fixed_value`) or one per
+    candidate (an array: a BTREE's keys of those rows)."""
     present = {f.id for f in fragments}
     for index in indices_of(version):
         column = index_column(index, schema)
@@ -424,16 +543,17 @@ def _plan(
         if predicate is None:
             continue
         key_type = key_type_of(index.kind, schema.arrow.field(column).type)
-        found = _lookup(storage, index, predicate, key_type, stats)
+        value = _fixed_value(index.kind, predicate, key_type) if exact else None
+        # an exact answer's rows hold the keys the entries hold (of identical types)
+        want_keys = exact and value is None and _identical(key_type)
+        found = _lookup(storage, index, predicate, key_type, stats, want_keys)
         if found is None:
             continue
         addresses, keys = found
         ids, offsets = split_addresses(addresses)
-        value = _fixed_value(index.kind, predicate, key_type) if exact else None
-        # an exact answer's rows hold the keys the entries hold (of identical types)
-        aligned = keys is not None and exact and value is None and _identical(key_type)
+        aligned = keys is not None and want_keys
         hits: dict[int, np.ndarray] = {}
-        fills: dict[int, dict[str, pa.Array]] = {}
+        fills: dict[int, dict[str, Fill]] = {}
         # the addresses are sorted: one run per fragment with candidates (an equality's
         # one or two), rather than a search per covered fragment
         cuts = (np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist()
@@ -463,8 +583,8 @@ def _identical(t: pa.DataType) -> bool:
     )
 
 
-def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> pa.Array | None:
-    """The one value (a 1-element array of ``key_type``) of a BTREE or BITMAP key that
+def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> pa.Scalar | None:
+    """The one value (a scalar of ``key_type``) of a BTREE or BITMAP key that
     ``predicate`` keeps, when it is an equality with a literal that is exactly a key and
     whose equal keys are identical (integers, strings, booleans, dates, timestamps; not
     floats: ``-0.0 = 0.0``); else None."""
@@ -472,11 +592,13 @@ def _fixed_value(kind: str, predicate: KeyPredicate, key_type: pa.DataType) -> p
         return None
     if not _identical(key_type):
         return None
-    try:
-        value = pa.array([predicate[2]]).cast(key_type)  # safe cast: a lossy literal raises
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-    return value if not value.null_count else None
+    value = predicate[2]
+    if not value.type.equals(key_type):
+        try:
+            value = value.cast(key_type)  # safe cast: a lossy literal raises
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+    return value if value.is_valid else None
 
 
 def indexed_scan(
@@ -550,7 +672,7 @@ def read_rows(
     stats: ScanStats | None = None,
     exact: bool = False,
     readers: ReaderCache | None = None,
-    fixed: Mapping[str, pa.Array] | None = None,
+    fixed: Mapping[str, Fill] | None = None,
 ) -> pa.Table:
     """The live rows at physical ``offsets`` (sorted) of ``fragment`` that ``filter``
     keeps, projected to ``columns`` (and ``_rowoffset`` with ``with_row_offsets``), in
@@ -558,9 +680,9 @@ def read_rows(
     ``offsets`` hold every row it would keep. With ``exact`` the filter is known to keep
     every row at ``offsets`` and is not evaluated again. ``readers`` keeps the data file
     open (and its deletion mask) for the next lookups. With ``exact``, a column of
-    ``fixed`` (``{column: values}``: one value for every row, the index answered
-    ``column = value``, or a value per offset) is not read but filled with those values,
-    as long as another column is read. ``fragment`` is a domain
+    ``fixed`` (``{column: values}``: a scalar, one value for every row, the index
+    answered ``column = value``, or an array, a value per offset) is not read but
+    filled with those values, as long as another column is read. ``fragment`` is a domain
     :class:`~fermion.table.domain.Fragment` (its manifest message is still accepted)."""
     fragment = as_fragment(fragment, committed=True)
     stats = stats if stats is not None else ScanStats()
@@ -589,10 +711,10 @@ def read_rows(
             keep, read_now = opened.keep_mask(storage, fragment)
             stats.deletion_files_read += read_now
             live = keep[offsets]
-            if len(offsets) > 1:  # (values per offset: those of the live ones)
-                filled = {
-                    c: v if len(v) == 1 else v.filter(pa.array(live)) for c, v in filled.items()
-                }
+            filled = {  # (values per offset: those of the live ones)
+                c: v if isinstance(v, pa.Scalar) else v.filter(pa.array(live))
+                for c, v in filled.items()
+            }
             offsets = offsets[live]
         file_ids = opened.top_ids
         wanted = {top_ids[schema.arrow.get_field_index(n)] for n in needed}
@@ -607,8 +729,8 @@ def read_rows(
     if table is None:  # every needed column is newer than the file: nulls
         table = project_file_table(read.select([]), [], schema, needed)
     for name, values in filled.items():
-        if len(values) != table.num_rows:  # one value for every row
-            values = values.take(pa.array(np.zeros(table.num_rows, np.int64)))
+        if isinstance(values, pa.Scalar):  # one value for every row
+            values = pa.repeat(values, table.num_rows)
         table = table.append_column(schema.arrow.field(name), values)
     if with_row_offsets:
         table = table.append_column(ROW_OFFSET, pa.array(offsets.astype(np.uint64)))

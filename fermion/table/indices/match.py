@@ -212,6 +212,10 @@ def intervals(predicate: KeyPredicate, key_type: pa.DataType) -> list[tuple[Any,
     predicate keeps, in the domain of :func:`physical`; None when it may keep null or NaN
     keys or a literal does not convert exactly."""
     kind = predicate[0]
+    if kind == "cmp" and predicate[2].type.equals(key_type):
+        point = _point(predicate[2])
+        if point is not None:  # (a literal of the key type: no cast, no array)
+            return [_bounds(point, predicate[1])]
     if kind in ("cmp", "in"):
         values = pa.array([predicate[2]]) if kind == "cmp" else predicate[1]
         try:
@@ -225,9 +229,7 @@ def intervals(predicate: KeyPredicate, key_type: pa.DataType) -> list[tuple[Any,
         points = physical(values, key_type)
         if kind == "in":
             return [(v, v) for v in points]
-        v, op = points[0], predicate[1]
-        return [{"equal": (v, v), "less": (None, v), "less_equal": (None, v),
-                 "greater": (v, None), "greater_equal": (v, None)}[op]]  # fmt: skip
+        return [_bounds(points[0], predicate[1])]
     if kind == "null":
         return None
     found = [intervals(p, key_type) for p in predicate[1]]
@@ -243,6 +245,26 @@ def intervals(predicate: KeyPredicate, key_type: pa.DataType) -> list[tuple[Any,
         both = [_intersect(a, b) for a in out for b in other]
         out = [i for i in both if i is not None]
     return out
+
+
+def _bounds(v: Any, op: str) -> tuple[Any, Any]:
+    """The closed interval of the keys ``key op v`` may keep."""
+    return {"equal": (v, v), "less": (None, v), "less_equal": (None, v),
+            "greater": (v, None), "greater_equal": (v, None)}[op]  # fmt: skip
+
+
+def _point(value: pa.Scalar) -> Any:
+    """An integer, float or string scalar as the :func:`physical` value of its type, or
+    None: any other type (the caller takes the general way), null, or NaN."""
+    t = value.type
+    if not value.is_valid:
+        return None
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        point = np.array(value.as_py(), dtype=t.to_pandas_dtype())[()]
+        return None if pa.types.is_floating(t) and np.isnan(point) else point
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return value.as_py()
+    return None
 
 
 def _intersect(a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any] | None:
