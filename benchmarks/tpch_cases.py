@@ -34,7 +34,7 @@ from benchmarks import tpch_queries as tpch
 from benchmarks.config import WARMUP_RUNS
 from benchmarks.spark_cases import SPARK_CONF
 
-__all__ = ["NullSink", "digest", "measure", "write_to_sink"]
+__all__ = ["NullSink", "digest", "measure"]
 
 
 class _CountingWriter(DataSourceArrowWriter):
@@ -62,21 +62,10 @@ class NullSink(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return "fermion_bench_null_sink"
+        return tpch.NULL_SINK
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         return _CountingWriter()
-
-
-def write_to_sink(spark: Any, source: Path) -> dict[str, int]:
-    """Every table of ``source`` written through Spark into :class:`NullSink`; rows per table."""
-    spark.dataSource.register(NullSink)
-    rows = {}
-    for table in tpch.TABLES:
-        frame = spark.read.parquet(str(source / f"{table}.parquet"))
-        frame.write.format(NullSink.name()).mode("append").save()
-        rows[table] = frame.count()
-    return rows
 
 
 def digest(answer: list[tuple[Any, ...]]) -> str:
@@ -144,7 +133,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             return out
         if system == "fermion":  # the floor of a Python data source's write
             try:
-                times, rows = _timed(lambda: write_to_sink(spark, source), repeat)
+                spark.dataSource.register(NullSink)
+                times, rows = _timed(
+                    lambda: tpch.write_tables(spark, source, work, "python-sink"), repeat
+                )
                 out["write_sink"] = _case(times, {"rows": sum(rows.values()), **rows})
             except Exception as exc:
                 out["write_sink"] = _error(exc)

@@ -29,6 +29,7 @@ from typing import Any
 from benchmarks import datagen
 
 __all__ = [
+    "NULL_SINK",
     "QUERIES",
     "TABLES",
     "answers",
@@ -145,11 +146,17 @@ def generate(data_dir: Path, scale: float) -> Path:
     return out
 
 
+#: the name the benchmarks' null Python sink is registered under (``python-sink`` writes)
+NULL_SINK = "fermion_bench_null_sink"
+
+
 def write_tables(spark: Any, source: Path, target: Path, system: str) -> dict[str, int]:
     """Write every table of ``source`` through Spark as ``system``; rows written per table.
 
     ``system`` ``fermion``: ``df.write.format("fermion").mode("overwrite").save``;
-    ``parquet``: ``df.write.mode("overwrite").parquet``.
+    ``parquet``: ``df.write.mode("overwrite").parquet``; ``python-sink``: the Python data
+    source registered as :data:`NULL_SINK` (``benchmarks.tpch_cases.NullSink``), which keeps
+    nothing, so ``target`` is not written.
     """
     rows = {}
     for table in TABLES:
@@ -157,6 +164,8 @@ def write_tables(spark: Any, source: Path, target: Path, system: str) -> dict[st
         writer = frame.write.mode("overwrite")
         if system == "fermion":
             writer.format("fermion").save(str(target / table))
+        elif system == "python-sink":
+            frame.write.format(NULL_SINK).mode("append").save()
         else:
             writer.parquet(str(target / table))
         rows[table] = frame.count()

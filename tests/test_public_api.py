@@ -53,12 +53,13 @@ def test_contract_names_exist(tmp_path: Path) -> None:
 
 def test_domain_model_names() -> None:
     """The table's domain model is public at the top level and in ``fermion.table``; the
+    version a ``Dataset`` reads (``Dataset.table_version``) is public too; the
     names plans used before still work: ``DataFileInfo`` is ``DataFile``, ``FragmentInfo``
     a deprecated subclass of ``Fragment``."""
     import fermion.table
     from fermion.table.tasks import DataFileInfo, FragmentInfo
 
-    for name in ("Fragment", "DataFile"):
+    for name in ("Fragment", "DataFile", "TableVersion"):
         assert name in fermion.__all__ and name in fermion.table.__all__, name
         assert getattr(fermion, name) is getattr(fermion.table, name)
     assert issubclass(FragmentInfo, fermion.Fragment) and DataFileInfo is fermion.DataFile

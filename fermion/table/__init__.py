@@ -17,7 +17,7 @@ from __future__ import annotations
 from fermion.table.batches import BatchLookup
 from fermion.table.commit import CommitConfig, CommitResult
 from fermion.table.dataset import Dataset, WriteMode, dataset, write_dataset
-from fermion.table.domain import DataFile, Fragment
+from fermion.table.domain import DataFile, Fragment, TableVersion
 from fermion.table.fragments import write_fragments
 from fermion.table.operations import (
     AddColumns,
@@ -64,6 +64,7 @@ __all__ = [
     "SchemaChange",
     "TableRef",
     "TableSchema",
+    "TableVersion",
     "Update",
     "UpdateConfig",
     "VersionInfo",
