@@ -161,13 +161,12 @@ def write_tables(spark: Any, source: Path, target: Path, system: str) -> dict[st
     rows = {}
     for table in TABLES:
         frame = spark.read.parquet(str(source / f"{table}.parquet"))
-        writer = frame.write.mode("overwrite")
         if system == "fermion":
-            writer.format("fermion").save(str(target / table))
+            frame.write.mode("overwrite").format("fermion").save(str(target / table))
         elif system == "python-sink":
             frame.write.format(NULL_SINK).mode("append").save()
         else:
-            writer.parquet(str(target / table))
+            frame.write.mode("overwrite").parquet(str(target / table))
         rows[table] = frame.count()
     return rows
 
